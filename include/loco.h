@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * loco.h -- LOCO: channel objects for RDMA networks. The umbrella header.
+ *
+ * Conventions (see loco(7)): functions return 0 or a negative errno and
+ * write output parameters only on success; library-specific codes are
+ * LOCO_E* (above LOCO_ERRNO_BASE) and loco_strerror() names every code.
+ *
+ * Thread safety: MT-safe (the functions declared here keep no state).
+ */
+#ifndef LOCO_H
+#define LOCO_H
+
+#include <loco/version.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Library-specific error codes, returned negated like errno values. */
+#define LOCO_ERRNO_BASE 4096
+enum loco_errno {
+	LOCO_EAUTH = LOCO_ERRNO_BASE + 1, /* the peer failed authentication */
+	LOCO_EFABRIC,                     /* the fabric reported an error; see the log */
+	LOCO_ETORN,                       /* a value stayed unstable past the retry bound */
+	LOCO_ELAST_,
+};
+
+/*
+ * loco_version -- the run-time version, (major << 16) | minor.
+ * Compare with LOCO_VERSION_MAJOR/MINOR from <loco/version.h>.
+ */
+unsigned loco_version(void);
+
+/*
+ * loco_strerror -- a static string describing @err (a negative errno or
+ * -LOCO_E*; positive values are accepted too). Never NULL.
+ */
+const char *loco_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOCO_H */

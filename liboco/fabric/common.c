@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * common.c -- provider lookup, default attributes, -EOPNOTSUPP stubs for
+ * ops a provider leaves unset (rdma-core's verbs_set_ops habit: the data
+ * path never checks for NULL), and address helpers shared by providers.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../log.h"
+#include "fabric.h"
+
+static const struct fab_ops *const providers[] = {
+	&fab_tcp_ops,
+#ifdef LOCO_HAVE_VERBS
+	&fab_verbs_ops,
+#endif
+};
+
+#define NPROVIDERS (sizeof(providers) / sizeof(providers[0]))
+
+const char *const *fab_provider_names(void)
+{
+	static const char *const names[] = {
+		"tcp",
+#ifdef LOCO_HAVE_VERBS
+		"verbs",
+#endif
+		NULL,
+	};
+	return names;
+}
+
+void fab_attr_defaults(struct fab_attr *a)
+{
+	if (a->sq_depth == 0)
+		a->sq_depth = 256;
+	if (a->rq_depth == 0)
+		a->rq_depth = 256;
+	if (a->cq_depth == 0)
+		a->cq_depth = 4096;
+	if (a->max_inline == 0)
+		a->max_inline = 256;
+	if (a->timeout_ms == 0)
+		a->timeout_ms = 2000;
+	if (a->spin_us == 0)
+		a->spin_us = 50;
+}
+
+static int stub_accept(struct fab *f, uint64_t c, int t, struct fab_link **o, void *p, size_t *l)
+{
+	(void)f, (void)c, (void)t, (void)o, (void)p, (void)l;
+	return -EOPNOTSUPP;
+}
+
+static int stub_connect(struct fab *f, const struct fab_addr *a, uint64_t c, const void *p,
+			size_t l, int t, struct fab_link **o)
+{
+	(void)f, (void)a, (void)c, (void)p, (void)l, (void)t, (void)o;
+	return -EOPNOTSUPP;
+}
+
+static int stub_get_addr(struct fab *f, struct fab_addr *o)
+{
+	(void)f, (void)o;
+	return -EOPNOTSUPP;
+}
+
+static int stub_link(struct fab_link *l)
+{
+	(void)l;
+	return -EOPNOTSUPP;
+}
+
+static int stub_mr_dereg(struct fab_mr *m)
+{
+	(void)m;
+	return -EOPNOTSUPP;
+}
+
+static int stub_mr_reg(struct fab *f, void *a, size_t l, unsigned acc, struct fab_mr **o)
+{
+	(void)f, (void)a, (void)l, (void)acc, (void)o;
+	return -EOPNOTSUPP;
+}
+
+static int stub_poll(struct fab *f, struct fab_wc *wc, int max)
+{
+	(void)f, (void)wc, (void)max;
+	return -EOPNOTSUPP;
+}
+
+static int stub_post(struct fab_link *l, const struct fab_wr *wr, int n)
+{
+	(void)l, (void)wr, (void)n;
+	return -EOPNOTSUPP;
+}
+
+static int stub_post_recv(struct fab_link *l, const struct fab_recv_wr *wr, int n)
+{
+	(void)l, (void)wr, (void)n;
+	return -EOPNOTSUPP;
+}
+
+static int stub_wait(struct fab *f, int t)
+{
+	(void)f, (void)t;
+	return -EOPNOTSUPP;
+}
+
+/*
+ * fab_ops_filled -- a copy of @src with every NULL op replaced by a stub.
+ * Each provider keeps one such copy and points its handles at it.
+ */
+void fab_ops_fill(struct fab_ops *dst, const struct fab_ops *src)
+{
+	*dst = (struct fab_ops){
+		.size = sizeof(struct fab_ops), .name = src->name,
+		.accept = src->accept ? src->accept : stub_accept,
+		.close = src->close,
+		.connect = src->connect ? src->connect : stub_connect,
+		.get_addr = src->get_addr ? src->get_addr : stub_get_addr,
+		.link_close = src->link_close ? src->link_close : stub_link,
+		.link_state = src->link_state ? src->link_state : stub_link,
+		.mr_dereg = src->mr_dereg ? src->mr_dereg : stub_mr_dereg,
+		.mr_reg = src->mr_reg ? src->mr_reg : stub_mr_reg,
+		.open = src->open,
+		.poll = src->poll ? src->poll : stub_poll,
+		.post = src->post ? src->post : stub_post,
+		.post_recv = src->post_recv ? src->post_recv : stub_post_recv,
+		.wait = src->wait ? src->wait : stub_wait,
+	};
+}
+
+int fab_open(const char *name, const struct fab_attr *attr, struct fab **out)
+{
+	struct fab_attr a = {0};
+
+	if (out == NULL)
+		return -EINVAL;
+	if (name == NULL || *name == '\0')
+		name = getenv("LOCO_FABRIC");
+	if (name == NULL || *name == '\0')
+		name = "tcp";
+	if (attr != NULL)
+		a = *attr;
+	fab_attr_defaults(&a);
+
+	for (size_t i = 0; i < NPROVIDERS; i++) {
+		if (strcmp(providers[i]->name, name) != 0)
+			continue;
+		if (providers[i]->size != sizeof(struct fab_ops) || providers[i]->open == NULL) {
+			lc_log_err("fabric %s: ops table of size %zu, expected %zu", name,
+				   providers[i]->size, sizeof(struct fab_ops));
+			return -EPROTO;
+		}
+		return providers[i]->open(&a, out);
+	}
+	lc_log_err("fabric %s: no such provider in this build", name);
+	return -ENOENT;
+}
+
+void fab_close(struct fab *fab)
+{
+	if (fab != NULL)
+		fab->ops->close(fab);
+}
+
+const char *fab_opcode_str(int opcode)
+{
+	static const char *const names[] = {
+		[FAB_OP_WRITE] = "WRITE", [FAB_OP_WRITE_IMM] = "WRITE_IMM",
+		[FAB_OP_READ] = "READ",	  [FAB_OP_CAS] = "CAS",
+		[FAB_OP_FAA] = "FAA",	  [FAB_OP_SEND] = "SEND",
+		[FAB_OP_RECV] = "RECV",	  [FAB_OP_RECV_IMM] = "RECV_IMM",
+	};
+	if (opcode <= 0 || opcode > FAB_OP_RECV_IMM)
+		return "?";
+	return names[opcode];
+}
+
+int fab_addr_parse(const char *str, uint16_t default_port, struct fab_addr *out)
+{
+	char host[FAB_ADDR_STRLEN];
+	const char *colon;
+	unsigned long port = default_port;
+	struct sockaddr_in *sin;
+	size_t hlen;
+
+	if (str == NULL || out == NULL)
+		return -EINVAL;
+	colon = strrchr(str, ':');
+	hlen = colon ? (size_t)(colon - str) : strlen(str);
+	if (hlen == 0 || hlen >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, str, hlen);
+	host[hlen] = '\0';
+	if (colon != NULL) {
+		char *end;
+
+		errno = 0;
+		port = strtoul(colon + 1, &end, 10);
+		if (errno || *end != '\0' || end == colon + 1 || port > 65535)
+			return -EINVAL;
+	}
+	memset(out, 0, sizeof(*out));
+	sin = (struct sockaddr_in *)&out->ss;
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons((uint16_t)port);
+	if (inet_pton(AF_INET, host, &sin->sin_addr) != 1)
+		return -EINVAL;
+	out->len = sizeof(*sin);
+	return 0;
+}
+
+int fab_addr_format(const struct fab_addr *addr, char *buf, size_t len)
+{
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)&addr->ss;
+	char ip[INET_ADDRSTRLEN];
+
+	if (addr->ss.ss_family != AF_INET || inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip)) == NULL)
+		return -EINVAL;
+	if ((size_t)snprintf(buf, len, "%s:%u", ip, ntohs(sin->sin_port)) >= len)
+		return -ENOSPC;
+	return 0;
+}

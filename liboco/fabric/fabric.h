@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * fabric.h -- the provider interface under liboco (DESIGN §3).
+ *
+ * A provider is a const table of operations (struct fab_ops). Everything
+ * above liboco/fabric/ sees only this header: registered regions with a
+ * local and a remote key, links (one reliable-connected queue pair per
+ * peer), work requests carrying a 64-bit WRID, and completions.
+ *
+ * The contract every provider gives, and that tests/fabric/ checks on each:
+ *  - One-sided: the target application does no work for WRITE, READ, CAS,
+ *    FAA (the tcp provider's own thread plays the NIC).
+ *  - Requests on one link execute at the target in posting order.
+ *  - An aligned 8-byte word is never torn. Within one 64-byte aligned line
+ *    a WRITE lands in ascending address order; across lines no order.
+ *  - Atomics are atomic with respect to other fabric atomics on the word.
+ *  - A bad remote key, an out-of-bounds or wrongly-permissioned access
+ *    completes with -EACCES at the initiator; the target is unharmed.
+ *    As with an RC queue pair, the link then enters the error state: every
+ *    later or outstanding request on it completes with -ECANCELED.
+ *  - A dead peer turns outstanding and later requests into error
+ *    completions (-ECONNRESET when the connection breaks, -ETIMEDOUT when
+ *    the peer stops answering for fab_attr.timeout_ms); nothing hangs.
+ *  - Completion of a signaled request implies completion of all earlier
+ *    requests on its link; an unsignaled request that succeeds produces
+ *    no completion, one that fails always does.
+ *  - SEND and WRITE_IMM consume a RECV posted at the target; when none is
+ *    posted the request waits (RNR with infinite retry), it is never lost,
+ *    and the link's later requests wait behind it.
+ *
+ * Thread safety: fab_post() and fab_post_recv() are MT-safe per link.
+ * fab_poll() is serialized: one polling thread per fab at a time.
+ * Setup calls (open, mr_reg, connect, accept, close) are MT-safe.
+ */
+#ifndef LOCO_FABRIC_H
+#define LOCO_FABRIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+struct fab;
+struct fab_mr;
+struct fab_link;
+
+/* Access rights of a registered region (verbs' IBV_ACCESS_*). */
+enum fab_access {
+	FAB_ACCESS_LOCAL_WRITE = 1 << 0,   /* the NIC may write it (READ/atomic results, RECV) */
+	FAB_ACCESS_REMOTE_READ = 1 << 1,
+	FAB_ACCESS_REMOTE_WRITE = 1 << 2,
+	FAB_ACCESS_REMOTE_ATOMIC = 1 << 3,
+};
+
+enum fab_opcode {
+	FAB_OP_WRITE = 1,
+	FAB_OP_WRITE_IMM, /* WRITE, then consume a RECV at the target with @imm */
+	FAB_OP_READ,
+	FAB_OP_CAS,       /* 8 B at remote_addr: if == compare then = swap; old value to local */
+	FAB_OP_FAA,       /* 8 B at remote_addr += add; old value to local */
+	FAB_OP_SEND,
+	FAB_OP_RECV,      /* completion only: a SEND arrived */
+	FAB_OP_RECV_IMM,  /* completion only: a WRITE_IMM arrived */
+};
+
+enum fab_wr_flags {
+	FAB_WR_SIGNALED = 1 << 0, /* produce a completion on success */
+	FAB_WR_INLINE = 1 << 1,   /* copy the payload at post time; lkey ignored */
+	FAB_WR_FENCE = 1 << 2,    /* start only after earlier READs/atomics completed */
+};
+
+/* One work request. Atomics use 8 bytes at @local (the old value lands there). */
+struct fab_wr {
+	uint64_t wrid;
+	uint8_t opcode;  /* enum fab_opcode */
+	uint8_t flags;   /* enum fab_wr_flags */
+	uint32_t imm;    /* WRITE_IMM, SEND (delivered as immediate data) */
+	void *local;     /* local buffer */
+	uint32_t len;    /* bytes; 8 for atomics */
+	uint32_t lkey;   /* local key of the region holding @local */
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint64_t compare; /* CAS */
+	uint64_t swap;    /* CAS: new value; FAA: the addend */
+};
+
+/* A receive buffer for SEND / WRITE_IMM. */
+struct fab_recv_wr {
+	uint64_t wrid;
+	void *local;
+	uint32_t len;
+	uint32_t lkey;
+};
+
+struct fab_wc {
+	uint64_t wrid;
+	uint64_t link_ctx; /* the context given to connect/accept for this link */
+	int32_t status;    /* 0 or -errno, see the contract above */
+	uint32_t len;      /* bytes received (RECV, RECV_IMM) or transferred */
+	uint32_t imm;
+	uint32_t link_id;  /* provider-unique link number (qp_num on verbs) */
+	uint8_t opcode;    /* enum fab_opcode */
+	uint8_t has_imm;
+};
+
+/* Limits and knobs of an opened fabric; zero fields take the defaults. */
+struct fab_attr {
+	const char *listen_addr; /* "ip" or "ip:port"; NULL = 127.0.0.1, port 0 */
+	const char *device;      /* provider device (verbs: mlx5_0, rxe0); NULL = first */
+	uint32_t sq_depth;       /* outstanding requests per link (default 256) */
+	uint32_t rq_depth;       /* posted RECVs per link (default 256) */
+	uint32_t cq_depth;       /* completion queue entries (default 4096) */
+	uint32_t max_inline;     /* largest FAB_WR_INLINE payload (default 256) */
+	uint32_t timeout_ms;     /* dead-peer bound (default 2000) */
+	uint32_t spin_us;        /* provider thread busy-poll before blocking (default 50) */
+};
+
+#define FAB_PRIV_MAX 48 /* private data carried by connect (rdma_cm allows 56) */
+#define FAB_ADDR_STRLEN 64
+
+/* Address of a fabric endpoint: where peers connect. */
+struct fab_addr {
+	struct sockaddr_storage ss;
+	socklen_t len;
+};
+
+/* Provider-neutral parts of the handles; providers embed them first. */
+struct fab {
+	const struct fab_ops *ops;
+	struct fab_attr attr;
+};
+
+struct fab_mr {
+	struct fab *fab;
+	void *addr;
+	size_t len;
+	uint32_t lkey;
+	uint32_t rkey;
+	unsigned access;
+};
+
+struct fab_link {
+	struct fab *fab;
+	uint64_t ctx;
+	uint32_t id;
+};
+
+struct fab_ops {
+	size_t size; /* sizeof(struct fab_ops) the provider was built with */
+	const char *name;
+	int (*accept)(struct fab *fab, uint64_t ctx, int timeout_ms, struct fab_link **out,
+		      void *priv, size_t *priv_len);
+	void (*close)(struct fab *fab);
+	int (*connect)(struct fab *fab, const struct fab_addr *peer, uint64_t ctx,
+		       const void *priv, size_t priv_len, int timeout_ms, struct fab_link **out);
+	int (*get_addr)(struct fab *fab, struct fab_addr *out);
+	int (*link_close)(struct fab_link *link);
+	int (*link_state)(struct fab_link *link);
+	int (*mr_dereg)(struct fab_mr *mr);
+	int (*mr_reg)(struct fab *fab, void *addr, size_t len, unsigned access,
+		      struct fab_mr **out);
+	int (*open)(const struct fab_attr *attr, struct fab **out);
+	int (*poll)(struct fab *fab, struct fab_wc *wc, int max);
+	int (*post)(struct fab_link *link, const struct fab_wr *wr, int n);
+	int (*post_recv)(struct fab_link *link, const struct fab_recv_wr *wr, int n);
+	int (*wait)(struct fab *fab, int timeout_ms);
+};
+
+/*
+ * fab_open -- open provider @name ("tcp", "verbs"); NULL or "" reads
+ * LOCO_FABRIC and defaults to "tcp". @attr may be NULL.
+ * Returns 0 and sets *@out; -ENOENT (no such provider), -ENODEV, -ENOMEM,
+ * or the provider's error.
+ */
+int fab_open(const char *name, const struct fab_attr *attr, struct fab **out);
+
+/* fab_close -- close @fab; every link and region must be closed first. NULL-safe. */
+void fab_close(struct fab *fab);
+
+/* fab_provider_names -- NULL-terminated list of the providers built in. */
+const char *const *fab_provider_names(void);
+
+/* fab_attr_defaults -- fill zero fields of @attr with the defaults. */
+void fab_attr_defaults(struct fab_attr *attr);
+
+/* fab_addr_parse / fab_addr_format -- "ip:port" <-> struct fab_addr. */
+int fab_addr_parse(const char *str, uint16_t default_port, struct fab_addr *out);
+int fab_addr_format(const struct fab_addr *addr, char *buf, size_t len);
+
+/* fab_get_addr -- the address peers connect to. */
+static inline int fab_get_addr(struct fab *fab, struct fab_addr *out)
+{
+	return fab->ops->get_addr(fab, out);
+}
+
+/*
+ * fab_mr_reg -- register [@addr, @addr + @len) with @access.
+ * Returns 0 and sets *@out (lkey, rkey filled); -EINVAL, -ENOMEM, -ENOSPC.
+ */
+static inline int fab_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access,
+			     struct fab_mr **out)
+{
+	return fab->ops->mr_reg(fab, addr, len, access, out);
+}
+
+/* fab_mr_dereg -- deregister; remote accesses after it return -EACCES. NULL-safe. */
+static inline int fab_mr_dereg(struct fab_mr *mr)
+{
+	return mr ? mr->fab->ops->mr_dereg(mr) : 0;
+}
+
+/*
+ * fab_connect -- open a link to the endpoint at @peer, carrying @priv
+ * (at most FAB_PRIV_MAX bytes) to the acceptor. @ctx is returned in every
+ * completion of the link. Blocks up to @timeout_ms.
+ * Returns 0 and sets *@out; -ECONNREFUSED, -ETIMEDOUT, -EINVAL, -ENOMEM, -EPROTO.
+ */
+static inline int fab_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx,
+			      const void *priv, size_t priv_len, int timeout_ms,
+			      struct fab_link **out)
+{
+	return fab->ops->connect(fab, peer, ctx, priv, priv_len, timeout_ms, out);
+}
+
+/*
+ * fab_accept -- take the next link a peer opened to us, waiting up to
+ * @timeout_ms (0: do not wait). The link serves the peer's one-sided
+ * requests from the moment it is established, before it is accepted.
+ * @priv receives the connector's private data (FAB_PRIV_MAX bytes of room),
+ * *@priv_len its length. Returns 0 and sets *@out; -EAGAIN (none yet).
+ */
+static inline int fab_accept(struct fab *fab, uint64_t ctx, int timeout_ms, struct fab_link **out,
+			     void *priv, size_t *priv_len)
+{
+	return fab->ops->accept(fab, ctx, timeout_ms, out, priv, priv_len);
+}
+
+/*
+ * fab_post -- post @n work requests in order on @link.
+ * Returns 0 when all were queued; -EINVAL (bad request: nothing queued),
+ * -EAGAIN (send queue full: nothing queued). Errors of execution arrive as
+ * completions.
+ */
+static inline int fab_post(struct fab_link *link, const struct fab_wr *wr, int n)
+{
+	return link->fab->ops->post(link, wr, n);
+}
+
+/* fab_post_recv -- post @n receive buffers on @link. 0, -EINVAL, -EAGAIN. */
+static inline int fab_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, int n)
+{
+	return link->fab->ops->post_recv(link, wr, n);
+}
+
+/* fab_poll -- reap up to @max completions without blocking; returns the count. */
+static inline int fab_poll(struct fab *fab, struct fab_wc *wc, int max)
+{
+	return fab->ops->poll(fab, wc, max);
+}
+
+/*
+ * fab_wait -- block until a completion may be ready or @timeout_ms passes
+ * (-1: forever). Returns 0, or -ETIMEDOUT. Spurious wake-ups are allowed.
+ */
+static inline int fab_wait(struct fab *fab, int timeout_ms)
+{
+	return fab->ops->wait(fab, timeout_ms);
+}
+
+/* fab_link_state -- 0 while the link is up, else the error that took it down. */
+static inline int fab_link_state(struct fab_link *link)
+{
+	return link->fab->ops->link_state(link);
+}
+
+/*
+ * fab_link_close -- close @link. Requests still outstanding complete with
+ * -ECANCELED (their completions may be polled after this returns; they
+ * carry link_ctx/link_id, never the freed handle). NULL-safe.
+ */
+static inline int fab_link_close(struct fab_link *link)
+{
+	return link ? link->fab->ops->link_close(link) : 0;
+}
+
+/* fab_opcode_str -- "WRITE", "READ", ... for logs. */
+const char *fab_opcode_str(int opcode);
+
+/* Built-in providers (the list fab_open() searches). */
+extern const struct fab_ops fab_tcp_ops;
+#ifdef LOCO_HAVE_VERBS
+extern const struct fab_ops fab_verbs_ops;
+#endif
+
+#endif /* LOCO_FABRIC_H */

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* log.c -- the level is process-wide configuration, written once. */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "log.h"
+
+static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+static int log_level = LC_LOG_WARN; /* written once under log_once */
+
+static void log_init(void)
+{
+	static const char *const names[] = {"error", "warn", "info", "debug"};
+	const char *env = getenv("LOCO_LOG");
+
+	if (env == NULL || *env == '\0')
+		return;
+	for (int i = 0; i < 4; i++) {
+		if (strcasecmp(env, names[i]) == 0) {
+			log_level = i;
+			return;
+		}
+	}
+	if (strcasecmp(env, "none") == 0 || strcasecmp(env, "off") == 0)
+		log_level = -1;
+}
+
+int lc_log_enabled(enum lc_log_level level)
+{
+	pthread_once(&log_once, log_init);
+	return (int)level <= log_level;
+}
+
+void lc_log(enum lc_log_level level, const char *fmt, ...)
+{
+	static const char *const tags[] = {"error", "warn", "info", "debug"};
+	char line[512];
+	va_list ap;
+	int n;
+
+	if (!lc_log_enabled(level))
+		return;
+	n = snprintf(line, sizeof(line), "loco[%d] %s: ", (int)getpid(), tags[level]);
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	n = (int)strlen(line);
+	line[n++] = '\n';
+	/* one write(2) per line so lines of concurrent threads do not mix */
+	if (write(STDERR_FILENO, line, (size_t)n) < 0)
+		return;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* version.c -- loco_version() and loco_strerror(). */
+#include <string.h>
+
+#include <loco.h>
+
+unsigned loco_version(void)
+{
+	return ((unsigned)LOCO_VERSION_MAJOR << 16) | LOCO_VERSION_MINOR;
+}
+
+const char *loco_strerror(int err)
+{
+	if (err < 0)
+		err = -err;
+	switch (err) {
+	case 0:
+		return "success";
+	case LOCO_EAUTH:
+		return "peer failed authentication";
+	case LOCO_EFABRIC:
+		return "fabric error (see the log)";
+	case LOCO_ETORN:
+		return "value unstable past the retry bound";
+	default:
+		/* strerror() of glibc returns static strings for known codes */
+		return err < LOCO_ERRNO_BASE ? strerror(err) : "unknown loco error";
+	}
+}
