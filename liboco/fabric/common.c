@@ -47,8 +47,6 @@ void fab_attr_defaults(struct fab_attr *a)
 		a->max_inline = 256;
 	if (a->timeout_ms == 0)
 		a->timeout_ms = 2000;
-	if (a->spin_us == 0)
-		a->spin_us = 50;
 }
 
 static int stub_accept(struct fab *f, uint64_t c, int t, struct fab_link **o, void *p, size_t *l)

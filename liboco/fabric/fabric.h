@@ -111,9 +111,10 @@ struct fab_attr {
 	uint32_t cq_depth;       /* completion queue entries (default 4096) */
 	uint32_t max_inline;     /* largest FAB_WR_INLINE payload (default 256) */
 	uint32_t timeout_ms;     /* dead-peer bound (default 2000) */
-	uint32_t spin_us;        /* provider thread busy-poll before blocking (default 50) */
+	uint32_t spin_us;        /* provider thread busy-poll before blocking (0: automatic) */
 };
 
+#define FAB_SPIN_AUTO 0 /* spin_us: spin only when the machine has cores to spare */
 #define FAB_PRIV_MAX 48 /* private data carried by connect (rdma_cm allows 56) */
 #define FAB_ADDR_STRLEN 64
 
