@@ -835,9 +835,14 @@ static void exec_request(struct tcp_link *l, const struct tcp_frame *f, const ui
 /* sqe_of -- the outstanding request @psn names, or NULL when it names none. */
 static struct tcp_sqe *sqe_of(struct tcp_link *l, uint32_t psn)
 {
-	if (psn_before(psn, l->sq_done) || !psn_before(psn, l->sq_issue))
+	struct tcp_sqe *e = &l->sq[psn & l->sq_mask];
+
+	if (psn_before(psn, l->sq_done))
 		return NULL;
-	return &l->sq[psn & l->sq_mask];
+	/* a READ bigger than the window is answered while still being issued */
+	if (psn_before(psn, l->sq_issue) || (psn == l->sq_issue && e->sent > 0))
+		return e;
+	return NULL;
 }
 
 /* on_response -- an initiator-side frame: ACK, READ data, atomic value, NAK, credits. */
