@@ -15,9 +15,9 @@
 #include "fabric.h"
 
 static const struct fab_ops *const providers[] = {
-	&fab_tcp_ops,
+    &fab_tcp_ops,
 #ifdef LOCO_HAVE_VERBS
-	&fab_verbs_ops,
+    &fab_verbs_ops,
 #endif
 };
 
@@ -26,11 +26,11 @@ static const struct fab_ops *const providers[] = {
 const char *const *fab_provider_names(void)
 {
 	static const char *const names[] = {
-		"tcp",
+	    "tcp",
 #ifdef LOCO_HAVE_VERBS
-		"verbs",
+	    "verbs",
 #endif
-		NULL,
+	    NULL,
 	};
 	return names;
 }
@@ -56,7 +56,7 @@ static int stub_accept(struct fab *f, uint64_t c, int t, struct fab_link **o, vo
 }
 
 static int stub_connect(struct fab *f, const struct fab_addr *a, uint64_t c, const void *p,
-			size_t l, int t, struct fab_link **o)
+                        size_t l, int t, struct fab_link **o)
 {
 	(void)f, (void)a, (void)c, (void)p, (void)l, (void)t, (void)o;
 	return -EOPNOTSUPP;
@@ -117,20 +117,21 @@ static int stub_wait(struct fab *f, int t)
 void fab_ops_fill(struct fab_ops *dst, const struct fab_ops *src)
 {
 	*dst = (struct fab_ops){
-		.size = sizeof(struct fab_ops), .name = src->name,
-		.accept = src->accept ? src->accept : stub_accept,
-		.close = src->close,
-		.connect = src->connect ? src->connect : stub_connect,
-		.get_addr = src->get_addr ? src->get_addr : stub_get_addr,
-		.link_close = src->link_close ? src->link_close : stub_link,
-		.link_state = src->link_state ? src->link_state : stub_link,
-		.mr_dereg = src->mr_dereg ? src->mr_dereg : stub_mr_dereg,
-		.mr_reg = src->mr_reg ? src->mr_reg : stub_mr_reg,
-		.open = src->open,
-		.poll = src->poll ? src->poll : stub_poll,
-		.post = src->post ? src->post : stub_post,
-		.post_recv = src->post_recv ? src->post_recv : stub_post_recv,
-		.wait = src->wait ? src->wait : stub_wait,
+	    .size = sizeof(struct fab_ops),
+	    .name = src->name,
+	    .accept = src->accept ? src->accept : stub_accept,
+	    .close = src->close,
+	    .connect = src->connect ? src->connect : stub_connect,
+	    .get_addr = src->get_addr ? src->get_addr : stub_get_addr,
+	    .link_close = src->link_close ? src->link_close : stub_link,
+	    .link_state = src->link_state ? src->link_state : stub_link,
+	    .mr_dereg = src->mr_dereg ? src->mr_dereg : stub_mr_dereg,
+	    .mr_reg = src->mr_reg ? src->mr_reg : stub_mr_reg,
+	    .open = src->open,
+	    .poll = src->poll ? src->poll : stub_poll,
+	    .post = src->post ? src->post : stub_post,
+	    .post_recv = src->post_recv ? src->post_recv : stub_post_recv,
+	    .wait = src->wait ? src->wait : stub_wait,
 	};
 }
 
@@ -153,7 +154,7 @@ int fab_open(const char *name, const struct fab_attr *attr, struct fab **out)
 			continue;
 		if (providers[i]->size != sizeof(struct fab_ops) || providers[i]->open == NULL) {
 			lc_log_err("fabric %s: ops table of size %zu, expected %zu", name,
-				   providers[i]->size, sizeof(struct fab_ops));
+			           providers[i]->size, sizeof(struct fab_ops));
 			return -EPROTO;
 		}
 		return providers[i]->open(&a, out);
@@ -171,10 +172,10 @@ void fab_close(struct fab *fab)
 const char *fab_opcode_str(int opcode)
 {
 	static const char *const names[] = {
-		[FAB_OP_WRITE] = "WRITE", [FAB_OP_WRITE_IMM] = "WRITE_IMM",
-		[FAB_OP_READ] = "READ",	  [FAB_OP_CAS] = "CAS",
-		[FAB_OP_FAA] = "FAA",	  [FAB_OP_SEND] = "SEND",
-		[FAB_OP_RECV] = "RECV",	  [FAB_OP_RECV_IMM] = "RECV_IMM",
+	    [FAB_OP_WRITE] = "WRITE", [FAB_OP_WRITE_IMM] = "WRITE_IMM",
+	    [FAB_OP_READ] = "READ",   [FAB_OP_CAS] = "CAS",
+	    [FAB_OP_FAA] = "FAA",     [FAB_OP_SEND] = "SEND",
+	    [FAB_OP_RECV] = "RECV",   [FAB_OP_RECV_IMM] = "RECV_IMM",
 	};
 	if (opcode <= 0 || opcode > FAB_OP_RECV_IMM)
 		return "?";
@@ -220,7 +221,8 @@ int fab_addr_format(const struct fab_addr *addr, char *buf, size_t len)
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)&addr->ss;
 	char ip[INET_ADDRSTRLEN];
 
-	if (addr->ss.ss_family != AF_INET || inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip)) == NULL)
+	if (addr->ss.ss_family != AF_INET ||
+	    inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip)) == NULL)
 		return -EINVAL;
 	if ((size_t)snprintf(buf, len, "%s:%u", ip, ntohs(sin->sin_port)) >= len)
 		return -ENOSPC;

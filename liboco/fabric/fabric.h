@@ -45,7 +45,7 @@ struct fab_link;
 
 /* Access rights of a registered region (verbs' IBV_ACCESS_*). */
 enum fab_access {
-	FAB_ACCESS_LOCAL_WRITE = 1 << 0,   /* the NIC may write it (READ/atomic results, RECV) */
+	FAB_ACCESS_LOCAL_WRITE = 1 << 0, /* the NIC may write it (READ/atomic results, RECV) */
 	FAB_ACCESS_REMOTE_READ = 1 << 1,
 	FAB_ACCESS_REMOTE_WRITE = 1 << 2,
 	FAB_ACCESS_REMOTE_ATOMIC = 1 << 3,
@@ -55,11 +55,11 @@ enum fab_opcode {
 	FAB_OP_WRITE = 1,
 	FAB_OP_WRITE_IMM, /* WRITE, then consume a RECV at the target with @imm */
 	FAB_OP_READ,
-	FAB_OP_CAS,       /* 8 B at remote_addr: if == compare then = swap; old value to local */
-	FAB_OP_FAA,       /* 8 B at remote_addr += add; old value to local */
+	FAB_OP_CAS, /* 8 B at remote_addr: if == compare then = swap; old value to local */
+	FAB_OP_FAA, /* 8 B at remote_addr += add; old value to local */
 	FAB_OP_SEND,
-	FAB_OP_RECV,      /* completion only: a SEND arrived */
-	FAB_OP_RECV_IMM,  /* completion only: a WRITE_IMM arrived */
+	FAB_OP_RECV,     /* completion only: a SEND arrived */
+	FAB_OP_RECV_IMM, /* completion only: a WRITE_IMM arrived */
 };
 
 enum fab_wr_flags {
@@ -71,12 +71,12 @@ enum fab_wr_flags {
 /* One work request. Atomics use 8 bytes at @local (the old value lands there). */
 struct fab_wr {
 	uint64_t wrid;
-	uint8_t opcode;  /* enum fab_opcode */
-	uint8_t flags;   /* enum fab_wr_flags */
-	uint32_t imm;    /* WRITE_IMM, SEND (delivered as immediate data) */
-	void *local;     /* local buffer */
-	uint32_t len;    /* bytes; 8 for atomics */
-	uint32_t lkey;   /* local key of the region holding @local */
+	uint8_t opcode; /* enum fab_opcode */
+	uint8_t flags;  /* enum fab_wr_flags */
+	uint32_t imm;   /* WRITE_IMM, SEND (delivered as immediate data) */
+	void *local;    /* local buffer */
+	uint32_t len;   /* bytes; 8 for atomics */
+	uint32_t lkey;  /* local key of the region holding @local */
 	uint64_t remote_addr;
 	uint32_t rkey;
 	uint64_t compare; /* CAS */
@@ -97,8 +97,8 @@ struct fab_wc {
 	int32_t status;    /* 0 or -errno, see the contract above */
 	uint32_t len;      /* bytes received (RECV, RECV_IMM) or transferred */
 	uint32_t imm;
-	uint32_t link_id;  /* provider-unique link number (qp_num on verbs) */
-	uint8_t opcode;    /* enum fab_opcode */
+	uint32_t link_id; /* provider-unique link number (qp_num on verbs) */
+	uint8_t opcode;   /* enum fab_opcode */
 	uint8_t has_imm;
 };
 
@@ -114,8 +114,8 @@ struct fab_attr {
 	uint32_t spin_us;        /* provider thread busy-poll before blocking (0: automatic) */
 };
 
-#define FAB_SPIN_AUTO 0 /* spin_us: spin only when the machine has cores to spare */
-#define FAB_PRIV_MAX 48 /* private data carried by connect (rdma_cm allows 56) */
+#define FAB_SPIN_AUTO   0  /* spin_us: spin only when the machine has cores to spare */
+#define FAB_PRIV_MAX    48 /* private data carried by connect (rdma_cm allows 56) */
 #define FAB_ADDR_STRLEN 64
 
 /* Address of a fabric endpoint: where peers connect. */
@@ -149,16 +149,16 @@ struct fab_ops {
 	size_t size; /* sizeof(struct fab_ops) the provider was built with */
 	const char *name;
 	int (*accept)(struct fab *fab, uint64_t ctx, int timeout_ms, struct fab_link **out,
-		      void *priv, size_t *priv_len);
+	              void *priv, size_t *priv_len);
 	void (*close)(struct fab *fab);
-	int (*connect)(struct fab *fab, const struct fab_addr *peer, uint64_t ctx,
-		       const void *priv, size_t priv_len, int timeout_ms, struct fab_link **out);
+	int (*connect)(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, const void *priv,
+	               size_t priv_len, int timeout_ms, struct fab_link **out);
 	int (*get_addr)(struct fab *fab, struct fab_addr *out);
 	int (*link_close)(struct fab_link *link);
 	int (*link_state)(struct fab_link *link);
 	int (*mr_dereg)(struct fab_mr *mr);
 	int (*mr_reg)(struct fab *fab, void *addr, size_t len, unsigned access,
-		      struct fab_mr **out);
+	              struct fab_mr **out);
 	int (*open)(const struct fab_attr *attr, struct fab **out);
 	int (*poll)(struct fab *fab, struct fab_wc *wc, int max);
 	int (*post)(struct fab_link *link, const struct fab_wr *wr, int n);
@@ -198,7 +198,7 @@ static inline int fab_get_addr(struct fab *fab, struct fab_addr *out)
  * Returns 0 and sets *@out (lkey, rkey filled); -EINVAL, -ENOMEM, -ENOSPC.
  */
 static inline int fab_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access,
-			     struct fab_mr **out)
+                             struct fab_mr **out)
 {
 	return fab->ops->mr_reg(fab, addr, len, access, out);
 }
@@ -216,8 +216,8 @@ static inline int fab_mr_dereg(struct fab_mr *mr)
  * Returns 0 and sets *@out; -ECONNREFUSED, -ETIMEDOUT, -EINVAL, -ENOMEM, -EPROTO.
  */
 static inline int fab_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx,
-			      const void *priv, size_t priv_len, int timeout_ms,
-			      struct fab_link **out)
+                              const void *priv, size_t priv_len, int timeout_ms,
+                              struct fab_link **out)
 {
 	return fab->ops->connect(fab, peer, ctx, priv, priv_len, timeout_ms, out);
 }
@@ -230,7 +230,7 @@ static inline int fab_connect(struct fab *fab, const struct fab_addr *peer, uint
  * *@priv_len its length. Returns 0 and sets *@out; -EAGAIN (none yet).
  */
 static inline int fab_accept(struct fab *fab, uint64_t ctx, int timeout_ms, struct fab_link **out,
-			     void *priv, size_t *priv_len)
+                             void *priv, size_t *priv_len)
 {
 	return fab->ops->accept(fab, ctx, timeout_ms, out, priv, priv_len);
 }

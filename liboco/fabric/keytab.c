@@ -73,7 +73,7 @@ int keytab_remove(struct keytab *kt, uint32_t key)
 }
 
 int keytab_check(const struct keytab *kt, uint32_t key, uint64_t addr, uint64_t len,
-		 unsigned access, void **ptr)
+                 unsigned access, void **ptr)
 {
 	uint32_t idx = key & (KEYTAB_MAX - 1);
 	const struct keytab_ent *e;

@@ -50,6 +50,6 @@ int keytab_remove(struct keytab *kt, uint32_t key);
  * key, a range outside the region (overflow-safe) or missing rights.
  */
 int keytab_check(const struct keytab *kt, uint32_t key, uint64_t addr, uint64_t len,
-		 unsigned access, void **ptr);
+                 unsigned access, void **ptr);
 
 #endif

@@ -49,10 +49,10 @@
 #include "tcp_wire.h"
 
 #define TCP_READ_WINDOW (256u * 1024) /* READ bytes a link may have in flight */
-#define TCP_RX_CAP	(2 * (TCP_HDR_LEN + TCP_MAX_SEG))
-#define TCP_MAX_LINKS	1024
-#define TCP_KEYS	4096
-#define TCP_EVENTS	64
+#define TCP_RX_CAP      (2 * (TCP_HDR_LEN + TCP_MAX_SEG))
+#define TCP_MAX_LINKS   1024
+#define TCP_KEYS        4096
+#define TCP_EVENTS      64
 
 enum tcp_link_state {
 	LINK_HANDSHAKE = 1, /* accepted, waiting for HELLO */
@@ -70,13 +70,13 @@ struct tcp_link {
 	struct fab_link base;
 	struct tcp_fab *fab;
 	int fd;
-	int state;		 /* NIC-owned: enum tcp_link_state */
-	int err;		 /* read with atomics: 0 or the error that took it down */
-	int close_req;		 /* set under fab->lock; the NIC closes it */
-	int closed;		 /* set under fab->lock by the NIC */
-	int in_accept_q;	 /* waiting for fab_accept() */
-	int want_out;		 /* EPOLLOUT armed */
-	int draining;		 /* down after a NAK: flush it, half-close, read to EOF */
+	int state;       /* NIC-owned: enum tcp_link_state */
+	int err;         /* read with atomics: 0 or the error that took it down */
+	int close_req;   /* set under fab->lock; the NIC closes it */
+	int closed;      /* set under fab->lock by the NIC */
+	int in_accept_q; /* waiting for fab_accept() */
+	int want_out;    /* EPOLLOUT armed */
+	int draining;    /* down after a NAK: flush it, half-close, read to EOF */
 	uint64_t drain_deadline;
 	struct tcp_link *next_q; /* accept queue */
 
@@ -93,30 +93,30 @@ struct tcp_link {
 	/* receive queue: post_recv produces, the NIC consumes */
 	struct fab_recv_wr *rq;
 	uint32_t rq_mask;
-	uint32_t rq_prod;	 /* atomic */
-	uint32_t rq_cons;	 /* NIC */
-	uint32_t rq_free;	 /* atomic: rq_cons as posters see it */
-	uint32_t rq_fill;	 /* NIC: bytes placed into rq[rq_cons] by a segmented SEND */
-	uint64_t credits_sent;	 /* NIC: RECVs announced to the peer */
-	uint64_t peer_credits;	 /* NIC: RECVs the peer announced */
-	uint64_t credits_used;	 /* NIC: SEND/WRITE_IMM issued */
+	uint32_t rq_prod;      /* atomic */
+	uint32_t rq_cons;      /* NIC */
+	uint32_t rq_free;      /* atomic: rq_cons as posters see it */
+	uint32_t rq_fill;      /* NIC: bytes placed into rq[rq_cons] by a segmented SEND */
+	uint64_t credits_sent; /* NIC: RECVs announced to the peer */
+	uint64_t peer_credits; /* NIC: RECVs the peer announced */
+	uint64_t credits_used; /* NIC: SEND/WRITE_IMM issued */
 	uint32_t peer_sq_depth;
 	uint32_t peer_read_window;
 	uint64_t read_inflight; /* NIC: READ bytes requested, not yet received */
 	uint32_t atomics_inflight;
 
 	/* target side */
-	uint32_t exec_psn;   /* next PSN expected from the peer */
-	uint32_t acked_psn;  /* last PSN answered by a response or ACK (exec_psn - 1 when all) */
-	int nak_sent;	     /* we refused a request: discard everything after it */
-	uint32_t imm_len;    /* WRITE_IMM: bytes written so far for the current WR */
+	uint32_t exec_psn;  /* next PSN expected from the peer */
+	uint32_t acked_psn; /* last PSN answered by a response or ACK (exec_psn - 1 when all) */
+	int nak_sent;       /* we refused a request: discard everything after it */
+	uint32_t imm_len;   /* WRITE_IMM: bytes written so far for the current WR */
 
 	/* buffers */
 	uint8_t *rx;
 	size_t rx_len;
 	uint8_t *tx;
 	size_t tx_cap, tx_off, tx_len; /* bytes [tx_off, tx_len) are pending */
-	size_t tx_reserve;	       /* room kept for responses */
+	size_t tx_reserve;             /* room kept for responses */
 	uint64_t last_rx_ns;
 	uint8_t priv[TCP_PRIV_MAX];
 	size_t priv_len;
@@ -298,22 +298,22 @@ static void land_write(struct tcp_fab *f, void *dst, const void *src, size_t len
 /* ------------------------------------------------------------------ */
 /* completion queue                                                   */
 
-static void cq_push(struct tcp_fab *f, struct tcp_link *l, uint64_t wrid, int opcode,
-		    int status, uint32_t len, uint32_t imm, int has_imm)
+static void cq_push(struct tcp_fab *f, struct tcp_link *l, uint64_t wrid, int opcode, int status,
+                    uint32_t len, uint32_t imm, int has_imm)
 {
 	uint64_t tail = __atomic_load_n(&f->cq_tail, __ATOMIC_RELAXED);
 	struct fab_wc *wc = &f->cq[tail & f->cq_mask];
 
 	/* a slot was reserved at post time, so the ring cannot be full */
 	*wc = (struct fab_wc){
-		.wrid = wrid,
-		.link_ctx = __atomic_load_n(&l->base.ctx, __ATOMIC_RELAXED),
-		.status = status,
-		.len = len,
-		.imm = imm,
-		.link_id = l->base.id,
-		.opcode = (uint8_t)opcode,
-		.has_imm = (uint8_t)has_imm,
+	    .wrid = wrid,
+	    .link_ctx = __atomic_load_n(&l->base.ctx, __ATOMIC_RELAXED),
+	    .status = status,
+	    .len = len,
+	    .imm = imm,
+	    .link_id = l->base.id,
+	    .opcode = (uint8_t)opcode,
+	    .has_imm = (uint8_t)has_imm,
 	};
 	/* pairs with the acquire load of cq_tail in tcp_poll() */
 	__atomic_store_n(&f->cq_tail, tail + 1, __ATOMIC_RELEASE);
@@ -581,9 +581,10 @@ static int issue_one(struct tcp_link *l, struct tcp_sqe *e, uint32_t psn)
 	const struct fab_wr *wr = &e->wr;
 	size_t req_room = l->tx_cap - l->tx_reserve;
 	struct tcp_frame f = {.psn = psn, .key = wr->rkey, .addr = wr->remote_addr};
-	const uint8_t *src = (wr->flags & FAB_WR_INLINE)
-				     ? l->sq_inline + (size_t)(psn & l->sq_mask) * l->fab->base.attr.max_inline
-				     : wr->local;
+	const uint8_t *src =
+	    (wr->flags & FAB_WR_INLINE)
+	        ? l->sq_inline + (size_t)(psn & l->sq_mask) * l->fab->base.attr.max_inline
+	        : wr->local;
 	uint8_t *p;
 
 	if ((wr->flags & FAB_WR_FENCE) && e->sent == 0 &&
@@ -592,9 +593,9 @@ static int issue_one(struct tcp_link *l, struct tcp_sqe *e, uint32_t psn)
 
 	if (e->sent == 0) {
 		unsigned acc = (wr->opcode == FAB_OP_READ || wr->opcode == FAB_OP_CAS ||
-				wr->opcode == FAB_OP_FAA)
-				       ? FAB_ACCESS_LOCAL_WRITE
-				       : 0;
+		                wr->opcode == FAB_OP_FAA)
+		                   ? FAB_ACCESS_LOCAL_WRITE
+		                   : 0;
 
 		if (local_ok(l, wr, acc) != 0) {
 			l->sq_issue = psn; /* flush from this request */
@@ -628,7 +629,8 @@ static int issue_one(struct tcp_link *l, struct tcp_sqe *e, uint32_t psn)
 			f.type = TCP_F_READ;
 			f.addr = wr->remote_addr + e->sent;
 			f.a = seg ? seg : 1; /* a 0-byte READ asks for 1 byte it ignores */
-			f.flags = (e->sent == 0 ? TCP_FL_FIRST : 0) | (seg == left ? TCP_FL_LAST : 0);
+			f.flags =
+			    (e->sent == 0 ? TCP_FL_FIRST : 0) | (seg == left ? TCP_FL_LAST : 0);
 			tx_frame(l, &f);
 			l->read_inflight += f.a;
 			e->sent += seg;
@@ -646,12 +648,13 @@ static int issue_one(struct tcp_link *l, struct tcp_sqe *e, uint32_t psn)
 
 			if (tx_used(l) + TCP_HDR_LEN + seg > req_room && tx_used(l) > 0)
 				return 0;
-			f.type = wr->opcode == FAB_OP_WRITE	? TCP_F_WRITE
-				 : wr->opcode == FAB_OP_SEND	? TCP_F_SEND
-								: TCP_F_WRITE_IMM;
+			f.type = wr->opcode == FAB_OP_WRITE  ? TCP_F_WRITE
+			         : wr->opcode == FAB_OP_SEND ? TCP_F_SEND
+			                                     : TCP_F_WRITE_IMM;
 			f.len = seg;
 			f.addr = wr->remote_addr + e->sent;
-			f.flags = (e->sent == 0 ? TCP_FL_FIRST : 0) | (seg == left ? TCP_FL_LAST : 0);
+			f.flags =
+			    (e->sent == 0 ? TCP_FL_FIRST : 0) | (seg == left ? TCP_FL_LAST : 0);
 			f.a = wr->len;
 			if (wr->opcode == FAB_OP_SEND) {
 				f.key = wr->imm;
@@ -755,8 +758,9 @@ static void exec_request(struct tcp_link *l, const struct tcp_frame *f, const ui
 	case TCP_F_WRITE:
 	case TCP_F_WRITE_IMM:
 		/* the first segment checks the whole WR, so a refused WRITE writes nothing */
-		ret = keytab_check(&fab->kt, f->key, f->addr, (f->flags & TCP_FL_FIRST) ? f->a : f->len,
-				   FAB_ACCESS_REMOTE_WRITE, &p);
+		ret = keytab_check(&fab->kt, f->key, f->addr,
+		                   (f->flags & TCP_FL_FIRST) ? f->a : f->len,
+		                   FAB_ACCESS_REMOTE_WRITE, &p);
 		if (ret == 0 && f->type == TCP_F_WRITE_IMM && (f->flags & TCP_FL_FIRST) &&
 		    l->rq_cons == __atomic_load_n(&l->rq_prod, __ATOMIC_ACQUIRE))
 			ret = -EPROTO;
@@ -771,7 +775,7 @@ static void exec_request(struct tcp_link *l, const struct tcp_frame *f, const ui
 				struct fab_recv_wr *r = &l->rq[l->rq_cons++ & l->rq_mask];
 
 				cq_push(fab, l, r->wrid, FAB_OP_RECV_IMM, 0, l->imm_len,
-					(uint32_t)f->b, 1);
+				        (uint32_t)f->b, 1);
 				__atomic_store_n(&l->rq_free, l->rq_cons, __ATOMIC_RELEASE);
 			}
 		}
@@ -784,7 +788,8 @@ static void exec_request(struct tcp_link *l, const struct tcp_frame *f, const ui
 		}
 		break;
 	case TCP_F_READ: {
-		struct tcp_frame r = {.type = TCP_F_READ_RESP, .psn = f->psn, .len = (uint32_t)f->a};
+		struct tcp_frame r = {
+		    .type = TCP_F_READ_RESP, .psn = f->psn, .len = (uint32_t)f->a};
 		uint8_t *out;
 
 		ret = keytab_check(&fab->kt, f->key, f->addr, f->a, FAB_ACCESS_REMOTE_READ, &p);
@@ -816,7 +821,7 @@ static void exec_request(struct tcp_link *l, const struct tcp_frame *f, const ui
 			uint64_t expected = f->a;
 
 			__atomic_compare_exchange_n((uint64_t *)p, &expected, f->b, false,
-						    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+			                            __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 			r.a = expected; /* the old value either way */
 		} else {
 			r.a = __atomic_fetch_add((uint64_t *)p, f->a, __ATOMIC_SEQ_CST);
@@ -895,7 +900,7 @@ static void on_response(struct tcp_link *l, const struct tcp_frame *f, const uin
 		complete_upto(l, f->psn);
 		link_fail(l, -(int)f->key, -ECANCELED, NULL);
 		lc_log_info("tcp: link %u: request %u refused by the peer: %s", l->base.id, f->psn,
-			    strerror((int)f->key));
+		            strerror((int)f->key));
 		return;
 	}
 }
@@ -952,8 +957,8 @@ static int link_setup_tx(struct tcp_link *l, const struct tcp_hello *h)
 	l->peer_sq_depth = h->sq_depth;
 	l->peer_read_window = h->read_window;
 	/* READ data + one header per READ segment or atomic the peer may have in flight */
-	l->tx_reserve = h->read_window +
-			((size_t)h->sq_depth + h->read_window / TCP_MAX_SEG + 8) * TCP_HDR_LEN;
+	l->tx_reserve =
+	    h->read_window + ((size_t)h->sq_depth + h->read_window / TCP_MAX_SEG + 8) * TCP_HDR_LEN;
 	l->tx_cap = l->tx_reserve + 2 * (TCP_HDR_LEN + TCP_MAX_SEG);
 	l->tx = malloc(l->tx_cap);
 	return l->tx ? 0 : -ENOMEM;
@@ -1159,8 +1164,8 @@ static int nic_work_pending(struct tcp_fab *f)
 		if (__atomic_load_n(&l->sq_prod, __ATOMIC_ACQUIRE) != l->sq_issue &&
 		    l->state != LINK_HANDSHAKE)
 			return 1;
-		if (l->state == LINK_UP && __atomic_load_n(&l->rq_prod, __ATOMIC_ACQUIRE) !=
-						   (uint32_t)l->credits_sent)
+		if (l->state == LINK_UP &&
+		    __atomic_load_n(&l->rq_prod, __ATOMIC_ACQUIRE) != (uint32_t)l->credits_sent)
 			return 1;
 	}
 	return 0;
@@ -1186,7 +1191,7 @@ static int nic_timers(struct tcp_fab *f, uint64_t now)
 			continue;
 		if (now - l->last_rx_ns >= limit) {
 			lc_log_warn("tcp: link %u: no answer from the peer for %u ms", l->base.id,
-				    f->base.attr.timeout_ms);
+			            f->base.attr.timeout_ms);
 			link_fail(l, -ETIMEDOUT, -ETIMEDOUT, NULL);
 			continue;
 		}
@@ -1285,7 +1290,7 @@ static int tcp_listen(struct tcp_fab *f, const char *where)
 	if (bind(f->lfd, (struct sockaddr *)&a.ss, a.len) < 0 || listen(f->lfd, 128) < 0) {
 		ret = -errno;
 		lc_log_err("tcp: cannot listen on %s: %s", where ? where : "127.0.0.1:0",
-			   strerror(-ret));
+		           strerror(-ret));
 		return ret;
 	}
 	f->addr.len = sizeof(f->addr.ss);
@@ -1420,7 +1425,8 @@ static int io_full(int fd, void *buf, size_t len, int out, uint64_t deadline)
 			return -errno;
 		if (r <= 0)
 			continue;
-		n = out ? send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT) : recv(fd, p, len, MSG_DONTWAIT);
+		n = out ? send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT)
+		        : recv(fd, p, len, MSG_DONTWAIT);
 		if (n == 0)
 			return -ECONNRESET;
 		if (n < 0) {
@@ -1434,11 +1440,12 @@ static int io_full(int fd, void *buf, size_t len, int out, uint64_t deadline)
 	return 0;
 }
 
-static int tcp_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx,
-		       const void *priv, size_t priv_len, int timeout_ms, struct fab_link **out)
+static int tcp_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, const void *priv,
+                       size_t priv_len, int timeout_ms, struct fab_link **out)
 {
 	struct tcp_fab *f = to_tcp_fab(fab);
-	uint64_t deadline = now_ns() + (uint64_t)(timeout_ms < 0 ? 3600000 : timeout_ms) * 1000000ull;
+	uint64_t deadline =
+	    now_ns() + (uint64_t)(timeout_ms < 0 ? 3600000 : timeout_ms) * 1000000ull;
 	uint8_t buf[TCP_HDR_LEN + TCP_HELLO_LEN];
 	struct tcp_hello h = {.magic = TCP_MAGIC, .version = TCP_VERSION};
 	struct tcp_frame fr = {.type = TCP_F_HELLO, .len = TCP_HELLO_LEN};
@@ -1453,7 +1460,8 @@ static int tcp_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ct
 	if (fd < 0)
 		return -errno;
 	set_sock_opts(fd);
-	if (connect(fd, (const struct sockaddr *)&peer->ss, peer->len) < 0 && errno != EINPROGRESS) {
+	if (connect(fd, (const struct sockaddr *)&peer->ss, peer->len) < 0 &&
+	    errno != EINPROGRESS) {
 		ret = -errno;
 		goto err_close;
 	}
@@ -1522,7 +1530,7 @@ err_close:
 }
 
 static int tcp_accept(struct fab *fab, uint64_t ctx, int timeout_ms, struct fab_link **out,
-		      void *priv, size_t *priv_len)
+                      void *priv, size_t *priv_len)
 {
 	struct tcp_fab *f = to_tcp_fab(fab);
 	struct timespec ts;
@@ -1589,8 +1597,7 @@ static int tcp_link_state(struct fab_link *link)
 	return __atomic_load_n(&to_tcp_link(link)->err, __ATOMIC_ACQUIRE);
 }
 
-static int tcp_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access,
-		      struct fab_mr **out)
+static int tcp_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct fab_mr **out)
 {
 	struct tcp_fab *f = to_tcp_fab(fab);
 	struct tcp_mr *m;
@@ -1607,8 +1614,8 @@ static int tcp_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access,
 		free(m);
 		return ret;
 	}
-	m->base = (struct fab_mr){.fab = fab, .addr = addr, .len = len, .lkey = key,
-				  .rkey = key, .access = access};
+	m->base = (struct fab_mr){
+	    .fab = fab, .addr = addr, .len = len, .lkey = key, .rkey = key, .access = access};
 	*out = &m->base;
 	return 0;
 }
@@ -1628,8 +1635,8 @@ static int tcp_mr_dereg(struct fab_mr *mr)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	seq = __atomic_load_n(&f->nic_busy, __ATOMIC_SEQ_CST);
 	if (seq & 1) {
-		for (int i = 0; i < 1000000 && __atomic_load_n(&f->nic_busy, __ATOMIC_ACQUIRE) == seq;
-		     i++)
+		for (int i = 0;
+		     i < 1000000 && __atomic_load_n(&f->nic_busy, __ATOMIC_ACQUIRE) == seq; i++)
 			sched_yield();
 	}
 	free(container_of(mr, struct tcp_mr, base));
@@ -1659,7 +1666,8 @@ static int tcp_post(struct fab_link *link, const struct fab_wr *wr, int n)
 		case FAB_OP_SEND:
 			if ((w->len && w->local == NULL) || w->len > (1u << 31))
 				return -EINVAL;
-			if ((w->flags & FAB_WR_INLINE) && (w->len > max_inline || w->opcode == FAB_OP_READ))
+			if ((w->flags & FAB_WR_INLINE) &&
+			    (w->len > max_inline || w->opcode == FAB_OP_READ))
 				return -EINVAL;
 			break;
 		default:
@@ -1688,7 +1696,7 @@ static int tcp_post(struct fab_link *link, const struct fab_wr *wr, int n)
 		e->sent = e->recvd = 0;
 		if (wr[i].flags & FAB_WR_INLINE)
 			copy_out(l->sq_inline + (size_t)(prod & l->sq_mask) * max_inline,
-				 wr[i].local, wr[i].len);
+			         wr[i].local, wr[i].len);
 	}
 	/* pairs with the acquire load of sq_prod in link_issue() */
 	__atomic_store_n(&l->sq_prod, prod, __ATOMIC_RELEASE);
@@ -1712,7 +1720,7 @@ static int tcp_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, in
 		void *p;
 
 		if (wr[i].len && keytab_check(&f->kt, wr[i].lkey, (uintptr_t)wr[i].local, wr[i].len,
-					      FAB_ACCESS_LOCAL_WRITE, &p) != 0)
+		                              FAB_ACCESS_LOCAL_WRITE, &p) != 0)
 			return -EINVAL;
 	}
 	pthread_spin_lock(&l->post_lock);
@@ -1778,19 +1786,19 @@ static int tcp_wait(struct fab *fab, int timeout_ms)
 }
 
 const struct fab_ops fab_tcp_ops = {
-	.size = sizeof(struct fab_ops),
-	.name = "tcp",
-	.accept = tcp_accept,
-	.close = tcp_close,
-	.connect = tcp_connect,
-	.get_addr = tcp_get_addr,
-	.link_close = tcp_link_close,
-	.link_state = tcp_link_state,
-	.mr_dereg = tcp_mr_dereg,
-	.mr_reg = tcp_mr_reg,
-	.open = tcp_open,
-	.poll = tcp_poll,
-	.post = tcp_post,
-	.post_recv = tcp_post_recv,
-	.wait = tcp_wait,
+    .size = sizeof(struct fab_ops),
+    .name = "tcp",
+    .accept = tcp_accept,
+    .close = tcp_close,
+    .connect = tcp_connect,
+    .get_addr = tcp_get_addr,
+    .link_close = tcp_link_close,
+    .link_state = tcp_link_state,
+    .mr_dereg = tcp_mr_dereg,
+    .mr_reg = tcp_mr_reg,
+    .open = tcp_open,
+    .poll = tcp_poll,
+    .post = tcp_post,
+    .post_recv = tcp_post_recv,
+    .wait = tcp_wait,
 };

@@ -35,8 +35,8 @@
 #define TCP_PRIV_MAX  48
 
 enum tcp_ftype {
-	TCP_F_HELLO = 1,   /* connector -> acceptor, payload: struct tcp_hello */
-	TCP_F_HELLO_ACK,   /* acceptor -> connector, payload: struct tcp_hello */
+	TCP_F_HELLO = 1, /* connector -> acceptor, payload: struct tcp_hello */
+	TCP_F_HELLO_ACK, /* acceptor -> connector, payload: struct tcp_hello */
 	TCP_F_WRITE,
 	TCP_F_WRITE_IMM,
 	TCP_F_READ,
@@ -74,7 +74,7 @@ struct tcp_hello {
 	uint32_t magic;
 	uint16_t version;
 	uint16_t priv_len;
-	uint32_t sq_depth;   /* the sender's limit of outstanding requests */
+	uint32_t sq_depth;    /* the sender's limit of outstanding requests */
 	uint32_t read_window; /* bytes of READ responses the sender may have in flight */
 	uint8_t priv[TCP_PRIV_MAX];
 };
