@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * loco/ack.h -- ack keys: wait for a set of posted operations.
+ *
+ * Every operation LOCO posts gets a 64-bit WRID. An ack key is a set of
+ * outstanding WRIDs: an object attaches the operations it posts, and
+ * loco_ack_wait() returns once all of them completed, reporting the first
+ * error. This is how objects give memory consistency: e.g. a barrier
+ * attaches its pushes, waits for peers, then waits for its acks.
+ *
+ * Thread safety: MT-safe. Any thread may attach operations to a key while
+ * the completion path removes them; loco_ack_wait() is serialized per key
+ * (one waiter at a time). See loco_ack(3).
+ */
+#ifndef LOCO_ACK_H
+#define LOCO_ACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct loco_manager loco_manager_t;
+typedef struct loco_ack_key loco_ack_key_t;
+
+/*
+ * loco_ack_key_create -- a new, empty ack key of @manager.
+ * Returns 0 and sets *@out; -EINVAL, -ENOMEM, -ENOSPC (too many keys).
+ */
+int loco_ack_key_create(loco_manager_t *manager, loco_ack_key_t **out);
+
+/*
+ * loco_ack_key_destroy -- wait for the key's outstanding operations (each
+ * completes within the fabric's dead-peer bound), then free it. NULL-safe.
+ */
+void loco_ack_key_destroy(loco_ack_key_t *key);
+
+/*
+ * loco_ack_wait -- wait until every operation attached to @key completed,
+ * spinning, then yielding. @timeout_ns < 0 waits forever, 0 only tests.
+ * Returns 0; the first error of an attached operation since the last call
+ * (which it clears); -ETIMEDOUT when operations are still outstanding.
+ */
+int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns);
+
+/* loco_ack_outstanding -- how many attached operations have not completed. */
+size_t loco_ack_outstanding(const loco_ack_key_t *key);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOCO_ACK_H */

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * ack.h -- the WRID space and ack-key sets inside liboco.
+ *
+ * A WRID names who waits for an operation:
+ *
+ *   bits 63..56  type   LC_WRID_ACK for ack-key operations; other values
+ *                       are for liboco's own traffic (see lc_wrid_type())
+ *   bits 55..40  key    index of the ack key in its table
+ *   bits 39..24  gen    generation of that index (low 16 bits)
+ *   bits 23..0   slot   position in the key's set
+ *
+ * An ack key is a fixed-capacity bitmap: attaching an operation claims a
+ * free bit with a CAS (lock-free insert), its completion clears it with an
+ * atomic AND (lock-free remove); the key is idle when every word is 0. The
+ * first error is kept with a CAS from 0. A completion whose key index was
+ * freed or reused (generation mismatch) is ignored.
+ *
+ * Thread safety: lc_ack_table_* setup calls take the table mutex;
+ * lc_ack_attach() / lc_ack_complete() / waits are lock-free and MT-safe.
+ */
+#ifndef LOCO_LC_ACK_H
+#define LOCO_LC_ACK_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <loco/ack.h>
+
+#define LC_WRID_ACK	 1u
+#define LC_ACK_SLOTS	 1024u	 /* operations one key can have outstanding */
+#define LC_ACK_MAX_KEYS	 65536u
+
+struct lc_ack_table;
+
+struct loco_ack_key {
+	struct lc_ack_table *table;
+	loco_manager_t *manager; /* may be NULL in unit tests */
+	uint32_t idx;
+	uint32_t gen;
+	int first_err;	 /* atomic: 0 or the first error since the last wait */
+	uint32_t hint;	 /* atomic: word to try first when attaching */
+	uint64_t bits[LC_ACK_SLOTS / 64]; /* atomic: outstanding slots */
+};
+
+struct lc_ack_table {
+	pthread_mutex_t lock;
+	loco_ack_key_t **keys; /* [max_keys]; read lock-free by lc_ack_complete() */
+	uint32_t *gens;	       /* [max_keys]: generation of each index */
+	uint32_t max_keys;
+	uint32_t nkeys;
+};
+
+static inline unsigned lc_wrid_type(uint64_t wrid)
+{
+	return (unsigned)(wrid >> 56);
+}
+
+/* lc_ack_table_init -- room for @max_keys keys (1..LC_ACK_MAX_KEYS). 0, -EINVAL, -ENOMEM. */
+int lc_ack_table_init(struct lc_ack_table *t, uint32_t max_keys);
+
+/* lc_ack_table_fini -- free the table; keys still alive are freed too. */
+void lc_ack_table_fini(struct lc_ack_table *t);
+
+/* lc_ack_key_new -- a key in @t (manager may be NULL). 0 and *@out; -ENOMEM, -ENOSPC. */
+int lc_ack_key_new(struct lc_ack_table *t, loco_manager_t *manager, loco_ack_key_t **out);
+
+/* lc_ack_key_free -- remove @key from its table and free it (no wait). NULL-safe. */
+void lc_ack_key_free(loco_ack_key_t *key);
+
+/*
+ * lc_ack_attach -- claim a slot in @key for one operation about to be
+ * posted. Returns 0 and sets *@wrid; -EAGAIN when LC_ACK_SLOTS are taken.
+ */
+int lc_ack_attach(loco_ack_key_t *key, uint64_t *wrid);
+
+/*
+ * lc_ack_detach -- give back a slot whose operation was never posted
+ * (the post failed): no error is recorded.
+ */
+void lc_ack_detach(loco_ack_key_t *key, uint64_t wrid);
+
+/*
+ * lc_ack_complete -- the completion path: operation @wrid finished with
+ * @status (0 or -errno). Finds the key, records the first error, clears
+ * the slot. Returns 0, or -ENOENT when the WRID names no live key/slot.
+ */
+int lc_ack_complete(struct lc_ack_table *t, uint64_t wrid, int status);
+
+/* lc_ack_idle -- whether @key has no outstanding operation. */
+int lc_ack_idle(const loco_ack_key_t *key);
+
+/*
+ * lc_ack_wait -- the body of loco_ack_wait(): spin, then sched_yield(),
+ * until idle or @timeout_ns (< 0: forever). Returns as loco_ack_wait().
+ */
+int lc_ack_wait(loco_ack_key_t *key, int64_t timeout_ns);
+
+#endif /* LOCO_LC_ACK_H */
