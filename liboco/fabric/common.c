@@ -104,6 +104,12 @@ static int stub_post_recv(struct fab_link *l, const struct fab_recv_wr *wr, int 
 	return -EOPNOTSUPP;
 }
 
+static int stub_fab(struct fab *f)
+{
+	(void)f;
+	return -EOPNOTSUPP;
+}
+
 static int stub_wait(struct fab *f, int t)
 {
 	(void)f, (void)t;

@@ -150,6 +150,7 @@ struct fab_ops {
 	const char *name;
 	int (*accept)(struct fab *fab, uint64_t ctx, int timeout_ms, struct fab_link **out,
 	              void *priv, size_t *priv_len);
+	int (*arm)(struct fab *fab);
 	void (*close)(struct fab *fab);
 	int (*connect)(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, const void *priv,
 	               size_t priv_len, int timeout_ms, struct fab_link **out);
@@ -164,6 +165,7 @@ struct fab_ops {
 	int (*post)(struct fab_link *link, const struct fab_wr *wr, int n);
 	int (*post_recv)(struct fab_link *link, const struct fab_recv_wr *wr, int n);
 	int (*wait)(struct fab *fab, int timeout_ms);
+	int (*wait_fd)(struct fab *fab);
 };
 
 /*
@@ -265,6 +267,27 @@ static inline int fab_poll(struct fab *fab, struct fab_wc *wc, int max)
 static inline int fab_wait(struct fab *fab, int timeout_ms)
 {
 	return fab->ops->wait(fab, timeout_ms);
+}
+
+/*
+ * fab_wait_fd -- a file descriptor that becomes readable when completions
+ * or accepted links may be ready, for callers that block in their own
+ * epoll. It only signals after fab_arm() returned 0; after it fires, call
+ * fab_arm() again (which also consumes the event).
+ */
+static inline int fab_wait_fd(struct fab *fab)
+{
+	return fab->ops->wait_fd(fab);
+}
+
+/*
+ * fab_arm -- prepare to block on fab_wait_fd(): returns 0 when armed, or
+ * -EAGAIN when completions or accepted links are already waiting (poll
+ * them instead of blocking).
+ */
+static inline int fab_arm(struct fab *fab)
+{
+	return fab->ops->arm(fab);
 }
 
 /* fab_link_state -- 0 while the link is up, else the error that took it down. */

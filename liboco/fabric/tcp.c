@@ -1042,6 +1042,7 @@ static void on_hello(struct tcp_link *l, const struct tcp_frame *fr, const uint8
 	f->accept_tail = l;
 	pthread_cond_broadcast(&f->cond);
 	pthread_mutex_unlock(&f->lock);
+	cq_wake(f); /* a poller blocked on the wait fd takes accepted links too */
 }
 
 /* link_input -- read what the socket has and process whole frames. */
@@ -1760,6 +1761,29 @@ static int tcp_poll(struct fab *fab, struct fab_wc *wc, int max)
 		cq_release(f, n);
 	}
 	return n;
+}
+
+static int tcp_wait_fd(struct fab *fab)
+{
+	return to_tcp_fab(fab)->cq_evfd;
+}
+
+static int tcp_arm(struct fab *fab)
+{
+	struct tcp_fab *f = to_tcp_fab(fab);
+	uint64_t v;
+
+	if (read(f->cq_evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return -errno;
+	__atomic_store_n(&f->poll_waiting, 1, __ATOMIC_SEQ_CST);
+	/* recheck after announcing: pairs with the SEQ_CST load in cq_wake() */
+	if (__atomic_load_n(&f->cq_head, __ATOMIC_RELAXED) !=
+	        __atomic_load_n(&f->cq_tail, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&f->accept_head, __ATOMIC_ACQUIRE) != NULL) {
+		__atomic_store_n(&f->poll_waiting, 0, __ATOMIC_RELAXED);
+		return -EAGAIN;
+	}
+	return 0;
 }
 
 static int tcp_wait(struct fab *fab, int timeout_ms)
