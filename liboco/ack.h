@@ -91,6 +91,9 @@ int lc_ack_complete(struct lc_ack_table *t, uint64_t wrid, int status);
 /* lc_ack_idle -- whether @key has no outstanding operation. */
 int lc_ack_idle(const loco_ack_key_t *key);
 
+/* lc_ack_outstanding -- how many operations attached to @key have not completed (a snapshot). */
+size_t lc_ack_outstanding(const loco_ack_key_t *key);
+
 /*
  * lc_ack_wait -- the body of loco_ack_wait(): spin, then sched_yield(),
  * until idle or @timeout_ns (< 0: forever). Returns as loco_ack_wait().

@@ -126,6 +126,7 @@ void fab_ops_fill(struct fab_ops *dst, const struct fab_ops *src)
 	    .size = sizeof(struct fab_ops),
 	    .name = src->name,
 	    .accept = src->accept ? src->accept : stub_accept,
+	    .arm = src->arm ? src->arm : stub_fab,
 	    .close = src->close,
 	    .connect = src->connect ? src->connect : stub_connect,
 	    .get_addr = src->get_addr ? src->get_addr : stub_get_addr,
@@ -138,6 +139,7 @@ void fab_ops_fill(struct fab_ops *dst, const struct fab_ops *src)
 	    .post = src->post ? src->post : stub_post,
 	    .post_recv = src->post_recv ? src->post_recv : stub_post_recv,
 	    .wait = src->wait ? src->wait : stub_wait,
+	    .wait_fd = src->wait_fd ? src->wait_fd : stub_fab,
 	};
 }
 

@@ -1813,6 +1813,7 @@ const struct fab_ops fab_tcp_ops = {
     .size = sizeof(struct fab_ops),
     .name = "tcp",
     .accept = tcp_accept,
+    .arm = tcp_arm,
     .close = tcp_close,
     .connect = tcp_connect,
     .get_addr = tcp_get_addr,
@@ -1825,4 +1826,5 @@ const struct fab_ops fab_tcp_ops = {
     .post = tcp_post,
     .post_recv = tcp_post_recv,
     .wait = tcp_wait,
+    .wait_fd = tcp_wait_fd,
 };
