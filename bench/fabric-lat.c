@@ -11,10 +11,12 @@
  * READ, CAS and FAA (post signaled, busy-poll for the completion), then
  * the rate of pipelined 8-byte WRITEs, every 64th signaled, with at most
  * sq_depth requests outstanding. It prints a table and writes JSON.
+ * With --poll wait, an empty poll blocks in fab_wait() instead of spinning.
  * At the end, and on any error, the parent kills and reaps the target by
  * PID.
  *
- *   fabric-lat [--iters N] [--warmup N] [--rate-ops N] [--provider NAME] [--json FILE]
+ *   fabric-lat [--iters N] [--warmup N] [--rate-ops N] [--poll spin|wait]
+ *              [--provider NAME] [--json FILE]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +24,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -64,6 +67,7 @@ struct opts {
 	long iters;
 	long warmup;
 	long rate_ops;
+	bool block; /* --poll wait: sleep in fab_wait() instead of spinning on fab_poll() */
 	const char *provider;
 	const char *json;
 };
@@ -229,7 +233,16 @@ report:
 	_exit(0);
 }
 
-/* wait_wrid -- busy-poll until the completion of @wrid; returns 0 or the failed status. */
+/* idle -- nothing to reap: block until a completion may be ready (--poll wait). */
+static void idle(struct bench *b)
+{
+	int ret = fab_wait(b->fab, 100);
+
+	if (ret != 0 && ret != -ETIMEDOUT)
+		sched_yield(); /* a provider without wait */
+}
+
+/* wait_wrid -- poll until the completion of @wrid; returns 0 or the failed status. */
 static int wait_wrid(struct bench *b, uint64_t wrid)
 {
 	uint64_t deadline = 0;
@@ -264,6 +277,8 @@ static int wait_wrid(struct bench *b, uint64_t wrid)
 				        wrid);
 				return -ETIMEDOUT;
 			}
+			if (b->o->block)
+				idle(b);
 		}
 	}
 }
@@ -469,6 +484,8 @@ static int measure_rate(struct bench *b, uint32_t window, double *seconds, doubl
 			        "fabric-lat: rate test stalled at %" PRIu64 " of %" PRIu64 "\n",
 			        done, total);
 			return -ETIMEDOUT;
+		} else if (b->o->block && posted - done + chunk > window) {
+			idle(b); /* the window is full: sleep until a completion */
 		}
 	}
 	t1 = now_ns();
@@ -543,6 +560,7 @@ static int write_json(const struct opts *o, int argc, char **argv, const struct 
 	        when);
 	fprintf(f, "  \"size_bytes\": 8,\n  \"iters\": %ld,\n  \"warmup\": %ld,\n", o->iters,
 	        o->warmup);
+	fprintf(f, "  \"poll\": \"%s\",\n", o->block ? "wait" : "spin");
 	fprintf(f, "  \"latency_us\": {\n");
 	for (int i = 0; i < nst; i++)
 		fprintf(
@@ -565,13 +583,15 @@ static int write_json(const struct opts *o, int argc, char **argv, const struct 
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: fabric-lat [--iters N] [--warmup N] [--rate-ops N] [--provider NAME]\n"
-	           "                  [--json FILE]\n"
-	           "  --iters N       measured operations per op type (default 20000)\n"
-	           "  --warmup N      unmeasured operations first (default 1000)\n"
-	           "  --rate-ops N    WRITEs in the op-rate test (default 1000000)\n"
-	           "  --provider P    fabric provider (default $LOCO_FABRIC, else tcp)\n"
-	           "  --json FILE     results (default bench/results/fabric-<provider>.json)\n");
+	fprintf(
+	    f, "usage: fabric-lat [--iters N] [--warmup N] [--rate-ops N] [--poll spin|wait]\n"
+	       "                  [--provider NAME] [--json FILE]\n"
+	       "  --iters N       measured operations per op type (default 20000)\n"
+	       "  --warmup N      unmeasured operations first (default 1000)\n"
+	       "  --rate-ops N    WRITEs in the op-rate test (default 1000000)\n"
+	       "  --poll MODE     spin: busy-poll fab_poll() (default); wait: block in fab_wait()\n"
+	       "  --provider P    fabric provider (default $LOCO_FABRIC, else tcp)\n"
+	       "  --json FILE     results (default bench/results/fabric-<provider>.json)\n");
 }
 
 static long parse_count(const char *s, const char *what)
@@ -591,13 +611,10 @@ static long parse_count(const char *s, const char *what)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"iters", required_argument, NULL, 'i'},
-	    {"warmup", required_argument, NULL, 'w'},
-	    {"rate-ops", required_argument, NULL, 'r'},
-	    {"provider", required_argument, NULL, 'p'},
-	    {"json", required_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"iters", required_argument, NULL, 'i'},    {"warmup", required_argument, NULL, 'w'},
+	    {"rate-ops", required_argument, NULL, 'r'}, {"poll", required_argument, NULL, 'P'},
+	    {"provider", required_argument, NULL, 'p'}, {"json", required_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
 	};
 	static const int ops[] = {FAB_OP_WRITE, FAB_OP_READ, FAB_OP_CAS, FAB_OP_FAA};
 	struct opts o = {.iters = 20000, .warmup = 1000, .rate_ops = 1000000};
@@ -621,6 +638,13 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			o.rate_ops = parse_count(optarg, "--rate-ops");
+			break;
+		case 'P':
+			if (strcmp(optarg, "spin") != 0 && strcmp(optarg, "wait") != 0) {
+				fprintf(stderr, "fabric-lat: --poll takes spin or wait\n");
+				return 2;
+			}
+			o.block = strcmp(optarg, "wait") == 0;
 			break;
 		case 'p':
 			o.provider = optarg;
@@ -723,8 +747,8 @@ int main(int argc, char **argv)
 	if (ret)
 		goto out;
 
-	printf("fabric-lat: provider %s, 8-byte operations, %ld iterations after %ld warm-up\n",
-	       o.provider, o.iters, o.warmup);
+	printf("fabric-lat: provider %s, 8-byte operations, %ld iterations after %ld warm-up, %s\n",
+	       o.provider, o.iters, o.warmup, o.block ? "blocking in fab_wait()" : "busy-polling");
 	printf("%-6s %11s %11s %11s\n", "op", "median us", "p99 us", "min us");
 	for (int i = 0; i < 4; i++)
 		printf("%-6s %11.2f %11.2f %11.2f\n", st[i].op, st[i].median_us, st[i].p99_us,
