@@ -12,6 +12,9 @@
 #define LOCO_H
 
 #include <loco/version.h>
+#include <loco/manager.h>
+#include <loco/ack.h>
+#include <loco/channel.h>
 
 #ifdef __cplusplus
 extern "C" {

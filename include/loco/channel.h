@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * loco/channel.h -- channels, and the object-author API.
+ *
+ * A channel has a full name ("kv/shard/sst": parent names joined by '/'),
+ * an expected node count, and child objects. Each object owns registered
+ * memory regions. loco_channel_join() pairs this node with every node
+ * holding a channel of the same full name and exchanges region
+ * descriptors; later joins and leaves reach the objects' callbacks.
+ *
+ * Everything a stock object needs is here: objects/ includes only public
+ * headers. A user can write an object the same way.
+ *
+ * Thread safety: MT-safe. Object callbacks run on the manager's progress
+ * thread; they may call any function here except loco_channel_join(),
+ * loco_channel_destroy() and loco_ack_wait(), and must not block.
+ */
+#ifndef LOCO_CHANNEL_H
+#define LOCO_CHANNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <loco/ack.h>
+#include <loco/manager.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct loco_channel loco_channel_t;
+typedef struct loco_object loco_object_t;
+typedef struct loco_region loco_region_t;
+
+#define LOCO_NAME_MAX 128 /* bytes of a full channel name or object/region name */
+
+/* Remote access rights of a region (local access is always allowed). */
+enum loco_access {
+	LOCO_ACCESS_READ = 1 << 0,
+	LOCO_ACCESS_WRITE = 1 << 1,
+	LOCO_ACCESS_ATOMIC = 1 << 2,
+};
+
+/* A remote memory reference: usable by reads, writes and atomics. */
+typedef struct loco_rref {
+	uint32_t node;
+	uint32_t rkey;
+	uint64_t addr;
+	uint64_t len;
+} loco_rref_t;
+
+/*
+ * loco_channel_create -- a channel @name under @parent (NULL: top level),
+ * expecting @nodes nodes (this one included; >= 1). Not yet announced.
+ * Returns 0 and sets *@out; -EINVAL (bad name: empty, '/' inside, too
+ * long), -EEXIST (this node has that full name already), -ENOMEM.
+ */
+int loco_channel_create(loco_manager_t *m, loco_channel_t *parent, const char *name, uint32_t nodes,
+                        loco_channel_t **out);
+
+/*
+ * loco_channel_join -- announce the channel and its regions to the
+ * cluster, pair with every node that holds the same full name, and wait
+ * until @nodes - 1 peers are paired or @timeout_ns passes (< 0: forever).
+ * Returns 0; -ETIMEDOUT (the channel stays joined: late peers still pair
+ * and reach the callbacks); -EINVAL.
+ */
+int loco_channel_join(loco_channel_t *ch, int64_t timeout_ns);
+
+/*
+ * loco_channel_destroy -- leave and free the channel. Returns 0, or -EBUSY
+ * while objects or child channels remain in it (nothing is changed).
+ */
+int loco_channel_destroy(loco_channel_t *ch);
+
+/* loco_channel_name -- the full name. */
+const char *loco_channel_name(const loco_channel_t *ch);
+
+/* loco_channel_manager -- the manager that owns @ch. */
+loco_manager_t *loco_channel_manager(const loco_channel_t *ch);
+
+/*
+ * loco_channel_peers -- the ids of the nodes paired in @ch (this node
+ * excluded), ascending; up to @max written; returns the peer count.
+ */
+int loco_channel_peers(loco_channel_t *ch, uint32_t *ids, size_t max);
+
+/* Callbacks of an object: a peer paired in the channel, or left it. */
+struct loco_object_ops {
+	void (*peer_join)(loco_object_t *obj, uint32_t node, void *arg);
+	void (*peer_leave)(loco_object_t *obj, uint32_t node, void *arg);
+};
+
+/*
+ * loco_object_create -- register object @name (unique in the channel) in
+ * @ch with callbacks @ops (may be NULL) and their @arg.
+ * Returns 0 and sets *@out; -EINVAL, -EEXIST, -ENOMEM.
+ */
+int loco_object_create(loco_channel_t *ch, const char *name, const struct loco_object_ops *ops,
+                       void *arg, loco_object_t **out);
+
+/* loco_object_destroy -- free the object and its regions. NULL-safe. */
+void loco_object_destroy(loco_object_t *obj);
+
+/* loco_object_channel -- the channel of @obj. */
+loco_channel_t *loco_object_channel(const loco_object_t *obj);
+
+/*
+ * loco_region_create -- @len bytes of zeroed registered memory for @obj,
+ * remotely accessible as @access says, announced to the channel's peers
+ * under @name. Registration happens here, never on the data path.
+ * Returns 0 and sets *@out; -EINVAL, -EEXIST, -ENOMEM, or the fabric's error.
+ */
+int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigned access,
+                       loco_region_t **out);
+
+/* loco_region_ptr / loco_region_len -- the local memory of @r. */
+void *loco_region_ptr(const loco_region_t *r);
+size_t loco_region_len(const loco_region_t *r);
+
+/*
+ * loco_region_remote -- the region of the same object and name on peer
+ * @node. Returns 0 and sets *@out; -ENOENT when that peer has none (yet).
+ */
+int loco_region_remote(const loco_region_t *r, uint32_t node, loco_rref_t *out);
+
+/*
+ * Remote operations. The local side is [@loff, @loff + @len) of @local
+ * (which must be registered memory of this node); the remote side starts
+ * at @roff in @remote. With @ack, the operation is attached to it and
+ * loco_ack_wait(ack) reports its completion; without, it is fire-and-forget
+ * and errors are only logged. Requests to one node execute there in order.
+ * Return 0 when posted; -EINVAL (out of bounds, misaligned atomic),
+ * -ENOTCONN (no link to that node), -EAGAIN (queue or ack key full).
+ */
+int loco_write(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
+               size_t len, loco_ack_key_t *ack);
+int loco_read(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff, size_t len,
+              loco_ack_key_t *ack);
+
+/*
+ * loco_cas / loco_faa -- 8-byte atomics on an 8-byte aligned remote word;
+ * the old value lands at @loff of @local (8-byte aligned).
+ */
+int loco_cas(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
+             uint64_t compare, uint64_t swap, loco_ack_key_t *ack);
+int loco_faa(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
+             uint64_t add, loco_ack_key_t *ack);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOCO_CHANNEL_H */

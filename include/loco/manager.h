@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * loco/manager.h -- the per-process manager: fabric, node identity,
+ * membership, registered memory, the progress thread. See loco_init(3).
+ *
+ * Thread safety: MT-safe.
+ */
+#ifndef LOCO_MANAGER_H
+#define LOCO_MANAGER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct loco_manager loco_manager_t;
+
+/*
+ * Manager configuration. Zero/NULL fields take defaults; the environment
+ * variable named beside each field overrides it when set.
+ */
+typedef struct loco_config {
+	const char *fabric;       /* LOCO_FABRIC: "tcp" (default), "verbs" */
+	const char *device;       /* LOCO_DEVICE: fabric device; NULL = first usable */
+	const char *addr;         /* LOCO_ADDR: control-plane "ip[:port]" (127.0.0.1:0) */
+	const char *join;         /* LOCO_JOIN: "ip:port" of any live member; NULL = start alone */
+	uint32_t node_id;         /* LOCO_NODE_ID: unique, >= 1 (1 when alone and unset) */
+	const char *secret;       /* LOCO_SECRET: cluster secret (default: "loco") */
+	uint32_t fail_timeout_ms; /* LOCO_FAIL_TIMEOUT_MS: failure detection bound (1000) */
+	uint32_t join_timeout_ms; /* LOCO_JOIN_TIMEOUT_MS: how long to retry joining (10000) */
+} loco_config_t;
+
+/*
+ * loco_init -- create the process's manager: open the fabric, listen for
+ * peers, and start alone or join the cluster through @cfg->join.
+ * @cfg may be NULL (all defaults + environment).
+ * Returns 0 and sets *@out; -EINVAL (bad configuration), -ENOENT (no such
+ * fabric), -ETIMEDOUT (no member answered in join_timeout_ms),
+ * -LOCO_EAUTH (the cluster refused our secret), -EADDRINUSE, -ENOMEM.
+ */
+int loco_init(const loco_config_t *cfg, loco_manager_t **out);
+
+/*
+ * loco_fini -- leave the cluster gracefully (peers see a leave, not a
+ * failure) and free the manager. Channels must be destroyed first. NULL-safe.
+ */
+void loco_fini(loco_manager_t *m);
+
+/* loco_node_id -- this node's id. */
+uint32_t loco_node_id(const loco_manager_t *m);
+
+/* loco_incarnation -- this node's incarnation (differs on every start). */
+uint64_t loco_incarnation(const loco_manager_t *m);
+
+/*
+ * loco_members -- the node ids of the live members this node sees, itself
+ * included, ascending. Writes up to @max ids to @ids and returns the
+ * number of members (which may exceed @max).
+ */
+int loco_members(loco_manager_t *m, uint32_t *ids, size_t max);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOCO_MANAGER_H */
