@@ -28,9 +28,9 @@
 
 #include <loco/ack.h>
 
-#define LC_WRID_ACK	 1u
-#define LC_ACK_SLOTS	 1024u	 /* operations one key can have outstanding */
-#define LC_ACK_MAX_KEYS	 65536u
+#define LC_WRID_ACK     1u
+#define LC_ACK_SLOTS    1024u /* operations one key can have outstanding */
+#define LC_ACK_MAX_KEYS 65536u
 
 struct lc_ack_table;
 
@@ -39,15 +39,15 @@ struct loco_ack_key {
 	loco_manager_t *manager; /* may be NULL in unit tests */
 	uint32_t idx;
 	uint32_t gen;
-	int first_err;	 /* atomic: 0 or the first error since the last wait */
-	uint32_t hint;	 /* atomic: word to try first when attaching */
+	int first_err;                    /* atomic: 0 or the first error since the last wait */
+	uint32_t hint;                    /* atomic: word to try first when attaching */
 	uint64_t bits[LC_ACK_SLOTS / 64]; /* atomic: outstanding slots */
 };
 
 struct lc_ack_table {
 	pthread_mutex_t lock;
 	loco_ack_key_t **keys; /* [max_keys]; read lock-free by lc_ack_complete() */
-	uint32_t *gens;	       /* [max_keys]: generation of each index */
+	uint32_t *gens;        /* [max_keys]: generation of each index */
 	uint32_t max_keys;
 	uint32_t nkeys;
 };

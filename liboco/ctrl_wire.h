@@ -41,29 +41,29 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LC_CTRL_VERSION	  1
-#define LC_CTRL_HDR_LEN	  24
-#define LC_CTRL_MAX_MSG	  (64u * 1024)
-#define LC_NAME_MAX	  128 /* channel full names, region names (bytes, no NUL) */
-#define LC_ADDR_MAX	  64  /* "ip:port" */
-#define LC_FABRIC_MAX	  16
-#define LC_MAX_MEMBERS	  256
-#define LC_MAX_REGIONS	  64
-#define LC_NONCE_LEN	  32
-#define LC_MAC_LEN	  32
+#define LC_CTRL_VERSION 1
+#define LC_CTRL_HDR_LEN 24
+#define LC_CTRL_MAX_MSG (64u * 1024)
+#define LC_NAME_MAX     128 /* channel full names, region names (bytes, no NUL) */
+#define LC_ADDR_MAX     64  /* "ip:port" */
+#define LC_FABRIC_MAX   16
+#define LC_MAX_MEMBERS  256
+#define LC_MAX_REGIONS  64
+#define LC_NONCE_LEN    32
+#define LC_MAC_LEN      32
 
 enum lc_msg_type {
 	LC_MSG_HELLO = 1, /* connector -> acceptor: who I am, a nonce */
 	LC_MSG_CHALLENGE, /* acceptor -> connector: its nonce, its proof of the secret */
-	LC_MSG_AUTH,	  /* connector -> acceptor: its proof of the secret */
-	LC_MSG_WELCOME,	  /* acceptor -> connector: the member list */
-	LC_MSG_REFUSE,	  /* either side: why the connection is refused; then close */
+	LC_MSG_AUTH,      /* connector -> acceptor: its proof of the secret */
+	LC_MSG_WELCOME,   /* acceptor -> connector: the member list */
+	LC_MSG_REFUSE,    /* either side: why the connection is refused; then close */
 	LC_MSG_MEMBER_JOIN,
 	LC_MSG_MEMBER_LEAVE,
 	LC_MSG_HEARTBEAT,
-	LC_MSG_CHAN,	   /* a channel's regions on the sender; flags LC_CHAN_* */
+	LC_MSG_CHAN,       /* a channel's regions on the sender; flags LC_CHAN_* */
 	LC_MSG_CHAN_LEAVE, /* the sender left a channel */
-	LC_MSG_LEAVE,	   /* the sender leaves the cluster (graceful) */
+	LC_MSG_LEAVE,      /* the sender leaves the cluster (graceful) */
 	LC_MSG_MAX_,
 };
 
