@@ -331,6 +331,11 @@ uint32_t loco_node_id(const loco_manager_t *m)
 	return m->node_id;
 }
 
+const char *loco_addr(const loco_manager_t *m)
+{
+	return m->ctrl_addr;
+}
+
 uint64_t loco_incarnation(const loco_manager_t *m)
 {
 	return m->inc;

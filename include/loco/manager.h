@@ -51,6 +51,9 @@ void loco_fini(loco_manager_t *m);
 /* loco_node_id -- this node's id. */
 uint32_t loco_node_id(const loco_manager_t *m);
 
+/* loco_addr -- the control-plane "ip:port" through which other nodes join this one. */
+const char *loco_addr(const loco_manager_t *m);
+
 /* loco_incarnation -- this node's incarnation (differs on every start). */
 uint64_t loco_incarnation(const loco_manager_t *m);
 
