@@ -12,11 +12,11 @@
  * 2. WRITE_IMM: the data is in B's region when B's RECV_IMM completion
  *    (with the immediate and the length) arrives; the RECV buffer is not
  *    written.
- * 3. A SEND with no RECV posted, then a WRITE and a READ behind it: for
- *    1.5 x timeout_ms nothing completes on either side and the WRITE has not
- *    landed (the peer is alive, so no -ETIMEDOUT either); once B posts a
- *    RECV, the SEND is delivered intact, then the WRITE lands, and A's
- *    three completions arrive in order.
+ * 3. A SEND (then a WRITE_IMM) with no RECV posted, then a WRITE and a READ
+ *    behind it: for 1.5 x timeout_ms nothing completes on either side and
+ *    the WRITE has not landed (the peer is alive, so no -ETIMEDOUT either);
+ *    once B posts a RECV, the waiting request is delivered intact, then the
+ *    WRITE lands, and A's three completions arrive in order.
  * 4. The other direction: B SENDs to a RECV posted by A, three SENDs in one
  *    post.
  */
@@ -104,22 +104,29 @@ static void write_imm(void)
 	printf("WRITE_IMM consumes a RECV, data there at its completion: ok\n");
 }
 
-static void rnr_wait(void)
+/*
+ * rnr_wait -- @op (SEND or WRITE_IMM) posted while B has no RECV, a WRITE
+ * and a READ behind it: nothing may move until B posts a RECV.
+ */
+static void rnr_wait(int op, uint64_t marker, uint64_t rwrid)
 {
 	const struct fab_recv_wr rw = {
-	    .wrid = 400, .local = rbuf + 5 * RSZ, .len = RSZ, .lkey = rmr->lkey};
-	const uint64_t marker = 0x6d61726b65720001ull;
+	    .wrid = rwrid, .local = rbuf + 5 * RSZ, .len = RSZ, .lkey = rmr->lkey};
+	const char *name = fab_opcode_str(op);
 	uint64_t *mk = (uint64_t *)(abuf + 8192);
+	uint8_t *payload = abuf + 4096;
 	struct fab_wr wr[3];
 	struct fab_wc wc;
 	int64_t until;
 	char s[256];
 
 	*mk = marker;
-	t_fill(abuf + 4096, 64, 30);
+	t_fill(payload, 64, marker);
 	memset(abuf + 16384, 0, 3000);
-	wr[0] = t_wr_rdma(FAB_OP_SEND, wrid++, FAB_WR_SIGNALED, abuf + 4096, 64, amr->lkey, 0, 0);
-	wr[0].imm = 0x300;
+	memset(rbuf + 5 * RSZ, 0xee, RSZ);
+	wr[0] = t_wr_rdma(op, wrid++, FAB_WR_SIGNALED, payload, 64, amr->lkey,
+	                  (uint64_t)(uintptr_t)bdata + 20000, bmr->rkey);
+	wr[0].imm = (uint32_t)marker;
 	wr[1] = t_wr_rdma(FAB_OP_WRITE, wrid++, FAB_WR_SIGNALED, mk, 8, amr->lkey,
 	                  (uint64_t)(uintptr_t)bdata, bmr->rkey);
 	wr[2] = t_wr_rdma(FAB_OP_READ, wrid++, FAB_WR_SIGNALED, abuf + 16384, 3000, amr->lkey,
@@ -131,28 +138,33 @@ static void rnr_wait(void)
 	until = t_now_ms() + TIMEOUT * 3 / 2;
 	while (t_now_ms() < until) {
 		if (t_poll_one(a, &wc, 10) == 0)
-			T_FAIL("completion %s while the SEND waits for a RECV",
-			       t_wc_str(&wc, s, sizeof(s)));
+			T_FAIL("completion %s while the %s waits for a RECV",
+			       t_wc_str(&wc, s, sizeof(s)), name);
 		if (fab_poll(b, &wc, 1) != 0)
 			T_FAIL("receiver completion %s with no RECV posted",
 			       t_wc_str(&wc, s, sizeof(s)));
 		if (__atomic_load_n((uint64_t *)bdata, __ATOMIC_ACQUIRE) == marker)
-			T_FAIL("the WRITE behind a waiting SEND landed before it");
+			T_FAIL("the WRITE behind a waiting %s landed before it", name);
 	}
 	T_ASSERT_EQ(fab_link_state(la), 0);
 
-	/* a RECV arrives: the SEND, then the WRITE, then the READ */
+	/* a RECV arrives: the waiting request, then the WRITE, then the READ */
 	T_ASSERT_OK(fab_post_recv(lb, &rw, 1));
-	expect_recv(b, lb, CTX_B, 400, FAB_OP_RECV, 64, 0x300);
-	T_ASSERT(t_mem_equal(rbuf + 5 * RSZ, abuf + 4096, 64, "delayed SEND"));
-	T_EXPECT_WC(a, wr[0].wrid, FAB_OP_SEND, 0, TMO, NULL);
+	if (op == FAB_OP_SEND) {
+		expect_recv(b, lb, CTX_B, rwrid, FAB_OP_RECV, 64, (uint32_t)marker);
+		T_ASSERT(t_mem_equal(rbuf + 5 * RSZ, payload, 64, "delayed SEND"));
+	} else {
+		expect_recv(b, lb, CTX_B, rwrid, FAB_OP_RECV_IMM, 64, (uint32_t)marker);
+		T_ASSERT(t_mem_equal(bdata + 20000, payload, 64, "delayed WRITE_IMM"));
+	}
+	T_EXPECT_WC(a, wr[0].wrid, op, 0, TMO, NULL);
 	T_EXPECT_WC(a, wr[1].wrid, FAB_OP_WRITE, 0, TMO, NULL);
 	T_EXPECT_WC(a, wr[2].wrid, FAB_OP_READ, 0, TMO, NULL);
 	T_ASSERT_EQX(*(uint64_t *)bdata, marker);
-	T_ASSERT(t_mem_equal(abuf + 16384, bdata + 1000, 3000, "READ behind a delayed SEND"));
+	T_ASSERT(t_mem_equal(abuf + 16384, bdata + 1000, 3000, "READ behind a delayed request"));
 	T_EXPECT_NONE(a, 20);
 	T_EXPECT_NONE(b, 20);
-	printf("SEND before RECV: waited %d ms, not lost, later requests behind it: ok\n",
+	printf("%s before RECV: waited %d ms, not lost, later requests behind it: ok\n", name,
 	       TIMEOUT * 3 / 2);
 }
 
@@ -200,7 +212,8 @@ int main(void)
 
 	send_recv();
 	write_imm();
-	rnr_wait();
+	rnr_wait(FAB_OP_SEND, 0x6d61726b65720001ull, 400);
+	rnr_wait(FAB_OP_WRITE_IMM, 0x6d61726b65720002ull, 401);
 	reverse();
 
 	T_ASSERT_EQ(fab_link_state(la), 0);

@@ -3,16 +3,17 @@
  * torn-word.c -- an aligned 8-byte word is never torn (DESIGN §3), in
  * both directions.
  *
- * 1. WRITE vs CPU reads: the initiator WRITEs aligned ranges in which every
- *    byte of every word equals a counter (0x0101.., 0x0202.., ...) to a
- *    target that lands writes slowly (LOCO_TCP_SLOW_WRITE); a target thread
- *    loads every word atomically and checks that its 8 bytes are equal.
+ * 1. WRITE vs CPU reads: the initiator WRITEs the whole 4 KiB region, every
+ *    byte of every word equal to a counter (0x0101.., 0x0202.., ...), from
+ *    sources at varying misalignments, to a target that lands writes slowly
+ *    (LOCO_TCP_SLOW_WRITE); a target thread loads every word atomically and
+ *    checks that its 8 bytes are equal.
  * 2. CPU writes vs READ: a target thread keeps storing such uniform words
  *    with atomic stores while the initiator READs ranges and checks every
  *    word it gets back.
  * Both sides count their checks and the scans that saw a write in
  * progress (words of different values), so the test cannot pass without
- * having raced.
+ * having raced; on a loaded machine they go on (bounded) until they have.
  */
 #include <stdio.h>
 #include <stdlib.h>
