@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * ack.c -- WRIDs and ack keys: lock-free bitmap sets of outstanding operations.
+ *
+ * The contract is in ack.h. In short: a key is LC_ACK_SLOTS bits; attach
+ * claims a zero bit with a CAS, the completion path clears it with an
+ * atomic AND (release), and a waiter sees the key idle when every word
+ * reads 0 (acquire). The first error is kept with a CAS from 0 and handed
+ * to the next waiter that finds the key idle (exchange with 0).
+ *
+ * Memory ordering, in pairs:
+ *  - lc_ack_complete() records its error, then clears its bit with a
+ *    release AND; lc_ack_idle() loads each word with acquire. A waiter
+ *    that sees the bit clear therefore also sees the error (and whatever
+ *    the operation wrote before its completion was reaped).
+ *  - lc_ack_key_new() fills the key, then publishes it with a release store
+ *    into keys[idx]; lc_ack_complete() loads keys[idx] with acquire, so it
+ *    sees key->gen and key->bits initialised.
+ *
+ * Lifetime race, and why it is safe: lc_ack_key_free() clears keys[idx]
+ * with a release store before freeing the key, so a completion that loads
+ * keys[idx] after that store finds NULL (or, after reuse, a key with
+ * another generation) and returns -ENOENT. What remains is a completion
+ * that loaded the key pointer just before the store and then reads
+ * key->gen and key->bits (and writes them) after free(). Such a completion
+ * carries a wrid naming this key, and the fabric produces one only for an
+ * operation attached to the key -- while the manager frees a key only once
+ * it is idle: loco_ack_key_destroy() waits for every attached operation
+ * (each completes within the fabric's dead-peer bound) before it calls
+ * lc_ack_key_free(). So no completion can name a key being freed; only a
+ * duplicated or forged wrid could, and that is a fabric bug. Completions
+ * of other keys never look at this one. The generation check guards
+ * against wrids that outlived their key that way once the free is done;
+ * it compares 16 bits, so a stale wrid would have to survive 65536 reuses
+ * of the same index to be mistaken for a live one.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "ack.h"
+
+#define ACK_WORDS      (LC_ACK_SLOTS / 64)
+#define ACK_IDX_SHIFT  40
+#define ACK_GEN_SHIFT  24
+#define ACK_GEN_MASK   0xffffu
+#define ACK_SLOT_MASK  0xffffffu
+#define ACK_TYPE_SHIFT 56
+#define ACK_CAS_TRIES  256u  /* failed CASes on one word before moving on */
+#define ACK_SPIN       2048u /* spins before lc_ack_wait() starts yielding */
+#define ACK_SPIN_CLOCK 64u   /* spins between two clock reads while spinning */
+
+_Static_assert(LC_ACK_SLOTS % 64 == 0, "LC_ACK_SLOTS must be a multiple of 64");
+_Static_assert(LC_ACK_SLOTS <= ACK_SLOT_MASK + 1u, "slots must fit the WRID slot field");
+_Static_assert(LC_ACK_MAX_KEYS <= 0x10000u, "key indexes must fit the WRID key field");
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/* ack_wrid -- the WRID of @slot in @key (layout in ack.h). */
+static inline uint64_t ack_wrid(const loco_ack_key_t *key, uint32_t slot)
+{
+	return ((uint64_t)LC_WRID_ACK << ACK_TYPE_SHIFT) | ((uint64_t)key->idx << ACK_IDX_SHIFT) |
+	       ((uint64_t)(key->gen & ACK_GEN_MASK) << ACK_GEN_SHIFT) | slot;
+}
+
+/*
+ * ack_decode -- split @wrid into key index and slot; whether its type,
+ * index (< @max_keys) and slot (< LC_ACK_SLOTS) are in range. *@gen gets
+ * the 16-bit generation.
+ */
+static inline int ack_decode(uint64_t wrid, uint32_t max_keys, uint32_t *idx, uint32_t *gen,
+                             uint32_t *slot)
+{
+	uint32_t i = (uint32_t)(wrid >> ACK_IDX_SHIFT) & 0xffffu;
+	uint32_t s = (uint32_t)wrid & ACK_SLOT_MASK;
+
+	if (lc_wrid_type(wrid) != LC_WRID_ACK || i >= max_keys || s >= LC_ACK_SLOTS)
+		return 0;
+	*idx = i;
+	*gen = (uint32_t)(wrid >> ACK_GEN_SHIFT) & ACK_GEN_MASK;
+	*slot = s;
+	return 1;
+}
+
+/* ack_owns -- whether @wrid names a slot of @key (type, index and generation). */
+static inline int ack_owns(const loco_ack_key_t *key, uint64_t wrid, uint32_t *slot)
+{
+	uint32_t idx, gen;
+
+	if (!ack_decode(wrid, LC_ACK_MAX_KEYS, &idx, &gen, slot))
+		return 0;
+	return idx == key->idx && gen == (key->gen & ACK_GEN_MASK);
+}
+
+/* lc_ack_table_init -- room for @max_keys keys (1..LC_ACK_MAX_KEYS). */
+int lc_ack_table_init(struct lc_ack_table *t, uint32_t max_keys)
+{
+	loco_ack_key_t **keys;
+	uint32_t *gens;
+	int ret;
+
+	if (t == NULL || max_keys == 0 || max_keys > LC_ACK_MAX_KEYS)
+		return -EINVAL;
+
+	keys = calloc(max_keys, sizeof(*keys));
+	if (keys == NULL)
+		return -ENOMEM;
+	gens = calloc(max_keys, sizeof(*gens));
+	if (gens == NULL) {
+		ret = -ENOMEM;
+		goto err_free_keys;
+	}
+	ret = -pthread_mutex_init(&t->lock, NULL);
+	if (ret)
+		goto err_free_gens;
+
+	t->keys = keys;
+	t->gens = gens;
+	t->max_keys = max_keys;
+	t->nkeys = 0;
+	return 0;
+
+err_free_gens:
+	free(gens);
+err_free_keys:
+	free(keys);
+	return ret;
+}
+
+/* lc_ack_table_fini -- free the table and the keys still in it. */
+void lc_ack_table_fini(struct lc_ack_table *t)
+{
+	uint32_t i;
+
+	if (t == NULL || t->keys == NULL)
+		return;
+	for (i = 0; i < t->max_keys; i++)
+		free(t->keys[i]); /* no completion may run any more */
+	free(t->keys);
+	free(t->gens);
+	pthread_mutex_destroy(&t->lock);
+	t->keys = NULL;
+	t->gens = NULL;
+	t->max_keys = 0;
+	t->nkeys = 0;
+}
+
+/* lc_ack_key_new -- the lowest free index of @t, with its generation bumped. */
+int lc_ack_key_new(struct lc_ack_table *t, loco_manager_t *manager, loco_ack_key_t **out)
+{
+	loco_ack_key_t *key;
+	uint32_t i;
+	int ret;
+
+	if (t == NULL || out == NULL)
+		return -EINVAL;
+
+	pthread_mutex_lock(&t->lock);
+	if (t->nkeys >= t->max_keys) {
+		ret = -ENOSPC;
+		goto err_unlock;
+	}
+	key = calloc(1, sizeof(*key)); /* setup path: allocating under the lock is fine */
+	if (key == NULL) {
+		ret = -ENOMEM;
+		goto err_unlock;
+	}
+	for (i = 0; i < t->max_keys; i++) {
+		/* the table lock orders writers; relaxed is enough here */
+		if (__atomic_load_n(&t->keys[i], __ATOMIC_RELAXED) == NULL)
+			break;
+	}
+	/* nkeys < max_keys, so there is a free index */
+	key->table = t;
+	key->manager = manager;
+	key->idx = i;
+	key->gen = ++t->gens[i];
+	/* pairs with the acquire load of keys[idx] in lc_ack_complete() */
+	__atomic_store_n(&t->keys[i], key, __ATOMIC_RELEASE);
+	t->nkeys++;
+	pthread_mutex_unlock(&t->lock);
+
+	*out = key;
+	return 0;
+
+err_unlock:
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+/*
+ * lc_ack_key_free -- unpublish @key, then free it. The caller makes sure
+ * no completion for it is still in flight (see the comment at the top).
+ */
+void lc_ack_key_free(loco_ack_key_t *key)
+{
+	struct lc_ack_table *t;
+
+	if (key == NULL)
+		return;
+	t = key->table;
+	pthread_mutex_lock(&t->lock);
+	/* pairs with the acquire load in lc_ack_complete(): later loads see NULL */
+	__atomic_store_n(&t->keys[key->idx], NULL, __ATOMIC_RELEASE);
+	t->nkeys--;
+	pthread_mutex_unlock(&t->lock);
+	free(key);
+}
+
+/*
+ * lc_ack_attach -- claim a zero bit, starting at the hint word. Each failed
+ * CAS means another thread changed the word (lock-free); a word is given up
+ * after ACK_CAS_TRIES failures, so a pass over the key is bounded.
+ */
+int lc_ack_attach(loco_ack_key_t *key, uint64_t *wrid)
+{
+	uint32_t start, n, w, tries, bit;
+	uint64_t old, new;
+
+	if (key == NULL || wrid == NULL)
+		return -EINVAL;
+
+	start = __atomic_load_n(&key->hint, __ATOMIC_RELAXED) % ACK_WORDS;
+	for (n = 0; n < ACK_WORDS; n++) {
+		w = (start + n) % ACK_WORDS;
+		old = __atomic_load_n(&key->bits[w], __ATOMIC_RELAXED);
+		for (tries = 0; tries < ACK_CAS_TRIES && ~old != 0; tries++) {
+			bit = (uint32_t)__builtin_ctzll(~old);
+			new = old | (1ull << bit);
+			/*
+			 * Acquire on success: the slot's previous completion
+			 * (release AND) happens before its reuse. A failure
+			 * reloads @old.
+			 */
+			if (__atomic_compare_exchange_n(&key->bits[w], &old, new, 0,
+			                                __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+				if (~new == 0) /* word now full: start at the next one */
+					__atomic_store_n(&key->hint, (w + 1) % ACK_WORDS,
+					                 __ATOMIC_RELAXED);
+				else if (w != start)
+					__atomic_store_n(&key->hint, w, __ATOMIC_RELAXED);
+				*wrid = ack_wrid(key, w * 64 + bit);
+				return 0;
+			}
+		}
+	}
+	return -EAGAIN;
+}
+
+/* lc_ack_detach -- clear the slot of a never-posted @wrid; wrids of other keys are ignored. */
+void lc_ack_detach(loco_ack_key_t *key, uint64_t wrid)
+{
+	uint32_t slot;
+
+	if (key == NULL || !ack_owns(key, wrid, &slot))
+		return;
+	/* pairs with the acquire loads in lc_ack_idle() */
+	__atomic_fetch_and(&key->bits[slot / 64], ~(1ull << (slot % 64)), __ATOMIC_RELEASE);
+}
+
+/*
+ * lc_ack_complete -- decode @wrid, find its live key, record @status if it
+ * is the first error, clear the slot. Any @wrid value is safe: each field
+ * is range-checked before use, and a slot whose bit is clear is not touched.
+ */
+int lc_ack_complete(struct lc_ack_table *t, uint64_t wrid, int status)
+{
+	loco_ack_key_t *key;
+	uint32_t idx, gen, slot;
+	uint64_t mask, old;
+	int zero = 0;
+
+	if (t == NULL || t->keys == NULL || !ack_decode(wrid, t->max_keys, &idx, &gen, &slot))
+		return -ENOENT;
+
+	/* pairs with the release store in lc_ack_key_new() */
+	key = __atomic_load_n(&t->keys[idx], __ATOMIC_ACQUIRE);
+	if (key == NULL || (key->gen & ACK_GEN_MASK) != gen)
+		return -ENOENT;
+
+	mask = 1ull << (slot % 64);
+	/* a never-attached (or already completed) slot: no error, no change */
+	if ((__atomic_load_n(&key->bits[slot / 64], __ATOMIC_RELAXED) & mask) == 0)
+		return -ENOENT;
+
+	if (status != 0)
+		/* first error wins; made visible by the release AND below */
+		__atomic_compare_exchange_n(&key->first_err, &zero, status, 0, __ATOMIC_RELAXED,
+		                            __ATOMIC_RELAXED);
+
+	/* pairs with the acquire loads in lc_ack_idle() and the CAS in lc_ack_attach() */
+	old = __atomic_fetch_and(&key->bits[slot / 64], ~mask, __ATOMIC_RELEASE);
+	/* only a duplicate completion racing with this one can find the bit gone */
+	return (old & mask) ? 0 : -ENOENT;
+}
+
+/* lc_ack_idle -- every word 0, each loaded with acquire. */
+int lc_ack_idle(const loco_ack_key_t *key)
+{
+	uint32_t w;
+
+	for (w = 0; w < ACK_WORDS; w++) {
+		/* pairs with the release AND in lc_ack_complete() / lc_ack_detach() */
+		if (__atomic_load_n(&key->bits[w], __ATOMIC_ACQUIRE) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* lc_ack_outstanding -- how many slots of @key are taken (a snapshot). */
+size_t lc_ack_outstanding(const loco_ack_key_t *key)
+{
+	size_t n = 0;
+	uint32_t w;
+
+	if (key == NULL)
+		return 0;
+	for (w = 0; w < ACK_WORDS; w++)
+		n += (size_t)__builtin_popcountll(__atomic_load_n(&key->bits[w], __ATOMIC_ACQUIRE));
+	return n;
+}
+
+/* ack_idle_result -- the key is idle: hand over and clear the first error. */
+static int ack_idle_result(loco_ack_key_t *key)
+{
+	/* the error was written before the release AND that lc_ack_idle() observed */
+	return __atomic_exchange_n(&key->first_err, 0, __ATOMIC_ACQ_REL);
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * lc_ack_wait -- spin ACK_SPIN times, then sched_yield(), until @key is
+ * idle or @timeout_ns passed (< 0: forever, 0: test once).
+ */
+int lc_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
+{
+	int64_t deadline = 0;
+	uint32_t i;
+
+	if (key == NULL)
+		return -EINVAL;
+	if (lc_ack_idle(key))
+		return ack_idle_result(key);
+	if (timeout_ns == 0)
+		return -ETIMEDOUT;
+	if (timeout_ns > 0) {
+		deadline = now_ns();
+		deadline = timeout_ns > INT64_MAX - deadline ? INT64_MAX : deadline + timeout_ns;
+	}
+
+	for (i = 1; i <= ACK_SPIN; i++) {
+		cpu_relax();
+		if (lc_ack_idle(key))
+			return ack_idle_result(key);
+		if (timeout_ns > 0 && i % ACK_SPIN_CLOCK == 0 && now_ns() >= deadline)
+			return -ETIMEDOUT;
+	}
+	/*
+	 * Bounded by the deadline; with timeout_ns < 0 by the completions
+	 * themselves (each attached operation completes within the fabric's
+	 * dead-peer bound), as loco_ack_wait() documents.
+	 */
+	for (;;) {
+		sched_yield();
+		if (lc_ack_idle(key))
+			return ack_idle_result(key);
+		if (timeout_ns > 0 && now_ns() >= deadline)
+			return -ETIMEDOUT;
+	}
+}
