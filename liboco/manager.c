@@ -396,11 +396,5 @@ int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 
 size_t loco_ack_outstanding(const loco_ack_key_t *key)
 {
-	size_t n = 0;
-
-	if (key == NULL)
-		return 0;
-	for (size_t i = 0; i < LC_ACK_SLOTS / 64; i++)
-		n += (size_t)__builtin_popcountll(__atomic_load_n(&key->bits[i], __ATOMIC_ACQUIRE));
-	return n;
+	return key ? lc_ack_outstanding(key) : 0;
 }

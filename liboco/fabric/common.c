@@ -209,6 +209,8 @@ int fab_addr_parse(const char *str, uint16_t default_port, struct fab_addr *out)
 	if (colon != NULL) {
 		char *end;
 
+		if (colon[1] < '0' || colon[1] > '9')
+			return -EINVAL; /* strtoul would take "+80", " 80" or "-1" */
 		errno = 0;
 		port = strtoul(colon + 1, &end, 10);
 		if (errno || *end != '\0' || end == colon + 1 || port > 65535)
