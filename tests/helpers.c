@@ -155,6 +155,11 @@ const char *t_provider(void)
 	return p != NULL && *p != '\0' ? p : "tcp";
 }
 
+bool t_stop_silences_peer(void)
+{
+	return strcmp(t_provider(), "tcp") == 0;
+}
+
 bool t_is_child(void)
 {
 	return t_child;

@@ -94,6 +94,15 @@ void t_init(const char *name, unsigned timeout_s);
 /* t_provider -- the provider under test: LOCO_FABRIC, default "tcp". */
 const char *t_provider(void);
 
+/*
+ * t_stop_silences_peer -- whether SIGSTOP of a process silences its end of
+ * the fabric. True for tcp, whose provider thread plays the NIC inside the
+ * process; with a hardware or kernel NIC (verbs, rxe) the memory of a
+ * stopped process is still served, so tests that need a silent peer skip
+ * that part (the network-namespace tests cut links instead).
+ */
+bool t_stop_silences_peer(void);
+
 /* t_is_child -- whether this process was made by t_spawn(). */
 bool t_is_child(void);
 
@@ -150,7 +159,11 @@ void t_kill(pid_t pid);
 void t_stop(pid_t pid);
 void t_cont(pid_t pid);
 
-/* t_send / t_recv -- move exactly @len bytes; a broken or silent peer fails the test. */
+/*
+ * t_send / t_recv -- move exactly @len bytes; a broken or silent peer fails
+ * the test. t_recv waits up to @timeout_ms in all (-1: no limit but the
+ * alarm).
+ */
 void t_send(struct t_chan *ch, const void *buf, size_t len);
 void t_recv(struct t_chan *ch, void *buf, size_t len, int timeout_ms);
 void t_send_u64(struct t_chan *ch, uint64_t v);

@@ -14,6 +14,7 @@
  *    does.
  * 3. Again with one free slot: a post of two requests is refused whole
  *    (-EAGAIN, neither lands), a post of one is accepted.
+ * Parts 2 and 3 need a stopped process to be silent (t_stop_silences_peer()).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,7 +173,11 @@ int main(void)
 	link = t_connect(fab, &t.addr, 1, NULL, 0);
 
 	inline_writes(img);
-	sq_full(vals, mr);
+	if (t_stop_silences_peer())
+		sq_full(vals, mr);
+	else
+		printf("a stopped process is still served by the %s NIC: send queue part skipped\n",
+		       t_provider());
 
 	T_ASSERT(t_guard_intact(&t, 0));
 	T_ASSERT_EQ(fab_link_state(link), 0);
