@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* version.c -- loco_version() and loco_strerror(). */
+#include <limits.h>
 #include <string.h>
 
 #include <loco.h>
@@ -11,6 +12,8 @@ unsigned loco_version(void)
 
 const char *loco_strerror(int err)
 {
+	if (err == INT_MIN)
+		return "unknown loco error"; /* -INT_MIN does not exist */
 	if (err < 0)
 		err = -err;
 	switch (err) {

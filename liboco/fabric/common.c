@@ -196,6 +196,7 @@ int fab_addr_parse(const char *str, uint16_t default_port, struct fab_addr *out)
 	const char *colon;
 	unsigned long port = default_port;
 	struct sockaddr_in *sin;
+	struct fab_addr tmp;
 	size_t hlen;
 
 	if (str == NULL || out == NULL)
@@ -216,13 +217,14 @@ int fab_addr_parse(const char *str, uint16_t default_port, struct fab_addr *out)
 		if (errno || *end != '\0' || end == colon + 1 || port > 65535)
 			return -EINVAL;
 	}
-	memset(out, 0, sizeof(*out));
-	sin = (struct sockaddr_in *)&out->ss;
+	memset(&tmp, 0, sizeof(tmp));
+	sin = (struct sockaddr_in *)&tmp.ss;
 	sin->sin_family = AF_INET;
 	sin->sin_port = htons((uint16_t)port);
 	if (inet_pton(AF_INET, host, &sin->sin_addr) != 1)
 		return -EINVAL;
-	out->len = sizeof(*sin);
+	tmp.len = sizeof(*sin);
+	*out = tmp; /* written only on success */
 	return 0;
 }
 

@@ -43,6 +43,8 @@ int keytab_add(struct keytab *kt, void *base, size_t len, unsigned access, uint3
 		if (gen == 0) /* skip generation 0 so that no key is 0 */
 			gen = kt->next_gen++;
 		k = (gen << KEYTAB_IDX_BITS) | i;
+		/* the field stores come after the key's removal: pairs with keytab_check() */
+		__atomic_thread_fence(__ATOMIC_RELEASE);
 		__atomic_store_n(&e->base, (uintptr_t)base, __ATOMIC_RELAXED);
 		__atomic_store_n(&e->len, len, __ATOMIC_RELAXED);
 		__atomic_store_n(&e->access, access, __ATOMIC_RELAXED);
@@ -78,16 +80,25 @@ int keytab_check(const struct keytab *kt, uint32_t key, uint64_t addr, uint64_t 
 	uint32_t idx = key & (KEYTAB_MAX - 1);
 	const struct keytab_ent *e;
 	uint64_t base, rlen;
+	unsigned acc;
 
 	if (key == 0 || idx >= kt->cap)
 		return -EACCES;
 	e = &kt->ent[idx];
 	if (__atomic_load_n(&e->key, __ATOMIC_ACQUIRE) != key)
 		return -EACCES;
-	if ((__atomic_load_n(&e->access, __ATOMIC_RELAXED) & access) != access)
-		return -EACCES;
+	acc = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
 	base = __atomic_load_n(&e->base, __ATOMIC_RELAXED);
 	rlen = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
+	/*
+	 * The slot may have been removed and reused for another region while
+	 * we read: then the fields belong to a newer key. Re-read the key
+	 * after them; the fence pairs with the release fence in keytab_add(),
+	 * so seeing a newer field implies seeing the key change.
+	 */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&e->key, __ATOMIC_RELAXED) != key || (acc & access) != access)
+		return -EACCES;
 	/* addr in [base, base + rlen] and len <= rlen - (addr - base), without overflow */
 	if (addr < base || addr - base > rlen || len > rlen - (addr - base))
 		return -EACCES;

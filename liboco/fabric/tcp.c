@@ -71,7 +71,8 @@ struct tcp_link {
 	struct tcp_fab *fab;
 	int fd;
 	int state;       /* NIC-owned: enum tcp_link_state */
-	int err;         /* read with atomics: 0 or the error that took it down */
+	int err;         /* read with atomics: the status later requests flush with */
+	int cause;       /* read with atomics: 0 or the error that took it down */
 	int close_req;   /* set under fab->lock; the NIC closes it */
 	int closed;      /* set under fab->lock by the NIC */
 	int in_accept_q; /* waiting for fab_accept() */
@@ -411,6 +412,7 @@ static void link_fail(struct tcp_link *l, int first_err, int err, const char *wh
 	if (why != NULL)
 		lc_log_warn("tcp: link %u down: %s", l->base.id, why);
 	l->state = LINK_DOWN;
+	__atomic_store_n(&l->cause, first_err, __ATOMIC_RELEASE);
 	__atomic_store_n(&l->err, err, __ATOMIC_RELEASE);
 	flush_sq(l, first_err, err);
 	flush_rq(l);
@@ -757,9 +759,7 @@ static void exec_request(struct tcp_link *l, const struct tcp_frame *f, const ui
 	switch (f->type) {
 	case TCP_F_WRITE:
 	case TCP_F_WRITE_IMM:
-		/* the first segment checks the whole WR, so a refused WRITE writes nothing */
-		ret = keytab_check(&fab->kt, f->key, f->addr,
-		                   (f->flags & TCP_FL_FIRST) ? f->a : f->len,
+		ret = keytab_check(&fab->kt, f->key, f->addr, tcp_wire_write_span(f),
 		                   FAB_ACCESS_REMOTE_WRITE, &p);
 		if (ret == 0 && f->type == TCP_F_WRITE_IMM && (f->flags & TCP_FL_FIRST) &&
 		    l->rq_cons == __atomic_load_n(&l->rq_prod, __ATOMIC_ACQUIRE))
@@ -1595,7 +1595,7 @@ static int tcp_link_close(struct fab_link *link)
 
 static int tcp_link_state(struct fab_link *link)
 {
-	return __atomic_load_n(&to_tcp_link(link)->err, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&to_tcp_link(link)->cause, __ATOMIC_ACQUIRE);
 }
 
 static int tcp_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct fab_mr **out)

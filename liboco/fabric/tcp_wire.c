@@ -102,6 +102,13 @@ long tcp_wire_decode(const uint8_t *buf, size_t avail, struct tcp_frame *f)
 	return (long)TCP_HDR_LEN + t.len;
 }
 
+uint64_t tcp_wire_write_span(const struct tcp_frame *f)
+{
+	if ((f->flags & TCP_FL_FIRST) && f->a > f->len)
+		return f->a;
+	return f->len;
+}
+
 void tcp_hello_encode(const struct tcp_hello *h, uint8_t *buf)
 {
 	memset(buf, 0, TCP_HELLO_LEN);

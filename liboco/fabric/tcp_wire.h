@@ -91,6 +91,15 @@ void tcp_wire_encode(const struct tcp_frame *f, uint8_t *buf);
  */
 long tcp_wire_decode(const uint8_t *buf, size_t avail, struct tcp_frame *f);
 
+/*
+ * tcp_wire_write_span -- how many bytes from @f->addr a WRITE/WRITE_IMM
+ * frame must be allowed to touch: the whole WR (@a) on its FIRST segment,
+ * so that a refused WRITE writes nothing, and never less than the frame's
+ * own payload, so that a peer announcing a short WR cannot write past
+ * what was checked.
+ */
+uint64_t tcp_wire_write_span(const struct tcp_frame *f);
+
 /* tcp_hello_encode / tcp_hello_decode -- TCP_HELLO_LEN-byte payload; decode: 0 or -EPROTO. */
 void tcp_hello_encode(const struct tcp_hello *h, uint8_t *buf);
 int tcp_hello_decode(const uint8_t *buf, size_t len, struct tcp_hello *h);

@@ -145,9 +145,8 @@ static void exec_request(const struct tcp_frame *f, const uint8_t *payload)
 	switch (f->type) {
 	case TCP_F_WRITE:
 	case TCP_F_WRITE_IMM:
-		/* as the provider: the FIRST segment checks the whole WR (@a), later ones @len */
-		p = check(f->key, f->addr, (f->flags & TCP_FL_FIRST) ? f->a : f->len,
-		          FAB_ACCESS_REMOTE_WRITE);
+		/* the span the provider checks: shared code, so the fuzzer tests the real rule */
+		p = check(f->key, f->addr, tcp_wire_write_span(f), FAB_ACCESS_REMOTE_WRITE);
 		if (p == NULL)
 			break;
 		if (!within(region_of(f->key), (uint64_t)(uintptr_t)p, f->len))
