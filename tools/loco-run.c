@@ -1,0 +1,1015 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * loco-run.c -- the local launcher: start N copies of a program as LOCO nodes on this host,
+ * prefix their output with the node id, and end them all together (DESIGN §1, loco-run(1)).
+ *
+ * One process, no threads: the nodes' stdout/stderr pipes and a signalfd (SIGCHLD and the
+ * signals that end the launch) are multiplexed with poll(). Every node is the leader of its own
+ * process group, and the launcher is a child subreaper, so whatever a node forks and orphans in
+ * its group is reaped here and the launcher can tell when a group is empty. Only libc is used.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <arpa/inet.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LR_MAX_NODES     1024  /* each node costs two pipes and two line buffers */
+#define LR_LINE_MAX      65536 /* a longer line is split, each piece ending in '\n' */
+#define LR_PREFIX_MAX    16    /* "[4294967295] " */
+#define LR_OUT_CAP       (2 * (LR_LINE_MAX + LR_PREFIX_MAX + 1))
+#define LR_GRACE_MS      2000            /* SIGTERM -> SIGKILL */
+#define LR_GIVE_UP_MS    10000           /* SIGKILL -> report what would not die */
+#define LR_RECHECK_MS    100             /* while ending, look at the groups at least this often */
+#define LR_REAP_MAX      4096            /* waitpid() calls per group per pass */
+#define LR_DRAIN_MAX     1024            /* reads per stream after the last process is gone */
+#define LR_TIMEOUT_MAX   (86400.0 * 365) /* --timeout above a year is a typo */
+#define LR_EXIT_USAGE    2
+#define LR_EXIT_INTERNAL 125
+#define LR_EXIT_TIMEOUT  124
+#define LR_EXIT_NOEXEC   127
+#define LR_LOCALHOST     "127.0.0.1"
+
+enum lr_reason {
+	LR_RUNNING,  /* no node has failed; nothing is being ended yet */
+	LR_FAILED,   /* a node failed; exit with its status */
+	LR_TIMEDOUT, /* --timeout expired */
+	LR_SIGNALED, /* the launcher got SIGINT/SIGTERM/SIGHUP */
+	LR_INTERNAL, /* the launcher itself failed (pipe, fork...) */
+};
+
+struct lr_opts {
+	unsigned long n;
+	unsigned long first_id;
+	double timeout;     /* seconds; 0 = none */
+	const char *fabric; /* NULL: inherit LOCO_FABRIC */
+	const char *join;   /* NULL: a fresh job */
+	bool no_prefix;
+	char **argv; /* PROGRAM ARGS..., NULL-terminated */
+};
+
+/* One of a node's two output pipes. */
+struct lr_stream {
+	int fd;  /* read end, -1 once closed */
+	int out; /* index into lr_outs: 0 = stdout, 1 = stderr */
+	size_t len;
+	char *buf; /* LR_LINE_MAX bytes: the partial line so far */
+};
+
+struct lr_node {
+	uint32_t id;
+	pid_t pid;  /* also the process group id */
+	bool alive; /* pid not yet reaped */
+	bool group; /* the process group may still have members */
+	char prefix[LR_PREFIX_MAX];
+	size_t prefix_len;
+	struct lr_stream s[2];
+};
+
+/* What the launcher changes in itself and gives back to each node before exec. */
+struct lr_saved {
+	sigset_t mask;         /* SIGCHLD, SIGINT, SIGTERM, SIGHUP are blocked for the signalfd */
+	struct sigaction pipe; /* SIGPIPE is ignored */
+	struct rlimit nofile;  /* the soft limit is raised for two pipes per node... */
+	bool nofile_raised;    /* ...when it was too low */
+};
+
+/* What a pollfd (after the signalfd's) belongs to. */
+struct lr_slot {
+	struct lr_node *node;
+	struct lr_stream *s;
+};
+
+/* The launcher's own stdout and stderr, written whole lines at a time. */
+struct lr_out {
+	int fd;
+	bool dead; /* a write failed (EPIPE...): output is dropped from then on */
+	size_t len;
+	char buf[LR_OUT_CAP];
+};
+
+struct lr_run {
+	struct lr_node *nodes;
+	unsigned n;
+	int sfd; /* signalfd */
+	enum lr_reason reason;
+	int status; /* the exit status once reason != LR_RUNNING */
+	bool ending;
+	bool hard; /* SIGKILL sent */
+	bool need_reap;
+	double timeout_s;
+	int64_t timeout_at; /* 0 = none */
+	int64_t kill_at;
+	int64_t give_up_at;
+};
+
+static struct lr_out lr_outs[2] = {{.fd = STDOUT_FILENO}, {.fd = STDERR_FILENO}};
+
+/* usage -- the synopsis, to @f. */
+static void usage(FILE *f)
+{
+	fputs("usage: loco-run -n N [--fabric NAME] [--timeout SEC] [--join ADDR] [--first-id K]\n"
+	      "                [--no-prefix] [--] PROGRAM [ARGS...]\n"
+	      "Start N copies of PROGRAM as local LOCO nodes; see loco-run(1).\n",
+	      f);
+}
+
+/* lr_msg -- a "loco-run: " message on stderr, written directly (never interleaved). */
+static void lr_msg(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int k;
+
+	k = snprintf(line, sizeof(line), "loco-run: ");
+	va_start(ap, fmt);
+	vsnprintf(line + k, sizeof(line) - (size_t)k - 1, fmt, ap);
+	va_end(ap);
+	k = (int)strlen(line);
+	line[k++] = '\n';
+	/* the nodes' stderr lines never wait in lr_outs[1] here: stream_lines() flushes them */
+	if (!lr_outs[1].dead && write(STDERR_FILENO, line, (size_t)k) < 0)
+		lr_outs[1].dead = true;
+}
+
+/* now_ms -- CLOCK_MONOTONIC in milliseconds. */
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* parse_ulong -- a decimal in [@min, @max] with nothing after it; 0 or -EINVAL. */
+static int parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (s[0] < '0' || s[0] > '9')
+		return -EINVAL; /* no sign, no blanks: strtoul() would take "-1" */
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* parse_timeout -- seconds, fractions allowed, 0 = none; 0 or -EINVAL. */
+static int parse_timeout(const char *s, double *out)
+{
+	double v;
+	char *end;
+
+	if ((s[0] < '0' || s[0] > '9') && s[0] != '.')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || *end != '\0' || !(v >= 0 && v <= LR_TIMEOUT_MAX)) /* also NaN, inf */
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* parse_opts -- fill @o from the command line; 0, 1 for --help, -EINVAL after a message. */
+static int parse_opts(int argc, char **argv, struct lr_opts *o)
+{
+	enum {
+		OPT_FABRIC = 256,
+		OPT_TIMEOUT,
+		OPT_JOIN,
+		OPT_FIRST_ID,
+		OPT_NO_PREFIX
+	};
+	static const struct option longopts[] = {
+	    {"nodes", required_argument, NULL, 'n'},
+	    {"fabric", required_argument, NULL, OPT_FABRIC},
+	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+	    {"join", required_argument, NULL, OPT_JOIN},
+	    {"first-id", required_argument, NULL, OPT_FIRST_ID},
+	    {"no-prefix", no_argument, NULL, OPT_NO_PREFIX},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	bool have_n = false;
+	int c;
+
+	*o = (struct lr_opts){.first_id = 1};
+	/* '+': stop at PROGRAM, so its own options are left alone; every call consumes input */
+	while ((c = getopt_long(argc, argv, "+n:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			if (parse_ulong(optarg, 1, LR_MAX_NODES, &o->n)) {
+				lr_msg("-n: expected a node count from 1 to %d, got '%s'",
+				       LR_MAX_NODES, optarg);
+				return -EINVAL;
+			}
+			have_n = true;
+			break;
+		case OPT_FABRIC:
+			if (optarg[0] == '\0') {
+				lr_msg("--fabric: empty provider name");
+				return -EINVAL;
+			}
+			o->fabric = optarg;
+			break;
+		case OPT_TIMEOUT:
+			if (parse_timeout(optarg, &o->timeout)) {
+				lr_msg("--timeout: expected seconds >= 0, got '%s'", optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_JOIN:
+			if (strchr(optarg, ':') == NULL || optarg[0] == ':') {
+				lr_msg("--join: expected HOST:PORT, got '%s'", optarg);
+				return -EINVAL;
+			}
+			o->join = optarg;
+			break;
+		case OPT_FIRST_ID:
+			if (parse_ulong(optarg, 1, UINT32_MAX, &o->first_id)) {
+				lr_msg("--first-id: expected a node id from 1 to %" PRIu32
+				       ", got '%s'",
+				       UINT32_MAX, optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_NO_PREFIX:
+			o->no_prefix = true;
+			break;
+		case 'h':
+			return 1;
+		default:
+			return -EINVAL; /* getopt_long() has said what is wrong */
+		}
+	}
+	if (!have_n) {
+		lr_msg("-n N is required");
+		return -EINVAL;
+	}
+	if (optind >= argc) {
+		lr_msg("no PROGRAM given");
+		return -EINVAL;
+	}
+	if (o->first_id + o->n - 1 > UINT32_MAX) {
+		lr_msg("--first-id %lu with -n %lu: node ids past %" PRIu32, o->first_id, o->n,
+		       UINT32_MAX);
+		return -EINVAL;
+	}
+	o->argv = argv + optind;
+	return 0;
+}
+
+/* check_exec -- 0 when @path is an executable regular file, else a positive errno. */
+static int check_exec(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return errno;
+	if (S_ISDIR(st.st_mode))
+		return EISDIR;
+	if (!S_ISREG(st.st_mode) || access(path, X_OK) < 0)
+		return EACCES;
+	return 0;
+}
+
+/*
+ * find_program -- 0 when execvp(@prog) can find something to run, as it searches: a name with a
+ * '/' as is, any other name in each $PATH entry (unset: glibc's /bin:/usr/bin). Else an errno.
+ */
+static int find_program(const char *prog)
+{
+	const char *path = getenv("PATH");
+	char full[4096];
+	int best = ENOENT;
+
+	if (prog[0] == '\0')
+		return ENOENT;
+	if (strchr(prog, '/') != NULL)
+		return check_exec(prog);
+	if (path == NULL)
+		path = "/bin:/usr/bin";
+	/* one entry per pass; each pass moves past a ':' or ends */
+	for (size_t guard = strlen(path) + 1; guard > 0; guard--) {
+		const char *colon = strchr(path, ':');
+		size_t dlen = colon != NULL ? (size_t)(colon - path) : strlen(path);
+		int k, err;
+
+		/* an empty entry is the current directory */
+		k = snprintf(full, sizeof(full), "%.*s%s%s", (int)dlen, path, dlen ? "/" : "",
+		             prog);
+		if (k > 0 && (size_t)k < sizeof(full)) {
+			err = check_exec(full);
+			if (err == 0)
+				return 0;
+			if (err != ENOENT && err != ENOTDIR)
+				best = err; /* as execvp: EACCES beats "not found" */
+		}
+		if (colon == NULL)
+			break;
+		path = colon + 1;
+	}
+	return best;
+}
+
+/* make_secret -- 32 hex chars from getrandom() into @hex (33 bytes); 0 or -errno. */
+static int make_secret(char hex[33])
+{
+	static const char digits[] = "0123456789abcdef";
+	unsigned char raw[16];
+	size_t got = 0;
+
+	for (int tries = 0; got < sizeof(raw) && tries < 100; tries++) {
+		ssize_t r = getrandom(raw + got, sizeof(raw) - got, 0);
+
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (r > 0)
+			got += (size_t)r;
+	}
+	if (got < sizeof(raw))
+		return -EIO;
+	for (size_t i = 0; i < sizeof(raw); i++) {
+		hex[2 * i] = digits[raw[i] >> 4];
+		hex[2 * i + 1] = digits[raw[i] & 15];
+	}
+	hex[32] = '\0';
+	return 0;
+}
+
+/* free_port -- a TCP port on 127.0.0.1 that was free a moment ago; 0 or -errno. */
+static int free_port(unsigned *port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
+	socklen_t salen = sizeof(sa);
+	int fd, ret = 0;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &salen) < 0) {
+		ret = -errno;
+		goto out_close;
+	}
+	*port = ntohs(sa.sin_port);
+out_close:
+	close(fd);
+	return ret;
+}
+
+/* out_flush -- write what lr_outs[@k] holds; a failed write drops this and later output. */
+static void out_flush(int k)
+{
+	struct lr_out *o = &lr_outs[k];
+	size_t off = 0;
+
+	for (int tries = 0; off < o->len && !o->dead && tries < 100000; tries++) {
+		ssize_t w = write(o->fd, o->buf + off, o->len - off);
+
+		if (w > 0) {
+			off += (size_t)w;
+		} else if (w < 0 && errno == EAGAIN) {
+			/* the caller gave us a non-blocking stdout: wait until it drains */
+			struct pollfd p = {.fd = o->fd, .events = POLLOUT};
+
+			poll(&p, 1, 1000);
+		} else if (w < 0 && errno != EINTR) {
+			o->dead = true; /* EPIPE etc.: the reader is gone */
+		}
+	}
+	o->len = 0;
+}
+
+/* out_line -- queue @prefix + @line[0..@len) + '\n' for lr_outs[@k]. */
+static void out_line(int k, const char *prefix, size_t plen, const char *line, size_t len)
+{
+	struct lr_out *o = &lr_outs[k];
+
+	if (o->dead)
+		return;
+	if (o->len + plen + len + 1 > sizeof(o->buf))
+		out_flush(k);
+	memcpy(o->buf + o->len, prefix, plen);
+	memcpy(o->buf + o->len + plen, line, len);
+	o->len += plen + len;
+	o->buf[o->len++] = '\n';
+}
+
+/* stream_lines -- pass the complete lines in @s on, keep the partial one; @eof flushes it. */
+static void stream_lines(struct lr_node *node, struct lr_stream *s, bool eof)
+{
+	size_t start = 0;
+	char *nl;
+
+	while (start < s->len && (nl = memchr(s->buf + start, '\n', s->len - start)) != NULL) {
+		size_t end = (size_t)(nl - s->buf);
+
+		out_line(s->out, node->prefix, node->prefix_len, s->buf + start, end - start);
+		start = end + 1;
+	}
+	if (start < s->len && (eof || (start == 0 && s->len == LR_LINE_MAX))) {
+		/* a last line without '\n', or one longer than the buffer: end it here */
+		out_line(s->out, node->prefix, node->prefix_len, s->buf + start, s->len - start);
+		start = s->len;
+	}
+	memmove(s->buf, s->buf + start, s->len - start);
+	s->len -= start;
+	out_flush(s->out);
+}
+
+/* stream_close -- flush the partial line of @s and close its pipe. */
+static void stream_close(struct lr_node *node, struct lr_stream *s)
+{
+	stream_lines(node, s, true);
+	close(s->fd);
+	s->fd = -1;
+}
+
+/* stream_read -- read what the pipe of @s holds now; at EOF (or error) close it. */
+static void stream_read(struct lr_node *node, struct lr_stream *s)
+{
+	ssize_t r = read(s->fd, s->buf + s->len, LR_LINE_MAX - s->len);
+
+	if (r > 0) {
+		s->len += (size_t)r;
+		stream_lines(node, s, false);
+	} else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+		stream_close(node, s);
+	}
+}
+
+/* kill_groups -- send @sig to the process group of every node that may still have one. */
+static void kill_groups(struct lr_run *run, int sig)
+{
+	for (unsigned i = 0; i < run->n; i++) {
+		struct lr_node *node = &run->nodes[i];
+
+		/*
+		 * A group is signalled only while it is known to have a member that is not yet
+		 * reaped by us (the node, or an orphan adopted as subreaper), so its id cannot
+		 * have been reused.
+		 */
+		if (node->pid > 0 && node->group && kill(-node->pid, sig) < 0 && errno == ESRCH)
+			node->group = false;
+	}
+}
+
+/* begin_ending -- SIGTERM (and SIGCONT) to every node's group, SIGKILL after the grace period. */
+static void begin_ending(struct lr_run *run)
+{
+	if (run->ending)
+		return;
+	run->ending = true;
+	run->kill_at = now_ms() + LR_GRACE_MS;
+	kill_groups(run, SIGTERM);
+	kill_groups(run, SIGCONT); /* a stopped process acts on SIGTERM only once continued */
+	run->need_reap = true;
+}
+
+/* kill_hard -- SIGKILL to every node's group that is still there. */
+static void kill_hard(struct lr_run *run)
+{
+	run->hard = true;
+	run->give_up_at = now_ms() + LR_GIVE_UP_MS;
+	kill_groups(run, SIGKILL);
+	run->need_reap = true;
+}
+
+/* fail -- end the launch for @reason with exit @status, unless a reason was already found. */
+static void fail(struct lr_run *run, enum lr_reason reason, int status)
+{
+	if (run->reason == LR_RUNNING) {
+		run->reason = reason;
+		run->status = status;
+	}
+	begin_ending(run);
+}
+
+/* node_exited -- record the wait status @st of @node; the first failure ends the others. */
+static void node_exited(struct lr_run *run, struct lr_node *node, int st)
+{
+	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+
+	node->alive = false;
+	if (code == 0 || run->reason != LR_RUNNING)
+		return;
+	if (WIFSIGNALED(st))
+		lr_msg("node %" PRIu32 " killed by signal %d (%s); ending the others", node->id,
+		       WTERMSIG(st), strsignal(WTERMSIG(st)));
+	else
+		lr_msg("node %" PRIu32 " exited with status %d; ending the others", node->id, code);
+	fail(run, LR_FAILED, code);
+}
+
+/* reap -- collect exited nodes and orphans adopted into their groups; notice empty groups. */
+static void reap(struct lr_run *run)
+{
+	run->need_reap = false;
+	for (unsigned i = 0; i < run->n; i++) {
+		struct lr_node *node = &run->nodes[i];
+		int st;
+
+		if (node->pid <= 0)
+			continue;
+		if (node->alive) {
+			pid_t r = waitpid(node->pid, &st, WNOHANG);
+
+			if (r == node->pid)
+				node_exited(run, node, st);
+			else if (r < 0 && errno == ECHILD)
+				node->alive = false; /* cannot happen: it is our child */
+		}
+		for (int k = 0; node->group && k < LR_REAP_MAX; k++) {
+			pid_t r = waitpid(-node->pid, &st, WNOHANG);
+
+			if (r <= 0)
+				break;
+			if (r == node->pid)
+				node_exited(run, node, st);
+		}
+		if (!node->alive && node->group && kill(-node->pid, 0) < 0 && errno == ESRCH)
+			node->group = false;
+	}
+}
+
+/* all_gone -- true when every node is reaped and every node's process group is empty. */
+static bool all_gone(const struct lr_run *run)
+{
+	for (unsigned i = 0; i < run->n; i++) {
+		if (run->nodes[i].alive || run->nodes[i].group)
+			return false;
+	}
+	return true;
+}
+
+/* any_alive -- true while some node process is not yet reaped. */
+static bool any_alive(const struct lr_run *run)
+{
+	for (unsigned i = 0; i < run->n; i++) {
+		if (run->nodes[i].alive)
+			return true;
+	}
+	return false;
+}
+
+/* on_signals -- read the signalfd: SIGCHLD asks for a reap, the others end the launch. */
+static void on_signals(struct lr_run *run)
+{
+	struct signalfd_siginfo si;
+
+	for (int k = 0; k < 64 && read(run->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si); k++) {
+		int sig = (int)si.ssi_signo;
+
+		if (sig == SIGCHLD) {
+			run->need_reap = true;
+		} else if (run->reason == LR_RUNNING) {
+			/* also while only ending what finished nodes left behind */
+			lr_msg("got %s; ending all nodes", strsignal(sig));
+			fail(run, LR_SIGNALED, 128 + sig);
+		} else if (!run->hard) {
+			kill_hard(run); /* asked again while ending: do not wait for the grace */
+		}
+	}
+}
+
+/*
+ * child_exec -- in the forked child of @node: own process group, pipes as stdout/stderr,
+ * /dev/null as stdin, the launcher's original signal state; then exec. Never returns.
+ */
+static void child_exec(struct lr_node *node, int wfd[2], const struct lr_saved *saved,
+                       pid_t launcher, char **argv)
+{
+	int null;
+
+	setpgid(0, 0);
+	/* if the launcher dies without ending us (SIGKILL), do not outlive it */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != launcher)
+		_exit(LR_EXIT_INTERNAL);
+	null = open("/dev/null", O_RDONLY);
+	if (null >= 0 && null != STDIN_FILENO) {
+		dup2(null, STDIN_FILENO);
+		close(null);
+	}
+	if ((wfd[0] >= 0 && dup2(wfd[0], STDOUT_FILENO) < 0) ||
+	    (wfd[1] >= 0 && dup2(wfd[1], STDERR_FILENO) < 0))
+		_exit(LR_EXIT_INTERNAL);
+	if (saved->nofile_raised)
+		setrlimit(RLIMIT_NOFILE, &saved->nofile);
+	sigaction(SIGPIPE, &saved->pipe, NULL);
+	sigprocmask(SIG_SETMASK, &saved->mask, NULL);
+	execvp(argv[0], argv);
+	dprintf(STDERR_FILENO, "loco-run: node %" PRIu32 ": cannot execute %s: %s\n", node->id,
+	        argv[0], strerror(errno));
+	_exit(errno == ENOENT ? LR_EXIT_NOEXEC : 126);
+}
+
+/* node_spawn -- fork and exec @node, its stdout and stderr into two new pipes; 0 or -errno. */
+static int node_spawn(struct lr_node *node, const struct lr_opts *o, const struct lr_saved *saved)
+{
+	int fds[2][2] = {{-1, -1}, {-1, -1}};
+	int wfd[2] = {-1, -1};
+	pid_t launcher = getpid();
+	int ret;
+
+	for (int k = 0; k < 2; k++) {
+		if (pipe2(fds[k], O_CLOEXEC) < 0) {
+			ret = -errno;
+			lr_msg("node %" PRIu32 ": pipe: %s", node->id, strerror(errno));
+			goto err_close;
+		}
+		if (fcntl(fds[k][0], F_SETFL, O_NONBLOCK) < 0) {
+			ret = -errno;
+			lr_msg("node %" PRIu32 ": fcntl: %s", node->id, strerror(errno));
+			goto err_close;
+		}
+		wfd[k] = fds[k][1];
+	}
+	fflush(NULL);
+	node->pid = fork();
+	if (node->pid < 0) {
+		ret = -errno;
+		node->pid = 0;
+		lr_msg("node %" PRIu32 ": fork: %s", node->id, strerror(errno));
+		goto err_close;
+	}
+	if (node->pid == 0)
+		child_exec(node, wfd, saved, launcher, o->argv);
+	/* also here, so the group exists before anyone signals it (EACCES: it has exec'd) */
+	setpgid(node->pid, node->pid);
+	node->alive = true;
+	node->group = true;
+	for (int k = 0; k < 2; k++) {
+		close(fds[k][1]);
+		node->s[k].fd = fds[k][0];
+	}
+	return 0;
+
+err_close:
+	for (int k = 1; k >= 0; k--) {
+		if (fds[k][1] >= 0)
+			close(fds[k][1]);
+		if (fds[k][0] >= 0)
+			close(fds[k][0]);
+	}
+	return ret;
+}
+
+/* setenv_fmt -- setenv(@name) to a printf-formatted value; 0 or -errno. */
+static int setenv_fmt(const char *name, const char *fmt, ...)
+{
+	char val[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(val, sizeof(val), fmt, ap);
+	va_end(ap);
+	return setenv(name, val, 1) < 0 ? -errno : 0;
+}
+
+/*
+ * job_env -- the environment every node of this launch shares: LOCO_NODES, LOCO_SECRET,
+ * LOCO_FABRIC; and the first node's port in *@port (0 with --join). 0 or -errno.
+ */
+static int job_env(const struct lr_opts *o, unsigned *port)
+{
+	const char *secret = getenv("LOCO_SECRET");
+	char hex[33];
+	int ret;
+
+	*port = 0;
+	ret = setenv_fmt("LOCO_NODES", "%lu", o->n);
+	if (ret)
+		return ret;
+	if (secret == NULL || secret[0] == '\0') {
+		ret = make_secret(hex);
+		if (ret) {
+			lr_msg("getrandom: %s", strerror(-ret));
+			return ret;
+		}
+		if (setenv("LOCO_SECRET", hex, 1) < 0)
+			return -errno;
+	}
+	if (o->fabric != NULL && setenv("LOCO_FABRIC", o->fabric, 1) < 0)
+		return -errno;
+	if (o->join != NULL)
+		return setenv("LOCO_JOIN", o->join, 1) < 0 ? -errno : 0;
+	ret = free_port(port);
+	if (ret)
+		lr_msg("cannot find a free port on " LR_LOCALHOST ": %s", strerror(-ret));
+	return ret;
+}
+
+/* node_env -- the per-node part: LOCO_NODE_ID, LOCO_ADDR, LOCO_JOIN. 0 or -errno. */
+static int node_env(const struct lr_opts *o, const struct lr_node *node, bool first, unsigned port)
+{
+	int ret = setenv_fmt("LOCO_NODE_ID", "%" PRIu32, node->id);
+
+	if (ret)
+		return ret;
+	if (o->join != NULL)
+		return setenv("LOCO_ADDR", LR_LOCALHOST ":0", 1) < 0 ? -errno : 0;
+	if (first) {
+		ret = setenv_fmt("LOCO_ADDR", LR_LOCALHOST ":%u", port);
+		if (ret)
+			return ret;
+		return unsetenv("LOCO_JOIN") < 0 ? -errno : 0; /* it starts the job */
+	}
+	ret = setenv("LOCO_ADDR", LR_LOCALHOST ":0", 1) < 0 ? -errno : 0;
+	if (ret)
+		return ret;
+	return setenv_fmt("LOCO_JOIN", LR_LOCALHOST ":%u", port);
+}
+
+/* poll_wait_ms -- how long poll() may sleep before a deadline needs attention; -1 = forever. */
+static int poll_wait_ms(const struct lr_run *run)
+{
+	int64_t now = now_ms(), until = -1;
+
+	if (!run->ending && run->timeout_at > 0)
+		until = run->timeout_at;
+	else if (run->ending && !run->hard)
+		until = run->kill_at;
+	else if (run->hard)
+		until = run->give_up_at;
+	if (run->ending || !any_alive(run)) {
+		/* groups empty without a SIGCHLD to us if the subreaper role was refused */
+		if (until < 0 || until > now + LR_RECHECK_MS)
+			until = now + LR_RECHECK_MS;
+	}
+	if (until < 0)
+		return -1;
+	return until <= now ? 0 : (int)(until - now);
+}
+
+/* loop_once -- one poll() over the signalfd and every open pipe, then handle what is ready. */
+static void loop_once(struct lr_run *run, struct pollfd *pfds, struct lr_slot *slots)
+{
+	nfds_t nfds = 0;
+	int r;
+
+	pfds[nfds++] = (struct pollfd){.fd = run->sfd, .events = POLLIN};
+	for (unsigned i = 0; i < run->n; i++) {
+		for (int k = 0; k < 2; k++) {
+			struct lr_stream *s = &run->nodes[i].s[k];
+
+			if (s->fd >= 0 && lr_outs[k].dead) {
+				/* nobody reads our stdout (stderr): the node's writes fail as well */
+				close(s->fd);
+				s->fd = -1;
+				s->len = 0;
+			}
+			if (s->fd < 0)
+				continue;
+			slots[nfds] = (struct lr_slot){.node = &run->nodes[i], .s = s};
+			pfds[nfds++] = (struct pollfd){.fd = s->fd, .events = POLLIN};
+		}
+	}
+	r = poll(pfds, nfds, poll_wait_ms(run));
+	if (r < 0 && errno != EINTR) {
+		lr_msg("poll: %s", strerror(errno));
+		fail(run, LR_INTERNAL, LR_EXIT_INTERNAL);
+		return;
+	}
+	if (r <= 0)
+		return;
+	if (pfds[0].revents & POLLIN)
+		on_signals(run);
+	for (nfds_t j = 1; j < nfds; j++) {
+		if (pfds[j].revents != 0)
+			stream_read(slots[j].node, slots[j].s);
+	}
+}
+
+/* run_loop -- until every node and every node's group is gone: I/O, reaping, deadlines. */
+static void run_loop(struct lr_run *run)
+{
+	struct pollfd *pfds = calloc(2 * (size_t)run->n + 1, sizeof(*pfds));
+	struct lr_slot *slots = calloc(2 * (size_t)run->n + 1, sizeof(*slots));
+
+	if (pfds == NULL || slots == NULL) {
+		lr_msg("out of memory");
+		fail(run, LR_INTERNAL, LR_EXIT_INTERNAL);
+		/* without poll(), still end and reap the nodes: sleep between passes */
+	}
+	run->need_reap = true;
+	/* each pass sleeps in poll() until an event or a deadline; the give-up deadline ends it */
+	for (;;) {
+		int64_t now;
+
+		if (run->need_reap || run->ending || !any_alive(run))
+			reap(run);
+		if (all_gone(run))
+			break;
+		if (!run->ending && !any_alive(run))
+			begin_ending(run); /* all nodes are done; end what they left behind */
+		now = now_ms();
+		if (!run->ending && run->timeout_at > 0 && now >= run->timeout_at) {
+			lr_msg("timeout after %.10g s", run->timeout_s);
+			fail(run, LR_TIMEDOUT, LR_EXIT_TIMEOUT);
+		}
+		if (run->ending && !run->hard && now >= run->kill_at)
+			kill_hard(run);
+		if (run->hard && now >= run->give_up_at) {
+			for (unsigned i = 0; i < run->n; i++) {
+				if (run->nodes[i].alive || run->nodes[i].group)
+					lr_msg("node %" PRIu32 ": process group %d would not die",
+					       run->nodes[i].id, (int)run->nodes[i].pid);
+			}
+			fail(run, LR_INTERNAL, LR_EXIT_INTERNAL);
+			break;
+		}
+		if (pfds == NULL || slots == NULL)
+			poll(NULL, 0, LR_RECHECK_MS);
+		else
+			loop_once(run, pfds, slots);
+	}
+	free(slots);
+	free(pfds);
+}
+
+/* drain -- after the last process: read what the pipes still hold, flush partial lines, close. */
+static void drain(struct lr_run *run)
+{
+	for (unsigned i = 0; i < run->n; i++) {
+		for (int k = 0; k < 2; k++) {
+			struct lr_stream *s = &run->nodes[i].s[k];
+
+			for (int j = 0; s->fd >= 0 && j < LR_DRAIN_MAX; j++)
+				stream_read(&run->nodes[i], s);
+			/* still open: held by a process that left its node's group */
+			if (s->fd >= 0)
+				stream_close(&run->nodes[i], s);
+		}
+	}
+}
+
+/* launch -- set up and start every node, then run the loop; returns the exit status. */
+static int launch(const struct lr_opts *o)
+{
+	struct lr_run run = {.n = (unsigned)o->n, .sfd = -1};
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+	struct lr_saved saved = {.nofile_raised = false};
+	rlim_t need = 2 * (rlim_t)o->n + 16;
+	sigset_t set;
+	unsigned port;
+	int ret;
+
+	run.nodes = calloc(run.n, sizeof(*run.nodes));
+	if (run.nodes == NULL) {
+		lr_msg("out of memory");
+		return LR_EXIT_INTERNAL;
+	}
+	for (unsigned i = 0; i < run.n; i++) {
+		struct lr_node *node = &run.nodes[i];
+
+		node->id = (uint32_t)(o->first_id + i);
+		node->prefix_len = o->no_prefix
+		                       ? 0
+		                       : (size_t)snprintf(node->prefix, sizeof(node->prefix),
+		                                          "[%" PRIu32 "] ", node->id);
+		for (int k = 0; k < 2; k++) {
+			node->s[k] = (struct lr_stream){.fd = -1, .out = k};
+			node->s[k].buf = malloc(LR_LINE_MAX);
+			if (node->s[k].buf == NULL) {
+				lr_msg("out of memory");
+				ret = LR_EXIT_INTERNAL;
+				goto out_free;
+			}
+		}
+	}
+	if (job_env(o, &port)) {
+		ret = LR_EXIT_INTERNAL;
+		goto out_free;
+	}
+
+	/* two pipes per node: raise the soft fd limit as far as needed (and allowed) */
+	if (getrlimit(RLIMIT_NOFILE, &saved.nofile) == 0 &&
+	    saved.nofile.rlim_cur != RLIM_INFINITY && saved.nofile.rlim_cur < need) {
+		struct rlimit raised = saved.nofile;
+
+		raised.rlim_cur = raised.rlim_max == RLIM_INFINITY || raised.rlim_max > need
+		                      ? need
+		                      : raised.rlim_max;
+		saved.nofile_raised = setrlimit(RLIMIT_NOFILE, &raised) == 0;
+	}
+
+	/* before the first fork, so no SIGCHLD is missed; the children get the old mask back */
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, &saved.mask) < 0) {
+		lr_msg("sigprocmask: %s", strerror(errno));
+		ret = LR_EXIT_INTERNAL;
+		goto out_free;
+	}
+	run.sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (run.sfd < 0) {
+		lr_msg("signalfd: %s", strerror(errno));
+		ret = LR_EXIT_INTERNAL;
+		goto out_restore_mask;
+	}
+	/* a closed stdout must not kill the launcher and orphan the nodes */
+	sigaction(SIGPIPE, &ign, &saved.pipe);
+	/* orphans of a node's group become our children: reaped here, group emptiness is known */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+	if (o->timeout > 0) {
+		int64_t ms = (int64_t)(o->timeout * 1000 + 0.999); /* rounded up */
+
+		run.timeout_s = o->timeout;
+		run.timeout_at = now_ms() + (ms > 0 ? ms : 1);
+	}
+	for (unsigned i = 0; i < run.n && run.reason == LR_RUNNING; i++) {
+		/* the first node first; the others join it and retry until it answers */
+		ret = node_env(o, &run.nodes[i], i == 0, port);
+		if (ret)
+			lr_msg("node %" PRIu32 ": setenv: %s", run.nodes[i].id, strerror(-ret));
+		if (ret || node_spawn(&run.nodes[i], o, &saved))
+			fail(&run, LR_INTERNAL, LR_EXIT_INTERNAL);
+	}
+	run_loop(&run);
+	drain(&run);
+	out_flush(0);
+	out_flush(1);
+	ret = run.reason == LR_RUNNING ? 0 : run.status;
+
+	close(run.sfd);
+	sigaction(SIGPIPE, &saved.pipe, NULL);
+out_restore_mask:
+	sigprocmask(SIG_SETMASK, &saved.mask, NULL);
+out_free:
+	for (unsigned i = run.n; i > 0; i--) {
+		free(run.nodes[i - 1].s[1].buf);
+		free(run.nodes[i - 1].s[0].buf);
+	}
+	free(run.nodes);
+	return ret;
+}
+
+/* std_fds -- open /dev/null on any of fds 0-2 that is closed, so no pipe lands there. */
+static void std_fds(void)
+{
+	for (int fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+			int null = open("/dev/null", O_RDWR);
+
+			if (null >= 0 && null != fd) {
+				dup2(null, fd);
+				close(null);
+			}
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct lr_opts o;
+	int ret, err;
+
+	std_fds();
+	ret = parse_opts(argc, argv, &o);
+	if (ret == 1) {
+		usage(stdout);
+		return 0;
+	}
+	if (ret) {
+		usage(stderr);
+		return LR_EXIT_USAGE;
+	}
+	err = find_program(o.argv[0]);
+	if (err) {
+		if (err == ENOENT && strchr(o.argv[0], '/') == NULL)
+			lr_msg("%s: command not found", o.argv[0]);
+		else
+			lr_msg("%s: cannot execute: %s", o.argv[0], strerror(err));
+		return LR_EXIT_NOEXEC;
+	}
+	return launch(&o);
+}
