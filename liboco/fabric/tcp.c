@@ -70,9 +70,11 @@ struct tcp_link {
 	struct fab_link base;
 	struct tcp_fab *fab;
 	int fd;
-	int state;       /* NIC-owned: enum tcp_link_state */
-	int err;         /* read with atomics: the status later requests flush with */
-	int cause;       /* read with atomics: 0 or the error that took it down */
+	int state;     /* NIC-owned: enum tcp_link_state */
+	int err;       /* read with atomics: the status later requests flush with */
+	int cause;     /* read with atomics: 0 or the error that took it down */
+	int has_fault; /* NIC: fault_psn names the request that took it down */
+	uint32_t fault_psn;
 	int close_req;   /* set under fab->lock; the NIC closes it */
 	int closed;      /* set under fab->lock by the NIC */
 	int in_accept_q; /* waiting for fab_accept() */
@@ -359,18 +361,24 @@ static void complete_upto(struct tcp_link *l, uint32_t psn)
 	__atomic_store_n(&l->sq_free, l->sq_done, __ATOMIC_RELEASE);
 }
 
-/* flush_sq -- fail every request not yet completed: @first_err for the first, @err after. */
+/*
+ * flush_sq -- fail every request not yet completed: the one at fault
+ * (l->fault_psn when set, else the oldest) with @first_err, the others
+ * with @err.
+ */
 static void flush_sq(struct tcp_link *l, int first_err, int err)
 {
 	uint32_t prod = __atomic_load_n(&l->sq_prod, __ATOMIC_ACQUIRE);
+	uint32_t fault = l->has_fault ? l->fault_psn : l->sq_done;
 	struct tcp_fab *f = l->fab;
 
 	for (; psn_before(l->sq_done, prod); l->sq_done++) {
 		struct tcp_sqe *e = &l->sq[l->sq_done & l->sq_mask];
 
-		cq_push(f, l, e->wr.wrid, e->wr.opcode, first_err, 0, 0, 0);
-		first_err = err;
+		cq_push(f, l, e->wr.wrid, e->wr.opcode, l->sq_done == fault ? first_err : err, 0, 0,
+		        0);
 	}
+	l->has_fault = 0;
 	l->sq_issue = l->sq_done;
 	l->read_inflight = 0;
 	l->atomics_inflight = 0;
@@ -600,7 +608,8 @@ static int issue_one(struct tcp_link *l, struct tcp_sqe *e, uint32_t psn)
 		                   : 0;
 
 		if (local_ok(l, wr, acc) != 0) {
-			l->sq_issue = psn; /* flush from this request */
+			l->fault_psn = psn; /* earlier requests in flight are flushed, not blamed */
+			l->has_fault = 1;
 			link_fail(l, -EFAULT, -ECANCELED, "local buffer outside its region (lkey)");
 			return -1;
 		}
