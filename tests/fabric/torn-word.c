@@ -204,7 +204,7 @@ int main(void)
 {
 	struct t_target_opts o = {
 	    .nreg = 1,
-	    .reg = {{REG, FAB_ACCESS_REMOTE_READ | FAB_ACCESS_REMOTE_WRITE}},
+	    .reg = {{RLEN, FAB_ACCESS_REMOTE_READ | FAB_ACCESS_REMOTE_WRITE}},
 	    .slow_write_ns = "100",
 	    .app = load_checker,
 	};
