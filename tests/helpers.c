@@ -24,6 +24,7 @@
 static const char *t_name = "test";
 static unsigned t_timeout_s = 60;
 static bool t_child;
+static bool t_target_side;       /* this process is a t_target_spawn() target */
 static pid_t t_kids[T_MAX_KIDS]; /* read by the SIGALRM handler */
 static int t_nkids;
 static int t_fds[T_MAX_FDS]; /* parent ends of open channels, closed in children */
@@ -165,13 +166,21 @@ bool t_is_child(void)
 	return t_child;
 }
 
+const char *t_listen_addr(int side)
+{
+	const char *a = getenv(side == T_SIDE_B ? "LOCO_TEST_ADDR_B" : "LOCO_TEST_ADDR_A");
+
+	return a != NULL && *a != '\0' ? a : "127.0.0.1:0";
+}
+
 static int t_probe(struct t_chan *ch, void *arg)
 {
+	struct fab_attr attr = {.listen_addr = t_listen_addr(T_SIDE_A)};
 	struct fab *fab;
 	int ret;
 
 	(void)ch, (void)arg;
-	ret = fab_open(NULL, NULL, &fab);
+	ret = fab_open(NULL, &attr, &fab);
 	if (ret == -ENOENT || ret == -ENODEV) {
 		fprintf(stderr, "%s: provider %s is not available: %s\n", t_name, t_provider(),
 		        t_errname(ret));
@@ -547,10 +556,22 @@ void t_chan_close(struct t_chan *ch)
 
 /* ---- fabric ----------------------------------------------------------------- */
 
+/* the side of the next fab this process opens: targets are B, others alternate A, B */
+static int t_next_side = T_SIDE_A;
+
 struct fab *t_fab_open(const struct fab_attr *attr)
 {
+	struct fab_attr a = {0};
 	struct fab *fab = NULL;
-	int ret = fab_open(NULL, attr, &fab);
+	int ret;
+
+	if (attr != NULL)
+		a = *attr;
+	if (a.listen_addr == NULL)
+		a.listen_addr = t_listen_addr(t_next_side);
+	if (!t_target_side)
+		t_next_side = t_next_side == T_SIDE_A ? T_SIDE_B : T_SIDE_A;
+	ret = fab_open(NULL, &a, &fab);
 
 	if (ret == -ENOENT || ret == -ENODEV)
 		t_skip("provider %s not available: fab_open returned %s", t_provider(),
@@ -827,6 +848,8 @@ static int t_target_main(struct t_chan *ch, void *arg)
 	void *dead_buf;
 	int64_t res;
 
+	t_target_side = true; /* the target listens on LOCO_TEST_ADDR_B */
+	t_next_side = T_SIDE_B;
 	if (o->slow_write_ns != NULL)
 		setenv("LOCO_TCP_SLOW_WRITE", o->slow_write_ns, 1);
 	else

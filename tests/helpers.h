@@ -173,8 +173,23 @@ void t_chan_close(struct t_chan *ch);
 /* ---- fabric ------------------------------------------------------------ */
 
 /*
+ * Listen addresses of the two sides of a test, so that their traffic can
+ * cross a real link (tests/vm: rxe0 and rxe1): LOCO_TEST_ADDR_A and
+ * LOCO_TEST_ADDR_B, "ip" or "ip:port", default 127.0.0.1:0 for both.
+ */
+#define T_SIDE_A 0
+#define T_SIDE_B 1
+
+/* t_listen_addr -- the listen address of side @side (T_SIDE_A, T_SIDE_B). */
+const char *t_listen_addr(int side);
+
+/*
  * t_fab_open -- open the provider under test with @attr (may be NULL).
- * Skips (77) when the provider is absent; fails on any other error.
+ * Unless @attr gives a listen_addr, a forked target (t_target_spawn)
+ * listens on side B, and any other process alternates: its first fab on
+ * side A, the second on B, the third on A... (t_pair(a, b) of two fabs
+ * opened in that order joins A to B). Skips (77) when the provider is
+ * absent; fails on any other error.
  */
 struct fab *t_fab_open(const struct fab_attr *attr);
 
