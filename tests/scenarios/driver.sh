@@ -1,0 +1,94 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# driver.sh -- shared helpers of the scenario shell drivers, sourced by each driver.
+#
+# A driver is run as `bash tests/scenarios/<name>.sh PROGRAM [LOCO_RUN]` and exits 0 (pass),
+# 1 (fail) or 77 (skip). Every process it starts is recorded by PID and ended by the EXIT trap
+# (SIGKILL), also when a check fails; each wait is bounded.
+set -uo pipefail
+
+PROG=${1:?usage: $0 PROGRAM [LOCO_RUN]}
+LR=${2:-}
+if [[ ! -x $PROG ]]; then
+	echo "FAIL: $PROG is not executable"
+	exit 1
+fi
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/loco-scenario.XXXXXX")
+PIDS=()
+FAILS=0
+CLEANUPS=()
+
+# cleanup -- SIGKILL every recorded process (by PID), run the registered cleanups, remove $T.
+cleanup() {
+	local pid c
+	for pid in "${PIDS[@]}"; do
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	for c in "${CLEANUPS[@]}"; do
+		eval "$c"
+	done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL: $*"
+	FAILS=$((FAILS + 1))
+}
+
+ok() {
+	echo "ok: $*"
+}
+
+# finish -- exit 0 when no check failed, else 1.
+finish() {
+	if ((FAILS > 0)); then
+		echo "$FAILS check(s) failed"
+		exit 1
+	fi
+	echo "all checks passed"
+	exit 0
+}
+
+# need_loco_run -- skip when the launcher was not built.
+need_loco_run() {
+	if [[ -z $LR || ! -x $LR ]]; then
+		echo "SKIP: loco-run was not built"
+		exit 77
+	fi
+}
+
+# wait_pid -- wait up to SECONDS for background PID to exit; sets RC (999: still running,
+# then it is SIGKILLed). The process must be a child of this shell.
+wait_pid() {
+	local secs=$1 pid=$2 i st
+	RC=999
+	for ((i = 0; i < secs * 20; i++)); do
+		st=$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null) || break
+		[[ -z $st || $st == Z ]] && break
+		sleep 0.05
+	done
+	st=$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null)
+	if [[ -n $st && $st != Z ]]; then
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		return
+	fi
+	wait "$pid"
+	RC=$?
+}
+
+# run_lr -- run loco-run ARGS... in the background (recorded), wait up to $LR_WAIT seconds
+# (default 110); output (stdout and stderr) in $T/out; sets RC.
+run_lr() {
+	"$LR" "$@" >"$T/out" 2>&1 &
+	local pid=$!
+	PIDS+=("$pid")
+	wait_pid "${LR_WAIT:-110}" "$pid"
+}
+
+# has -- true when $T/out has a line matching the extended regex RE.
+has() {
+	grep -Eq -- "$1" "$T/out"
+}

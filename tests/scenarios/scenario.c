@@ -1,0 +1,544 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* scenario.c -- helpers of the multi-node scenario programs: see scenario.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "scenario.h"
+
+#define SC_MAX_KIDS  16
+#define SC_REPORT_FD 9 /* where a spawned child finds its report pipe */
+#define SC_SYNC_LEN  (2 * SC_MAX_NODES * sizeof(uint64_t))
+
+extern char **environ;
+
+static const char *sc_name = "scenario";
+static const char *sc_argv0 = "/proc/self/exe";
+static uint32_t sc_me;
+static pid_t sc_kids[SC_MAX_KIDS]; /* read by the SIGALRM handler */
+
+/* ---- failing ------------------------------------------------------------ */
+
+/* sc_kill_kids -- async-signal-safe: SIGKILL and reap every registered child. */
+static void sc_kill_kids(void)
+{
+	for (int i = 0; i < SC_MAX_KIDS; i++) {
+		if (sc_kids[i] > 0) {
+			kill(sc_kids[i], SIGKILL);
+			waitpid(sc_kids[i], NULL, 0);
+			sc_kids[i] = 0;
+		}
+	}
+}
+
+static void sc_on_alarm(int sig)
+{
+	static const char msg[] = "scenario: alarm: the node ran past its time limit; failing\n";
+
+	(void)sig;
+	if (write(STDOUT_FILENO, msg, sizeof(msg) - 1) < 0)
+		_exit(SC_EXIT_FAIL);
+	sc_kill_kids();
+	_exit(SC_EXIT_FAIL);
+}
+
+static void sc_vprint(FILE *f, const char *tag, const char *fmt, va_list ap)
+{
+	char buf[1024];
+	int n = snprintf(buf, sizeof(buf), "%s: node %u: %s", sc_name, sc_me, tag);
+
+	if (n < 0 || (size_t)n >= sizeof(buf) - 2)
+		n = 0;
+	vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	n = (int)strlen(buf);
+	buf[n++] = '\n';
+	fflush(stdout);
+	/* one write per line: the launcher prefixes whole lines */
+	if (write(fileno(f), buf, (size_t)n) < 0)
+		return;
+}
+
+void sc_fail_at(const char *file, int line, const char *fmt, ...)
+{
+	char tag[256];
+	va_list ap;
+
+	snprintf(tag, sizeof(tag), "FAIL: %s:%d: ", file, line);
+	va_start(ap, fmt);
+	sc_vprint(stdout, tag, fmt, ap);
+	va_end(ap);
+	sc_kill_kids();
+	exit(SC_EXIT_FAIL);
+}
+
+void sc_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	sc_vprint(stdout, "", fmt, ap);
+	va_end(ap);
+}
+
+/* ---- set-up, environment, time ----------------------------------------- */
+
+uint32_t sc_env_u32(const char *var, uint32_t def)
+{
+	const char *v = getenv(var);
+	char *end;
+	unsigned long x;
+
+	if (v == NULL || *v == '\0')
+		return def;
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	if (errno || *end != '\0' || x > UINT32_MAX)
+		SC_FAIL("%s=%s is not a number", var, v);
+	return (uint32_t)x;
+}
+
+void sc_init(const char *name, int argc, char **argv, unsigned timeout_s)
+{
+	struct sigaction sa = {.sa_handler = sc_on_alarm};
+
+	sc_name = name;
+	if (argc > 0 && argv[0] != NULL)
+		sc_argv0 = argv[0];
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	alarm(timeout_s);
+	if (getenv("LOCO_FAIL_TIMEOUT_MS") == NULL)
+		setenv("LOCO_FAIL_TIMEOUT_MS", "1000", 0);
+	sc_me = sc_env_u32("LOCO_NODE_ID", 0);
+	if (sc_me >= SC_MAX_NODES)
+		SC_FAIL("LOCO_NODE_ID %u: scenarios use ids below %d", sc_me, SC_MAX_NODES);
+}
+
+uint32_t sc_node_id(void)
+{
+	return sc_me;
+}
+
+uint32_t sc_nodes(void)
+{
+	return sc_env_u32("LOCO_NODES", 1);
+}
+
+uint32_t sc_fail_timeout(void)
+{
+	return sc_env_u32("LOCO_FAIL_TIMEOUT_MS", 1000);
+}
+
+int64_t sc_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * SC_NS + ts.tv_nsec;
+}
+
+int64_t sc_now_ms(void)
+{
+	return sc_now_ns() / 1000000;
+}
+
+void sc_sleep_ms(unsigned ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* ---- manager and membership -------------------------------------------- */
+
+loco_manager_t *sc_start(void)
+{
+	loco_manager_t *m = NULL;
+
+	SC_ASSERT_OK(loco_init(NULL, &m));
+	if (sc_me == 0)
+		sc_me = loco_node_id(m);
+	return m;
+}
+
+int sc_members(loco_manager_t *m, uint32_t *ids)
+{
+	int n = loco_members(m, ids, SC_MAX_NODES);
+
+	if (n < 0 || n > SC_MAX_NODES)
+		SC_FAIL("loco_members returned %d", n);
+	return n;
+}
+
+bool sc_is_member(loco_manager_t *m, uint32_t node)
+{
+	uint32_t ids[SC_MAX_NODES];
+	int n = sc_members(m, ids);
+
+	for (int i = 0; i < n; i++)
+		if (ids[i] == node)
+			return true;
+	return false;
+}
+
+static bool ids_equal(const uint32_t *got, int ngot, const uint32_t *want, int nwant)
+{
+	if (ngot != nwant)
+		return false;
+	for (int i = 0; i < ngot; i++)
+		if (got[i] != want[i])
+			return false;
+	return true;
+}
+
+bool sc_members_are(loco_manager_t *m, const uint32_t *want, int n)
+{
+	uint32_t ids[SC_MAX_NODES];
+
+	return ids_equal(ids, sc_members(m, ids), want, n);
+}
+
+bool sc_peers_are(loco_channel_t *ch, const uint32_t *want, int n)
+{
+	uint32_t ids[SC_MAX_NODES];
+	int got = loco_channel_peers(ch, ids, SC_MAX_NODES);
+
+	if (got < 0 || got > SC_MAX_NODES)
+		SC_FAIL("loco_channel_peers returned %d", got);
+	return ids_equal(ids, got, want, n);
+}
+
+bool sc_is_peer(loco_channel_t *ch, uint32_t node)
+{
+	uint32_t ids[SC_MAX_NODES];
+	int n = loco_channel_peers(ch, ids, SC_MAX_NODES);
+
+	for (int i = 0; i < n && i < SC_MAX_NODES; i++)
+		if (ids[i] == node)
+			return true;
+	return false;
+}
+
+char *sc_ids_str(const uint32_t *ids, int n, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < n && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%u", i ? ", " : "{", ids[i]);
+	if (off < len)
+		snprintf(buf + off, len - off, "%s", n ? "}" : "{}");
+	return buf;
+}
+
+/* ---- processes --------------------------------------------------------- */
+
+static void kid_add(pid_t pid)
+{
+	for (int i = 0; i < SC_MAX_KIDS; i++) {
+		if (sc_kids[i] == 0) {
+			sc_kids[i] = pid;
+			return;
+		}
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	SC_FAIL("more than %d spawned processes", SC_MAX_KIDS);
+}
+
+static void kid_forget(pid_t pid)
+{
+	for (int i = 0; i < SC_MAX_KIDS; i++)
+		if (sc_kids[i] == pid)
+			sc_kids[i] = 0;
+}
+
+/* env_build -- a copy of environ with @env's NAME=VALUE entries replacing or added. */
+static char **env_build(const char *const *env, char *report)
+{
+	size_t n = 0, k = 0, extra = 1;
+	char **out;
+
+	while (environ[n] != NULL)
+		n++;
+	for (const char *const *e = env; e != NULL && *e != NULL; e++)
+		extra++;
+	out = calloc(n + extra + 1, sizeof(*out));
+	if (out == NULL)
+		SC_FAIL("out of memory");
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strcspn(environ[i], "=");
+		bool replaced = strncmp(environ[i], "SC_REPORT_FD=", 13) == 0;
+
+		for (const char *const *e = env; e != NULL && *e != NULL; e++)
+			if (strncmp(environ[i], *e, len) == 0 && (*e)[len] == '=')
+				replaced = true;
+		if (!replaced)
+			out[k++] = environ[i];
+	}
+	for (const char *const *e = env; e != NULL && *e != NULL; e++)
+		out[k++] = (char *)*e;
+	if (report != NULL)
+		out[k++] = report;
+	return out;
+}
+
+pid_t sc_spawn(const char *role, const char *const *env, int *report_fd)
+{
+	static char report[] = "SC_REPORT_FD=9";
+	char *argv[] = {(char *)sc_argv0, (char *)role, NULL};
+	char **envp = env_build(env, report_fd ? report : NULL);
+	pid_t parent = getpid(), pid;
+	int p[2] = {-1, -1};
+
+	if (report_fd != NULL && pipe2(p, O_CLOEXEC) < 0)
+		SC_FAIL("pipe2: %s", strerror(errno));
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		SC_FAIL("fork: %s", strerror(errno));
+	if (pid == 0) {
+		/* only async-signal-safe calls until execve */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(126);
+		if (p[1] >= 0) {
+			if (p[1] == SC_REPORT_FD)
+				fcntl(p[1], F_SETFD, 0);
+			else if (dup2(p[1], SC_REPORT_FD) < 0)
+				_exit(126);
+		}
+		execve("/proc/self/exe", argv, envp);
+		_exit(127);
+	}
+	free(envp);
+	kid_add(pid);
+	if (report_fd != NULL) {
+		close(p[1]);
+		*report_fd = p[0];
+	}
+	return pid;
+}
+
+void sc_report(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int n, fd = (int)sc_env_u32("SC_REPORT_FD", 0);
+
+	if (fd <= 0)
+		SC_FAIL("sc_report: no report pipe (SC_REPORT_FD unset)");
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0 || n >= (int)sizeof(buf) - 1)
+		SC_FAIL("sc_report: line too long");
+	buf[n++] = '\n';
+	if (write(fd, buf, (size_t)n) != n)
+		SC_FAIL("sc_report: write: %s", strerror(errno));
+}
+
+void sc_read_line(int fd, char *buf, size_t len, int timeout_ms)
+{
+	int64_t deadline = sc_now_ms() + timeout_ms;
+	size_t off = 0;
+
+	while (off + 1 < len) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		int64_t left = deadline - sc_now_ms();
+		ssize_t n;
+
+		if (left <= 0)
+			SC_FAIL("no line from the child within %d ms", timeout_ms);
+		if (poll(&pfd, 1, (int)left) <= 0)
+			continue;
+		n = read(fd, buf + off, 1);
+		if (n == 0)
+			SC_FAIL("the child closed its report pipe before a full line");
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			SC_FAIL("read: %s", strerror(errno));
+		}
+		if (buf[off] == '\n')
+			break;
+		off++;
+	}
+	buf[off] = '\0';
+}
+
+static int status_code(int st)
+{
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return -1;
+}
+
+int sc_reap(pid_t pid, int timeout_ms)
+{
+	int64_t deadline = sc_now_ms() + timeout_ms;
+	int st;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid) {
+			kid_forget(pid);
+			return status_code(st);
+		}
+		if (r < 0 && errno != EINTR)
+			SC_FAIL("waitpid(%d): %s", (int)pid, strerror(errno));
+		if (sc_now_ms() >= deadline)
+			break;
+		sc_sleep_ms(2);
+	}
+	sc_log("child %d did not exit within %d ms: killing it", (int)pid, timeout_ms);
+	kill(pid, SIGKILL);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	kid_forget(pid);
+	return -1;
+}
+
+int sc_kill(pid_t pid)
+{
+	int st;
+
+	if (kill(pid, SIGKILL) < 0)
+		SC_FAIL("kill(%d, SIGKILL): %s", (int)pid, strerror(errno));
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			SC_FAIL("waitpid(%d): %s", (int)pid, strerror(errno));
+	kid_forget(pid);
+	return status_code(st);
+}
+
+void sc_stop(pid_t pid)
+{
+	int64_t deadline = sc_now_ms() + 5000;
+	int st;
+
+	if (kill(pid, SIGSTOP) < 0)
+		SC_FAIL("kill(%d, SIGSTOP): %s", (int)pid, strerror(errno));
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG | WUNTRACED);
+
+		if (r == pid && WIFSTOPPED(st))
+			return;
+		if (r == pid)
+			SC_FAIL("child %d ended (status %d) instead of stopping", (int)pid,
+			        status_code(st));
+		if (sc_now_ms() >= deadline)
+			SC_FAIL("child %d did not stop within 5 s", (int)pid);
+		sc_sleep_ms(1);
+	}
+}
+
+/* ---- a barrier and mailboxes -------------------------------------------- */
+
+static volatile uint64_t *sync_word(struct sc_sync *s, size_t i)
+{
+	return (volatile uint64_t *)loco_shared_region_ptr(s->sr) + i;
+}
+
+void sc_sync_open(struct sc_sync *s, loco_manager_t *m, uint32_t nodes)
+{
+	int n;
+
+	memset(s, 0, sizeof(*s));
+	s->m = m;
+	s->me = loco_node_id(m);
+	if (s->me >= SC_MAX_NODES)
+		SC_FAIL("node id %u too large for sc_sync", s->me);
+	SC_ASSERT_OK(loco_channel_create(m, NULL, "sc-sync", nodes, &s->ch));
+	SC_ASSERT_OK(loco_shared_region_create(s->ch, "sync", SC_SYNC_LEN,
+	                                       LOCO_ACCESS_READ | LOCO_ACCESS_WRITE, &s->sr));
+	SC_ASSERT_OK(loco_ack_key_create(m, &s->ack));
+	SC_ASSERT_OK(loco_channel_join(s->ch, (int64_t)SC_WAIT_MS * 1000000));
+	n = loco_channel_peers(s->ch, s->peers, SC_MAX_NODES);
+	if (n != (int)nodes - 1)
+		SC_FAIL("sc-sync: %d peer(s) after the join, expected %u", n, nodes - 1);
+	s->npeers = n;
+}
+
+/* sync_push -- write word @i of this node's copy to every participant; wait for the acks. */
+static void sync_push(struct sc_sync *s, size_t i)
+{
+	int ret;
+
+	for (int k = 0; k < s->npeers; k++) {
+		ret = loco_shared_region_write(s->sr, s->peers[k], i * 8, 8, s->ack);
+		if (ret)
+			SC_FAIL("sc-sync: write to node %u: %s", s->peers[k], loco_strerror(ret));
+	}
+	ret = loco_ack_wait(s->ack, 10 * SC_NS);
+	if (ret)
+		SC_FAIL("sc-sync: ack wait: %s", loco_strerror(ret));
+}
+
+void sc_sync_wait(struct sc_sync *s, const char *what, int timeout_ms)
+{
+	int64_t deadline = sc_now_ms() + timeout_ms;
+
+	s->phase++;
+	__atomic_store_n(sync_word(s, s->me), s->phase, __ATOMIC_RELEASE);
+	sync_push(s, s->me);
+	for (int k = 0; k < s->npeers; k++) {
+		volatile uint64_t *w = sync_word(s, s->peers[k]);
+
+		while (__atomic_load_n(w, __ATOMIC_ACQUIRE) < s->phase) {
+			if (sc_now_ms() >= deadline)
+				SC_FAIL("barrier '%s' (phase %llu): node %u did not arrive within "
+				        "%d ms",
+				        what, (unsigned long long)s->phase, s->peers[k],
+				        timeout_ms);
+			sc_sleep_ms(1);
+		}
+	}
+}
+
+void sc_sync_drop(struct sc_sync *s, uint32_t node)
+{
+	for (int k = 0; k < s->npeers; k++) {
+		if (s->peers[k] == node) {
+			s->peers[k] = s->peers[--s->npeers];
+			return;
+		}
+	}
+}
+
+void sc_sync_put(struct sc_sync *s, unsigned box, uint64_t v)
+{
+	if (box >= SC_MAX_NODES)
+		SC_FAIL("sc-sync: no mailbox %u", box);
+	__atomic_store_n(sync_word(s, SC_MAX_NODES + box), v, __ATOMIC_RELEASE);
+	sync_push(s, SC_MAX_NODES + box);
+}
+
+uint64_t sc_sync_get(struct sc_sync *s, unsigned box)
+{
+	if (box >= SC_MAX_NODES)
+		SC_FAIL("sc-sync: no mailbox %u", box);
+	return __atomic_load_n(sync_word(s, SC_MAX_NODES + box), __ATOMIC_ACQUIRE);
+}
+
+void sc_sync_close(struct sc_sync *s)
+{
+	loco_ack_key_destroy(s->ack);
+	loco_shared_region_destroy(s->sr);
+	SC_ASSERT_OK(loco_channel_destroy(s->ch));
+	memset(s, 0, sizeof(*s));
+}
