@@ -159,6 +159,19 @@ static int epoll_add(loco_manager_t *m, int fd, void *ptr)
 	return epoll_ctl(m->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
+/* stop_threads -- end the progress and dialer threads. */
+static void stop_threads(loco_manager_t *m)
+{
+	__atomic_store_n(&m->stop, 1, __ATOMIC_RELEASE);
+	lc_wake(m);
+	pthread_mutex_lock(&m->lock);
+	pthread_cond_broadcast(&m->dial_cond);
+	pthread_mutex_unlock(&m->lock);
+	pthread_join(m->progress, NULL);
+	if (m->dialer_started)
+		pthread_join(m->dialer, NULL);
+}
+
 int loco_init(const loco_config_t *cfg, loco_manager_t **out)
 {
 	static const loco_config_t none;
@@ -202,6 +215,14 @@ int loco_init(const loco_config_t *cfg, loco_manager_t **out)
 	pthread_mutex_init(&m->lock, &ma);
 	pthread_mutexattr_destroy(&ma);
 	pthread_mutex_init(&m->mem_lock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&m->dial_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	pthread_rwlock_init(&m->links_lock, NULL);
 	m->node_id = node_id;
 	/* a restart gets a larger incarnation: wall-clock ns plus random low bits */
@@ -263,6 +284,12 @@ int loco_init(const loco_config_t *cfg, loco_manager_t **out)
 		lc_log_err("manager: cannot start the progress thread: %s", strerror(-ret));
 		goto err_fds;
 	}
+	ret = -pthread_create(&m->dialer, NULL, lc_dialer_main, m);
+	if (ret) {
+		lc_log_err("manager: cannot start the dialer thread: %s", strerror(-ret));
+		goto err_stop;
+	}
+	m->dialer_started = 1;
 	m->ready = 1;
 	lc_log_info("manager: node %u (incarnation %llx) control %s fabric %s %s", m->node_id,
 	            (unsigned long long)m->inc, m->ctrl_addr, m->fabric, m->fab_addr);
@@ -276,9 +303,7 @@ int loco_init(const loco_config_t *cfg, loco_manager_t **out)
 	return 0;
 
 err_stop:
-	__atomic_store_n(&m->stop, 1, __ATOMIC_RELEASE);
-	lc_wake(m);
-	pthread_join(m->progress, NULL);
+	stop_threads(m);
 	lc_members_free(m);
 err_fds:
 	if (m->lfd >= 0)
@@ -294,6 +319,7 @@ err_acks:
 err_free:
 	sodium_memzero(m->key, sizeof(m->key));
 	pthread_rwlock_destroy(&m->links_lock);
+	pthread_cond_destroy(&m->dial_cond);
 	pthread_mutex_destroy(&m->mem_lock);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
@@ -307,11 +333,10 @@ void loco_fini(loco_manager_t *m)
 	if (m->channels != NULL)
 		lc_log_warn("manager: loco_fini with channels still open");
 	pthread_mutex_lock(&m->lock);
+	m->leaving = 1;
 	lc_members_leave(m); /* tell everyone: a graceful leave, not a failure */
 	pthread_mutex_unlock(&m->lock);
-	__atomic_store_n(&m->stop, 1, __ATOMIC_RELEASE);
-	lc_wake(m);
-	pthread_join(m->progress, NULL);
+	stop_threads(m);
 	lc_members_free(m);
 	close(m->lfd);
 	close(m->epfd);
@@ -321,6 +346,7 @@ void loco_fini(loco_manager_t *m)
 	lc_mem_fini(m);
 	sodium_memzero(m->key, sizeof(m->key));
 	pthread_rwlock_destroy(&m->links_lock);
+	pthread_cond_destroy(&m->dial_cond);
 	pthread_mutex_destroy(&m->mem_lock);
 	pthread_mutex_destroy(&m->lock);
 	free(m);

@@ -66,6 +66,16 @@ struct lc_pending_link {
 	struct lc_pending_link *next;
 };
 
+/* A member the dialer thread must connect to (lower id connects). */
+struct lc_dial {
+	struct lc_member_info info;
+	uint64_t next_ns;  /* next attempt */
+	uint64_t deadline; /* give up after */
+	unsigned delay_ms; /* back-off */
+	int busy;          /* being dialled now */
+	struct lc_dial *next;
+};
+
 struct lc_link_ent {
 	uint32_t node;
 	struct fab_link *link;
@@ -87,12 +97,17 @@ struct loco_manager {
 	struct fab *fab;
 	int lfd, epfd, evfd;
 	pthread_t progress;
-	int stop;  /* atomic */
-	int ready; /* the progress thread serves the fabric */
+	int stop;    /* atomic */
+	int ready;   /* the progress thread serves the fabric */
+	int leaving; /* loco_fini() said LEAVE: peers going away is expected */
 
 	struct lc_member *members;
 	struct lc_conn *conns;
 	struct lc_pending_link *pending;
+	struct lc_dial *dials;
+	pthread_cond_t dial_cond; /* with m->lock; CLOCK_MONOTONIC */
+	pthread_t dialer;
+	int dialer_started;
 	uint64_t next_hb_ns;
 	uint64_t hb_seq;
 
@@ -121,6 +136,7 @@ void lc_member_timers(loco_manager_t *m, uint64_t now);
 void lc_member_link_error(loco_manager_t *m, uint32_t node, int status);
 void lc_members_leave(loco_manager_t *m);
 void lc_members_free(loco_manager_t *m);
+void *lc_dialer_main(void *arg);
 int lc_conn_send(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg);
 struct lc_member *lc_member_find(loco_manager_t *m, uint32_t node);
 struct fab_link *lc_link_of(loco_manager_t *m, uint32_t node); /* links_lock held (read) */

@@ -41,6 +41,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -350,10 +351,14 @@ static void member_remove(loco_manager_t *m, struct lc_member *mb, int graceful,
 			break;
 		}
 	}
-	if (graceful)
+	if (m->leaving) {
+		graceful = 1; /* we are leaving: nothing to detect or announce */
+		lc_log_debug("manager: dropping node %u as we leave", node);
+	} else if (graceful) {
 		lc_log_info("manager: node %u left", node);
-	else
+	} else {
 		lc_log_warn("manager: node %u failed: %s", node, why);
+	}
 	links_set(m, node, NULL);
 	if (mb->up)
 		lc_chan_on_member_gone(m, node);
@@ -436,20 +441,20 @@ static struct lc_member *member_admit(loco_manager_t *m, struct lc_conn *c)
 	return mb;
 }
 
-/* connect_link -- the connector of a control connection opens the data link. */
-static int connect_link(loco_manager_t *m, struct lc_member *mb)
+/* link_to -- the connector of a control connection opens the data link. */
+static int link_to(loco_manager_t *m, const struct lc_member_info *peer, struct fab_link **out)
 {
 	struct link_priv priv = {.node = m->node_id, .inc = m->inc};
 	struct fab_addr fa;
 	int ret;
 
-	ret = fab_addr_parse(mb->info.fab_addr, 0, &fa);
+	ret = fab_addr_parse(peer->fab_addr, 0, &fa);
 	if (ret == 0)
-		ret = fab_connect(m->fab, &fa, mb->info.node, &priv, sizeof(priv),
-		                  (int)m->fail_timeout_ms, &mb->link);
+		ret = fab_connect(m->fab, &fa, peer->node, &priv, sizeof(priv),
+		                  (int)m->fail_timeout_ms, out);
 	if (ret)
-		lc_log_warn("manager: data link to node %u (%s) failed: %s", mb->info.node,
-		            mb->info.fab_addr, strerror(-ret));
+		lc_log_warn("manager: data link to node %u (%s) failed: %s", peer->node,
+		            peer->fab_addr, strerror(-ret));
 	return ret;
 }
 
@@ -548,9 +553,14 @@ err_free:
 	return ret;
 }
 
-/* initiate -- connect to @info (not yet a member), authenticate, link. m->lock held. */
+/*
+ * initiate -- connect to @info (not yet a member), authenticate, link,
+ * admit. Called WITHOUT m->lock: the blocking handshake and link setup
+ * never hold up the progress thread; only the admission takes the lock.
+ */
 static int initiate(loco_manager_t *m, const struct lc_member_info *info, struct lc_msg *welcome)
 {
+	struct fab_link *link = NULL;
 	struct lc_member *mb;
 	struct lc_conn *c = NULL;
 	int ret;
@@ -558,20 +568,143 @@ static int initiate(loco_manager_t *m, const struct lc_member_info *info, struct
 	ret = handshake(m, info->ctrl_addr, &c, welcome);
 	if (ret)
 		return ret;
+	ret = link_to(m, &c->peer, &link);
+	if (ret)
+		goto err_conn;
+	pthread_mutex_lock(&m->lock);
 	mb = member_admit(m, c);
 	if (mb == NULL) {
-		conn_free(c);
-		return -EALREADY;
+		pthread_mutex_unlock(&m->lock);
+		ret = -EALREADY;
+		goto err_link;
 	}
 	ret = conn_adopt(m, c);
-	if (ret == 0 && mb->link == NULL)
-		ret = connect_link(m, mb);
 	if (ret) {
-		member_remove(m, mb, 0, 0, "could not link");
-		return ret;
+		mb->conn = NULL;
+		member_remove(m, mb, 0, 0, "could not watch its connection");
+		pthread_mutex_unlock(&m->lock);
+		goto err_link;
 	}
+	if (mb->link == NULL)
+		mb->link = link;
+	else
+		fab_link_close(link); /* the peer linked to us first */
 	member_check_up(m, mb);
+	pthread_mutex_unlock(&m->lock);
 	return 0;
+
+err_link:
+	fab_link_close(link);
+err_conn:
+	conn_free(c);
+	return ret;
+}
+
+/* dial_permanent -- errors that retrying cannot fix. */
+static int dial_permanent(int err)
+{
+	return err == -LOCO_EAUTH || err == -EEXIST || err == -EPROTO || err == -EALREADY ||
+	       err == -ESTALE || err == -EPROTONOSUPPORT;
+}
+
+/*
+ * lc_dial -- have the dialer thread connect to @info, retrying with
+ * back-off until it is a member or join_timeout_ms passed. m->lock held.
+ */
+static void lc_dial(loco_manager_t *m, const struct lc_member_info *info)
+{
+	struct lc_dial *d;
+
+	for (d = m->dials; d != NULL; d = d->next)
+		if (d->info.node == info->node)
+			break;
+	if (d == NULL) {
+		d = calloc(1, sizeof(*d));
+		if (d == NULL) {
+			lc_log_err("manager: out of memory: cannot connect to node %u", info->node);
+			return;
+		}
+		d->next = m->dials;
+		m->dials = d;
+	}
+	d->info = *info;
+	d->next_ns = 0;
+	d->delay_ms = 10;
+	d->deadline = lc_now_ns() + (uint64_t)m->join_timeout_ms * 1000000ull;
+	pthread_cond_broadcast(&m->dial_cond);
+}
+
+static void dial_done(loco_manager_t *m, struct lc_dial *d)
+{
+	for (struct lc_dial **pp = &m->dials; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == d) {
+			*pp = d->next;
+			break;
+		}
+	}
+	free(d);
+}
+
+void *lc_dialer_main(void *arg)
+{
+	loco_manager_t *m = arg;
+	struct lc_msg *msg = malloc(sizeof(*msg));
+
+	pthread_mutex_lock(&m->lock);
+	while (!__atomic_load_n(&m->stop, __ATOMIC_ACQUIRE)) {
+		uint64_t now = lc_now_ns(), wake = now + 100000000ull;
+		struct lc_dial *due = NULL;
+
+		for (struct lc_dial *d = m->dials; d != NULL; d = d->next) {
+			if (d->busy)
+				continue;
+			if (d->next_ns <= now) {
+				due = d;
+				break;
+			}
+			if (d->next_ns < wake)
+				wake = d->next_ns;
+		}
+		if (due == NULL || msg == NULL) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec += (time_t)((wake - now) / 1000000000ull);
+			ts.tv_nsec += (long)((wake - now) % 1000000000ull);
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&m->dial_cond, &m->lock, &ts);
+			continue;
+		}
+		struct lc_member *mb = lc_member_find(m, due->info.node);
+		struct lc_member_info info = due->info;
+		int ret;
+
+		if (mb != NULL && mb->info.inc >= info.inc && mb->conn != NULL) {
+			dial_done(m, due); /* it connected to us meanwhile */
+			continue;
+		}
+		due->busy = 1;
+		pthread_mutex_unlock(&m->lock);
+		ret = initiate(m, &info, msg);
+		pthread_mutex_lock(&m->lock);
+		due->busy = 0;
+		now = lc_now_ns();
+		if (ret == 0 || dial_permanent(ret) || now >= due->deadline) {
+			if (ret != 0 && ret != -EALREADY)
+				lc_log_warn("manager: could not connect to node %u at %s: %s",
+				            info.node, info.ctrl_addr, strerror(-ret));
+			dial_done(m, due);
+			continue;
+		}
+		due->next_ns = now + (uint64_t)due->delay_ms * 1000000ull;
+		due->delay_ms = due->delay_ms < 500 ? due->delay_ms * 2 : 500;
+	}
+	pthread_mutex_unlock(&m->lock);
+	free(msg);
+	return NULL;
 }
 
 int lc_join(loco_manager_t *m, const char *contacts)
@@ -601,13 +734,11 @@ int lc_join(loco_manager_t *m, const char *contacts)
 			         (int)(len < LC_ADDR_MAX ? len : LC_ADDR_MAX), p);
 			p += len + (p[len] == ',');
 			snprintf(contact.ctrl_addr, sizeof(contact.ctrl_addr), "%s", one);
-			pthread_mutex_lock(&m->lock);
 			ret = initiate(m, &contact, msg);
 			if (ret == 0) {
 				n = msg->u.welcome.n;
 				memcpy(list, msg->u.welcome.m, n * sizeof(*list));
 			}
-			pthread_mutex_unlock(&m->lock);
 			if (ret == 0 || ret == -LOCO_EAUTH || ret == -EEXIST || ret == -EPROTO)
 				goto joined;
 		}
@@ -624,12 +755,11 @@ joined:
 		return ret == -ECONNREFUSED ? -ETIMEDOUT : ret;
 	}
 	/* connect to the members with higher ids; lower ones connect to us */
-	for (uint32_t i = 0; i < n; i++) {
-		pthread_mutex_lock(&m->lock);
+	pthread_mutex_lock(&m->lock);
+	for (uint32_t i = 0; i < n; i++)
 		if (list[i].node > m->node_id && lc_member_find(m, list[i].node) == NULL)
-			initiate(m, &list[i], msg);
-		pthread_mutex_unlock(&m->lock);
-	}
+			lc_dial(m, &list[i]);
+	pthread_mutex_unlock(&m->lock);
 	/* wait (bounded) until every member of the list is up */
 	for (;;) {
 		uint32_t missing = 0;
@@ -744,7 +874,12 @@ static void on_auth(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
 	self_info(m, &msg->u.welcome.m[msg->u.welcome.n++]);
 	for (struct lc_member *x = m->members; x != NULL && msg->u.welcome.n < LC_MAX_MEMBERS;
 	     x = x->next)
-		if (x->up || x == mb)
+		/*
+		 * Every authenticated member, linked or not: one admitted before
+		 * us but not linked yet must still reach us (here, or through
+		 * MEMBER_JOIN, which goes to authenticated members only).
+		 */
+		if (x->up || (x->conn != NULL && x->conn->state == LC_CONN_UP))
 			msg->u.welcome.m[msg->u.welcome.n++] = x->info;
 	lc_conn_send(m, c, msg);
 	if (is_new) {
@@ -767,9 +902,7 @@ static void on_member_join(loco_manager_t *m, struct lc_msg *msg)
 		return; /* the lower id connects: it will come to us */
 	if (mb != NULL)
 		member_remove(m, mb, 0, 0, "restarted with a new incarnation");
-	if (initiate(m, &info, msg) != 0)
-		lc_log_info("manager: could not reach new node %u at %s", info.node,
-		            info.ctrl_addr);
+	lc_dial(m, &info);
 }
 
 /* conn_msg -- one message from @c. */
@@ -1001,6 +1134,12 @@ void lc_members_free(loco_manager_t *m)
 
 		m->conns = c->next;
 		conn_free(c);
+	}
+	while (m->dials != NULL) {
+		struct lc_dial *d = m->dials;
+
+		m->dials = d->next;
+		free(d);
 	}
 	while (m->pending != NULL) {
 		struct lc_pending_link *p = m->pending;
