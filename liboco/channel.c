@@ -425,6 +425,9 @@ void loco_object_destroy(loco_object_t *obj)
 			break;
 		}
 	}
+	/* peers forget its regions before they are deregistered */
+	if (ch->joined && obj->regions != NULL)
+		chan_announce(ch->m, ch, NULL, 0, 1);
 	pthread_mutex_unlock(&ch->m->lock);
 	while (obj->regions != NULL) {
 		struct loco_region *r = obj->regions;

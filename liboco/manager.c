@@ -51,6 +51,8 @@ static int reap(loco_manager_t *m)
 			             strerror(-wc[i].status));
 			if (wc[i].status == -ECONNRESET || wc[i].status == -ETIMEDOUT)
 				lc_member_link_error(m, (uint32_t)wc[i].link_ctx, wc[i].status);
+			else
+				lc_member_link_check(m, (uint32_t)wc[i].link_ctx);
 		}
 		if (lc_wrid_type(wc[i].wrid) == LC_WRID_ACK)
 			lc_ack_complete(&m->acks, wc[i].wrid, wc[i].status);

@@ -73,6 +73,7 @@ struct lc_dial {
 	uint64_t deadline; /* give up after */
 	unsigned delay_ms; /* back-off */
 	int busy;          /* being dialled now */
+	int link_only;     /* a member whose data link must be rebuilt */
 	struct lc_dial *next;
 };
 
@@ -134,6 +135,7 @@ void lc_conn_input(loco_manager_t *m, struct lc_conn *c);
 void lc_link_accept(loco_manager_t *m);
 void lc_member_timers(loco_manager_t *m, uint64_t now);
 void lc_member_link_error(loco_manager_t *m, uint32_t node, int status);
+void lc_member_link_check(loco_manager_t *m, uint32_t node);
 void lc_members_leave(loco_manager_t *m);
 void lc_members_free(loco_manager_t *m);
 void *lc_dialer_main(void *arg);

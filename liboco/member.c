@@ -335,6 +335,18 @@ static void member_check_up(loco_manager_t *m, struct lc_member *mb)
 	lc_chan_on_member_up(m, mb);
 }
 
+/* member_attach_link -- @link is @mb's data link now (first, or rebuilt). */
+static void member_attach_link(loco_manager_t *m, struct lc_member *mb, struct fab_link *link)
+{
+	mb->link = link;
+	if (mb->up) {
+		links_set(m, mb->info.node, link);
+		lc_log_info("manager: data link to node %u rebuilt", mb->info.node);
+	} else {
+		member_check_up(m, mb);
+	}
+}
+
 /*
  * member_remove -- drop @mb: channels see it leave, its links close.
  * @failed: announce the failure to the others (when we detected it).
@@ -611,7 +623,7 @@ static int dial_permanent(int err)
  * lc_dial -- have the dialer thread connect to @info, retrying with
  * back-off until it is a member or join_timeout_ms passed. m->lock held.
  */
-static void lc_dial(loco_manager_t *m, const struct lc_member_info *info)
+static void lc_dial(loco_manager_t *m, const struct lc_member_info *info, int link_only)
 {
 	struct lc_dial *d;
 
@@ -628,6 +640,7 @@ static void lc_dial(loco_manager_t *m, const struct lc_member_info *info)
 		m->dials = d;
 	}
 	d->info = *info;
+	d->link_only = link_only;
 	d->next_ns = 0;
 	d->delay_ms = 10;
 	d->deadline = lc_now_ns() + (uint64_t)m->join_timeout_ms * 1000000ull;
@@ -682,13 +695,27 @@ void *lc_dialer_main(void *arg)
 		struct lc_member_info info = due->info;
 		int ret;
 
-		if (mb != NULL && mb->info.inc >= info.inc && mb->conn != NULL) {
-			dial_done(m, due); /* it connected to us meanwhile */
+		if (due->link_only ? mb == NULL || mb->info.inc != info.inc || mb->link != NULL
+		                   : mb != NULL && mb->info.inc >= info.inc && mb->conn != NULL) {
+			dial_done(m, due); /* nothing left to do: gone, or done meanwhile */
 			continue;
 		}
 		due->busy = 1;
 		pthread_mutex_unlock(&m->lock);
-		ret = initiate(m, &info, msg);
+		if (due->link_only) {
+			struct fab_link *link = NULL;
+
+			ret = link_to(m, &info, &link);
+			pthread_mutex_lock(&m->lock);
+			mb = lc_member_find(m, info.node);
+			if (ret == 0 && mb != NULL && mb->info.inc == info.inc && mb->link == NULL)
+				member_attach_link(m, mb, link);
+			else if (ret == 0)
+				fab_link_close(link);
+			pthread_mutex_unlock(&m->lock);
+		} else {
+			ret = initiate(m, &info, msg);
+		}
 		pthread_mutex_lock(&m->lock);
 		due->busy = 0;
 		now = lc_now_ns();
@@ -758,7 +785,7 @@ joined:
 	pthread_mutex_lock(&m->lock);
 	for (uint32_t i = 0; i < n; i++)
 		if (list[i].node > m->node_id && lc_member_find(m, list[i].node) == NULL)
-			lc_dial(m, &list[i]);
+			lc_dial(m, &list[i], 0);
 	pthread_mutex_unlock(&m->lock);
 	/* wait (bounded) until every member of the list is up */
 	for (;;) {
@@ -902,7 +929,7 @@ static void on_member_join(loco_manager_t *m, struct lc_msg *msg)
 		return; /* the lower id connects: it will come to us */
 	if (mb != NULL)
 		member_remove(m, mb, 0, 0, "restarted with a new incarnation");
-	lc_dial(m, &info);
+	lc_dial(m, &info, 0);
 }
 
 /* conn_msg -- one message from @c. */
@@ -1050,8 +1077,7 @@ void lc_link_accept(loco_manager_t *m)
 		link->ctx = priv.node; /* completions name the node */
 		mb = lc_member_find(m, priv.node);
 		if (mb != NULL && mb->info.inc == priv.inc && mb->link == NULL) {
-			mb->link = link;
-			member_check_up(m, mb);
+			member_attach_link(m, mb, link);
 			continue;
 		}
 		struct lc_pending_link *p = calloc(1, sizeof(*p));
@@ -1080,6 +1106,12 @@ void lc_member_timers(loco_manager_t *m, uint64_t now)
 				lc_conn_send(m, c, &msg);
 		m->next_hb_ns = now + limit / 4;
 	}
+	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next) {
+		if (mb->link != NULL && fab_link_state(mb->link) != 0) {
+			lc_member_link_check(m, mb->info.node);
+			break; /* at most one per tick: the list may have changed */
+		}
+	}
 	for (c = m->conns; c != NULL; c = next) {
 		next = c->next;
 		if (c->dead) {
@@ -1106,6 +1138,40 @@ void lc_member_link_error(loco_manager_t *m, uint32_t node, int status)
 	if (mb != NULL && mb->up)
 		member_remove(m, mb, 0, 1,
 		              status == -ETIMEDOUT ? "data link timed out" : "data link broken");
+	pthread_mutex_unlock(&m->lock);
+}
+
+/*
+ * lc_member_link_check -- a member's data link went down (a refused
+ * access puts an RC link in the error state) while the member itself is
+ * alive: drop the link; the side that opened the control connection opens
+ * a new one, the other side takes it in lc_link_accept().
+ */
+void lc_member_link_check(loco_manager_t *m, uint32_t node)
+{
+	struct lc_member *mb;
+	int cause;
+
+	pthread_mutex_lock(&m->lock);
+	mb = lc_member_find(m, node);
+	if (mb == NULL || mb->link == NULL || mb->conn == NULL || m->leaving ||
+	    (cause = fab_link_state(mb->link)) == 0) {
+		pthread_mutex_unlock(&m->lock);
+		return;
+	}
+	lc_log_info("manager: data link to node %u down (%s): rebuilding it", node,
+	            strerror(-cause));
+	links_set(m, node, NULL);
+	fab_link_close(mb->link);
+	mb->link = NULL;
+	if (mb->conn->initiator) {
+		lc_dial(m, &mb->info, 1);
+	} else {
+		struct fab_link *link = pending_take(m, node, mb->info.inc);
+
+		if (link != NULL)
+			member_attach_link(m, mb, link);
+	}
 	pthread_mutex_unlock(&m->lock);
 }
 
