@@ -443,6 +443,21 @@ loco_channel_t *loco_object_channel(const loco_object_t *obj)
 	return obj ? obj->ch : NULL;
 }
 
+/* region_room -- -EEXIST for a taken name, -ENOSPC when the channel is full. m->lock held. */
+static int region_room(const loco_object_t *obj, const char *full)
+{
+	unsigned n = 0;
+
+	for (const loco_object_t *o = obj->ch->objects; o != NULL; o = o->next) {
+		for (const struct loco_region *x = o->regions; x != NULL; x = x->next) {
+			if (strcmp(x->full, full) == 0)
+				return -EEXIST;
+			n++;
+		}
+	}
+	return n < LC_MAX_REGIONS ? 0 : -ENOSPC; /* all fit in one CHAN message */
+}
+
 int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigned access,
                        loco_region_t **out)
 {
@@ -469,6 +484,12 @@ int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigne
 		fa |= FAB_ACCESS_REMOTE_WRITE;
 	if (access & LOCO_ACCESS_ATOMIC)
 		fa |= FAB_ACCESS_REMOTE_ATOMIC;
+	/* check the name and the channel's room before allocating anything */
+	pthread_mutex_lock(&m->lock);
+	ret = region_room(obj, r->full);
+	pthread_mutex_unlock(&m->lock);
+	if (ret)
+		goto err_free;
 	ret = lc_mem_alloc(m, len, &r->ptr);
 	if (ret)
 		goto err_free;
@@ -484,12 +505,10 @@ int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigne
 	r->access = access;
 
 	pthread_mutex_lock(&m->lock);
-	for (struct loco_region *x = obj->regions; x != NULL; x = x->next) {
-		if (strcmp(x->full, r->full) == 0) {
-			pthread_mutex_unlock(&m->lock);
-			ret = -EEXIST;
-			goto err_dereg;
-		}
+	ret = region_room(obj, r->full); /* again: another thread may have raced us */
+	if (ret) {
+		pthread_mutex_unlock(&m->lock);
+		goto err_dereg;
 	}
 	r->next = obj->regions;
 	obj->regions = r;

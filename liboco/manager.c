@@ -138,7 +138,7 @@ static int cfg_u32(const char *env, uint32_t field, uint32_t def, uint32_t *out)
 		lc_log_err("manager: %s=%s is not a number", env, v);
 		return -EINVAL;
 	}
-	*out = (uint32_t)x;
+	*out = x ? (uint32_t)x : def; /* 0 means "the default", as in the struct */
 	return 0;
 }
 
@@ -202,7 +202,9 @@ int loco_init(const loco_config_t *cfg, loco_manager_t **out)
 	if (ret)
 		return ret;
 	if (node_id == 0) {
-		lc_log_err("manager: a joining node needs an id: set LOCO_NODE_ID (>= 1)");
+		lc_log_err("manager: %s",
+		           join ? "a joining node needs an id: set LOCO_NODE_ID (>= 1)"
+		                : "LOCO_NODE_ID must be >= 1");
 		return -EINVAL;
 	}
 	if (strlen(fabric) > LC_FABRIC_MAX || strlen(addr) > LC_ADDR_MAX)

@@ -51,12 +51,12 @@ void loco_shared_region_destroy(loco_shared_region_t *sr)
 
 void *loco_shared_region_ptr(const loco_shared_region_t *sr)
 {
-	return loco_region_ptr(sr->mem);
+	return sr ? loco_region_ptr(sr->mem) : NULL;
 }
 
 size_t loco_shared_region_len(const loco_shared_region_t *sr)
 {
-	return loco_region_len(sr->mem);
+	return sr ? loco_region_len(sr->mem) : 0;
 }
 
 int loco_shared_region_write(loco_shared_region_t *sr, uint32_t node, size_t off, size_t len,

@@ -109,7 +109,8 @@ loco_channel_t *loco_object_channel(const loco_object_t *obj);
  * loco_region_create -- @len bytes of zeroed registered memory for @obj,
  * remotely accessible as @access says, announced to the channel's peers
  * under @name. Registration happens here, never on the data path.
- * Returns 0 and sets *@out; -EINVAL, -EEXIST, -ENOMEM, or the fabric's error.
+ * Returns 0 and sets *@out; -EINVAL, -EEXIST, -ENOSPC (the channel holds
+ * 64 regions already), -ENOMEM, or the fabric's error.
  */
 int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigned access,
                        loco_region_t **out);

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* channel-api.c -- argument checks and limits of channels, objects and regions (one node) */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <loco.h>
+
+static int setup(void **state)
+{
+	loco_manager_t *m;
+
+	unsetenv("LOCO_JOIN");
+	unsetenv("LOCO_NODE_ID");
+	setenv("LOCO_FABRIC", "tcp", 1);
+	if (loco_init(NULL, &m) != 0)
+		return -1;
+	*state = m;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	loco_fini(*state);
+	return 0;
+}
+
+static void channel_create__bad_names_are_einval(void **state)
+{
+	char longname[LOCO_NAME_MAX + 2];
+	loco_channel_t *ch = (loco_channel_t *)0x1;
+
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	/* run + verify: nothing written on failure */
+	assert_int_equal(loco_channel_create(*state, NULL, "", 2, &ch), -EINVAL);
+	assert_int_equal(loco_channel_create(*state, NULL, "a/b", 2, &ch), -EINVAL);
+	assert_int_equal(loco_channel_create(*state, NULL, longname, 2, &ch), -EINVAL);
+	assert_int_equal(loco_channel_create(*state, NULL, "ok", 0, &ch), -EINVAL);
+	assert_int_equal(loco_channel_create(*state, NULL, NULL, 2, &ch), -EINVAL);
+	assert_ptr_equal(ch, (loco_channel_t *)0x1);
+}
+
+static void channel_create__full_names_nest_and_are_unique(void **state)
+{
+	loco_channel_t *kv, *shard, *dup;
+
+	/* run */
+	assert_int_equal(loco_channel_create(*state, NULL, "kv", 1, &kv), 0);
+	assert_int_equal(loco_channel_create(*state, kv, "shard", 1, &shard), 0);
+
+	/* verify */
+	assert_string_equal(loco_channel_name(shard), "kv/shard");
+	assert_int_equal(loco_channel_create(*state, kv, "shard", 1, &dup), -EEXIST);
+	assert_int_equal(loco_channel_destroy(kv), -EBUSY); /* a child remains */
+	assert_int_equal(loco_channel_destroy(shard), 0);
+	assert_int_equal(loco_channel_destroy(kv), 0);
+}
+
+static void region_create__limits_checked_before_allocating(void **state)
+{
+	loco_channel_t *ch;
+	loco_object_t *obj;
+	loco_region_t *r, *extra = NULL;
+	char name[16];
+
+	/* configure */
+	assert_int_equal(loco_channel_create(*state, NULL, "lim", 1, &ch), 0);
+	assert_int_equal(loco_object_create(ch, "o", NULL, NULL, &obj), 0);
+	assert_int_equal(loco_object_create(ch, "o", NULL, NULL, &obj), -EEXIST);
+
+	/* run: a channel holds 64 regions (one CHAN message) */
+	for (int i = 0; i < 64; i++) {
+		snprintf(name, sizeof(name), "r%d", i);
+		assert_int_equal(loco_region_create(obj, name, 64, LOCO_ACCESS_READ, &r), 0);
+		assert_non_null(loco_region_ptr(r));
+		assert_int_equal(loco_region_len(r), 64);
+	}
+
+	/* verify */
+	assert_int_equal(loco_region_create(obj, "r0", 64, 0, &extra), -EEXIST);
+	assert_int_equal(loco_region_create(obj, "r64", 64, 0, &extra), -ENOSPC);
+	assert_int_equal(loco_region_create(obj, "bad", 64, 0x80, &extra), -EINVAL);
+	assert_int_equal(loco_region_create(obj, "zero", 0, 0, &extra), -EINVAL);
+	assert_null(extra);
+	assert_int_equal(loco_channel_destroy(ch), -EBUSY); /* an object remains */
+	loco_object_destroy(obj);
+	assert_int_equal(loco_channel_destroy(ch), 0);
+}
+
+static void remote_ops__bad_ranges_are_einval(void **state)
+{
+	loco_channel_t *ch;
+	loco_object_t *obj;
+	loco_region_t *r;
+	loco_rref_t far = {.node = 99, .rkey = 1, .addr = 0x1000, .len = 64};
+
+	/* configure */
+	assert_int_equal(loco_channel_create(*state, NULL, "ops", 1, &ch), 0);
+	assert_int_equal(loco_object_create(ch, "o", NULL, NULL, &obj), 0);
+	assert_int_equal(loco_region_create(obj, "r", 64, 0, &r), 0);
+
+	/* run + verify */
+	assert_int_equal(loco_write(r, 60, &far, 0, 8, NULL), -EINVAL);
+	assert_int_equal(loco_read(r, 0, &far, 60, 8, NULL), -EINVAL);
+	assert_int_equal(loco_faa(r, 4, &far, 0, 1, NULL), -EINVAL);
+	assert_int_equal(loco_cas(r, 0, &far, 4, 0, 1, NULL), -EINVAL);
+	assert_int_equal(loco_write(r, 0, &far, 0, 8, NULL), -ENOTCONN); /* no node 99 */
+	assert_int_equal(loco_region_remote(r, 99, &far), -ENOENT);
+	loco_object_destroy(obj);
+	assert_int_equal(loco_channel_destroy(ch), 0);
+}
+
+static void init__zero_node_id_means_default(void **state)
+{
+	loco_manager_t *m = (loco_manager_t *)0x1, *alone;
+
+	(void)state;
+	setenv("LOCO_ADDR", "127.0.0.1:0", 1);
+	/* alone, 0 is the default id 1 (as a zero struct field) */
+	setenv("LOCO_NODE_ID", "0", 1);
+	assert_int_equal(loco_init(NULL, &alone), 0);
+	assert_int_equal(loco_node_id(alone), 1);
+	loco_fini(alone);
+	/* a joiner has no default id; garbage is refused; nothing written */
+	setenv("LOCO_JOIN", "127.0.0.1:9", 1);
+	assert_int_equal(loco_init(NULL, &m), -EINVAL);
+	unsetenv("LOCO_JOIN");
+	setenv("LOCO_NODE_ID", "x1", 1);
+	assert_int_equal(loco_init(NULL, &m), -EINVAL);
+	unsetenv("LOCO_NODE_ID");
+	assert_ptr_equal(m, (loco_manager_t *)0x1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(channel_create__bad_names_are_einval, setup, teardown),
+	    cmocka_unit_test_setup_teardown(channel_create__full_names_nest_and_are_unique, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(region_create__limits_checked_before_allocating, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(remote_ops__bad_ranges_are_einval, setup, teardown),
+	    cmocka_unit_test(init__zero_node_id_means_default),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
