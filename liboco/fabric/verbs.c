@@ -61,8 +61,9 @@
 #define VRB_MIN_RNR_TIMER 12 /* 0.64 ms between RNR retries */
 #define VRB_RD_ATOMIC     16 /* READs/atomics in flight per QP, at most */
 #define VRB_BACKLOG       128
-#define VRB_CM_BATCH      32 /* rdma_cm events per wake-up of the event thread */
-#define VRB_REAP_MS       20 /* event thread: zombie check period */
+#define VRB_CM_BATCH      32  /* rdma_cm events per wake-up of the event thread */
+#define VRB_REAP_MS       20  /* event thread: zombie check period */
+#define VRB_RESOLVE_MS    100 /* first address resolution attempt (doubles up to 1 s) */
 #define VRB_MAX_DEPTH     65536
 #define VRB_CQ_SLACK      64           /* CQ entries beyond cq_depth, for the close markers */
 #define VRB_DOWN_WEAK     (1ull << 63) /* the cause may be replaced by a real error */
@@ -1129,6 +1130,8 @@ static void *event_main(void *arg)
 
 			if (get_event(f->ch, &ev) != 0)
 				break; /* EAGAIN: drained */
+			lc_log_debug("verbs: %s: rdma_cm event %s (status %d)", f->dev,
+			             rdma_event_str(ev.type), ev.status);
 			if (ev.type == RDMA_CM_EVENT_CONNECT_REQUEST)
 				on_connect_request(f, &ev);
 			else if (ev.id != f->lid)
@@ -1589,7 +1592,10 @@ static int expect_event(struct rdma_event_channel *ch, uint64_t deadline,
 	int ret = wait_event(ch, deadline, &ev);
 
 	if (ret) {
-		*what = ret == -ETIMEDOUT ? "no answer in time" : "cannot read rdma_cm events";
+		*what = ret != -ETIMEDOUT                      ? "cannot read rdma_cm events"
+		        : want == RDMA_CM_EVENT_ADDR_RESOLVED  ? "address not resolved in time"
+		        : want == RDMA_CM_EVENT_ROUTE_RESOLVED ? "route not resolved in time"
+		                                               : "no answer in time";
 		return ret;
 	}
 	if (ev.type == want)
@@ -1610,6 +1616,53 @@ static int expect_event(struct rdma_event_channel *ch, uint64_t deadline,
 	}
 }
 
+/*
+ * resolve_addr -- a new id of @ch with the address from @src to @dst
+ * resolved, retried with short timeouts until @deadline. The kernel can
+ * miss the neighbour update of an ARP reply that comes before it queued
+ * the request (a veth peer answers at once); the request then completes
+ * only when its own timeout expires. Short attempts keep that wait short.
+ */
+static int resolve_addr(struct rdma_event_channel *ch, struct rdma_cm_id **out,
+                        struct sockaddr *src, const struct sockaddr *dst, uint64_t deadline,
+                        const char **what)
+{
+	int step = VRB_RESOLVE_MS, ret = -ETIMEDOUT;
+
+	*what = "address not resolved in time";
+	for (int i = 0; i < 64; i++) {
+		uint64_t now = now_ns();
+		struct rdma_cm_id *id;
+		int ms;
+
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		ms = (int)((deadline - now) / 1000000ull) + 1;
+		if (ms > step)
+			ms = step;
+		if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) != 0) {
+			*what = "rdma_create_id";
+			return -errno;
+		}
+		if (rdma_resolve_addr(id, src, (struct sockaddr *)dst, ms) != 0) {
+			ret = -errno;
+			*what = "rdma_resolve_addr";
+			rdma_destroy_id(id);
+			return ret;
+		}
+		ret = expect_event(ch, deadline, RDMA_CM_EVENT_ADDR_RESOLVED, what);
+		if (ret == 0) {
+			*out = id;
+			return 0;
+		}
+		rdma_destroy_id(id);
+		if (ret != -ETIMEDOUT && ret != -ENODATA)
+			return ret;
+		step = step < 1000 ? 2 * step : 1000;
+	}
+	return ret;
+}
+
 static int vrb_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, const void *priv,
                        size_t priv_len, int timeout_ms, struct fab_link **out)
 {
@@ -1621,7 +1674,7 @@ static int vrb_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ct
 	char where[FAB_ADDR_STRLEN] = "?";
 	struct rdma_event_channel *ch;
 	struct rdma_conn_param p;
-	struct rdma_cm_id *id;
+	struct rdma_cm_id *id = NULL;
 	struct sockaddr_in src;
 	struct vrb_link *l = NULL;
 	const char *what = "";
@@ -1640,23 +1693,14 @@ static int vrb_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ct
 		           where, strerror(-ret));
 		return ret;
 	}
-	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) != 0) {
-		ret = -errno;
-		what = "rdma_create_id";
-		goto err_channel;
-	}
 	/* from our own address: rdma_cm then resolves to our device */
 	memcpy(&src, &f->addr.ss, sizeof(src));
 	src.sin_port = 0;
 	ms = timeout_ms < 0 ? 3600000 : timeout_ms > 0 ? timeout_ms : 1;
-	if (rdma_resolve_addr(id, (struct sockaddr *)&src, (struct sockaddr *)&peer->ss, ms) != 0) {
-		ret = -errno;
-		what = "rdma_resolve_addr";
-		goto err_id;
-	}
-	ret = expect_event(ch, deadline, RDMA_CM_EVENT_ADDR_RESOLVED, &what);
+	ret = resolve_addr(ch, &id, (struct sockaddr *)&src, (const struct sockaddr *)&peer->ss,
+	                   deadline, &what);
 	if (ret)
-		goto err_id;
+		goto err_channel;
 	if (id->verbs != f->ctx) {
 		ret = -EINVAL;
 		what = "the route leaves through another device";
