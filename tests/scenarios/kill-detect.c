@@ -35,8 +35,10 @@ static noreturn void extra_main(void)
 	loco_manager_t *m = sc_start();
 
 	sc_log("extra node %u joined (pid %d)", loco_node_id(m), (int)getpid());
-	for (;;)
-		pause(); /* SIGKILL ends us; the alarm fails us if nobody does */
+	/* SIGKILL ends us; the alarm (or the bound) fails us if nobody does */
+	for (int i = 0; i < 1000; i++)
+		pause();
+	SC_FAIL("extra node %u was not killed", loco_node_id(m));
 }
 
 static pid_t spawn_extra(loco_manager_t *m, uint32_t id)

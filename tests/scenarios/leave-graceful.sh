@@ -3,7 +3,7 @@
 #
 # leave-graceful.sh -- run leave-graceful (node 3 of 3 calls loco_fini early) under loco-run
 # with LOCO_LOG=info, and check the log: nodes 1 and 2 say "node 3 left", nobody says
-# "node 3 failed".
+# "node 3 failed" (nor logs any failure: every node of this run leaves gracefully).
 #
 #   bash leave-graceful.sh PROGRAM LOCO_RUN
 source "$(dirname "${BASH_SOURCE[0]}")/driver.sh"
@@ -36,5 +36,13 @@ if has "node 3 failed"; then
 	fail "a node logged node 3 as failed: $(grep -E 'node 3 failed' "$T/out" | head -3)"
 else
 	ok "nobody logged node 3 as failed"
+fi
+# every node leaves gracefully in this run (3 early, then 1 and 2): nobody fails, including
+# the nodes a leaving node still hears from while it leaves
+if has "manager: node [0-9]+ failed"; then
+	fail "a failure was logged in a run of graceful leaves:" \
+		"$(grep -E 'manager: node [0-9]+ failed' "$T/out" | head -3)"
+else
+	ok "no failure logged at all"
 fi
 finish
