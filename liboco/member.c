@@ -530,6 +530,8 @@ static int handshake(loco_manager_t *m, const char *addr, struct lc_conn **out, 
 		lc_log_err("manager: node %u at %s failed authentication: wrong cluster secret "
 		           "(LOCO_SECRET)",
 		           c->peer.node, addr);
+		/* say why, so that the member logs the refusal too */
+		send_refuse(m, c, LOCO_EAUTH, "authentication failed");
 		ret = -LOCO_EAUTH;
 		goto err_free;
 	}
@@ -946,6 +948,10 @@ static void conn_msg(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
 		return;
 	}
 	if (c->state == LC_CONN_AUTH) {
+		if (msg->type == LC_MSG_REFUSE && msg->u.refuse.err == LOCO_EAUTH)
+			lc_log_err("manager: node %u (%s) failed authentication: wrong cluster "
+			           "secret (LOCO_SECRET); refused",
+			           c->peer.node, c->peer.ctrl_addr);
 		if (msg->type != LC_MSG_AUTH || msg->src_node != c->peer.node)
 			c->dead = 1;
 		else
