@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: BSD-2-Clause
 # driver.sh -- shared helpers of the scenario shell drivers, sourced by each driver.
 #
@@ -15,6 +16,8 @@ fi
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/loco-scenario.XXXXXX")
 PIDS=()
+RC=0
+export RC # set by wait_pid and run_lr, read by the drivers
 FAILS=0
 CLEANUPS=()
 

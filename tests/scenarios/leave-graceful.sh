@@ -6,6 +6,7 @@
 # "node 3 failed" (nor logs any failure: every node of this run leaves gracefully).
 #
 #   bash leave-graceful.sh PROGRAM LOCO_RUN
+# shellcheck source=tests/scenarios/driver.sh
 source "$(dirname "${BASH_SOURCE[0]}")/driver.sh"
 need_loco_run
 

@@ -11,6 +11,7 @@
 # trap kills every node by PID and deletes the namespaces.
 #
 #   bash netns.sh PROGRAM [LOCO_RUN (unused)]
+# shellcheck source=tests/scenarios/driver.sh
 source "$(dirname "${BASH_SOURCE[0]}")/driver.sh"
 
 if ! command -v ip >/dev/null 2>&1; then
@@ -24,6 +25,7 @@ NS=("" "$PFX-1" "$PFX-2" "$PFX-3")
 MADE=()
 
 # del_namespaces -- delete every namespace this test made (their veths go with them).
+# shellcheck disable=SC2317 # run by the EXIT trap, through CLEANUPS
 del_namespaces() {
 	local ns
 	for ns in "${MADE[@]}"; do

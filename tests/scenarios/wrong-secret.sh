@@ -8,6 +8,7 @@
 # node logs that node 5 joined.
 #
 #   bash wrong-secret.sh PROGRAM LOCO_RUN
+# shellcheck source=tests/scenarios/driver.sh
 source "$(dirname "${BASH_SOURCE[0]}")/driver.sh"
 need_loco_run
 
