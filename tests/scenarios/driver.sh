@@ -34,6 +34,7 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT
+trap "exit 1" TERM INT HUP # meson's timeout or ^C: still clean up
 
 fail() {
 	echo "FAIL: $*"
