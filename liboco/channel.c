@@ -25,6 +25,7 @@
 
 struct lc_peer {
 	uint32_t node;
+	uint32_t fence_gen; /* the channel's fence this peer's operations honour */
 	uint32_t nregions;
 	struct lc_region_info *regions;
 	struct lc_peer *next;
@@ -37,6 +38,8 @@ struct loco_channel {
 	uint32_t nodes;
 	int joined;
 	int nchildren;
+	uint32_t fence_gen;     /* bumped by loco_channel_fence() */
+	uint32_t fence_pending; /* atomic: peers whose next operation must carry the fence */
 	struct loco_object *objects;
 	struct lc_peer *peers;
 	loco_channel_t *next;
@@ -141,6 +144,8 @@ static void peer_gone(loco_channel_t *ch, uint32_t node)
 		if (p->node != node)
 			continue;
 		*pp = p->next;
+		if (p->fence_gen != ch->fence_gen) /* it owed a fence it will never take */
+			__atomic_sub_fetch(&ch->fence_pending, 1, __ATOMIC_RELEASE);
 		free(p->regions);
 		free(p);
 		lc_log_debug("manager: channel %s: node %u left", ch->name, node);
@@ -172,6 +177,7 @@ void lc_chan_on_msg(loco_manager_t *m, struct lc_member *from, const struct lc_m
 		if (p == NULL)
 			return;
 		p->node = from->info.node;
+		p->fence_gen = ch->fence_gen; /* nothing earlier to order after */
 		p->next = ch->peers;
 		ch->peers = p;
 		is_new = 1;
@@ -571,19 +577,78 @@ static int range_ok(size_t off, size_t len, uint64_t total)
 }
 
 /* post -- attach to @ack, find the link to the node, post @wr. */
+/*
+ * fence_take -- whether this operation to @node is the first since a
+ * loco_channel_fence(): then it carries the fabric fence. Only right after
+ * a fence does this take the lock; otherwise it is one atomic load.
+ */
+static int fence_take(loco_channel_t *ch, uint32_t node, struct lc_peer **peer)
+{
+	struct lc_peer *p;
+	int take = 0;
+
+	*peer = NULL;
+	if (__atomic_load_n(&ch->fence_pending, __ATOMIC_ACQUIRE) == 0)
+		return 0;
+	pthread_mutex_lock(&ch->m->lock);
+	p = peer_find(ch, node);
+	if (p != NULL && p->fence_gen != ch->fence_gen) {
+		p->fence_gen = ch->fence_gen;
+		__atomic_sub_fetch(&ch->fence_pending, 1, __ATOMIC_RELEASE);
+		*peer = p;
+		take = 1;
+	}
+	pthread_mutex_unlock(&ch->m->lock);
+	return take;
+}
+
+/* fence_untake -- the fenced operation was not posted: the next one must carry it. */
+static void fence_untake(loco_channel_t *ch, struct lc_peer *p)
+{
+	pthread_mutex_lock(&ch->m->lock);
+	if (p == peer_find(ch, p->node) && p->fence_gen == ch->fence_gen) {
+		p->fence_gen--;
+		__atomic_add_fetch(&ch->fence_pending, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&ch->m->lock);
+}
+
+int loco_channel_fence(loco_channel_t *ch)
+{
+	uint32_t n = 0;
+
+	if (ch == NULL)
+		return -EINVAL;
+	pthread_mutex_lock(&ch->m->lock);
+	ch->fence_gen++;
+	for (struct lc_peer *p = ch->peers; p != NULL; p = p->next)
+		n++;
+	__atomic_store_n(&ch->fence_pending, n, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ch->m->lock);
+	return 0;
+}
+
 static int post(loco_region_t *local, const loco_rref_t *remote, struct fab_wr *wr,
                 loco_ack_key_t *ack)
 {
-	loco_manager_t *m = local->obj->ch->m;
+	loco_channel_t *ch = local->obj->ch;
+	loco_manager_t *m = ch->m;
+	struct lc_peer *fenced = NULL;
 	struct fab_link *link;
 	int ret;
+
+	if (fence_take(ch, remote->node, &fenced))
+		wr->flags |= FAB_WR_FENCE;
 
 	wr->lkey = local->mr->lkey;
 	wr->rkey = remote->rkey;
 	if (ack != NULL) {
 		ret = lc_ack_attach(ack, &wr->wrid);
-		if (ret)
+		if (ret) {
+			if (fenced != NULL)
+				fence_untake(ch, fenced);
 			return ret;
+		}
 		wr->flags |= FAB_WR_SIGNALED;
 	}
 	pthread_rwlock_rdlock(&m->links_lock);
@@ -592,6 +657,8 @@ static int post(loco_region_t *local, const loco_rref_t *remote, struct fab_wr *
 	pthread_rwlock_unlock(&m->links_lock);
 	if (ret && ack != NULL)
 		lc_ack_detach(ack, wr->wrid);
+	if (ret && fenced != NULL)
+		fence_untake(ch, fenced);
 	return ret;
 }
 

@@ -73,6 +73,17 @@ int loco_channel_join(loco_channel_t *ch, int64_t timeout_ns);
  */
 int loco_channel_destroy(loco_channel_t *ch);
 
+/*
+ * loco_channel_fence -- order the channel's later operations after its
+ * earlier ones: at each peer, the next operation of @ch starts only after
+ * every earlier operation of this node to that peer completed (READs and
+ * atomics included, whose results a later WRITE may send on). Without a
+ * fence, requests to one node execute in order, but a WRITE posted after a
+ * READ may read its local source before the READ's data has landed.
+ * Returns 0; -EINVAL.
+ */
+int loco_channel_fence(loco_channel_t *ch);
+
 /* loco_channel_name -- the full name. */
 const char *loco_channel_name(const loco_channel_t *ch);
 
