@@ -370,7 +370,8 @@ int loco_channel_peers(loco_channel_t *ch, uint32_t *ids, size_t max)
 		all[n++] = p->node;
 	pthread_mutex_unlock(&ch->m->lock);
 	qsort(all, n, sizeof(all[0]), cmp_u32);
-	memcpy(ids, all, (n < max ? n : max) * sizeof(ids[0]));
+	if (n > 0 && max > 0) /* ids may be NULL with max 0: counting only */
+		memcpy(ids, all, (n < max ? n : max) * sizeof(ids[0]));
 	return (int)n;
 }
 

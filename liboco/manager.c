@@ -70,7 +70,7 @@ static void *progress_main(void *arg)
 	struct epoll_event ev[32];
 
 	while (!__atomic_load_n(&m->stop, __ATOMIC_ACQUIRE)) {
-		uint64_t now;
+		uint64_t now, wake;
 		int n, busy = 0;
 
 		while (reap(m) > 0)
@@ -78,13 +78,13 @@ static void *progress_main(void *arg)
 		pthread_mutex_lock(&m->lock);
 		lc_link_accept(m);
 		now = lc_now_ns();
-		lc_member_timers(m, now);
+		wake = lc_member_timers(m, now);
 		pthread_mutex_unlock(&m->lock);
 		if (busy || fab_arm(m->fab) != 0) {
 			n = epoll_wait(m->epfd, ev, 32, 0);
 		} else {
-			int ms =
-			    (int)((m->next_hb_ns > now ? m->next_hb_ns - now : 0) / 1000000ull) + 1;
+			/* round up: waking a little late is fine, early means a spin */
+			int ms = (int)((wake > now ? wake - now + 999999 : 0) / 1000000ull);
 
 			n = epoll_wait(m->epfd, ev, 32, ms);
 		}
@@ -392,7 +392,8 @@ int loco_members(loco_manager_t *m, uint32_t *ids, size_t max)
 			all[n++] = mb->info.node;
 	pthread_mutex_unlock(&m->lock);
 	qsort(all, n, sizeof(all[0]), cmp_u32);
-	memcpy(ids, all, (n < max ? n : max) * sizeof(ids[0]));
+	if (n > 0 && max > 0) /* ids may be NULL with max 0: counting only */
+		memcpy(ids, all, (n < max ? n : max) * sizeof(ids[0]));
 	return (int)n;
 }
 

@@ -133,7 +133,7 @@ int lc_join(loco_manager_t *m, const char *contacts);
 void lc_ctrl_accept(loco_manager_t *m);
 void lc_conn_input(loco_manager_t *m, struct lc_conn *c);
 void lc_link_accept(loco_manager_t *m);
-void lc_member_timers(loco_manager_t *m, uint64_t now);
+uint64_t lc_member_timers(loco_manager_t *m, uint64_t now); /* returns when to call again */
 void lc_member_link_error(loco_manager_t *m, uint32_t node, int status);
 void lc_member_link_check(loco_manager_t *m, uint32_t node);
 void lc_members_leave(loco_manager_t *m);

@@ -1098,9 +1098,9 @@ void lc_link_accept(loco_manager_t *m)
 	}
 }
 
-void lc_member_timers(loco_manager_t *m, uint64_t now)
+uint64_t lc_member_timers(loco_manager_t *m, uint64_t now)
 {
-	uint64_t limit = (uint64_t)m->fail_timeout_ms * 1000000ull;
+	uint64_t limit = (uint64_t)m->fail_timeout_ms * 1000000ull, wake;
 	struct lc_conn *c, *next;
 
 	if (now >= m->next_hb_ns) {
@@ -1133,6 +1133,12 @@ void lc_member_timers(loco_manager_t *m, uint64_t now)
 			next = m->conns;
 		}
 	}
+	/* wake for the next heartbeat, or the moment a silent peer passes the bound */
+	wake = m->next_hb_ns;
+	for (c = m->conns; c != NULL; c = c->next)
+		if (c->last_rx_ns + limit + 1 < wake)
+			wake = c->last_rx_ns + limit + 1;
+	return wake;
 }
 
 void lc_member_link_error(loco_manager_t *m, uint32_t node, int status)
