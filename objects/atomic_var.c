@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * atomic_var.c -- a 64-bit word on one node (the host) that every member
+ * reads, writes, CASes and fetch-adds with one-sided fabric operations.
+ * Built only on the public object-author API (loco/channel.h).
+ *
+ * Every node makes an object @name with two regions: "word" (one 64-byte
+ * line; the host's first 8 bytes are the variable, the other nodes' copies
+ * are unused) and "res" (this node's result slots: LOCO_ATOMIC_VAR_SLOTS
+ * for the asynchronous calls, then one result and one write source for
+ * the synchronous ones). The host's region reference is looked up once and
+ * cached; peer_leave(host) makes the object lost for good (-ECONNRESET), so
+ * that a host that restarts with a fresh word never passes for the old one.
+ *
+ * The host itself: the public API has no path from a node to its own
+ * regions (loco_region_remote() of this node is -ENOENT, and no link
+ * leads to this node). Where it finds one, the host uses it, so that its
+ * operations are fabric atomics like everybody's; otherwise it runs them
+ * as seq_cst CPU atomics on its copy, which the tcp fabric's NIC thread
+ * serializes with its own (it executes remote CAS/FAA as seq_cst CPU
+ * atomics, and remote READ/WRITE word by word with atomic loads/stores).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <loco.h>
+#include <loco/atomic_var.h>
+
+#define WORD_LEN  64 /* one line: nothing else shares the host's word */
+#define SYNC_RES  LOCO_ATOMIC_VAR_SLOTS
+#define SYNC_SRC  (LOCO_ATOMIC_VAR_SLOTS + 1)
+#define RES_SLOTS (LOCO_ATOMIC_VAR_SLOTS + 2)
+
+enum av_op {
+	AV_READ,
+	AV_WRITE,
+	AV_FAA,
+	AV_CAS
+};
+
+enum av_path {
+	AV_PATH_NONE = 0, /* not looked up yet */
+	AV_PATH_FABRIC,   /* av->rref: the host's word, through the fabric */
+	AV_PATH_LOCAL,    /* this node is the host, without a fabric path to itself */
+};
+
+struct loco_atomic_var {
+	loco_object_t *obj;
+	loco_region_t *word;
+	loco_region_t *res;
+	uint32_t host;
+	uint32_t me;
+	loco_ack_key_t *ack; /* the synchronous calls' */
+	pthread_mutex_t sync_lock;
+	pthread_mutex_t path_lock;
+	int path; /* enum av_path; published with release after rref */
+	int lost; /* the host left after we found it: sticky */
+	loco_rref_t rref;
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* av_peer_leave -- on the progress thread: the host's word is gone. */
+static void av_peer_leave(loco_object_t *obj, uint32_t node, void *arg)
+{
+	loco_atomic_var_t *av = arg;
+
+	(void)obj;
+	if (node == av->host)
+		__atomic_store_n(&av->lost, 1, __ATOMIC_RELEASE); /* pairs with av_path_get */
+}
+
+static const struct loco_object_ops av_ops = {
+    .peer_leave = av_peer_leave,
+};
+
+int loco_atomic_var_create(loco_channel_t *ch, const char *name, uint32_t host,
+                           loco_atomic_var_t **out)
+{
+	unsigned access = LOCO_ACCESS_READ | LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC;
+	loco_atomic_var_t *av;
+	int ret;
+
+	if (ch == NULL || name == NULL || host == 0 || out == NULL)
+		return -EINVAL;
+	av = calloc(1, sizeof(*av));
+	if (av == NULL)
+		return -ENOMEM;
+	av->host = host;
+	av->me = loco_node_id(loco_channel_manager(ch));
+	pthread_mutex_init(&av->sync_lock, NULL);
+	pthread_mutex_init(&av->path_lock, NULL);
+	ret = loco_ack_key_create(loco_channel_manager(ch), &av->ack);
+	if (ret)
+		goto err_free;
+	ret = loco_object_create(ch, name, &av_ops, av, &av->obj);
+	if (ret)
+		goto err_destroy_ack;
+	/* only the host's word is used; the others' copies allow nothing */
+	ret = loco_region_create(av->obj, "word", WORD_LEN, host == av->me ? access : 0, &av->word);
+	if (ret)
+		goto err_destroy_obj;
+	ret = loco_region_create(av->obj, "res", RES_SLOTS * sizeof(uint64_t), 0, &av->res);
+	if (ret)
+		goto err_destroy_obj;
+	*out = av;
+	return 0;
+
+err_destroy_obj:
+	loco_object_destroy(av->obj); /* and the region made so far */
+err_destroy_ack:
+	loco_ack_key_destroy(av->ack);
+err_free:
+	pthread_mutex_destroy(&av->path_lock);
+	pthread_mutex_destroy(&av->sync_lock);
+	free(av);
+	return ret;
+}
+
+void loco_atomic_var_destroy(loco_atomic_var_t *av)
+{
+	if (av == NULL)
+		return;
+	loco_ack_key_destroy(av->ack); /* waits for a timed-out operation */
+	loco_object_destroy(av->obj);
+	pthread_mutex_destroy(&av->path_lock);
+	pthread_mutex_destroy(&av->sync_lock);
+	free(av);
+}
+
+uint32_t loco_atomic_var_host(const loco_atomic_var_t *av)
+{
+	return av ? av->host : 0;
+}
+
+/*
+ * av_path_get -- how to reach the host's word: AV_PATH_FABRIC (av->rref
+ * valid) or AV_PATH_LOCAL; -ENOENT (the host is not paired yet),
+ * -ECONNRESET (it was, and left).
+ */
+static int av_path_get(loco_atomic_var_t *av)
+{
+	int path = __atomic_load_n(&av->path, __ATOMIC_ACQUIRE); /* pairs with the store below */
+	loco_rref_t rr;
+	int ret;
+
+	if (__atomic_load_n(&av->lost, __ATOMIC_ACQUIRE))
+		return -ECONNRESET;
+	if (path != AV_PATH_NONE)
+		return path;
+	pthread_mutex_lock(&av->path_lock);
+	path = av->path;
+	if (path == AV_PATH_NONE) {
+		ret = loco_region_remote(av->word, av->host, &rr);
+		if (ret == 0) {
+			av->rref = rr;
+			path = AV_PATH_FABRIC;
+		} else if (av->host == av->me) {
+			path = AV_PATH_LOCAL;
+		} else {
+			path = ret; /* -ENOENT: try again next time */
+		}
+		if (path > 0)
+			__atomic_store_n(&av->path, path, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&av->path_lock);
+	return path;
+}
+
+static uint64_t *slot_ptr(const loco_atomic_var_t *av, unsigned slot)
+{
+	return (uint64_t *)loco_region_ptr(av->res) + slot;
+}
+
+/* av_local -- the host without a fabric path to itself: the operation, done now. */
+static void av_local(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, unsigned slot)
+{
+	uint64_t *w = loco_region_ptr(av->word);
+	uint64_t *res = slot_ptr(av, slot), old = a;
+
+	/* seq_cst, as the tcp NIC thread's atomics on the same word */
+	switch (op) {
+	case AV_READ:
+		old = __atomic_load_n(w, __ATOMIC_SEQ_CST);
+		break;
+	case AV_WRITE:
+		__atomic_store_n(w, *res, __ATOMIC_SEQ_CST);
+		return;
+	case AV_FAA:
+		old = __atomic_fetch_add(w, a, __ATOMIC_SEQ_CST);
+		break;
+	case AV_CAS:
+		__atomic_compare_exchange_n(w, &old, b, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		break;
+	}
+	__atomic_store_n(res, old, __ATOMIC_RELEASE);
+}
+
+/* av_post -- post @op on the host's word, its result (or source) in @slot. */
+static int av_post(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, unsigned slot,
+                   loco_ack_key_t *ack)
+{
+	size_t loff = (size_t)slot * sizeof(uint64_t);
+	int path = av_path_get(av);
+
+	if (path < 0)
+		return path;
+	if (path == AV_PATH_LOCAL) {
+		av_local(av, op, a, b, slot);
+		return 0;
+	}
+	switch (op) {
+	case AV_READ:
+		return loco_read(av->res, loff, &av->rref, 0, sizeof(uint64_t), ack);
+	case AV_WRITE:
+		return loco_write(av->res, loff, &av->rref, 0, sizeof(uint64_t), ack);
+	case AV_FAA:
+		return loco_faa(av->res, loff, &av->rref, 0, a, ack);
+	default:
+		return loco_cas(av->res, loff, &av->rref, 0, a, b, ack);
+	}
+}
+
+/* av_async -- the asynchronous calls: check @slot, post. */
+static int av_async(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, unsigned slot,
+                    loco_ack_key_t *ack)
+{
+	if (av == NULL || slot >= LOCO_ATOMIC_VAR_SLOTS)
+		return -EINVAL;
+	if (op == AV_WRITE)
+		*slot_ptr(av, slot) = a;
+	return av_post(av, op, a, b, slot, ack);
+}
+
+int loco_atomic_var_read_async(loco_atomic_var_t *av, unsigned slot, loco_ack_key_t *ack)
+{
+	return av_async(av, AV_READ, 0, 0, slot, ack);
+}
+
+int loco_atomic_var_write_async(loco_atomic_var_t *av, uint64_t value, unsigned slot,
+                                loco_ack_key_t *ack)
+{
+	return av_async(av, AV_WRITE, value, 0, slot, ack);
+}
+
+int loco_atomic_var_faa_async(loco_atomic_var_t *av, uint64_t add, unsigned slot,
+                              loco_ack_key_t *ack)
+{
+	return av_async(av, AV_FAA, add, 0, slot, ack);
+}
+
+int loco_atomic_var_cas_async(loco_atomic_var_t *av, uint64_t expected, uint64_t desired,
+                              unsigned slot, loco_ack_key_t *ack)
+{
+	return av_async(av, AV_CAS, expected, desired, slot, ack);
+}
+
+uint64_t loco_atomic_var_slot(const loco_atomic_var_t *av, unsigned slot)
+{
+	if (av == NULL || slot >= LOCO_ATOMIC_VAR_SLOTS)
+		return 0;
+	return __atomic_load_n(slot_ptr(av, slot), __ATOMIC_ACQUIRE);
+}
+
+/* left -- what is left of @timeout_ns at @deadline (< 0: forever). */
+static int64_t left(int64_t deadline)
+{
+	int64_t t;
+
+	if (deadline < 0)
+		return -1;
+	t = deadline - now_ns();
+	return t > 0 ? t : 0;
+}
+
+/* sync_lock -- take av->sync_lock by @deadline (< 0: forever). */
+static int sync_lock(loco_atomic_var_t *av, int64_t deadline)
+{
+	struct timespec ts;
+
+	if (deadline < 0)
+		return -pthread_mutex_lock(&av->sync_lock);
+	ts.tv_sec = deadline / 1000000000ll;
+	ts.tv_nsec = deadline % 1000000000ll;
+	return -pthread_mutex_clocklock(&av->sync_lock, CLOCK_MONOTONIC, &ts);
+}
+
+/*
+ * av_sync -- the synchronous calls: post @op on the internal ack key and
+ * wait for it by @timeout_ns; the result in *@out when not NULL.
+ */
+static int av_sync(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, uint64_t *out,
+                   int64_t timeout_ns)
+{
+	int64_t deadline = timeout_ns < 0 ? -1 : now_ns() + timeout_ns;
+	unsigned slot = op == AV_WRITE ? SYNC_SRC : SYNC_RES;
+	int ret;
+
+	if (av == NULL)
+		return -EINVAL;
+	ret = sync_lock(av, deadline);
+	if (ret)
+		return ret;
+	/*
+	 * An operation that timed out earlier may still be outstanding, and
+	 * the key keeps its error until the next wait: settle it first. Its
+	 * own outcome was the earlier caller's business.
+	 */
+	if (loco_ack_wait(av->ack, left(deadline)) == -ETIMEDOUT &&
+	    loco_ack_outstanding(av->ack) > 0) {
+		ret = -ETIMEDOUT;
+		goto out_unlock;
+	}
+	if (op == AV_WRITE)
+		*slot_ptr(av, slot) = a;
+	while ((ret = av_post(av, op, a, b, slot, av->ack)) == -EAGAIN) {
+		if (deadline >= 0 && now_ns() >= deadline) {
+			ret = -ETIMEDOUT;
+			goto out_unlock;
+		}
+		sched_yield();
+	}
+	if (ret)
+		goto out_unlock;
+	ret = loco_ack_wait(av->ack, left(deadline));
+	if (ret == 0 && out != NULL)
+		*out = __atomic_load_n(slot_ptr(av, slot), __ATOMIC_ACQUIRE);
+
+out_unlock:
+	pthread_mutex_unlock(&av->sync_lock);
+	return ret;
+}
+
+int loco_atomic_var_read(loco_atomic_var_t *av, uint64_t *value, int64_t timeout_ns)
+{
+	if (value == NULL)
+		return -EINVAL;
+	return av_sync(av, AV_READ, 0, 0, value, timeout_ns);
+}
+
+int loco_atomic_var_write(loco_atomic_var_t *av, uint64_t value, int64_t timeout_ns)
+{
+	return av_sync(av, AV_WRITE, value, 0, NULL, timeout_ns);
+}
+
+int loco_atomic_var_faa(loco_atomic_var_t *av, uint64_t add, uint64_t *old, int64_t timeout_ns)
+{
+	return av_sync(av, AV_FAA, add, 0, old, timeout_ns);
+}
+
+int loco_atomic_var_cas(loco_atomic_var_t *av, uint64_t expected, uint64_t desired, uint64_t *old,
+                        int64_t timeout_ns)
+{
+	return av_sync(av, AV_CAS, expected, desired, old, timeout_ns);
+}
