@@ -19,16 +19,9 @@
 
 #include "log.h"
 #include "manager.h"
+#include "sock.h"
 
 #define LC_WCS 64
-
-uint64_t lc_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void lc_wake(loco_manager_t *m)
 {

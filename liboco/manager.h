@@ -21,6 +21,7 @@
 #include "ack.h"
 #include "ctrl_wire.h"
 #include "fabric/fabric.h"
+#include "sock.h"
 
 #define LC_MAX_NODES 256
 
@@ -124,7 +125,6 @@ struct loco_manager {
 };
 
 /* manager.c */
-uint64_t lc_now_ns(void);
 void lc_wake(loco_manager_t *m);
 
 /* member.c -- control plane and membership */

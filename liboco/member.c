@@ -46,6 +46,7 @@
 
 #include "log.h"
 #include "manager.h"
+#include "sock.h"
 
 #define LC_IO_TIMEOUT_MS 2000
 
@@ -176,38 +177,9 @@ static int conn_adopt(loco_manager_t *m, struct lc_conn *c)
 	return 0;
 }
 
-/* io_all -- send or receive exactly @len bytes within @timeout_ms. */
-static int io_all(int fd, void *buf, size_t len, int out, int timeout_ms)
+static uint64_t deadline_in(int timeout_ms)
 {
-	uint64_t deadline = lc_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-	uint8_t *p = buf;
-
-	while (len > 0) {
-		struct pollfd pfd = {.fd = fd, .events = out ? POLLOUT : POLLIN};
-		uint64_t now = lc_now_ns();
-		ssize_t n;
-		int r;
-
-		if (now >= deadline)
-			return -ETIMEDOUT;
-		r = poll(&pfd, 1, (int)((deadline - now) / 1000000ull) + 1);
-		if (r < 0 && errno != EINTR)
-			return -errno;
-		if (r <= 0)
-			continue;
-		n = out ? send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT)
-		        : recv(fd, p, len, MSG_DONTWAIT);
-		if (n == 0)
-			return -ECONNRESET;
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return lc_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 }
 
 int lc_conn_send(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
@@ -231,7 +203,7 @@ int lc_conn_send(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
 		return (int)len;
 	}
 	pthread_mutex_lock(&c->send_lock);
-	ret = io_all(c->fd, buf, (size_t)len, 1, LC_IO_TIMEOUT_MS);
+	ret = lc_sock_io_full(c->fd, buf, (size_t)len, 1, deadline_in(LC_IO_TIMEOUT_MS));
 	pthread_mutex_unlock(&c->send_lock);
 	free(buf);
 	if (ret) {
@@ -249,7 +221,7 @@ static int recv_msg(int fd, struct lc_msg *msg, int timeout_ms)
 	long len;
 	int ret;
 
-	ret = io_all(fd, hdr, 4, 0, timeout_ms);
+	ret = lc_sock_io_full(fd, hdr, 4, 0, deadline_in(timeout_ms));
 	if (ret)
 		return ret;
 	len = lc_ctrl_peek(hdr, 4);
@@ -259,7 +231,7 @@ static int recv_msg(int fd, struct lc_msg *msg, int timeout_ms)
 	if (buf == NULL)
 		return -ENOMEM;
 	memcpy(buf, hdr, 4);
-	ret = io_all(fd, buf + 4, (size_t)len - 4, 0, timeout_ms);
+	ret = lc_sock_io_full(fd, buf + 4, (size_t)len - 4, 0, deadline_in(timeout_ms));
 	if (ret == 0)
 		ret = lc_ctrl_decode(buf, (size_t)len, msg);
 	free(buf);

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "../log.h"
+#include "../sock.h"
 #include "keytab.h"
 #include "provider.h"
 #include "tcp_wire.h"
@@ -166,12 +167,9 @@ struct tcp_mr {
 /* ------------------------------------------------------------------ */
 /* small helpers                                                      */
 
-static uint64_t now_ns(void)
+static inline uint64_t now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return lc_now_ns();
 }
 
 static inline int psn_before(uint32_t a, uint32_t b)
@@ -329,6 +327,19 @@ static void cq_wake(struct tcp_fab *f)
 	if (__atomic_load_n(&f->poll_waiting, __ATOMIC_SEQ_CST) &&
 	    write(f->cq_evfd, &one, sizeof(one)) < 0)
 		lc_log_warn("tcp: cannot wake the poller: %s", strerror(errno));
+}
+
+/*
+ * cq_reserve -- promise CQ room for @n requests or RECVs (each may produce
+ * a completion; errors always do), so the ring can never overflow.
+ * Returns 0, or -EAGAIN when the CQ is fully promised.
+ */
+static int cq_reserve(struct tcp_fab *f, int64_t n)
+{
+	if (__atomic_sub_fetch(&f->cq_credits, n, __ATOMIC_ACQ_REL) >= 0)
+		return 0;
+	__atomic_add_fetch(&f->cq_credits, n, __ATOMIC_RELAXED);
+	return -EAGAIN;
 }
 
 /* cq_release -- give back @n promised CQ entries (unsignaled successes). */
@@ -1417,39 +1428,6 @@ static int tcp_get_addr(struct fab *fab, struct fab_addr *out)
 	return 0;
 }
 
-/* io_full -- send or receive exactly @len bytes on a blocking-with-timeout socket. */
-static int io_full(int fd, void *buf, size_t len, int out, uint64_t deadline)
-{
-	uint8_t *p = buf;
-
-	while (len > 0) {
-		struct pollfd pfd = {.fd = fd, .events = out ? POLLOUT : POLLIN};
-		uint64_t now = now_ns();
-		ssize_t n;
-		int r;
-
-		if (now >= deadline)
-			return -ETIMEDOUT;
-		r = poll(&pfd, 1, (int)((deadline - now) / 1000000ull) + 1);
-		if (r < 0 && errno != EINTR)
-			return -errno;
-		if (r <= 0)
-			continue;
-		n = out ? send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT)
-		        : recv(fd, p, len, MSG_DONTWAIT);
-		if (n == 0)
-			return -ECONNRESET;
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int tcp_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, const void *priv,
                        size_t priv_len, int timeout_ms, struct fab_link **out)
 {
@@ -1500,9 +1478,9 @@ static int tcp_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ct
 	h.read_window = TCP_READ_WINDOW;
 	tcp_wire_encode(&fr, buf);
 	tcp_hello_encode(&h, buf + TCP_HDR_LEN);
-	ret = io_full(fd, buf, sizeof(buf), 1, deadline);
+	ret = lc_sock_io_full(fd, buf, sizeof(buf), 1, deadline);
 	if (ret == 0)
-		ret = io_full(fd, buf, sizeof(buf), 0, deadline);
+		ret = lc_sock_io_full(fd, buf, sizeof(buf), 0, deadline);
 	if (ret)
 		goto err_close;
 	if (tcp_wire_decode(buf, sizeof(buf), &fr) != (long)sizeof(buf) ||
@@ -1693,9 +1671,7 @@ static int tcp_post(struct fab_link *link, const struct fab_wr *wr, int n)
 		pthread_spin_unlock(&l->post_lock);
 		return -EAGAIN;
 	}
-	/* every request may produce a completion (errors always do): promise CQ room */
-	if (__atomic_sub_fetch(&f->cq_credits, n, __ATOMIC_ACQ_REL) < 0) {
-		__atomic_add_fetch(&f->cq_credits, n, __ATOMIC_RELAXED);
+	if (cq_reserve(f, n) != 0) {
 		pthread_spin_unlock(&l->post_lock);
 		return -EAGAIN;
 	}
@@ -1739,8 +1715,7 @@ static int tcp_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, in
 		pthread_spin_unlock(&l->post_lock);
 		return -EAGAIN;
 	}
-	if (__atomic_sub_fetch(&f->cq_credits, n, __ATOMIC_ACQ_REL) < 0) {
-		__atomic_add_fetch(&f->cq_credits, n, __ATOMIC_RELAXED);
+	if (cq_reserve(f, n) != 0) {
 		pthread_spin_unlock(&l->post_lock);
 		return -EAGAIN;
 	}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* sock.h -- socket helpers shared by the control plane and the tcp provider. */
+#ifndef LOCO_SOCK_H
+#define LOCO_SOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* lc_now_ns -- CLOCK_MONOTONIC in nanoseconds. */
+uint64_t lc_now_ns(void);
+
+/*
+ * lc_sock_io_full -- send (@out) or receive exactly @len bytes on @fd,
+ * blocking in poll() until CLOCK_MONOTONIC @deadline_ns. Works on
+ * blocking and non-blocking sockets alike. Returns 0; -ETIMEDOUT;
+ * -ECONNRESET when the peer closed; another -errno of send/recv/poll.
+ */
+int lc_sock_io_full(int fd, void *buf, size_t len, int out, uint64_t deadline_ns);
+
+#endif
