@@ -65,6 +65,7 @@
 #define VRB_REAP_MS       20  /* event thread: zombie check period */
 #define VRB_RESOLVE_MS    100 /* first address resolution attempt (doubles up to 1 s) */
 #define VRB_MAX_DEPTH     65536
+#define VRB_KEYS          8192         /* local-key table slots: at most half hold regions */
 #define VRB_CQ_SLACK      64           /* CQ entries beyond cq_depth, for the close markers */
 #define VRB_DOWN_WEAK     (1ull << 63) /* the cause may be replaced by a real error */
 
@@ -85,6 +86,21 @@ struct vrb_sqe {
 	uint8_t opcode;
 	uint8_t user_sig; /* the user asked for a completion */
 	uint8_t internal; /* our close marker: never reported */
+	uint8_t fault;    /* its local buffer was outside its lkey's region: -EFAULT */
+};
+
+/*
+ * A registered region as the local-key table knows it. Written under
+ * fab->lock, read lock-free by posters: @seq is odd while the entry is
+ * written (a seqlock), @state 0 free, 1 in use, 2 removed.
+ */
+struct vrb_key {
+	uint32_t seq;
+	uint32_t state;
+	uint32_t lkey;
+	unsigned access;
+	uintptr_t base;
+	size_t len;
 };
 
 /* A slot of the receive queue; wr_id is its address with bit 0 set. */
@@ -150,6 +166,8 @@ struct vrb_fab {
 	struct vrb_link *links;
 	struct vrb_link *acc_head, *acc_tail;
 	unsigned nzombies;
+	unsigned nkeys;
+	struct vrb_key *keys; /* VRB_KEYS slots, open addressing on the lkey */
 
 	int64_t cq_credits; /* atomic: CQ entries not promised to a request */
 	unsigned poll_gen;  /* atomic: odd while fab_poll()/fab_arm() may touch links */
@@ -279,13 +297,13 @@ static void link_disconnect(struct vrb_link *l)
 }
 
 /*
- * link_down -- take @l down: @cause is what fab_link_state() reports,
+ * set_down / link_down -- take @l down: @cause is what fab_link_state() reports,
  * @err the status of its flushed requests. The first caller wins (a weak
  * cause, set for a flush nobody explained, yields to a real error). The QP
  * goes to the error state, so the device flushes every outstanding and
  * later request, and the peer is told (DREQ). Returns whether it did.
  */
-static bool link_down(struct vrb_link *l, int cause, int err, bool weak, const char *why)
+static bool set_down(struct vrb_link *l, int cause, int err, bool weak)
 {
 	uint64_t want = (uint64_t)(uint32_t)-cause | (uint64_t)(uint16_t)-err << 32 |
 	                (weak ? VRB_DOWN_WEAK : 0);
@@ -296,10 +314,15 @@ static bool link_down(struct vrb_link *l, int cause, int err, bool weak, const c
 			return false;
 		if (__atomic_compare_exchange_n(&l->down, &cur, want, false, __ATOMIC_ACQ_REL,
 		                                __ATOMIC_ACQUIRE))
-			break;
-		if (i == 7)
-			return false;
+			return true;
 	}
+	return false;
+}
+
+static bool link_down(struct vrb_link *l, int cause, int err, bool weak, const char *why)
+{
+	if (!set_down(l, cause, err, weak))
+		return false;
 	if (why != NULL)
 		lc_log_warn("verbs: %s: link %u to %s down: %s", l->fab->dev, l->base.id, l->peer,
 		            why);
@@ -393,7 +416,9 @@ static void on_send_wc(struct vrb_fab *f, struct vrb_out *o, const struct ibv_wc
 		else
 			o->released++;
 	}
-	if (e->internal || (status == 0 && !e->user_sig))
+	if (e->fault)
+		status = -EFAULT; /* found at post time; the device only flushed it */
+	if (e->internal || (status == 0 && !e->user_sig && !e->fault))
 		o->released++; /* our own signal or marker: swallowed */
 	else
 		emit_sqe(f, o, e, &tmpl, status);
@@ -553,6 +578,105 @@ static int vrb_wait(struct fab *fab, int timeout_ms)
 /* ------------------------------------------------------------------ */
 /* posting                                                            */
 
+static uint32_t key_slot(uint32_t lkey)
+{
+	return (lkey * 2654435761u) & (VRB_KEYS - 1);
+}
+
+/* key_add -- remember region @mr (under f->lock). 0 or -ENOSPC. */
+static int key_add(struct vrb_fab *f, const struct ibv_mr *mr, unsigned access)
+{
+	uint32_t i = key_slot(mr->lkey);
+
+	if (f->nkeys >= VRB_KEYS / 2)
+		return -ENOSPC;
+	for (uint32_t n = 0; n < VRB_KEYS; n++, i = (i + 1) & (VRB_KEYS - 1)) {
+		struct vrb_key *k = &f->keys[i];
+
+		if (k->state == 1)
+			continue;
+		/* odd: readers retry; pairs with the acquire loads in key_check() */
+		__atomic_store_n(&k->seq, k->seq + 1, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		k->lkey = mr->lkey;
+		k->access = access;
+		k->base = (uintptr_t)mr->addr;
+		k->len = mr->length;
+		__atomic_store_n(&k->state, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&k->seq, k->seq + 1, __ATOMIC_RELEASE);
+		f->nkeys++;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+/* key_remove -- forget the region of @lkey (under f->lock); its slot becomes a tombstone. */
+static void key_remove(struct vrb_fab *f, uint32_t lkey)
+{
+	uint32_t i = key_slot(lkey);
+
+	for (uint32_t n = 0; n < VRB_KEYS && f->keys[i].state != 0;
+	     n++, i = (i + 1) & (VRB_KEYS - 1)) {
+		struct vrb_key *k = &f->keys[i];
+
+		if (k->state == 1 && k->lkey == lkey) {
+			__atomic_store_n(&k->seq, k->seq + 1, __ATOMIC_RELAXED);
+			__atomic_thread_fence(__ATOMIC_RELEASE);
+			__atomic_store_n(&k->state, 2, __ATOMIC_RELAXED);
+			__atomic_store_n(&k->seq, k->seq + 1, __ATOMIC_RELEASE);
+			f->nkeys--;
+			return;
+		}
+	}
+}
+
+/*
+ * key_check -- whether @lkey names a region of this fab that holds
+ * [@addr, @addr + @len) with @access. Lock-free (seqlock per slot).
+ * The device checks the same: this finds it before posting, because a
+ * local protection error raised while earlier requests are in flight
+ * silences an rxe QP for good (Linux 6.1: no completion at all).
+ */
+static bool key_check(const struct vrb_fab *f, uint32_t lkey, uintptr_t addr, uint64_t len,
+                      unsigned access)
+{
+	uint32_t i = key_slot(lkey);
+
+	for (uint32_t n = 0; n < VRB_KEYS; n++, i = (i + 1) & (VRB_KEYS - 1)) {
+		const struct vrb_key *k = &f->keys[i];
+		uint32_t seq, state, klkey;
+		unsigned kacc;
+		uintptr_t base;
+		size_t klen;
+
+		for (int tries = 0;; tries++) {
+			seq = __atomic_load_n(&k->seq, __ATOMIC_ACQUIRE);
+			state = __atomic_load_n(&k->state, __ATOMIC_RELAXED);
+			klkey = __atomic_load_n(&k->lkey, __ATOMIC_RELAXED);
+			kacc = __atomic_load_n(&k->access, __ATOMIC_RELAXED);
+			base = __atomic_load_n(&k->base, __ATOMIC_RELAXED);
+			klen = __atomic_load_n(&k->len, __ATOMIC_RELAXED);
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if (!(seq & 1) && seq == __atomic_load_n(&k->seq, __ATOMIC_RELAXED))
+				break;
+			if (tries == 64)
+				return true; /* a region changes under us: let the device judge */
+		}
+		if (state == 0)
+			return false; /* no such key */
+		if (state != 1 || klkey != lkey)
+			continue;
+		return addr >= base && len <= klen && addr - base <= klen - len &&
+		       (kacc & access) == access;
+	}
+	return false;
+}
+
+/*
+ * check_wr -- 0 for a valid request, 1 when its local buffer lies outside
+ * the region of its lkey (an execution error: -EFAULT completion), or a
+ * negative errno for a bad request.
+ */
 static int check_wr(const struct vrb_fab *f, const struct fab_wr *w)
 {
 	if (w->flags & ~(FAB_WR_SIGNALED | FAB_WR_INLINE | FAB_WR_FENCE))
@@ -562,7 +686,10 @@ static int check_wr(const struct vrb_fab *f, const struct fab_wr *w)
 	case FAB_OP_FAA:
 		if (w->len != 8 || (w->remote_addr & 7) || w->local == NULL)
 			return -EINVAL;
-		return f->atomics ? 0 : -EOPNOTSUPP;
+		if (!f->atomics)
+			return -EOPNOTSUPP;
+		return key_check(f, w->lkey, (uintptr_t)w->local, 8, FAB_ACCESS_LOCAL_WRITE) ? 0
+		                                                                             : 1;
 	case FAB_OP_WRITE:
 	case FAB_OP_WRITE_IMM:
 	case FAB_OP_READ:
@@ -572,15 +699,20 @@ static int check_wr(const struct vrb_fab *f, const struct fab_wr *w)
 		if ((w->flags & FAB_WR_INLINE) &&
 		    (w->len > f->base.attr.max_inline || w->opcode == FAB_OP_READ))
 			return -EINVAL;
-		return 0;
+		if (w->len == 0 || (w->flags & FAB_WR_INLINE))
+			return 0;
+		return key_check(f, w->lkey, (uintptr_t)w->local, w->len,
+		                 w->opcode == FAB_OP_READ ? FAB_ACCESS_LOCAL_WRITE : 0)
+		           ? 0
+		           : 1;
 	default:
 		return -EINVAL;
 	}
 }
 
 /* build_wr -- the verbs form of @w in slot @e. */
-static void build_wr(const struct fab_wr *w, struct vrb_sqe *e, bool sig, struct ibv_send_wr *s,
-                     struct ibv_sge *sge)
+static void build_wr(const struct fab_wr *w, struct vrb_sqe *e, bool sig, bool fault,
+                     struct ibv_send_wr *s, struct ibv_sge *sge)
 {
 	*sge = (struct ibv_sge){.addr = (uintptr_t)w->local, .length = w->len, .lkey = w->lkey};
 	*s = (struct ibv_send_wr){
@@ -630,23 +762,69 @@ static void build_wr(const struct fab_wr *w, struct vrb_sqe *e, bool sig, struct
 	e->opcode = w->opcode;
 	e->user_sig = (w->flags & FAB_WR_SIGNALED) != 0;
 	e->internal = 0;
+	e->fault = fault;
+	if (fault) {
+		/* the QP is already in the error state: a zero-length WRITE, flushed */
+		*s = (struct ibv_send_wr){.wr_id = (uintptr_t)e,
+		                          .opcode = IBV_WR_RDMA_WRITE,
+		                          .send_flags = IBV_SEND_SIGNALED};
+	}
+}
+
+/*
+ * post_seg -- post @n requests from the link's slot *@prod on; the first
+ * one is a fault marker when @fault. Under l->lock. Returns 0, or the
+ * error of ibv_post_send() with *@prod past what it took.
+ */
+static int post_seg(struct vrb_link *l, const struct fab_wr *wr, int n, bool fault, uint32_t *prod)
+{
+	struct ibv_send_wr s[VRB_POST_BATCH], *bad = NULL;
+	struct ibv_sge sge[VRB_POST_BATCH];
+	int ret;
+
+	for (int i = 0; i < n;) {
+		int k = n - i < VRB_POST_BATCH ? n - i : VRB_POST_BATCH;
+
+		for (int j = 0; j < k; j++) {
+			uint32_t p = *prod + (uint32_t)j;
+			bool mark = fault && i + j == 0;
+			/* signal every sig_every-th request ourselves: the SQ always drains */
+			bool sig = mark || (wr[i + j].flags & FAB_WR_SIGNALED) ||
+			           p - l->sq_last_sig >= l->sig_every;
+
+			if (sig)
+				l->sq_last_sig = p;
+			build_wr(&wr[i + j], &l->sq[p & l->sq_mask], sig, mark, &s[j], &sge[j]);
+			s[j].next = j + 1 < k ? &s[j + 1] : NULL;
+		}
+		ret = ibv_post_send(l->qp, s, &bad);
+		if (ret) {
+			*prod += bad ? (uint32_t)(bad - s) : 0;
+			return ret;
+		}
+		*prod += (uint32_t)k;
+		i += k;
+	}
+	return 0;
 }
 
 static int vrb_post(struct fab_link *link, const struct fab_wr *wr, int n)
 {
 	struct vrb_link *l = to_vrb_link(link);
 	struct vrb_fab *f = l->fab;
-	struct ibv_send_wr s[VRB_POST_BATCH], *bad = NULL;
-	struct ibv_sge sge[VRB_POST_BATCH];
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
 	uint32_t prod, start;
-	int ret;
+	int ret, fault = -1;
+	bool faulted = false;
 
 	if (wr == NULL || n <= 0)
 		return -EINVAL;
 	for (int i = 0; i < n; i++) {
 		ret = check_wr(f, &wr[i]);
-		if (ret)
+		if (ret < 0)
 			return ret;
+		if (ret > 0 && fault < 0)
+			fault = i;
 	}
 
 	pthread_spin_lock(&l->lock);
@@ -656,37 +834,39 @@ static int vrb_post(struct fab_link *link, const struct fab_wr *wr, int n)
 		pthread_spin_unlock(&l->lock);
 		return -EAGAIN;
 	}
-	for (int i = 0; i < n;) {
-		int k = n - i < VRB_POST_BATCH ? n - i : VRB_POST_BATCH;
-
-		for (int j = 0; j < k; j++) {
-			uint32_t p = prod + (uint32_t)j;
-			/* signal every sig_every-th request ourselves: the SQ always drains */
-			bool sig = (wr[i + j].flags & FAB_WR_SIGNALED) ||
-			           p - l->sq_last_sig >= l->sig_every;
-
-			if (sig)
-				l->sq_last_sig = p;
-			build_wr(&wr[i + j], &l->sq[p & l->sq_mask], sig, &s[j], &sge[j]);
-			s[j].next = j + 1 < k ? &s[j + 1] : NULL;
+	if (fault < 0) {
+		ret = post_seg(l, wr, n, false, &prod);
+	} else {
+		/*
+		 * A local buffer outside its region: what comes before it runs
+		 * (or is flushed), then the QP enters the error state, and the
+		 * bad request completes -EFAULT, the later ones -ECANCELED.
+		 */
+		ret = post_seg(l, wr, fault, false, &prod);
+		if (ret == 0) {
+			faulted = set_down(l, -EFAULT, -ECANCELED, false);
+			if (faulted && ibv_modify_qp(l->qp, &err, IBV_QP_STATE) != 0)
+				lc_log_warn("verbs: %s: link %u to %s: cannot move the QP to the "
+				            "error state: %s",
+				            f->dev, l->base.id, l->peer, strerror(errno));
+			ret = post_seg(l, wr + fault, n - fault, faulted, &prod);
 		}
-		ret = ibv_post_send(l->qp, s, &bad);
-		if (ret) {
-			prod += bad ? (uint32_t)(bad - s) : 0;
-			goto err_partial;
-		}
-		prod += (uint32_t)k;
-		i += k;
 	}
 	/* pairs with the reaper's acquire load (drained zombies) */
 	__atomic_store_n(&l->sq_prod, prod, __ATOMIC_RELEASE);
 	pthread_spin_unlock(&l->lock);
-	return 0;
+	if (faulted) {
+		lc_log_warn("verbs: %s: link %u to %s down: %s %s: local buffer %p+%u outside the "
+		            "region of lkey 0x%x",
+		            f->dev, l->base.id, l->peer, fab_opcode_str(wr[fault].opcode),
+		            wr[fault].flags & FAB_WR_SIGNALED ? "(signaled)" : "(unsignaled)",
+		            wr[fault].local, wr[fault].len, wr[fault].lkey);
+		link_disconnect(l);
+	}
+	if (ret == 0)
+		return 0;
 
-err_partial:
 	/* the device refused a request that passed our checks: the link cannot go on */
-	__atomic_store_n(&l->sq_prod, prod, __ATOMIC_RELEASE);
-	pthread_spin_unlock(&l->lock);
 	cq_release(f, n - (int64_t)(prod - start));
 	lc_log_err("verbs: %s: link %u to %s: ibv_post_send refused request %u of %d (%s): %s",
 	           f->dev, l->base.id, l->peer, prod - start, n,
@@ -707,7 +887,9 @@ static int vrb_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, in
 	if (wr == NULL || n <= 0)
 		return -EINVAL;
 	for (int i = 0; i < n; i++)
-		if (wr[i].len && wr[i].local == NULL)
+		if (wr[i].len &&
+		    (wr[i].local == NULL || !key_check(f, wr[i].lkey, (uintptr_t)wr[i].local,
+		                                       wr[i].len, FAB_ACCESS_LOCAL_WRITE)))
 			return -EINVAL;
 	pthread_spin_lock(&l->lock);
 	start = prod = l->rq_prod;
@@ -1483,7 +1665,8 @@ static int vrb_open(const struct fab_attr *attr, struct fab **out)
 	stash = pow2_at_least(attr->cq_depth);
 	f->stash_mask = stash - 1;
 	f->stash = calloc(stash, sizeof(*f->stash));
-	if (f->stash == NULL) {
+	f->keys = calloc(VRB_KEYS, sizeof(*f->keys));
+	if (f->stash == NULL || f->keys == NULL) {
 		ret = -ENOMEM;
 		goto err_close;
 	}
@@ -1552,6 +1735,7 @@ static void vrb_close(struct fab *fab)
 	pthread_cond_destroy(&f->cond);
 	pthread_mutex_destroy(&f->lock);
 	free(f->stash);
+	free(f->keys);
 	free(f);
 }
 
@@ -1916,6 +2100,15 @@ static int vrb_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, 
 		free(m);
 		return ret;
 	}
+	pthread_mutex_lock(&f->lock);
+	ret = key_add(f, m->mr, access);
+	pthread_mutex_unlock(&f->lock);
+	if (ret) {
+		lc_log_err("verbs: %s: more than %u regions registered", f->dev, VRB_KEYS / 2);
+		ibv_dereg_mr(m->mr);
+		free(m);
+		return ret;
+	}
 	m->base = (struct fab_mr){.fab = fab,
 	                          .addr = addr,
 	                          .len = len,
@@ -1929,7 +2122,13 @@ static int vrb_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, 
 static int vrb_mr_dereg(struct fab_mr *mr)
 {
 	struct vrb_mr *m = container_of(mr, struct vrb_mr, base);
-	int ret = ibv_dereg_mr(m->mr);
+	struct vrb_fab *f = to_vrb_fab(mr->fab);
+	int ret;
+
+	pthread_mutex_lock(&f->lock);
+	key_remove(f, m->mr->lkey);
+	pthread_mutex_unlock(&f->lock);
+	ret = ibv_dereg_mr(m->mr);
 
 	if (ret) {
 		lc_log_err("verbs: %s: ibv_dereg_mr failed: %s", to_vrb_fab(mr->fab)->dev,

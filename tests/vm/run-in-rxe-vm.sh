@@ -48,6 +48,14 @@
 #   RXE_VM_VERBOSE=1   also stream the guest console (kernel log) to stderr
 #   RXE_VM_RW_PATHS  extra host folders to share read-write (colon-separated)
 #   RXE_VM_APPEND    extra words for the guest kernel command line
+#   RXE_VM_CLEARCPUID  CPU features the guest kernel must not use (default
+#                   under TCG: erms,fsrm; "none" keeps them). With ERMS/FSRM
+#                   the guest kernel's memcpy is `rep movsb`, which TCG runs
+#                   one byte at a time: rxe's copies of RDMA payloads then
+#                   tear aligned 8-byte words and can land a 64-byte line
+#                   out of order, which no real NIC does (LOCO's fabric
+#                   tests torn-word and line-order catch it). Without them
+#                   the kernel copies with `rep movsq`: 8-byte stores.
 #
 # Notes: writes outside the current directory (and RXE_VM_RW_PATHS) go to
 # the tmpfs overlay and are lost at power-off.  Under TCG (no usable KVM)
@@ -298,6 +306,9 @@ if [ "$ACCEL" = auto ]; then
     if [ -w /dev/kvm ] && [ ! -d /sys/module/kvm_pvm ] &&
        { [ -d /sys/module/kvm_intel ] || [ -d /sys/module/kvm_amd ]; }; then ACCEL=kvm; fi
 fi
+CLEAR=${RXE_VM_CLEARCPUID:-}
+[ -n "$CLEAR" ] || { [ "$ACCEL" = tcg ] && CLEAR=erms,fsrm || CLEAR=none; }
+CLEARCPUID=; [ "$CLEAR" = none ] || CLEARCPUID="clearcpuid=$CLEAR"
 case $ACCEL in
     kvm) ACCEL_ARGS=(-accel kvm -cpu host) ;;
     tcg) ACCEL_ARGS=(-accel tcg,thread=multi -cpu max) ;;
@@ -350,7 +361,7 @@ timeout -k 10 "$TMO" qemu-system-x86_64 \
     "${ACCEL_ARGS[@]}" -smp "$CPUS" -m "$MEM" \
     -nodefaults -no-user-config -display none -monitor none -nic none -no-reboot \
     -kernel "$KDIR/vmlinux" -initrd "$INITRD" \
-    -append "console=ttyS0 panic=-1 tsc=reliable mitigations=off acpi=noirq $KQUIET ${RXE_VM_APPEND:-}" \
+    -append "console=ttyS0 panic=-1 tsc=reliable mitigations=off acpi=noirq $KQUIET $CLEARCPUID ${RXE_VM_APPEND:-}" \
     -serial "file:$(qarg "$RUN/console.log")" \
     -device virtio-serial-pci,id=vser \
     -chardev "file,id=cout,path=$(qarg "$RUN/out")" -device virtserialport,bus=vser.0,chardev=cout,name=rxevm.stdout \
