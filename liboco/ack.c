@@ -367,7 +367,10 @@ int lc_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 	}
 
 	for (i = 1; i <= ACK_SPIN; i++) {
-		cpu_relax();
+		if (key->table->progress != NULL)
+			key->table->progress(key->table->progress_arg);
+		else
+			cpu_relax();
 		if (lc_ack_idle(key))
 			return ack_idle_result(key);
 		if (timeout_ns > 0 && i % ACK_SPIN_CLOCK == 0 && now_ns() >= deadline)
@@ -380,6 +383,8 @@ int lc_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 	 */
 	for (;;) {
 		sched_yield();
+		if (key->table->progress != NULL)
+			key->table->progress(key->table->progress_arg);
 		if (lc_ack_idle(key))
 			return ack_idle_result(key);
 		if (timeout_ns > 0 && now_ns() >= deadline)

@@ -50,6 +50,13 @@ struct lc_ack_table {
 	uint32_t *gens;        /* [max_keys]: generation of each index */
 	uint32_t max_keys;
 	uint32_t nkeys;
+	/*
+	 * Optional: called by waiters between checks, to reap completions
+	 * themselves instead of waiting for another thread to (the manager
+	 * sets it; it must not block). Set before any key is created.
+	 */
+	void (*progress)(void *arg);
+	void *progress_arg;
 };
 
 static inline unsigned lc_wrid_type(uint64_t wrid)

@@ -113,6 +113,9 @@ struct loco_manager {
 	uint64_t next_hb_ns;
 	uint64_t hb_seq;
 
+	pthread_mutex_t poll_lock; /* fab_poll() is serialized: who holds it reaps */
+	int waiters;               /* atomic: threads in loco_ack_wait(), reaping themselves */
+	uint64_t last_wait_ns;     /* atomic: when the last of them left */
 	pthread_rwlock_t links_lock;
 	struct lc_link_ent links[LC_MAX_NODES];
 	unsigned nlinks;

@@ -272,8 +272,10 @@ static inline int fab_wait(struct fab *fab, int timeout_ms)
 /*
  * fab_wait_fd -- a file descriptor that becomes readable when completions
  * or accepted links may be ready, for callers that block in their own
- * epoll. It only signals after fab_arm() returned 0; after it fires, call
- * fab_arm() again (which also consumes the event).
+ * epoll. It only signals after fab_arm() returned 0, once: the arm is
+ * one-shot (as ibv_req_notify_cq), and a fab_poll() that reaps anything
+ * disarms it too. After it fires, call fab_arm() again (which also
+ * consumes the event).
  */
 static inline int fab_wait_fd(struct fab *fab)
 {

@@ -1743,6 +1743,9 @@ static int tcp_poll(struct fab *fab, struct fab_wc *wc, int max)
 	if (n) {
 		__atomic_store_n(&f->cq_head, head, __ATOMIC_RELEASE);
 		cq_release(f, n);
+		/* the arm is one-shot, as ibv_req_notify_cq(): whoever polls disarms */
+		if (__atomic_load_n(&f->poll_waiting, __ATOMIC_RELAXED))
+			__atomic_store_n(&f->poll_waiting, 0, __ATOMIC_RELAXED);
 	}
 	return n;
 }
