@@ -18,9 +18,13 @@
  * host runs it as a CPU atomic, which the tcp NIC thread serializes with
  * the fabric's). The next acquirer's CAS(FREE) then fails with RECOVERED,
  * and its CAS(RECOVERED -> tag) takes the lock: loco_lock_recovered() says
- * so. A late operation of X cannot retake the lock after that, as long as
- * the library closes X's data link before it calls peer_leave (it does
- * since member_remove() closes the link first).
+ * so. A CAS of X's still in flight when the host's peer_leave runs could
+ * land after the check and leave the word held by X for good: the library
+ * today calls peer_leave just before it closes X's data link (see
+ * member_remove()), so that window exists, though a holder that is killed
+ * while holding has no such CAS in flight. Closing the link first would
+ * close it (an API guarantee object authors need: after peer_leave(X) no
+ * operation of X touches this node's memory).
  *
  * A dead host: the other nodes hear peer_leave(host) and mark the lock
  * lost: every later call returns -ECONNRESET, so that a host restarted
