@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * core-lat.c -- latency of the runtime's remote operations: loco_write,
+ * loco_read, loco_faa, loco_cas of 8 bytes to a peer node, each followed
+ * by loco_ack_wait() on its ack key (what an object pays per synchronous
+ * operation). Compare with bench/fabric-lat (the raw fabric op, the floor).
+ *
+ *   loco-run -n 2 build/bench/core-lat [--iters N] [--json FILE]
+ *
+ * Node 1 measures; node 2 only hosts the memory (one-sided: it does no
+ * work). Prints median, p99 and min per op and writes JSON.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <loco.h>
+
+#define WARMUP 500
+#define DONE   64 /* word index of the done flag */
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* one_op -- post operation @op of the benchmark and wait for its ack. */
+static int one_op(int op, loco_region_t *r, const loco_rref_t *peer, loco_ack_key_t *ack)
+{
+	int ret;
+
+	switch (op) {
+	case 0:
+		ret = loco_write(r, 0, peer, 0, 8, ack);
+		break;
+	case 1:
+		ret = loco_read(r, 8, peer, 0, 8, ack);
+		break;
+	case 2:
+		ret = loco_faa(r, 16, peer, 64, 1, ack);
+		break;
+	default:
+		ret = loco_cas(r, 24, peer, 72, 0, 0, ack);
+	}
+	return ret ? ret : loco_ack_wait(ack, 10000000000ll);
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const names[] = {"write", "read", "faa", "cas"};
+	const char *json = "bench/results/core-lat.json";
+	loco_manager_t *m;
+	loco_channel_t *ch;
+	loco_object_t *obj;
+	loco_region_t *r;
+	loco_ack_key_t *ack;
+	loco_rref_t peer;
+	volatile uint64_t *v;
+	long iters = 20000;
+	int ret;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
+			iters = atol(argv[++i]);
+		} else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
+			json = argv[++i];
+		} else {
+			fprintf(stderr, "usage: loco-run -n 2 %s [--iters N] [--json FILE]\n",
+			        argv[0]);
+			return 2;
+		}
+	}
+	if (iters < 100)
+		iters = 100;
+	if ((ret = loco_init(NULL, &m))) {
+		fprintf(stderr, "loco_init: %s\n", loco_strerror(ret));
+		return 1;
+	}
+	if ((ret = loco_channel_create(m, NULL, "core-lat", 2, &ch)) ||
+	    (ret = loco_object_create(ch, "bench", NULL, NULL, &obj)) ||
+	    (ret = loco_region_create(obj, "mem", 4096,
+	                              LOCO_ACCESS_READ | LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC,
+	                              &r)) ||
+	    (ret = loco_ack_key_create(m, &ack)) || (ret = loco_channel_join(ch, 20000000000ll))) {
+		fprintf(stderr, "setup: %s\n", loco_strerror(ret));
+		return 1;
+	}
+	v = loco_region_ptr(r);
+	if (loco_node_id(m) == 1) {
+		double *s = malloc((size_t)iters * sizeof(*s)), med[4], p99[4], min[4];
+		FILE *f;
+
+		if (s == NULL || (ret = loco_region_remote(r, 2, &peer))) {
+			fprintf(stderr, "node 2's region: %s\n", loco_strerror(ret));
+			return 1;
+		}
+		printf("core-lat: 8-byte operations + loco_ack_wait, %ld iterations after %d "
+		       "warm-up\n",
+		       iters, WARMUP);
+		printf("op       median us      p99 us      min us\n");
+		for (int op = 0; op < 4; op++) {
+			for (long i = 0; i < iters + WARMUP; i++) {
+				double t0 = now_us();
+
+				if ((ret = one_op(op, r, &peer, ack))) {
+					fprintf(stderr, "%s: %s\n", names[op], loco_strerror(ret));
+					return 1;
+				}
+				if (i >= WARMUP)
+					s[i - WARMUP] = now_us() - t0;
+			}
+			qsort(s, (size_t)iters, sizeof(*s), cmp_double);
+			med[op] = s[iters / 2];
+			p99[op] = s[iters * 99 / 100];
+			min[op] = s[0];
+			printf("%-8s %9.2f %11.2f %11.2f\n", names[op], med[op], p99[op], min[op]);
+		}
+		f = fopen(json, "w");
+		if (f != NULL) {
+			fprintf(f,
+			        "{\"bench\": \"core-lat\", \"iters\": %ld, \"unit\": \"us\", "
+			        "\"ops\": {",
+			        iters);
+			for (int op = 0; op < 4; op++)
+				fprintf(
+				    f, "%s\"%s\": {\"median\": %.2f, \"p99\": %.2f, \"min\": %.2f}",
+				    op ? ", " : "", names[op], med[op], p99[op], min[op]);
+			fprintf(f, "}}\n");
+			fclose(f);
+			printf("results: %s\n", json);
+		} else {
+			fprintf(stderr, "cannot write %s (run from the source tree, or --json)\n",
+			        json);
+		}
+		free(s);
+		/* tell node 2 we are done: word DONE, apart from the measured words */
+		v[DONE] = 1;
+		if ((ret = loco_write(r, DONE * 8, &peer, DONE * 8, 8, ack)) == 0)
+			loco_ack_wait(ack, 10000000000ll);
+	} else {
+		for (int i = 0; i < 6000 && v[DONE] != 1; i++) /* bounded: 300 s */
+			usleep(50000);
+	}
+	sleep(1);
+	loco_ack_key_destroy(ack);
+	loco_object_destroy(obj);
+	loco_channel_destroy(ch);
+	loco_fini(m);
+	return 0;
+}
