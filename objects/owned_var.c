@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * owned_var.c -- a single-writer variable replicated to readers, built
+ * only on the public object-author API (loco/channel.h).
+ *
+ * Every node makes an object @name with a region "val" (the encoded value,
+ * value.h; remotely writable). On the owner it is the master, which
+ * loco_owned_var_store() encodes into; on a reader it is the replica the
+ * owner's pushes land in. The owner also has a region "stage", its staging
+ * ring: a push copies the master into a slot and writes from the slot, so
+ * that the source of a WRITE never changes in flight, and a slot is reused
+ * only once its WRITEs completed: a push sends the value as stored at
+ * the call, whatever is stored while it is in flight.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include <loco.h>
+#include <loco/owned_var.h>
+
+#include "value.h"
+
+struct loco_owned_var {
+	loco_object_t *obj;
+	loco_channel_t *ch;
+	loco_region_t *val;
+	uint32_t owner;
+	uint32_t me;
+	uint64_t version; /* owner: of the last store (0: none) */
+	struct value_codec codec;
+	struct value_stage stage; /* owner */
+	int staged;               /* the stage was set up */
+	struct value_scratch big;
+	struct value_counters ctr;
+};
+
+int loco_owned_var_create(loco_channel_t *ch, const char *name, uint32_t owner, size_t size,
+                          loco_owned_var_t **out)
+{
+	loco_owned_var_t *ov;
+	int ret;
+
+	if (ch == NULL || name == NULL || out == NULL || owner == 0 || size == 0 ||
+	    size > LOCO_OWNED_VAR_MAX_SIZE)
+		return -EINVAL;
+	ov = calloc(1, sizeof(*ov));
+	if (ov == NULL)
+		return -ENOMEM;
+	ov->ch = ch;
+	ov->owner = owner;
+	ov->me = loco_node_id(loco_channel_manager(ch));
+	ret = value_codec_init(&ov->codec, size);
+	if (ret)
+		goto err_free;
+	ret = value_scratch_init(&ov->big, &ov->codec);
+	if (ret)
+		goto err_free;
+	ret = loco_object_create(ch, name, NULL, NULL, &ov->obj);
+	if (ret)
+		goto err_scratch;
+	/* the owner's copy is its master: no one writes it remotely */
+	ret = loco_region_create(ov->obj, "val", ov->codec.enc_len,
+	                         ov->me == owner ? 0 : LOCO_ACCESS_WRITE, &ov->val);
+	if (ret)
+		goto err_destroy_obj;
+	if (ov->me == owner) {
+		ret = value_stage_init(&ov->stage, &ov->codec, ov->obj, loco_channel_manager(ch));
+		if (ret)
+			goto err_destroy_obj;
+		ov->staged = 1;
+	}
+	*out = ov;
+	return 0;
+
+err_destroy_obj:
+	loco_object_destroy(ov->obj); /* and its regions */
+err_scratch:
+	value_scratch_fini(&ov->big);
+err_free:
+	free(ov);
+	return ret;
+}
+
+void loco_owned_var_destroy(loco_owned_var_t *ov)
+{
+	if (ov == NULL)
+		return;
+	if (ov->staged)
+		value_stage_fini(&ov->stage); /* waits for the pushes in flight */
+	loco_object_destroy(ov->obj);
+	value_scratch_fini(&ov->big);
+	free(ov);
+}
+
+int loco_owned_var_store(loco_owned_var_t *ov, const void *val)
+{
+	if (ov == NULL || val == NULL)
+		return -EINVAL;
+	if (ov->me != ov->owner)
+		return -EPERM;
+	value_encode(&ov->codec, loco_region_ptr(ov->val), val, ++ov->version);
+	return 0;
+}
+
+/* ov_push -- push the current version through @slot to @node (its replica at @rr). */
+static int ov_push(loco_owned_var_t *ov, unsigned slot, const loco_rref_t *rr, loco_ack_key_t *ack)
+{
+	return value_push(&ov->codec, &ov->stage, slot, ov->val, 0, rr, 0, ack, &ov->ctr);
+}
+
+/* ov_slot -- the staging slot of the current version, room for @need WRITEs. */
+static int ov_slot(loco_owned_var_t *ov, unsigned need, unsigned *slot)
+{
+	return value_stage_prepare(&ov->stage, loco_region_ptr(ov->val), ov->version, need,
+	                           &ov->ctr, slot);
+}
+
+int loco_owned_var_push_to(loco_owned_var_t *ov, uint32_t node, loco_ack_key_t *ack)
+{
+	loco_rref_t rr;
+	unsigned slot;
+	int ret;
+
+	if (ov == NULL)
+		return -EINVAL;
+	if (ov->me != ov->owner)
+		return -EPERM;
+	if (node == ov->me)
+		return -EINVAL;
+	ret = loco_region_remote(ov->val, node, &rr);
+	if (ret)
+		return ret;
+	ret = ov_slot(ov, 1, &slot);
+	return ret ? ret : ov_push(ov, slot, &rr, ack);
+}
+
+int loco_owned_var_push_broadcast(loco_owned_var_t *ov, loco_ack_key_t *ack)
+{
+	uint32_t ids[VALUE_MAX_PEERS];
+	loco_rref_t rr;
+	unsigned slot;
+	int n, ret, posted = 0;
+
+	if (ov == NULL)
+		return -EINVAL;
+	if (ov->me != ov->owner)
+		return -EPERM;
+	n = loco_channel_peers(ov->ch, ids, VALUE_MAX_PEERS);
+	if (n <= 0)
+		return n;
+	if (n > (int)VALUE_MAX_PEERS)
+		n = VALUE_MAX_PEERS;
+	ret = ov_slot(ov, (unsigned)n, &slot);
+	if (ret)
+		return ret;
+	for (int i = 0; i < n; i++) {
+		ret = loco_region_remote(ov->val, ids[i], &rr);
+		if (ret == 0)
+			ret = ov_push(ov, slot, &rr, ack);
+		if (ret == 0)
+			posted++;
+		else if (!value_skip_peer(ret))
+			return ret; /* the ones posted stay attached to @ack */
+	}
+	return posted;
+}
+
+int loco_owned_var_load(loco_owned_var_t *ov, void *val)
+{
+	if (ov == NULL || val == NULL)
+		return -EINVAL;
+	return value_load(&ov->codec, loco_region_ptr(ov->val), val, &ov->big, &ov->ctr);
+}
+
+size_t loco_owned_var_size(const loco_owned_var_t *ov)
+{
+	return ov ? ov->codec.size : 0;
+}
+
+uint32_t loco_owned_var_owner(const loco_owned_var_t *ov)
+{
+	return ov ? ov->owner : 0;
+}
+
+void loco_owned_var_stats(const loco_owned_var_t *ov, loco_value_stats_t *st)
+{
+	if (ov != NULL && st != NULL)
+		value_stats(&ov->ctr, st);
+}

@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * value.c -- the single-writer value shared by owned_var and sst: the
+ * encoding by size, the validated load, and the owner's staging ring.
+ * See value.h for the layouts. Public API only.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <xxhash.h>
+
+#include "value.h"
+
+#define SPIN_TRIES   16u    /* attempts that only spin before a load starts yielding */
+#define SLEEP_MAX_NS 128000 /* the longest back-off sleep of a load */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static inline void count(uint64_t *ctr, uint64_t n)
+{
+	__atomic_fetch_add(ctr, n, __ATOMIC_RELAXED);
+}
+
+int value_codec_init(struct value_codec *c, size_t size)
+{
+	if (size == 0 || size > VALUE_MAX_SIZE)
+		return -EINVAL;
+	c->size = size;
+	if (size <= VALUE_WORD_MAX) {
+		c->kind = VALUE_WORD;
+		c->enc_len = 8;
+		c->stride = 8;
+	} else if (size <= VALUE_LINE_MAX) {
+		c->kind = VALUE_LINE;
+		c->enc_len = 64;
+		c->stride = 64;
+	} else {
+		c->kind = VALUE_HASH;
+		c->enc_len = VALUE_HASH_HDR + ((size + 7) & ~(size_t)7);
+		c->stride = (c->enc_len + 63) & ~(size_t)63;
+	}
+	return 0;
+}
+
+int value_scratch_init(struct value_scratch *s, const struct value_codec *c)
+{
+	s->busy = 0;
+	s->buf = NULL;
+	if (c->kind != VALUE_HASH || c->enc_len <= VALUE_HASH_HDR + VALUE_STACK_MAX)
+		return 0;
+	s->buf = aligned_alloc(64, (c->enc_len + 63) & ~(size_t)63);
+	return s->buf != NULL ? 0 : -ENOMEM;
+}
+
+void value_scratch_fini(struct value_scratch *s)
+{
+	free(s->buf);
+	s->buf = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* encoding (the owner)                                               */
+
+void value_encode(const struct value_codec *c, void *enc, const void *val, uint64_t seq)
+{
+	uint64_t *dst = enc;
+
+	switch (c->kind) {
+	case VALUE_WORD: {
+		uint64_t w = 0;
+
+		memcpy(&w, val, c->size);
+		/* pairs with the acquire load in word_try() of a local reader */
+		__atomic_store_n(dst, w, __ATOMIC_RELEASE);
+		return;
+	}
+	case VALUE_LINE: {
+		uint64_t line[8] = {0};
+		uint32_t s = (uint32_t)seq;
+
+		memcpy(line, &s, 4);
+		memcpy((uint8_t *)line + 4, val, c->size);
+		memcpy((uint8_t *)line + 60, &s, 4);
+		/*
+		 * Ascending, each a release store: the order in which a WRITE
+		 * lands within a line, so a local reader on another thread
+		 * validates the master exactly as a remote one validates its
+		 * replica (the argument is at line_try()).
+		 */
+		for (int i = 0; i < 8; i++)
+			__atomic_store_n(&dst[i], line[i], __ATOMIC_RELEASE);
+		return;
+	}
+	default: {
+		size_t words = (c->enc_len - VALUE_HASH_HDR) / 8, full = c->size / 8;
+		uint64_t h = XXH3_64bits_withSeed(val, c->size, seq), w;
+
+		/* the hash validates any mix, so the order here does not matter */
+		for (size_t i = 0; i < full; i++) {
+			memcpy(&w, (const uint8_t *)val + i * 8, 8);
+			__atomic_store_n(&dst[2 + i], w, __ATOMIC_RELAXED);
+		}
+		if (full < words) {
+			w = 0;
+			memcpy(&w, (const uint8_t *)val + full * 8, c->size - full * 8);
+			__atomic_store_n(&dst[2 + full], w, __ATOMIC_RELAXED);
+		}
+		__atomic_store_n(&dst[1], h, __ATOMIC_RELAXED);
+		__atomic_store_n(&dst[0], seq, __ATOMIC_RELEASE);
+		return;
+	}
+	}
+}
+
+void value_clear(const struct value_codec *c, void *enc)
+{
+	uint64_t *dst = enc;
+
+	/* ascending word stores: a reader sees a write of version 0 landing */
+	for (size_t i = 0; i < c->enc_len / 8; i++)
+		__atomic_store_n(&dst[i], 0, __ATOMIC_RELEASE);
+}
+
+/* ------------------------------------------------------------------ */
+/* decoding (any reader)                                              */
+
+static int word_try(const struct value_codec *c, const void *enc, void *val)
+{
+	/* one aligned word is never torn (DESIGN §3); pairs with value_encode() */
+	uint64_t w = __atomic_load_n((const uint64_t *)enc, __ATOMIC_ACQUIRE);
+
+	memcpy(val, &w, c->size);
+	return 0;
+}
+
+/*
+ * line_try -- one attempt at a LINE value: read word 7 (which holds
+ * seq_after), then words 6 .. 1, then word 0 (seq_before), each load
+ * acquire, so that each is performed before the next. Accept when
+ * seq_before == seq_after.
+ *
+ * Why that is enough. A WRITE lands the words of a line in ascending
+ * order, each word whole (DESIGN §3; value_encode() stores the master
+ * the same way with release stores). Let W be the write whose word 7
+ * this read saw, with sequence s. W's words 0..6 landed before its word
+ * 7, and the acquire load of word 7 (pairs with the fabric's release
+ * fence after landing, or with value_encode()'s release store of word 7)
+ * makes them visible: every later load here returns W's word or that of
+ * a later write. Suppose the load of word i (1 <= i <= 6) returned a
+ * word of a later write W2. W2 landed its word 0 before its word i, and
+ * the load of word 0 comes after the load of word i (acquire on word i),
+ * so it returns W2's word 0 or a later one: seq_before is then not s
+ * (successive writes have distinct sequences; they repeat only after
+ * 2^32 writes). The same holds when word 0 itself is from a later write.
+ * So seq_before == s means every word read is W's. Words 0 and 7 are
+ * single atomic loads, so their data bytes come with their sequences.
+ */
+static int line_try(const struct value_codec *c, const void *enc, void *val)
+{
+	const uint64_t *src = enc;
+	uint64_t w[8];
+	uint32_t before, after;
+
+	w[7] = __atomic_load_n(&src[7], __ATOMIC_ACQUIRE);
+	for (int i = 6; i >= 1; i--)
+		w[i] = __atomic_load_n(&src[i], __ATOMIC_ACQUIRE);
+	w[0] = __atomic_load_n(&src[0], __ATOMIC_RELAXED); /* kept last by the acquire on w[1] */
+	memcpy(&before, w, 4);
+	memcpy(&after, (const uint8_t *)w + 60, 4);
+	if (before != after)
+		return -EAGAIN;
+	memcpy(val, (const uint8_t *)w + 4, c->size);
+	return 0;
+}
+
+/*
+ * hash_try -- one attempt at a HASH value: copy it whole into @tmp with
+ * atomic word loads (the fabric lands words whole, lines in any order),
+ * then check the hash over sequence and data. A torn copy fails the
+ * check (but for a 2^-64 chance); sequence 0 is the value never stored.
+ */
+static int hash_try(const struct value_codec *c, const void *enc, void *val, uint64_t *tmp)
+{
+	const uint64_t *src = enc;
+	size_t words = c->enc_len / 8;
+
+	for (size_t i = 0; i < words; i++)
+		tmp[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE); /* what the value announces is visible after it */
+	if (tmp[0] == 0) {
+		memset(val, 0, c->size);
+		return 0;
+	}
+	if (XXH3_64bits_withSeed(tmp + 2, c->size, tmp[0]) != tmp[1])
+		return -EAGAIN;
+	memcpy(val, tmp + 2, c->size);
+	return 0;
+}
+
+/* backoff -- pause after failed attempt @attempt (0-based). */
+static void backoff(unsigned attempt)
+{
+	if (attempt < SPIN_TRIES) {
+		for (unsigned i = 0; i < 1u << (attempt < 8 ? attempt : 8); i++)
+			cpu_relax();
+	} else if (attempt < 2 * SPIN_TRIES) {
+		sched_yield(); /* the NIC thread landing the value may need this CPU */
+	} else {
+		unsigned shift = attempt - 2 * SPIN_TRIES;
+		long ns = 1000l << (shift < 8 ? shift : 8);
+		struct timespec ts = {.tv_nsec = ns < SLEEP_MAX_NS ? ns : SLEEP_MAX_NS};
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+static int try_once(const struct value_codec *c, const void *enc, void *val, uint64_t *tmp)
+{
+	switch (c->kind) {
+	case VALUE_WORD:
+		return word_try(c, enc, val);
+	case VALUE_LINE:
+		return line_try(c, enc, val);
+	default:
+		return hash_try(c, enc, val, tmp);
+	}
+}
+
+/* load_retry -- the retry loop around try_once() with scratch @tmp. */
+static int load_retry(const struct value_codec *c, const void *enc, void *val, uint64_t *tmp,
+                      struct value_counters *ctr)
+{
+	int64_t t0 = 0;
+
+	for (unsigned attempt = 0;; attempt++) {
+		if (try_once(c, enc, val, tmp) == 0) {
+			count(&ctr->loads, 1);
+			if (attempt > 0)
+				count(&ctr->retries, attempt);
+			return 0;
+		}
+		if (attempt == SPIN_TRIES) {
+			t0 = now_ns();
+		} else if (attempt > SPIN_TRIES && now_ns() - t0 > VALUE_TORN_NS) {
+			count(&ctr->retries, attempt + 1);
+			count(&ctr->torn, 1);
+			return -LOCO_ETORN;
+		}
+		backoff(attempt);
+	}
+}
+
+int value_load(const struct value_codec *c, const void *enc, void *val, struct value_scratch *big,
+               struct value_counters *ctr)
+{
+	uint64_t stack[(VALUE_HASH_HDR + VALUE_STACK_MAX) / 8];
+	int ret;
+
+	if (c->kind != VALUE_HASH || big->buf == NULL)
+		return load_retry(c, enc, val, stack, ctr);
+	/* one loader at a time on the big buffer; the others wait their turn */
+	for (unsigned spins = 0; __atomic_exchange_n(&big->busy, 1, __ATOMIC_ACQUIRE); spins++) {
+		if (spins < 64)
+			cpu_relax();
+		else
+			sched_yield();
+	}
+	ret = load_retry(c, enc, val, big->buf, ctr);
+	__atomic_store_n(&big->busy, 0, __ATOMIC_RELEASE); /* pairs with the exchange above */
+	return ret;
+}
+
+void value_stats(const struct value_counters *ctr, loco_value_stats_t *out)
+{
+	out->loads = __atomic_load_n(&ctr->loads, __ATOMIC_RELAXED);
+	out->retries = __atomic_load_n(&ctr->retries, __ATOMIC_RELAXED);
+	out->torn = __atomic_load_n(&ctr->torn, __ATOMIC_RELAXED);
+	out->pushes = __atomic_load_n(&ctr->pushes, __ATOMIC_RELAXED);
+	out->push_errors = __atomic_load_n(&ctr->push_errors, __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------------------ */
+/* the staging ring (the owner)                                       */
+
+int value_stage_init(struct value_stage *s, const struct value_codec *c, loco_object_t *obj,
+                     loco_manager_t *m)
+{
+	unsigned i;
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->c = c;
+	ret = loco_region_create(obj, "stage", VALUE_STAGE_SLOTS * c->stride, 0, &s->ring);
+	if (ret)
+		return ret; /* the region, if any, goes with the object */
+	for (i = 0; i < VALUE_STAGE_SLOTS; i++) {
+		ret = loco_ack_key_create(m, &s->keys[i]);
+		if (ret)
+			goto err_destroy_keys;
+		s->ver[i] = UINT64_MAX;
+	}
+	s->cur = VALUE_STAGE_SLOTS - 1;
+	return 0;
+
+err_destroy_keys:
+	while (i-- > 0)
+		loco_ack_key_destroy(s->keys[i]);
+	memset(s->keys, 0, sizeof(s->keys));
+	return ret;
+}
+
+void value_stage_fini(struct value_stage *s)
+{
+	for (unsigned i = 0; i < VALUE_STAGE_SLOTS; i++) {
+		loco_ack_key_destroy(s->keys[i]); /* waits for the slot's WRITEs */
+		s->keys[i] = NULL;
+	}
+}
+
+/* stage_take -- make idle slot @i hold version @ver of @master. */
+static void stage_take(struct value_stage *s, unsigned i, const void *master, uint64_t ver,
+                       struct value_counters *ctr)
+{
+	/* idle: hands over (and clears) the error of an earlier push from this slot */
+	if (loco_ack_wait(s->keys[i], 0) != 0)
+		count(&ctr->push_errors, 1);
+	/* only this thread writes the master, so it is stable while we copy it */
+	memcpy((uint8_t *)loco_region_ptr(s->ring) + (size_t)i * s->c->stride, master,
+	       s->c->enc_len);
+	s->ver[i] = ver;
+	s->cur = i;
+}
+
+int value_stage_prepare(struct value_stage *s, const void *master, uint64_t ver, unsigned need,
+                        struct value_counters *ctr, unsigned *slot)
+{
+	unsigned i, oldest = (s->cur + 1) % VALUE_STAGE_SLOTS;
+	int ret;
+
+	if (need > VALUE_KEY_ROOM)
+		need = VALUE_KEY_ROOM;
+	if (s->ver[s->cur] == ver &&
+	    loco_ack_outstanding(s->keys[s->cur]) + need <= VALUE_KEY_ROOM) {
+		*slot = s->cur; /* unchanged content may feed any number of WRITEs */
+		return 0;
+	}
+	for (unsigned k = 0; k < VALUE_STAGE_SLOTS; k++) {
+		i = (oldest + k) % VALUE_STAGE_SLOTS;
+		if (loco_ack_outstanding(s->keys[i]) == 0) {
+			stage_take(s, i, master, ver, ctr);
+			*slot = i;
+			return 0;
+		}
+	}
+	/* every slot in flight: the oldest completes first (bounded by the fabric) */
+	ret = loco_ack_wait(s->keys[oldest], -1);
+	if (ret != 0 && loco_ack_outstanding(s->keys[oldest]) != 0)
+		return ret;
+	if (ret != 0)
+		count(&ctr->push_errors, 1);
+	stage_take(s, oldest, master, ver, ctr);
+	*slot = oldest;
+	return 0;
+}
+
+int value_stage_post(struct value_stage *s, unsigned slot, const loco_rref_t *rr, size_t roff,
+                     loco_ack_key_t *ack)
+{
+	size_t loff = (size_t)slot * s->c->stride;
+	int ret;
+
+	ret = loco_write(s->ring, loff, rr, roff, s->c->enc_len, s->keys[slot]);
+	if (ret || ack == NULL)
+		return ret;
+	return loco_write(s->ring, loff, rr, roff, 0, ack);
+}
+
+int value_push(const struct value_codec *c, struct value_stage *s, unsigned slot,
+               loco_region_t *mreg, size_t moff, const loco_rref_t *rr, size_t roff,
+               loco_ack_key_t *ack, struct value_counters *ctr)
+{
+	int ret;
+
+	if (s == NULL)
+		/*
+		 * Straight from the master word (c->kind == VALUE_WORD): the
+		 * fabric reads an aligned word whole, whenever it reads it, so
+		 * it sends the value as stored at that moment.
+		 */
+		ret = loco_write(mreg, moff, rr, roff, c->enc_len, ack);
+	else
+		ret = value_stage_post(s, slot, rr, roff, ack);
+	if (ret == 0)
+		count(&ctr->pushes, 1);
+	return ret;
+}
