@@ -56,7 +56,7 @@
 #define VRB_POST_BATCH    32
 #define VRB_POLL_BATCH    32
 #define VRB_POLL_ROUNDS   64 /* bound of one fab_poll(): CQ batches */
-#define VRB_RETRY_CNT     7  /* transport retries before RETRY_EXC_ERR */
+#define VRB_RETRY_CNT     6  /* transport retries before RETRY_EXC_ERR (rxe: 7 = forever) */
 #define VRB_RNR_RETRY     7  /* 7 = retry forever: a SEND waits for a RECV */
 #define VRB_MIN_RNR_TIMER 12 /* 0.64 ms between RNR retries */
 #define VRB_RD_ATOMIC     16 /* READs/atomics in flight per QP, at most */
