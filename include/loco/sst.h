@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * loco/sst.h -- a shared state table (Derecho's SST): one row per member
+ * of a channel, each row a fixed-size value written only by its member.
+ *
+ * Every node holds a copy of the whole table. A node stores its own row
+ * locally and pushes it into the same row of its peers' copies with
+ * one-sided WRITEs; everyone reads every row locally. Each row is encoded
+ * as an owned_var value (one word, a sequence-checked line, or a
+ * checksummed block, by size), so a read is validated and never torn.
+ * Rows are indexed by node id: node n has row n, for ids 1 .. max_rows.
+ * A row appears when its node pairs in the channel and vanishes when it
+ * leaves or fails. See loco_sst(3).
+ *
+ * Thread safety: owner-only for loco_sst_store_mine() and the push calls
+ * (this node's own row: one thread at a time); MT-safe for reads, the
+ * presence queries and the accessors.
+ */
+#ifndef LOCO_SST_H
+#define LOCO_SST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <loco/channel.h>
+#include <loco/owned_var.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct loco_sst loco_sst_t;
+
+#define LOCO_SST_MAX_ROWS 4096u /* the largest max_rows */
+
+/*
+ * loco_sst_create -- table @name in @ch with rows of @row_size bytes (1 ..
+ * LOCO_OWNED_VAR_MAX_SIZE) for nodes 1 .. @max_rows (<= LOCO_SST_MAX_ROWS;
+ * every node passes the same). This node's id must be at most @max_rows;
+ * peers with larger ids get no row. Rows start as zeros. Create it before
+ * loco_channel_join(). Returns 0 and sets *@out; -EINVAL, -ERANGE (this
+ * node's id is above @max_rows), -EEXIST, -ENOSPC, -ENOMEM.
+ */
+int loco_sst_create(loco_channel_t *ch, const char *name, size_t row_size, uint32_t max_rows,
+                    loco_sst_t **out);
+
+/* loco_sst_destroy -- wait for its pushes in flight, then free it. NULL-safe. */
+void loco_sst_destroy(loco_sst_t *sst);
+
+/* loco_sst_store_mine -- set this node's row to the @row_size bytes at @row, locally. 0; -EINVAL. */
+int loco_sst_store_mine(loco_sst_t *sst, const void *row);
+
+/*
+ * loco_sst_push_to -- write this node's row as last stored into @node's
+ * copy; with @ack, attached to it. Returns 0; -EINVAL (@node is this
+ * node), -ENOENT (@node has no copy of the table, yet), -ENOTCONN, -EAGAIN.
+ * loco_sst_push_broadcast -- the same to every node with a present row.
+ * Returns how many it was posted to, or the first error (the pushes
+ * posted before it stay attached to @ack).
+ */
+int loco_sst_push_to(loco_sst_t *sst, uint32_t node, loco_ack_key_t *ack);
+int loco_sst_push_broadcast(loco_sst_t *sst, loco_ack_key_t *ack);
+
+/*
+ * loco_sst_read -- copy @node's row (this node's included) into the
+ * @row_size bytes at @row, validated. Returns 0; -ENOENT (no such row
+ * present), -LOCO_ETORN (it stayed unstable past the retry bound), -EINVAL.
+ */
+int loco_sst_read(loco_sst_t *sst, uint32_t node, void *row);
+
+/* loco_sst_row_present -- 1 when @node has a row now (this node always does), else 0. */
+int loco_sst_row_present(const loco_sst_t *sst, uint32_t node);
+
+/*
+ * loco_sst_rows -- the ids of the nodes with a present row, this node
+ * included, ascending: up to @max written to @ids. Returns the count.
+ */
+int loco_sst_rows(const loco_sst_t *sst, uint32_t *ids, size_t max);
+
+/* loco_sst_row_size / _max_rows -- as created (0 for NULL). */
+size_t loco_sst_row_size(const loco_sst_t *sst);
+uint32_t loco_sst_max_rows(const loco_sst_t *sst);
+
+/* loco_sst_stats -- this node's counters of the table (reads are its loads) into *@st. */
+void loco_sst_stats(const loco_sst_t *sst, loco_value_stats_t *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOCO_SST_H */

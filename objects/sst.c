@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * sst.c -- a shared state table, built only on the public object-author
+ * API (loco/channel.h) and the single-writer value of value.h.
+ *
+ * Every node makes an object @name with a region "rows": @max_rows slots
+ * of one encoded row each (value.h; stride 8 for rows of up to 8 bytes,
+ * else the encoding rounded up to 64 bytes). Node n's row is slot n - 1
+ * on every node, so a late joiner's row needs no reallocation and no
+ * agreement: its slot was there from the start. A node's own slot is the
+ * master it stores into; the others are replicas its peers push into. A
+ * push goes through the node's staging ring (region "stage"), as an
+ * owned_var's does. Rows of up to 8 bytes also get a region "fetch", into
+ * which sst_fetch_post() READs a peer's own row.
+ *
+ * Presence: a state byte per slot, set by the peer_join / peer_leave
+ * callbacks on the progress thread. A row that leaves is zeroed, so a
+ * node that comes back with the same id starts from zeros, not from its
+ * former self's row. (A WRITE of the dead node still queued at this
+ * node's NIC may land after that; the next push of the returning node
+ * overwrites it.)
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include <loco.h>
+#include <loco/sst.h>
+
+#include "sst_priv.h"
+#include "value.h"
+
+enum row_state {
+	ROW_UNSEEN = 0, /* no callback and no create-time scan said anything yet */
+	ROW_PRESENT,
+	ROW_LEFT,
+};
+
+struct loco_sst {
+	loco_object_t *obj;
+	loco_channel_t *ch;
+	loco_region_t *rows;  /* atomic: published after creation (callbacks may run first) */
+	loco_region_t *fetch; /* rows of up to 8 bytes: sst_fetch_post() lands here */
+	uint32_t me;
+	uint32_t max_rows;
+	uint8_t *state;   /* [max_rows] enum row_state, atomic */
+	uint64_t version; /* of this node's last store */
+	int direct;       /* push the own row straight from the table (sst_direct) */
+	struct value_codec codec;
+	struct value_stage stage;
+	int staged;
+	struct value_scratch big;
+	struct value_counters ctr;
+};
+
+static inline size_t row_off(const loco_sst_t *sst, uint32_t node)
+{
+	return (size_t)(node - 1) * sst->codec.stride;
+}
+
+static inline uint8_t *row_ptr(const loco_sst_t *sst, loco_region_t *rows, uint32_t node)
+{
+	return (uint8_t *)loco_region_ptr(rows) + row_off(sst, node);
+}
+
+static inline int row_state(const loco_sst_t *sst, uint32_t node)
+{
+	if (node == 0 || node > sst->max_rows)
+		return ROW_UNSEEN;
+	/* pairs with the release stores of the callbacks */
+	return __atomic_load_n(&sst->state[node - 1], __ATOMIC_ACQUIRE);
+}
+
+/* sst_peer_join -- on the progress thread: @node's row appears. */
+static void sst_peer_join(loco_object_t *obj, uint32_t node, void *arg)
+{
+	loco_sst_t *sst = arg;
+
+	(void)obj;
+	if (node == 0 || node > sst->max_rows || node == sst->me)
+		return;
+	__atomic_store_n(&sst->state[node - 1], ROW_PRESENT, __ATOMIC_RELEASE);
+}
+
+/* sst_peer_leave -- on the progress thread: @node's row vanishes, and is zeroed. */
+static void sst_peer_leave(loco_object_t *obj, uint32_t node, void *arg)
+{
+	loco_sst_t *sst = arg;
+	loco_region_t *rows;
+
+	(void)obj;
+	if (node == 0 || node > sst->max_rows || node == sst->me)
+		return;
+	/* absent first: readers that look now skip it, and those reading it validate */
+	__atomic_store_n(&sst->state[node - 1], ROW_LEFT, __ATOMIC_RELEASE);
+	rows = __atomic_load_n(&sst->rows, __ATOMIC_ACQUIRE); /* pairs with loco_sst_create */
+	if (rows != NULL)
+		value_clear(&sst->codec, row_ptr(sst, rows, node));
+}
+
+static const struct loco_object_ops sst_ops = {
+    .peer_join = sst_peer_join,
+    .peer_leave = sst_peer_leave,
+};
+
+/*
+ * sst_scan_peers -- rows for the peers paired before the object existed
+ * (created after the join). A callback that ran meanwhile wins: the CAS
+ * only moves a slot from ROW_UNSEEN.
+ */
+static void sst_scan_peers(loco_sst_t *sst)
+{
+	uint32_t ids[VALUE_MAX_PEERS];
+	int n = loco_channel_peers(sst->ch, ids, VALUE_MAX_PEERS);
+
+	for (int i = 0; i < n && i < (int)VALUE_MAX_PEERS; i++) {
+		uint8_t unseen = ROW_UNSEEN;
+
+		if (ids[i] == 0 || ids[i] > sst->max_rows || ids[i] == sst->me)
+			continue;
+		__atomic_compare_exchange_n(&sst->state[ids[i] - 1], &unseen, ROW_PRESENT, 0,
+		                            __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	}
+}
+
+int loco_sst_create(loco_channel_t *ch, const char *name, size_t row_size, uint32_t max_rows,
+                    loco_sst_t **out)
+{
+	loco_region_t *rows;
+	loco_sst_t *sst;
+	uint32_t me;
+	int ret;
+
+	if (ch == NULL || name == NULL || out == NULL || row_size == 0 ||
+	    row_size > LOCO_OWNED_VAR_MAX_SIZE || max_rows == 0 || max_rows > LOCO_SST_MAX_ROWS)
+		return -EINVAL;
+	me = loco_node_id(loco_channel_manager(ch));
+	if (me == 0 || me > max_rows)
+		return -ERANGE;
+	sst = calloc(1, sizeof(*sst));
+	if (sst == NULL)
+		return -ENOMEM;
+	sst->ch = ch;
+	sst->me = me;
+	sst->max_rows = max_rows;
+	ret = value_codec_init(&sst->codec, row_size);
+	if (ret)
+		goto err_free;
+	if ((size_t)max_rows * sst->codec.stride > ((size_t)1 << 31)) {
+		ret = -EINVAL; /* the table must fit the fabric's largest operation */
+		goto err_free;
+	}
+	ret = -ENOMEM;
+	sst->state = calloc(max_rows, 1);
+	if (sst->state == NULL)
+		goto err_free;
+	sst->state[me - 1] = ROW_PRESENT;
+	ret = value_scratch_init(&sst->big, &sst->codec);
+	if (ret)
+		goto err_free_state;
+	ret = loco_object_create(ch, name, &sst_ops, sst, &sst->obj);
+	if (ret)
+		goto err_scratch;
+	ret = loco_region_create(sst->obj, "rows", (size_t)max_rows * sst->codec.stride,
+	                         LOCO_ACCESS_READ | LOCO_ACCESS_WRITE, &rows);
+	if (ret)
+		goto err_destroy_obj;
+	/* pairs with the acquire load in sst_peer_leave() */
+	__atomic_store_n(&sst->rows, rows, __ATOMIC_RELEASE);
+	if (sst->codec.kind == VALUE_WORD) {
+		ret = loco_region_create(sst->obj, "fetch", (size_t)max_rows * 8, 0, &sst->fetch);
+		if (ret)
+			goto err_destroy_obj;
+	}
+	ret = value_stage_init(&sst->stage, &sst->codec, sst->obj, loco_channel_manager(ch));
+	if (ret)
+		goto err_destroy_obj;
+	sst->staged = 1;
+	sst_scan_peers(sst);
+	*out = sst;
+	return 0;
+
+err_destroy_obj:
+	loco_object_destroy(sst->obj); /* no callback runs after it returns; regions go too */
+err_scratch:
+	value_scratch_fini(&sst->big);
+err_free_state:
+	free(sst->state);
+err_free:
+	free(sst);
+	return ret;
+}
+
+void loco_sst_destroy(loco_sst_t *sst)
+{
+	if (sst == NULL)
+		return;
+	if (sst->staged)
+		value_stage_fini(&sst->stage); /* waits for the pushes in flight */
+	loco_object_destroy(sst->obj);
+	value_scratch_fini(&sst->big);
+	free(sst->state);
+	free(sst);
+}
+
+int loco_sst_store_mine(loco_sst_t *sst, const void *row)
+{
+	if (sst == NULL || row == NULL)
+		return -EINVAL;
+	value_encode(&sst->codec, row_ptr(sst, sst->rows, sst->me), row, ++sst->version);
+	return 0;
+}
+
+/* sst_slot -- where the current version of the own row is pushed from (@need WRITEs). */
+static int sst_slot(loco_sst_t *sst, unsigned need, unsigned *slot)
+{
+	*slot = 0;
+	if (sst->direct)
+		return 0;
+	return value_stage_prepare(&sst->stage, row_ptr(sst, sst->rows, sst->me), sst->version,
+	                           need, &sst->ctr, slot);
+}
+
+/* sst_push -- the own row through @slot into the same row of @rr. */
+static int sst_push(loco_sst_t *sst, unsigned slot, const loco_rref_t *rr, loco_ack_key_t *ack)
+{
+	size_t off = row_off(sst, sst->me);
+
+	return value_push(&sst->codec, sst->direct ? NULL : &sst->stage, slot, sst->rows, off, rr,
+	                  off, ack, &sst->ctr);
+}
+
+int loco_sst_push_to(loco_sst_t *sst, uint32_t node, loco_ack_key_t *ack)
+{
+	loco_rref_t rr;
+	unsigned slot;
+	int ret;
+
+	if (sst == NULL || node == sst->me)
+		return -EINVAL;
+	ret = loco_region_remote(sst->rows, node, &rr);
+	if (ret)
+		return ret;
+	ret = sst_slot(sst, 1, &slot);
+	return ret ? ret : sst_push(sst, slot, &rr, ack);
+}
+
+int loco_sst_push_broadcast(loco_sst_t *sst, loco_ack_key_t *ack)
+{
+	unsigned need = 0, slot;
+	loco_rref_t rr;
+	int ret, posted = 0;
+
+	if (sst == NULL)
+		return -EINVAL;
+	for (uint32_t n = 1; n <= sst->max_rows; n++)
+		need += n != sst->me && row_state(sst, n) == ROW_PRESENT;
+	if (need == 0)
+		return 0;
+	ret = sst_slot(sst, need, &slot);
+	if (ret)
+		return ret;
+	for (uint32_t n = 1; n <= sst->max_rows; n++) {
+		if (n == sst->me || row_state(sst, n) != ROW_PRESENT)
+			continue;
+		ret = loco_region_remote(sst->rows, n, &rr);
+		if (ret == 0)
+			ret = sst_push(sst, slot, &rr, ack);
+		if (ret == 0)
+			posted++;
+		else if (!value_skip_peer(ret))
+			return ret; /* the ones posted stay attached to @ack */
+	}
+	return posted;
+}
+
+int loco_sst_read(loco_sst_t *sst, uint32_t node, void *row)
+{
+	if (sst == NULL || row == NULL)
+		return -EINVAL;
+	if (row_state(sst, node) != ROW_PRESENT)
+		return -ENOENT;
+	return value_load(&sst->codec, row_ptr(sst, sst->rows, node), row, &sst->big, &sst->ctr);
+}
+
+int loco_sst_row_present(const loco_sst_t *sst, uint32_t node)
+{
+	return sst != NULL && row_state(sst, node) == ROW_PRESENT;
+}
+
+int loco_sst_rows(const loco_sst_t *sst, uint32_t *ids, size_t max)
+{
+	int n = 0;
+
+	if (sst == NULL || (ids == NULL && max > 0))
+		return -EINVAL;
+	for (uint32_t node = 1; node <= sst->max_rows; node++) {
+		if (row_state(sst, node) != ROW_PRESENT)
+			continue;
+		if ((size_t)n < max)
+			ids[n] = node;
+		n++;
+	}
+	return n;
+}
+
+size_t loco_sst_row_size(const loco_sst_t *sst)
+{
+	return sst ? sst->codec.size : 0;
+}
+
+uint32_t loco_sst_max_rows(const loco_sst_t *sst)
+{
+	return sst ? sst->max_rows : 0;
+}
+
+void loco_sst_stats(const loco_sst_t *sst, loco_value_stats_t *st)
+{
+	if (sst != NULL && st != NULL)
+		value_stats(&sst->ctr, st);
+}
+
+/* ------------------------------------------------------------------ */
+/* for the barrier (sst_priv.h)                                       */
+
+int sst_direct(loco_sst_t *sst)
+{
+	if (sst == NULL || sst->codec.kind != VALUE_WORD)
+		return -EINVAL;
+	sst->direct = 1;
+	return 0;
+}
+
+int sst_fetch_post(loco_sst_t *sst, uint32_t node, loco_ack_key_t *ack)
+{
+	loco_rref_t rr;
+	int ret;
+
+	if (sst == NULL || sst->fetch == NULL || node == 0 || node > sst->max_rows ||
+	    node == sst->me)
+		return -EINVAL;
+	ret = loco_region_remote(sst->rows, node, &rr);
+	if (ret)
+		return ret;
+	__atomic_store_n((uint64_t *)loco_region_ptr(sst->fetch) + (node - 1), 0, __ATOMIC_RELAXED);
+	return loco_read(sst->fetch, (size_t)(node - 1) * 8, &rr, row_off(sst, node), 8, ack);
+}
+
+uint64_t sst_fetch_result(const loco_sst_t *sst, uint32_t node)
+{
+	if (sst == NULL || sst->fetch == NULL || node == 0 || node > sst->max_rows)
+		return 0;
+	return __atomic_load_n((const uint64_t *)loco_region_ptr(sst->fetch) + (node - 1),
+	                       __ATOMIC_ACQUIRE);
+}
