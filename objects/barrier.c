@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * barrier.c -- LOCO's barrier: a counter per node in an sst (rows of one
+ * 8-byte word, node ids 1 .. LOCO_BARRIER_MAX_NODE). Public API only,
+ * plus the sst's objects/-private extras (sst_priv.h).
+ *
+ * A node's row is the episode it entered last. loco_barrier_wait():
+ *   1. enter episode e = count + 1: store e in the own row and push it
+ *      to every present row's node, attached to the barrier's ack key;
+ *      remember which rows were present (the episode's participants);
+ *   2. wait until every participant whose row is still present shows
+ *      e or more (a participant that left is ignored);
+ *   3. wait for the acks of step 1.
+ * Safety: a row shows e only once its node entered e, and rows only grow
+ * (a node's pushes land in order; a row that vanishes is zeroed, and its
+ * node no longer counts). So no node passes e before every participant
+ * still there entered it. Memory: whatever a node wrote before entering
+ * e (to any object, on the same links) landed before its row showed e,
+ * and the acquire read of the row makes it visible.
+ *
+ * Joining: a node whose count is 0 first READs every peer's own row at
+ * its source (not our replica, which a peer fills only when it next
+ * pushes) and enters the largest episode found, or 1: a joiner takes
+ * part in the episode the others are in. For that first episode, what
+ * it fetched counts as a floor under each peer's row. A node that pairs
+ * while others are in episode e is not among their participants of e,
+ * so it cannot hold them up before its first wait; from e + 1 on it is.
+ *
+ * Pushes are written straight from the own row (sst_direct): the row is
+ * one word that only grows, and it changes only after the episode's acks.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <loco.h>
+#include <loco/barrier.h>
+#include <loco/sst.h>
+
+#include "sst_priv.h"
+
+#define SPINS  64u /* polls that only spin before waiting yields */
+#define YIELDS 16u /* polls that yield before waiting sleeps */
+
+struct loco_barrier {
+	loco_sst_t *sst;
+	loco_ack_key_t *ack;
+	uint32_t me;
+	uint64_t count;  /* the episode entered last */
+	int in_episode;  /* entered, not passed yet (a wait timed out) */
+	int have_floor;  /* floor[] holds the first episode's fetch */
+	uint32_t nparts; /* participants of the current episode */
+	uint32_t part[LOCO_BARRIER_MAX_NODE];
+	uint64_t floor[LOCO_BARRIER_MAX_NODE + 1]; /* by node id */
+};
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/*
+ * pause_after -- the pause after @n polls that only yielded: yield for a
+ * while, then sleep. On a machine with more runnable threads than CPUs
+ * (nodes, their progress and NIC threads), threads that only yield hand
+ * the CPU to each other and starve the NIC threads that land the rows.
+ */
+static void pause_after(unsigned n)
+{
+	struct timespec ts = {.tv_nsec = 1000};
+
+	if (n < YIELDS)
+		sched_yield();
+	else
+		nanosleep(&ts, NULL); /* about the timer slack: 50 us */
+}
+
+/* left -- ns until @deadline (INT64_MAX: forever, -1). */
+static int64_t left(int64_t deadline)
+{
+	int64_t now;
+
+	if (deadline == INT64_MAX)
+		return -1;
+	now = now_ns();
+	return deadline > now ? deadline - now : 0;
+}
+
+/* peer_gone_err -- an operation's error that only says its peer died or was dropped. */
+static int peer_gone_err(int err)
+{
+	return err == -ECONNRESET || err == -ECANCELED || err == -ETIMEDOUT || err == -ENOTCONN;
+}
+
+/*
+ * acks -- wait for the ack key until @deadline. Returns 0 (a dead peer's
+ * failures included: its row is gone or going), -ETIMEDOUT while
+ * operations are outstanding, or another error.
+ */
+static int acks(loco_barrier_t *b, int64_t deadline)
+{
+	int ret = loco_ack_wait(b->ack, left(deadline));
+
+	if (ret == -ETIMEDOUT && loco_ack_outstanding(b->ack) != 0)
+		return -ETIMEDOUT;
+	return ret == 0 || peer_gone_err(ret) ? 0 : ret;
+}
+
+int loco_barrier_create(loco_channel_t *ch, const char *name, loco_barrier_t **out)
+{
+	loco_barrier_t *b;
+	int ret;
+
+	if (ch == NULL || name == NULL || out == NULL)
+		return -EINVAL;
+	b = calloc(1, sizeof(*b));
+	if (b == NULL)
+		return -ENOMEM;
+	b->me = loco_node_id(loco_channel_manager(ch));
+	ret = loco_sst_create(ch, name, sizeof(uint64_t), LOCO_BARRIER_MAX_NODE, &b->sst);
+	if (ret)
+		goto err_free;
+	ret = sst_direct(b->sst);
+	if (ret)
+		goto err_destroy_sst;
+	ret = loco_ack_key_create(loco_channel_manager(ch), &b->ack);
+	if (ret)
+		goto err_destroy_sst;
+	*out = b;
+	return 0;
+
+err_destroy_sst:
+	loco_sst_destroy(b->sst);
+err_free:
+	free(b);
+	return ret;
+}
+
+void loco_barrier_destroy(loco_barrier_t *b)
+{
+	if (b == NULL)
+		return;
+	loco_ack_key_destroy(b->ack); /* waits for the pushes in flight */
+	loco_sst_destroy(b->sst);
+	free(b);
+}
+
+/* participants -- the nodes whose rows are present now, this node excluded. */
+static void participants(loco_barrier_t *b)
+{
+	uint32_t ids[LOCO_BARRIER_MAX_NODE];
+	int n = loco_sst_rows(b->sst, ids, LOCO_BARRIER_MAX_NODE);
+
+	b->nparts = 0;
+	for (int i = 0; i < n && i < (int)LOCO_BARRIER_MAX_NODE; i++)
+		if (ids[i] != b->me)
+			b->part[b->nparts++] = ids[i];
+}
+
+/*
+ * fetch -- READ every participant's own count; set the floors. Returns 0
+ * and the largest count in *@max; -ETIMEDOUT, or a post error.
+ */
+static int fetch(loco_barrier_t *b, int64_t deadline, uint64_t *max)
+{
+	uint64_t m = 0;
+	int ret;
+
+	for (uint32_t i = 0; i < b->nparts; i++) {
+		ret = sst_fetch_post(b->sst, b->part[i], b->ack);
+		if (ret && ret != -ENOENT && ret != -ENOTCONN)
+			return ret; /* those posted complete on their own; the next call waits */
+	}
+	ret = acks(b, deadline);
+	if (ret)
+		return ret;
+	memset(b->floor, 0, sizeof(b->floor));
+	for (uint32_t i = 0; i < b->nparts; i++) {
+		uint64_t c = sst_fetch_result(b->sst, b->part[i]);
+
+		b->floor[b->part[i]] = c;
+		if (c > m)
+			m = c;
+	}
+	b->have_floor = 1;
+	*max = m;
+	return 0;
+}
+
+/* enter -- enter the next episode (step 1). */
+static int enter(loco_barrier_t *b, int64_t deadline)
+{
+	uint64_t next = b->count + 1;
+	int ret;
+
+	participants(b);
+	if (b->count == 0) {
+		uint64_t max;
+
+		ret = fetch(b, deadline, &max);
+		if (ret)
+			return ret;
+		if (max > next)
+			next = max;
+	}
+	ret = loco_sst_store_mine(b->sst, &next);
+	if (ret)
+		return ret;
+	ret = loco_sst_push_broadcast(b->sst, b->ack);
+	if (ret < 0) {
+		/* pushes already posted land and complete on their own */
+		if (acks(b, deadline) == -ETIMEDOUT)
+			return -ETIMEDOUT;
+		return ret;
+	}
+	b->count = next;
+	b->in_episode = 1;
+	return 0;
+}
+
+/* arrived -- whether every participant still present has entered the episode (step 2). */
+static int arrived(loco_barrier_t *b)
+{
+	for (uint32_t i = 0; i < b->nparts; i++) {
+		uint32_t node = b->part[i];
+		uint64_t c;
+
+		if (loco_sst_read(b->sst, node, &c) != 0)
+			continue; /* gone: -ENOENT (an 8-byte row is never torn) */
+		if (b->have_floor && b->floor[node] > c)
+			c = b->floor[node];
+		if (c < b->count)
+			return 0;
+	}
+	return 1;
+}
+
+int loco_barrier_wait(loco_barrier_t *b, int64_t timeout_ns)
+{
+	int64_t deadline;
+	int ret;
+
+	if (b == NULL)
+		return -EINVAL;
+	deadline = timeout_ns < 0 ? INT64_MAX : now_ns() + timeout_ns;
+	if (!b->in_episode) {
+		ret = enter(b, deadline);
+		if (ret)
+			return ret;
+	}
+	for (unsigned spin = 0; !arrived(b); spin++) {
+		if (spin < SPINS) {
+			cpu_relax();
+			continue;
+		}
+		if (deadline != INT64_MAX && now_ns() >= deadline)
+			return -ETIMEDOUT;
+		pause_after(spin - SPINS);
+	}
+	ret = acks(b, deadline);
+	if (ret == -ETIMEDOUT)
+		return ret;
+	b->in_episode = 0;
+	b->have_floor = 0;
+	return ret;
+}
+
+uint64_t loco_barrier_episode(const loco_barrier_t *b)
+{
+	return b ? b->count : 0;
+}
