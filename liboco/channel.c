@@ -553,6 +553,14 @@ int loco_region_remote(const loco_region_t *r, uint32_t node, loco_rref_t *out)
 	if (r == NULL || out == NULL)
 		return -EINVAL;
 	m = r->obj->ch->m;
+	if (node == m->node_id) {
+		if (m->self_link == NULL)
+			return -ENOENT;
+		/* our own copy, reached through our own NIC */
+		*out = (loco_rref_t){
+		    .node = node, .rkey = r->mr->rkey, .addr = (uintptr_t)r->ptr, .len = r->len};
+		return 0;
+	}
 	pthread_mutex_lock(&m->lock);
 	p = peer_find(r->obj->ch, node);
 	for (uint32_t i = 0; p != NULL && i < p->nregions; i++) {

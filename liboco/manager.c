@@ -320,6 +320,7 @@ int loco_init(const loco_config_t *cfg, loco_manager_t **out)
 	}
 	m->dialer_started = 1;
 	m->ready = 1;
+	lc_self_link(m);
 	lc_log_info("manager: node %u (incarnation %llx) control %s fabric %s %s", m->node_id,
 	            (unsigned long long)m->inc, m->ctrl_addr, m->fabric, m->fab_addr);
 

@@ -106,6 +106,8 @@ struct loco_manager {
 	struct lc_member *members;
 	struct lc_conn *conns;
 	struct lc_pending_link *pending;
+	struct fab_link *self_link;   /* to our own endpoint: operations on our own memory */
+	struct fab_link *self_served; /* its accepted end */
 	struct lc_dial *dials;
 	pthread_cond_t dial_cond; /* with m->lock; CLOCK_MONOTONIC */
 	pthread_t dialer;
@@ -142,6 +144,7 @@ void lc_member_link_check(loco_manager_t *m, uint32_t node);
 void lc_members_leave(loco_manager_t *m);
 void lc_members_free(loco_manager_t *m);
 void *lc_dialer_main(void *arg);
+void lc_self_link(loco_manager_t *m);
 int lc_conn_send(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg);
 struct lc_member *lc_member_find(loco_manager_t *m, uint32_t node);
 struct fab_link *lc_link_of(loco_manager_t *m, uint32_t node); /* links_lock held (read) */

@@ -344,10 +344,16 @@ static void member_remove(loco_manager_t *m, struct lc_member *mb, int graceful,
 		lc_log_warn("manager: node %u failed: %s", node, why);
 	}
 	links_set(m, node, NULL);
-	if (mb->up)
-		lc_chan_on_member_gone(m, node);
+	/*
+	 * Close the data link before the objects hear of the leave: requests
+	 * of the departed node still in flight to us are dropped, so none can
+	 * land after a callback has cleaned up after it (e.g. a lock's holder).
+	 */
 	if (mb->link != NULL)
 		fab_link_close(mb->link);
+	mb->link = NULL;
+	if (mb->up)
+		lc_chan_on_member_gone(m, node);
 	if (mb->conn != NULL) {
 		mb->conn->member = NULL;
 		conn_drop(m, mb->conn);
@@ -1053,6 +1059,10 @@ void lc_link_accept(loco_manager_t *m)
 			continue;
 		}
 		link->ctx = priv.node; /* completions name the node */
+		if (priv.node == m->node_id && priv.inc == m->inc && m->self_served == NULL) {
+			m->self_served = link; /* the far end of our self link */
+			continue;
+		}
 		mb = lc_member_find(m, priv.node);
 		if (mb != NULL && mb->info.inc == priv.inc && mb->link == NULL) {
 			member_attach_link(m, mb, link);
@@ -1168,8 +1178,35 @@ void lc_members_leave(loco_manager_t *m)
 			lc_conn_send(m, c, &msg);
 }
 
+/*
+ * lc_self_link -- a data link from this node to its own endpoint, so that
+ * operations on its own memory go through its NIC like everyone else's
+ * (fabric atomics are atomic only with respect to fabric atomics). A
+ * failure is logged and leaves the node without one (loco_region_remote()
+ * of itself then fails).
+ */
+void lc_self_link(loco_manager_t *m)
+{
+	struct lc_member_info self;
+	struct fab_link *link;
+
+	self_info(m, &self);
+	if (link_to(m, &self, &link) != 0)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->self_link = link;
+	links_set(m, m->node_id, link);
+	pthread_mutex_unlock(&m->lock);
+}
+
 void lc_members_free(loco_manager_t *m)
 {
+	links_set(m, m->node_id, NULL);
+	if (m->self_link != NULL)
+		fab_link_close(m->self_link);
+	if (m->self_served != NULL)
+		fab_link_close(m->self_served);
+	m->self_link = m->self_served = NULL;
 	while (m->members != NULL) {
 		struct lc_member *mb = m->members;
 

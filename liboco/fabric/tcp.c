@@ -1058,7 +1058,8 @@ static void on_hello(struct tcp_link *l, const struct tcp_frame *fr, const uint8
 	if (f->accept_tail)
 		f->accept_tail->next_q = l;
 	else
-		f->accept_head = l;
+		__atomic_store_n(&f->accept_head, l,
+		                 __ATOMIC_RELEASE); /* tcp_arm() peeks without the lock */
 	f->accept_tail = l;
 	pthread_cond_broadcast(&f->cond);
 	pthread_mutex_unlock(&f->lock);
@@ -1550,7 +1551,7 @@ static int tcp_accept(struct fab *fab, uint64_t ctx, int timeout_ms, struct fab_
 		pthread_mutex_unlock(&f->lock);
 		return -EAGAIN;
 	}
-	f->accept_head = l->next_q;
+	__atomic_store_n(&f->accept_head, l->next_q, __ATOMIC_RELEASE);
 	if (f->accept_head == NULL)
 		f->accept_tail = NULL;
 	l->in_accept_q = 0;

@@ -118,6 +118,45 @@ static void remote_ops__bad_ranges_are_einval(void **state)
 	assert_int_equal(loco_channel_destroy(ch), 0);
 }
 
+static void remote_ops__to_self_go_through_the_fabric(void **state)
+{
+	loco_manager_t *m = *state;
+	loco_channel_t *ch;
+	loco_object_t *obj;
+	loco_region_t *r;
+	loco_ack_key_t *ack;
+	loco_rref_t self;
+	uint64_t *w;
+
+	/* configure: a region of this node, reached as a remote one */
+	assert_int_equal(loco_channel_create(m, NULL, "self", 1, &ch), 0);
+	assert_int_equal(loco_object_create(ch, "o", NULL, NULL, &obj), 0);
+	assert_int_equal(
+	    loco_region_create(obj, "r", 64, LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC, &r), 0);
+	assert_int_equal(loco_ack_key_create(m, &ack), 0);
+	assert_int_equal(loco_region_remote(r, loco_node_id(m), &self), 0);
+	w = loco_region_ptr(r);
+	w[0] = 40;
+
+	/* run */
+	assert_int_equal(loco_faa(r, 8, &self, 0, 2, ack), 0);
+	assert_int_equal(loco_ack_wait(ack, 5000000000ll), 0);
+	assert_int_equal(loco_cas(r, 16, &self, 0, 42, 7, ack), 0);
+	assert_int_equal(loco_ack_wait(ack, 5000000000ll), 0);
+	w[3] = 99;
+	assert_int_equal(loco_write(r, 24, &self, 32, 8, ack), 0);
+	assert_int_equal(loco_ack_wait(ack, 5000000000ll), 0);
+
+	/* verify: old values returned, memory changed by the NIC */
+	assert_int_equal(w[1], 40);
+	assert_int_equal(w[2], 42);
+	assert_int_equal(w[0], 7);
+	assert_int_equal(w[4], 99);
+	loco_ack_key_destroy(ack);
+	loco_object_destroy(obj);
+	assert_int_equal(loco_channel_destroy(ch), 0);
+}
+
 static void init__zero_node_id_means_default(void **state)
 {
 	loco_manager_t *m = (loco_manager_t *)0x1, *alone;
@@ -148,6 +187,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(region_create__limits_checked_before_allocating, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(remote_ops__bad_ranges_are_einval, setup, teardown),
+	    cmocka_unit_test_setup_teardown(remote_ops__to_self_go_through_the_fabric, setup,
+	                                    teardown),
 	    cmocka_unit_test(init__zero_node_id_means_default),
 	};
 
