@@ -12,10 +12,10 @@
  * cached; peer_leave(host) makes the object lost for good (-ECONNRESET), so
  * that a host that restarts with a fresh word never passes for the old one.
  *
- * The host itself: the public API has no path from a node to its own
- * regions (loco_region_remote() of this node is -ENOENT, and no link
- * leads to this node). Where it finds one, the host uses it, so that its
- * operations are fabric atomics like everybody's; otherwise it runs them
+ * The host itself: loco_region_remote() of this node gives its own copy,
+ * reached through the manager's self link, so the host's operations are
+ * fabric atomics like everybody's. Only without a self link (its set-up
+ * failed) does the host run them
  * as seq_cst CPU atomics on its copy, which the tcp fabric's NIC thread
  * serializes with its own (it executes remote CAS/FAA as seq_cst CPU
  * atomics, and remote READ/WRITE word by word with atomic loads/stores).

@@ -18,13 +18,8 @@
  * host runs it as a CPU atomic, which the tcp NIC thread serializes with
  * the fabric's). The next acquirer's CAS(FREE) then fails with RECOVERED,
  * and its CAS(RECOVERED -> tag) takes the lock: loco_lock_recovered() says
- * so. A CAS of X's still in flight when the host's peer_leave runs could
- * land after the check and leave the word held by X for good: the library
- * today calls peer_leave just before it closes X's data link (see
- * member_remove()), so that window exists, though a holder that is killed
- * while holding has no such CAS in flight. Closing the link first would
- * close it (an API guarantee object authors need: after peer_leave(X) no
- * operation of X touches this node's memory).
+ * so. No CAS of X's still in flight can land after the check: the library
+ * closes X's data link before it calls peer_leave (member_remove()).
  *
  * A dead host: the other nodes hear peer_leave(host) and mark the lock
  * lost: every later call returns -ECONNRESET, so that a host restarted

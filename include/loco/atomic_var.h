@@ -8,11 +8,11 @@
  * host's program takes no part in the others' operations. Fabric atomics
  * are atomic with respect to other fabric atomics on the same word, not to
  * CPU atomics (as on real NICs): the host's own operations therefore go
- * through the fabric too when the library offers a path to this node's own
- * regions; until it does, the host runs them as sequentially consistent
- * CPU atomics on its copy, which is atomic with respect to the tcp
- * fabric's atomics (its NIC thread executes them the same way) but not to
- * a hardware NIC's. See loco_atomic_var(3).
+ * through the fabric too, over the manager's link to its own endpoint.
+ * Only if a node has no such link (its set-up failed, which is logged)
+ * does the host fall back to sequentially consistent CPU atomics on its
+ * copy, atomic with respect to the tcp fabric's atomics but not to a
+ * hardware NIC's. See loco_atomic_var(3).
  *
  * Thread safety: MT-safe. The synchronous calls of one object take turns
  * (an internal mutex); an asynchronous call's slot belongs to one
