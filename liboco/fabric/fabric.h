@@ -197,6 +197,8 @@ static inline int fab_get_addr(struct fab *fab, struct fab_addr *out)
 
 /*
  * fab_mr_reg -- register [@addr, @addr + @len) with @access.
+ * FAB_ACCESS_REMOTE_WRITE and FAB_ACCESS_REMOTE_ATOMIC require
+ * FAB_ACCESS_LOCAL_WRITE, on every provider (the verbs rule).
  * Returns 0 and sets *@out (lkey, rkey filled); -EINVAL, -ENOMEM, -ENOSPC.
  */
 static inline int fab_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access,

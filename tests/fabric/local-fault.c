@@ -4,7 +4,8 @@
  * region completes with -EFAULT, and only that request is blamed: the
  * requests in flight before it and those after it complete successfully
  * or are flushed (-ECANCELED), never with -EFAULT. The link is then down
- * with -EFAULT as its cause.
+ * with -EFAULT as its cause. Also: remote write or atomic access without
+ * local write access is refused at registration, on every provider.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,8 +28,16 @@ int main(void)
 	a = t_fab_open(NULL);
 	b = t_fab_open(NULL);
 	t_pair(a, b, 1, 2, &la, &lb);
+	{
+		struct fab_mr *bad = NULL;
+
+		T_ASSERT_EQ(fab_mr_reg(b, remote, BIG, FAB_ACCESS_REMOTE_WRITE, &bad), -EINVAL);
+		T_ASSERT_EQ(fab_mr_reg(b, remote, BIG, FAB_ACCESS_REMOTE_ATOMIC, &bad), -EINVAL);
+		T_ASSERT(bad == NULL);
+	}
 	mr_a = t_mr_reg(a, local, BIG + 64, FAB_ACCESS_LOCAL_WRITE);
-	mr_b = t_mr_reg(b, remote, BIG, FAB_ACCESS_REMOTE_READ | FAB_ACCESS_REMOTE_WRITE);
+	mr_b = t_mr_reg(b, remote, BIG,
+	                FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_READ | FAB_ACCESS_REMOTE_WRITE);
 
 	/* configure: two big READs in flight, then a WRITE from an unregistered buffer, then more */
 	wr[0] = t_wr_rdma(FAB_OP_READ, 10, FAB_WR_SIGNALED, local, BIG, mr_a->lkey,
