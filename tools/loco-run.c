@@ -48,6 +48,7 @@
 #define LR_EXIT_TIMEOUT  124
 #define LR_EXIT_NOEXEC   127
 #define LR_LOCALHOST     "127.0.0.1"
+#define LR_MAX_HOSTS     16
 
 enum lr_reason {
 	LR_RUNNING,  /* no node has failed; nothing is being ended yet */
@@ -60,9 +61,11 @@ enum lr_reason {
 struct lr_opts {
 	unsigned long n;
 	unsigned long first_id;
-	double timeout;     /* seconds; 0 = none */
-	const char *fabric; /* NULL: inherit LOCO_FABRIC */
-	const char *join;   /* NULL: a fresh job */
+	double timeout;                            /* seconds; 0 = none */
+	const char *fabric;                        /* NULL: inherit LOCO_FABRIC */
+	const char *join;                          /* NULL: a fresh job */
+	char hosts[LR_MAX_HOSTS][INET_ADDRSTRLEN]; /* node k gets hosts[k % nhosts] */
+	int nhosts;
 	bool no_prefix;
 	char **argv; /* PROGRAM ARGS..., NULL-terminated */
 };
@@ -128,7 +131,7 @@ static struct lr_out lr_outs[2] = {{.fd = STDOUT_FILENO}, {.fd = STDERR_FILENO}}
 static void usage(FILE *f)
 {
 	fputs("usage: loco-run -n N [--fabric NAME] [--timeout SEC] [--join ADDR] [--first-id K]\n"
-	      "                [--no-prefix] [--] PROGRAM [ARGS...]\n"
+	      "                [--hosts IP[,IP...]] [--no-prefix] [--] PROGRAM [ARGS...]\n"
 	      "Start N copies of PROGRAM as local LOCO nodes; see loco-run(1).\n",
 	      f);
 }
@@ -192,6 +195,37 @@ static int parse_timeout(const char *s, double *out)
 	return 0;
 }
 
+/*
+ * parse_hosts -- "IP[,IP...]" (IPv4 addresses, at most LR_MAX_HOSTS) into
+ * @o->hosts; 0 or -EINVAL after a message.
+ */
+static int parse_hosts(const char *list, const char *what, struct lr_opts *o)
+{
+	const char *p = list;
+
+	o->nhosts = 0;
+	while (*p != '\0') {
+		size_t len = strcspn(p, ",");
+		struct in_addr a;
+		char ip[INET_ADDRSTRLEN];
+
+		if (len == 0 || len >= sizeof(ip) || o->nhosts == LR_MAX_HOSTS) {
+			lr_msg("%s: expected up to %d IPv4 addresses separated by ',', got '%s'",
+			       what, LR_MAX_HOSTS, list);
+			return -EINVAL;
+		}
+		memcpy(ip, p, len);
+		ip[len] = '\0';
+		if (inet_pton(AF_INET, ip, &a) != 1) {
+			lr_msg("%s: '%s' is not an IPv4 address", what, ip);
+			return -EINVAL;
+		}
+		memcpy(o->hosts[o->nhosts++], ip, len + 1);
+		p += len + (p[len] == ',');
+	}
+	return 0;
+}
+
 /* parse_opts -- fill @o from the command line; 0, 1 for --help, -EINVAL after a message. */
 static int parse_opts(int argc, char **argv, struct lr_opts *o)
 {
@@ -200,6 +234,7 @@ static int parse_opts(int argc, char **argv, struct lr_opts *o)
 		OPT_TIMEOUT,
 		OPT_JOIN,
 		OPT_FIRST_ID,
+		OPT_HOSTS,
 		OPT_NO_PREFIX
 	};
 	static const struct option longopts[] = {
@@ -208,6 +243,7 @@ static int parse_opts(int argc, char **argv, struct lr_opts *o)
 	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
 	    {"join", required_argument, NULL, OPT_JOIN},
 	    {"first-id", required_argument, NULL, OPT_FIRST_ID},
+	    {"hosts", required_argument, NULL, OPT_HOSTS},
 	    {"no-prefix", no_argument, NULL, OPT_NO_PREFIX},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -255,6 +291,10 @@ static int parse_opts(int argc, char **argv, struct lr_opts *o)
 				return -EINVAL;
 			}
 			break;
+		case OPT_HOSTS:
+			if (parse_hosts(optarg, "--hosts", o))
+				return -EINVAL;
+			break;
 		case OPT_NO_PREFIX:
 			o->no_prefix = true;
 			break;
@@ -267,6 +307,13 @@ static int parse_opts(int argc, char **argv, struct lr_opts *o)
 	if (!have_n) {
 		lr_msg("-n N is required");
 		return -EINVAL;
+	}
+	if (o->nhosts == 0 && getenv("LOCO_RUN_HOSTS") != NULL && getenv("LOCO_RUN_HOSTS")[0] &&
+	    parse_hosts(getenv("LOCO_RUN_HOSTS"), "LOCO_RUN_HOSTS", o))
+		return -EINVAL;
+	if (o->nhosts == 0) {
+		memcpy(o->hosts[0], LR_LOCALHOST, sizeof(LR_LOCALHOST));
+		o->nhosts = 1;
 	}
 	if (optind >= argc) {
 		lr_msg("no PROGRAM given");
@@ -359,14 +406,15 @@ static int make_secret(char hex[33])
 	return 0;
 }
 
-/* free_port -- a TCP port on 127.0.0.1 that was free a moment ago; 0 or -errno. */
-static int free_port(unsigned *port)
+/* free_port -- a TCP port on @host that was free a moment ago; 0 or -errno. */
+static int free_port(const char *host, unsigned *port)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
 	socklen_t salen = sizeof(sa);
 	int fd, ret = 0;
 
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		return -EINVAL;
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
@@ -718,31 +766,37 @@ static int job_env(const struct lr_opts *o, unsigned *port)
 		return -errno;
 	if (o->join != NULL)
 		return setenv("LOCO_JOIN", o->join, 1) < 0 ? -errno : 0;
-	ret = free_port(port);
+	ret = free_port(o->hosts[0], port);
 	if (ret)
-		lr_msg("cannot find a free port on " LR_LOCALHOST ": %s", strerror(-ret));
+		lr_msg("cannot find a free port on %s: %s", o->hosts[0], strerror(-ret));
 	return ret;
 }
 
-/* node_env -- the per-node part: LOCO_NODE_ID, LOCO_ADDR, LOCO_JOIN. 0 or -errno. */
-static int node_env(const struct lr_opts *o, const struct lr_node *node, bool first, unsigned port)
+/*
+ * node_env -- the per-node part: LOCO_NODE_ID, LOCO_ADDR, LOCO_JOIN. The
+ * @k-th node of the launch listens on hosts[k % nhosts]; the others join
+ * the first one on hosts[0]. 0 or -errno.
+ */
+static int node_env(const struct lr_opts *o, const struct lr_node *node, unsigned long k,
+                    unsigned port)
 {
+	const char *host = o->hosts[k % (unsigned long)o->nhosts];
 	int ret = setenv_fmt("LOCO_NODE_ID", "%" PRIu32, node->id);
 
 	if (ret)
 		return ret;
 	if (o->join != NULL)
-		return setenv("LOCO_ADDR", LR_LOCALHOST ":0", 1) < 0 ? -errno : 0;
-	if (first) {
-		ret = setenv_fmt("LOCO_ADDR", LR_LOCALHOST ":%u", port);
+		return setenv_fmt("LOCO_ADDR", "%s:0", host);
+	if (k == 0) {
+		ret = setenv_fmt("LOCO_ADDR", "%s:%u", host, port);
 		if (ret)
 			return ret;
 		return unsetenv("LOCO_JOIN") < 0 ? -errno : 0; /* it starts the job */
 	}
-	ret = setenv("LOCO_ADDR", LR_LOCALHOST ":0", 1) < 0 ? -errno : 0;
+	ret = setenv_fmt("LOCO_ADDR", "%s:0", host);
 	if (ret)
 		return ret;
-	return setenv_fmt("LOCO_JOIN", LR_LOCALHOST ":%u", port);
+	return setenv_fmt("LOCO_JOIN", "%s:%u", o->hosts[0], port);
 }
 
 /* poll_wait_ms -- how long poll() may sleep before a deadline needs attention; -1 = forever. */
@@ -948,7 +1002,7 @@ static int launch(const struct lr_opts *o)
 	}
 	for (unsigned i = 0; i < run.n && run.reason == LR_RUNNING; i++) {
 		/* the first node first; the others join it and retry until it answers */
-		ret = node_env(o, &run.nodes[i], i == 0, port);
+		ret = node_env(o, &run.nodes[i], (unsigned long)i, port);
 		if (ret)
 			lr_msg("node %" PRIu32 ": setenv: %s", run.nodes[i].id, strerror(-ret));
 		if (ret || node_spawn(&run.nodes[i], o, &saved))

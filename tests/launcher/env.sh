@@ -129,4 +129,17 @@ check "--first-id 5 -n 2: node ids 5 6" ids_are e 5 6
 check "node 5 starts the job (no LOCO_JOIN)" eval '! has e 5 LOCO_JOIN'
 check "node 6 joins node 5" [ "$(get e 6 LOCO_JOIN)" = "$(get e 5 LOCO_ADDR)" ]
 
+# --- --hosts: node k listens on the k-th address (round robin), all join the first node
+RUN=h run_lr -n 3 --hosts 127.0.0.1,127.0.0.2 bash -c "$DUMP"
+check "--hosts: exits 0 (rc $RC)" [ "$RC" -eq 0 ]
+addr=$(get h 1 LOCO_ADDR)
+check "--hosts: node 1 starts on the first address ($addr)" [ "${addr%:*}" = 127.0.0.1 ] && check "--hosts: with a real port" [ "${addr#*:}" -gt 0 ]
+check "--hosts: node 2 on the second address" [ "$(get h 2 LOCO_ADDR)" = 127.0.0.2:0 ]
+check "--hosts: node 3 back on the first" [ "$(get h 3 LOCO_ADDR)" = 127.0.0.1:0 ]
+check "--hosts: node 2 joins node 1" [ "$(get h 2 LOCO_JOIN)" = "$(get h 1 LOCO_ADDR)" ]
+RUN=i LOCO_RUN_HOSTS=127.0.0.3 run_lr -n 2 bash -c "$DUMP"
+check "LOCO_RUN_HOSTS is the default of --hosts" [ "$(get i 2 LOCO_ADDR)" = 127.0.0.3:0 ]
+RUN=j run_lr -n 1 --hosts 1.2.3 true
+check "--hosts with a bad address: usage error (rc $RC)" [ "$RC" -eq 2 ]
+
 finish
