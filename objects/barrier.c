@@ -122,6 +122,7 @@ static int acks(loco_barrier_t *b, int64_t deadline)
 	return ret == 0 || peer_gone_err(ret) ? 0 : ret;
 }
 
+/* loco_barrier_create -- an sst of 8-byte rows pushed straight from the row, an ack key. */
 int loco_barrier_create(loco_channel_t *ch, const char *name, loco_barrier_t **out)
 {
 	loco_barrier_t *b;
@@ -251,6 +252,7 @@ static int arrived(loco_barrier_t *b)
 	return 1;
 }
 
+/* loco_barrier_wait -- enter (unless a timed-out call did), wait for arrivals, then acks. */
 int loco_barrier_wait(loco_barrier_t *b, int64_t timeout_ns)
 {
 	int64_t deadline;

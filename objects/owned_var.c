@@ -34,6 +34,7 @@ struct loco_owned_var {
 	struct value_counters ctr;
 };
 
+/* loco_owned_var_create -- object, region "val", and on the owner the staging ring. */
 int loco_owned_var_create(loco_channel_t *ch, const char *name, uint32_t owner, size_t size,
                           loco_owned_var_t **out)
 {
@@ -134,6 +135,7 @@ int loco_owned_var_push_to(loco_owned_var_t *ov, uint32_t node, loco_ack_key_t *
 	return ret ? ret : ov_push(ov, slot, &rr, ack);
 }
 
+/* loco_owned_var_push_broadcast -- one staged copy, one WRITE (+ trailer) per peer holding it. */
 int loco_owned_var_push_broadcast(loco_owned_var_t *ov, loco_ack_key_t *ack)
 {
 	uint32_t ids[VALUE_MAX_PEERS];

@@ -122,6 +122,7 @@ static void sst_scan_peers(loco_sst_t *sst)
 	}
 }
 
+/* loco_sst_create -- presence, object with callbacks, regions, staging ring, then the peers. */
 int loco_sst_create(loco_channel_t *ch, const char *name, size_t row_size, uint32_t max_rows,
                     loco_sst_t **out)
 {
@@ -244,6 +245,7 @@ int loco_sst_push_to(loco_sst_t *sst, uint32_t node, loco_ack_key_t *ack)
 	return ret ? ret : sst_push(sst, slot, &rr, ack);
 }
 
+/* loco_sst_push_broadcast -- the own row to every node with a present row (and a copy). */
 int loco_sst_push_broadcast(loco_sst_t *sst, loco_ack_key_t *ack)
 {
 	unsigned need = 0, slot;

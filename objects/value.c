@@ -81,6 +81,7 @@ void value_scratch_fini(struct value_scratch *s)
 /* ------------------------------------------------------------------ */
 /* encoding (the owner)                                               */
 
+/* value_encode -- version @seq of @val into the master at @enc (see value.h). */
 void value_encode(const struct value_codec *c, void *enc, const void *val, uint64_t seq)
 {
 	uint64_t *dst = enc;
@@ -270,6 +271,7 @@ static int load_retry(const struct value_codec *c, const void *enc, void *val, u
 	}
 }
 
+/* value_load -- a validated copy of the value at @enc, on a stack or the shared scratch. */
 int value_load(const struct value_codec *c, const void *enc, void *val, struct value_scratch *big,
                struct value_counters *ctr)
 {
@@ -351,6 +353,7 @@ static void stage_take(struct value_stage *s, unsigned i, const void *master, ui
 	s->cur = i;
 }
 
+/* value_stage_prepare -- the slot to push version @ver from: reuse, an idle one, or the oldest. */
 int value_stage_prepare(struct value_stage *s, const void *master, uint64_t ver, unsigned need,
                         struct value_counters *ctr, unsigned *slot)
 {
