@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
 #
-# run-verbs-suite.sh -- the fabric contract tests on the verbs provider,
-# over Soft-RoCE, on a host without RDMA. Run on the HOST, as root, from
-# anywhere:
+# run-verbs-suite.sh -- the fabric contract tests and the scenario suite on
+# the verbs provider, over Soft-RoCE, on a host without RDMA. Scenario
+# nodes are spread over rxe0 and rxe1 (loco-run's LOCO_RUN_HOSTS). Run on
+# the HOST, as root, from anywhere:
 #
 #   tests/vm/run-verbs-suite.sh [--no-build] [TEST...]
 #
@@ -87,9 +88,9 @@ if [[ $do_build = 1 ]]; then
 	rm -f "$build.compile.log"
 fi
 
-# the *-verbs tests of the fabric suite (meson --list: "loco:fabric+verbs / NAME")
+# the *-verbs tests of the fabric and scenario suites ("loco:fabric+verbs / NAME")
 mapfile -t all < <(meson test -C "$build" --no-rebuild --list 2>/dev/null |
-	sed -n 's|^[^ ]*:fabric+verbs / \(.*-verbs\)$|\1|p')
+	sed -n 's#^[^ ]*:\(fabric\|scenario\)+verbs / \(.*-verbs\)$#\2#p')
 if [[ ${#all[@]} -eq 0 ]]; then
 	echo "run-verbs-suite: no verbs variant in the fabric suite of $build" >&2
 	echo "0 passed, 1 failed"
@@ -114,7 +115,9 @@ fi
 mult=${LOCO_VM_TIMEOUT_MULT:-3}
 rm -f "$build/meson-logs/testlog.json"
 # shellcheck disable=SC2016 # expanded in the guest
+# scenarios: loco-run spreads the nodes over both devices (LOCO_RUN_HOSTS)
 guest='export LOCO_TEST_ADDR_A=$RXE_IP0:0 LOCO_TEST_ADDR_B=$RXE_IP1:0
+export LOCO_RUN_HOSTS=$RXE_IP0,$RXE_IP1
 echo "guest: $(uname -r), rxe0 $RXE_IP0 (side A), rxe1 $RXE_IP1 (side B), memlock $(ulimit -l)"
 meson test -C '"$build"' --no-rebuild --print-errorlogs --timeout-multiplier '"$mult"' "$@"'
 t0=$(date +%s.%N)
