@@ -1522,35 +1522,16 @@ static int tcp_accept(struct fab *fab, uint64_t ctx, int timeout_ms, struct fab_
                       void *priv, size_t *priv_len)
 {
 	struct tcp_fab *f = to_tcp_fab(fab);
-	struct timespec ts;
 	struct tcp_link *l;
-	int ret = 0;
 
 	if (out == NULL)
 		return -EINVAL;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	if (timeout_ms > 0) {
-		ts.tv_sec += timeout_ms / 1000;
-		ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-	}
 	pthread_mutex_lock(&f->lock);
-	while (f->accept_head == NULL && ret == 0) {
-		if (timeout_ms == 0)
-			ret = ETIMEDOUT;
-		else if (timeout_ms < 0)
-			ret = pthread_cond_wait(&f->cond, &f->lock);
-		else
-			ret = pthread_cond_timedwait(&f->cond, &f->lock, &ts);
-	}
-	l = f->accept_head;
-	if (l == NULL) {
+	if (fab_wait_nonnull(&f->cond, &f->lock, (void *const *)&f->accept_head, timeout_ms)) {
 		pthread_mutex_unlock(&f->lock);
 		return -EAGAIN;
 	}
+	l = f->accept_head;
 	__atomic_store_n(&f->accept_head, l->next_q, __ATOMIC_RELEASE);
 	if (f->accept_head == NULL)
 		f->accept_tail = NULL;

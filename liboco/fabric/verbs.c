@@ -1183,7 +1183,7 @@ static void on_established(struct vrb_fab *f, struct vrb_link *l)
 		if (f->acc_tail)
 			f->acc_tail->next_q = l;
 		else
-			f->acc_head = l;
+			__atomic_store_n(&f->acc_head, l, __ATOMIC_RELEASE);
 		f->acc_tail = l;
 		pthread_cond_broadcast(&f->cond);
 	}
@@ -1950,36 +1950,17 @@ static int vrb_accept(struct fab *fab, uint64_t ctx, int timeout_ms, struct fab_
                       void *priv, size_t *priv_len)
 {
 	struct vrb_fab *f = to_vrb_fab(fab);
-	struct timespec ts;
 	struct vrb_link *l;
-	int ret = 0;
 
 	if (out == NULL)
 		return -EINVAL;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	if (timeout_ms > 0) {
-		ts.tv_sec += timeout_ms / 1000;
-		ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-	}
 	pthread_mutex_lock(&f->lock);
-	while (f->acc_head == NULL && ret == 0) {
-		if (timeout_ms == 0)
-			ret = ETIMEDOUT;
-		else if (timeout_ms < 0)
-			ret = pthread_cond_wait(&f->cond, &f->lock);
-		else
-			ret = pthread_cond_timedwait(&f->cond, &f->lock, &ts);
-	}
-	l = f->acc_head;
-	if (l == NULL) {
+	if (fab_wait_nonnull(&f->cond, &f->lock, (void *const *)&f->acc_head, timeout_ms)) {
 		pthread_mutex_unlock(&f->lock);
 		return -EAGAIN;
 	}
-	f->acc_head = l->next_q;
+	l = f->acc_head;
+	__atomic_store_n(&f->acc_head, l->next_q, __ATOMIC_RELEASE);
 	if (f->acc_head == NULL)
 		f->acc_tail = NULL;
 	l->state = VRB_LINK_UP;
