@@ -10,11 +10,18 @@ int keytab_init(struct keytab *kt, uint32_t cap)
 	if (kt == NULL || cap == 0 || cap > KEYTAB_MAX)
 		return -EINVAL;
 	kt->ent = calloc(cap, sizeof(*kt->ent));
-	if (kt->ent == NULL)
+	kt->gen = calloc(cap, sizeof(*kt->gen));
+	if (kt->ent == NULL || kt->gen == NULL) {
+		free(kt->ent);
+		free(kt->gen);
+		kt->ent = NULL;
 		return -ENOMEM;
+	}
 	pthread_mutex_init(&kt->lock, NULL);
 	kt->cap = cap;
-	kt->next_gen = 1;
+	for (kt->idx_bits = 1; (1u << kt->idx_bits) < cap;)
+		kt->idx_bits++;
+	kt->next_slot = 0;
 	return 0;
 }
 
@@ -24,7 +31,9 @@ void keytab_fini(struct keytab *kt)
 		return;
 	pthread_mutex_destroy(&kt->lock);
 	free(kt->ent);
+	free(kt->gen);
 	kt->ent = NULL;
+	kt->gen = NULL;
 }
 
 int keytab_add(struct keytab *kt, void *base, size_t len, unsigned access, uint32_t *key)
@@ -34,15 +43,19 @@ int keytab_add(struct keytab *kt, void *base, size_t len, unsigned access, uint3
 	if (base == NULL || len == 0 || key == NULL || (uintptr_t)base + len < (uintptr_t)base)
 		return -EINVAL;
 	pthread_mutex_lock(&kt->lock);
-	for (uint32_t i = 0; i < kt->cap; i++) {
+	for (uint32_t n = 0; n < kt->cap; n++) {
+		uint32_t i = (kt->next_slot + n) % kt->cap;
 		struct keytab_ent *e = &kt->ent[i];
 
 		if (__atomic_load_n(&e->key, __ATOMIC_RELAXED) != 0)
 			continue;
-		gen = kt->next_gen++ & ((1u << (32 - KEYTAB_IDX_BITS)) - 1);
-		if (gen == 0) /* skip generation 0 so that no key is 0 */
-			gen = kt->next_gen++;
-		k = (gen << KEYTAB_IDX_BITS) | i;
+		/* the slot's next generation, never 0 so that no key is 0 */
+		gen = (kt->gen[i] + 1) & ((1u << (32 - kt->idx_bits)) - 1);
+		if (gen == 0)
+			gen = 1;
+		kt->gen[i] = gen;
+		kt->next_slot = (i + 1) % kt->cap;
+		k = (gen << kt->idx_bits) | i;
 		/* the field stores come after the key's removal: pairs with keytab_check() */
 		__atomic_thread_fence(__ATOMIC_RELEASE);
 		__atomic_store_n(&e->base, (uintptr_t)base, __ATOMIC_RELAXED);
@@ -60,7 +73,7 @@ int keytab_add(struct keytab *kt, void *base, size_t len, unsigned access, uint3
 
 int keytab_remove(struct keytab *kt, uint32_t key)
 {
-	uint32_t idx = key & (KEYTAB_MAX - 1);
+	uint32_t idx = key & ((1u << kt->idx_bits) - 1);
 	int ret = -ENOENT;
 
 	if (key == 0 || idx >= kt->cap)
@@ -77,7 +90,7 @@ int keytab_remove(struct keytab *kt, uint32_t key)
 int keytab_check(const struct keytab *kt, uint32_t key, uint64_t addr, uint64_t len,
                  unsigned access, void **ptr)
 {
-	uint32_t idx = key & (KEYTAB_MAX - 1);
+	uint32_t idx = key & ((1u << kt->idx_bits) - 1);
 	const struct keytab_ent *e;
 	uint64_t base, rlen;
 	unsigned acc;

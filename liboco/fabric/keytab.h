@@ -3,8 +3,12 @@
  * keytab.h -- registered-region table of a software provider: maps a key
  * to [base, base + len) with access rights, and checks accesses.
  *
- * A key is (generation << KEYTAB_IDX_BITS) | slot, never 0, so a key whose
- * region was removed stops matching even after the slot is reused.
+ * A key is (generation << idx_bits) | slot, never 0, where idx_bits is
+ * just wide enough for the table's slots and the generation takes the
+ * other bits (20 for the tcp provider's 4096 keys). Each slot counts its
+ * own generations and slots are taken round robin, so a key value comes
+ * back only after 2^(32 - idx_bits) reuses of every slot: a key whose
+ * region was removed keeps being refused.
  * Thread safety: add/remove are MT-safe (internal mutex); lookup is
  * lock-free and may run concurrently with add/remove. After remove returns,
  * a lookup that started before it may still hold the old base: the caller
@@ -30,8 +34,10 @@ struct keytab_ent {
 struct keytab {
 	pthread_mutex_t lock;
 	struct keytab_ent *ent;
+	uint32_t *gen; /* per slot: the last generation handed out */
 	uint32_t cap;
-	uint32_t next_gen;
+	uint32_t idx_bits; /* bits of a key that name the slot */
+	uint32_t next_slot;
 };
 
 /* keytab_init -- a table of @cap slots (1..KEYTAB_MAX). 0, -EINVAL, -ENOMEM. */

@@ -6,7 +6,7 @@
  *   build/tests/fuzz/fuzz-gen-corpus tests/fuzz/corpus/tcp-wire
  * Keys and addresses follow fuzz-tcp-wire.c: regions A (0, 256 B, rw +
  * atomic), B (1024, 2048 B, read-only), C (4096, removed), D (6144, 64 B,
- * atomic-only) at FUZZ_VBASE + offset; keys are generation << 16 | slot
+ * atomic-only) at FUZZ_VBASE + offset; keys are generation << 2 | slot (the fuzzer's 3-slot table)
  * in the order the target registers them.
  */
 #include <stdio.h>
@@ -16,10 +16,10 @@
 #include "tcp_wire.h"
 
 #define FUZZ_VBASE 0x0000100000000000ull
-#define KEY_A      0x00010000u
-#define KEY_B      0x00020001u
-#define KEY_C      0x00030002u /* stale */
-#define KEY_D      0x00040002u
+#define KEY_A      0x00000004u
+#define KEY_B      0x00000005u
+#define KEY_C      0x00000006u /* stale */
+#define KEY_D      0x0000000au
 #define FL_FL      (TCP_FL_FIRST | TCP_FL_LAST)
 
 static const char *outdir;

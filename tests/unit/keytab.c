@@ -12,13 +12,14 @@
 #include "fabric.h"
 #include "keytab.h"
 
-#define NELEM(a)   (sizeof(a) / sizeof((a)[0]))
-#define ACC_ALL    15u
-#define ACC_REMOTE (FAB_ACCESS_REMOTE_READ | FAB_ACCESS_REMOTE_WRITE | FAB_ACCESS_REMOTE_ATOMIC)
-#define SLOT(k)    ((k) & (KEYTAB_MAX - 1))
-#define GEN(k)     ((k) >> KEYTAB_IDX_BITS)
-#define BOGUS_PTR  ((void *)(uintptr_t)0x5a5a5a5a)
-#define BOGUS_KEY  0x5a5a5a5au
+#define NELEM(a)         (sizeof(a) / sizeof((a)[0]))
+#define ACC_ALL          15u
+#define ACC_REMOTE       (FAB_ACCESS_REMOTE_READ | FAB_ACCESS_REMOTE_WRITE | FAB_ACCESS_REMOTE_ATOMIC)
+#define SLOT(kt, k)      ((k) & ((1u << (kt)->idx_bits) - 1))
+#define GEN(kt, k)       ((k) >> (kt)->idx_bits)
+#define KEY(kt, g, slot) (((uint32_t)(g) << (kt)->idx_bits) | (slot))
+#define BOGUS_PTR        ((void *)(uintptr_t)0x5a5a5a5a)
+#define BOGUS_KEY        0x5a5a5a5au
 
 static uint8_t buf_a[4096] __attribute__((aligned(64)));
 static uint8_t buf_b[512] __attribute__((aligned(64)));
@@ -119,7 +120,7 @@ static void add__key_is_nonzero_and_maps_region(void **state)
 
 	/* verify */
 	assert_int_not_equal(fx->key_a, 0);
-	assert_int_not_equal(GEN(fx->key_a), 0);
+	assert_int_not_equal(GEN(&fx->kt, fx->key_a), 0);
 	assert_ptr_equal(ptr, buf_a + 100);
 }
 
@@ -154,7 +155,7 @@ static void add__keys_are_distinct(void **state)
 		assert_int_not_equal(keys[i], 0);
 		for (int j = 0; j < i; j++) {
 			assert_int_not_equal(keys[i], keys[j]);
-			assert_int_not_equal(SLOT(keys[i]), SLOT(keys[j]));
+			assert_int_not_equal(SLOT(&fx->kt, keys[i]), SLOT(&fx->kt, keys[j]));
 		}
 	}
 }
@@ -177,7 +178,7 @@ static void add__table_full_is_enospc(void **state)
 	/* a freed slot is usable again, and only that one */
 	assert_int_equal(keytab_remove(&kt, k[1]), 0);
 	assert_int_equal(keytab_add(&kt, buf_a, sizeof(buf_a), ACC_ALL, &key), 0);
-	assert_int_equal(SLOT(key), SLOT(k[1]));
+	assert_int_equal(SLOT(&kt, key), SLOT(&kt, k[1]));
 	assert_int_equal(keytab_add(&kt, buf_a, sizeof(buf_a), ACC_ALL, &key), -ENOSPC);
 	keytab_fini(&kt);
 }
@@ -199,10 +200,9 @@ static void remove__unknown_key_is_enoent(void **state)
 	struct fixture *fx = *state;
 	const uint32_t keys[] = {
 	    0,
-	    fx->key_a + (1u << KEYTAB_IDX_BITS), /* right slot, wrong generation */
-	    (fx->key_a & ~(KEYTAB_MAX - 1)) | 7, /* free slot */
-	    (1u << KEYTAB_IDX_BITS) | 8,         /* slot == cap */
-	    (1u << KEYTAB_IDX_BITS) | (KEYTAB_MAX - 1),
+	    fx->key_a + (1u << fx->kt.idx_bits),          /* right slot, wrong generation */
+	    KEY(&fx->kt, GEN(&fx->kt, fx->key_a), 7),     /* free slot */
+	    KEY(&fx->kt, 1, (1u << fx->kt.idx_bits) - 1), /* the last slot, free */
 	    UINT32_MAX,
 	};
 
@@ -228,7 +228,7 @@ static void check__stale_key_after_slot_reuse_is_eacces(void **state)
 	assert_int_equal(keytab_add(&kt, buf_b, sizeof(buf_b), ACC_ALL, &k2), 0);
 
 	/* verify: same slot, new generation; the old key reaches nothing */
-	assert_int_equal(SLOT(k1), SLOT(k2));
+	assert_int_equal(SLOT(&kt, k1), SLOT(&kt, k2));
 	assert_int_not_equal(k1, k2);
 	expect_refused(&kt, k1, (uintptr_t)buf_b, 1, 0);
 	expect_refused(&kt, k1, (uintptr_t)buf_a, 1, 0);
@@ -239,14 +239,15 @@ static void check__stale_key_after_slot_reuse_is_eacces(void **state)
 
 static void add__key_never_zero_across_generation_wrap(void **state)
 {
-	/* more adds than there are generations, so the counter wraps at least once */
-	const uint32_t rounds = (1u << (32 - KEYTAB_IDX_BITS)) + 16;
+	/* start the slot's generation near its end, so that it wraps */
+	const uint32_t rounds = 64;
 	struct keytab kt;
 	uint32_t key, prev = 0;
 
 	(void)state;
 	/* configure */
 	assert_int_equal(keytab_init(&kt, 1), 0);
+	kt.gen[0] = (1u << (32 - kt.idx_bits)) - 32;
 
 	for (uint32_t i = 0; i < rounds; i++) {
 		/* run */
@@ -254,8 +255,8 @@ static void add__key_never_zero_across_generation_wrap(void **state)
 
 		/* verify: never 0, never generation 0, always a new key for the slot */
 		assert_int_not_equal(key, 0);
-		assert_int_not_equal(GEN(key), 0);
-		assert_int_equal(SLOT(key), 0);
+		assert_int_not_equal(GEN(&kt, key), 0);
+		assert_int_equal(SLOT(&kt, key), 0);
 		assert_int_not_equal(key, prev);
 		expect_refused(&kt, prev, (uintptr_t)buf_b, 1, 0);
 		expect_granted(&kt, key, (uintptr_t)buf_b, 1, ACC_ALL);
@@ -387,10 +388,9 @@ static void check__bad_key_is_eacces(void **state)
 
 	/* run + verify: zero, a free slot, slot >= cap, wrong generation */
 	expect_refused(&fx->kt, 0, fx->base, 1, 0);
-	expect_refused(&fx->kt, (fx->key_a & ~(KEYTAB_MAX - 1)) | 3, fx->base, 1, 0);
-	expect_refused(&fx->kt, (1u << KEYTAB_IDX_BITS) | 8, fx->base, 1, 0);
-	expect_refused(&fx->kt, (1u << KEYTAB_IDX_BITS) | (KEYTAB_MAX - 1), fx->base, 1, 0);
-	expect_refused(&fx->kt, fx->key_a + (1u << KEYTAB_IDX_BITS), fx->base, 1, 0);
+	expect_refused(&fx->kt, KEY(&fx->kt, GEN(&fx->kt, fx->key_a), 3), fx->base, 1, 0);
+	expect_refused(&fx->kt, KEY(&fx->kt, 1, (1u << fx->kt.idx_bits) - 1), fx->base, 1, 0);
+	expect_refused(&fx->kt, fx->key_a + (1u << fx->kt.idx_bits), fx->base, 1, 0);
 	expect_refused(&fx->kt, UINT32_MAX, fx->base, 1, 0);
 }
 
