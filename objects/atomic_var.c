@@ -30,6 +30,8 @@
 #include <loco.h>
 #include <loco/atomic_var.h>
 
+#include "obj_util.h"
+
 #define WORD_LEN  64 /* one line: nothing else shares the host's word */
 #define SYNC_RES  LOCO_ATOMIC_VAR_SLOTS
 #define SYNC_SRC  (LOCO_ATOMIC_VAR_SLOTS + 1)
@@ -61,14 +63,6 @@ struct loco_atomic_var {
 	int lost; /* the host left after we found it: sticky */
 	loco_rref_t rref;
 };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
 
 /* av_peer_leave -- on the progress thread: the host's word is gone. */
 static void av_peer_leave(loco_object_t *obj, uint32_t node, void *arg)
@@ -279,7 +273,7 @@ static int64_t left(int64_t deadline)
 
 	if (deadline < 0)
 		return -1;
-	t = deadline - now_ns();
+	t = deadline - obj_now_ns();
 	return t > 0 ? t : 0;
 }
 
@@ -295,7 +289,7 @@ static int sync_lock(loco_atomic_var_t *av, int64_t deadline)
 	for (unsigned spins = 0; pthread_mutex_trylock(&av->sync_lock) != 0; spins++) {
 		struct timespec ts = {.tv_nsec = 20000};
 
-		if (now_ns() >= deadline)
+		if (obj_now_ns() >= deadline)
 			return -ETIMEDOUT;
 		if (spins < 64)
 			sched_yield();
@@ -312,7 +306,7 @@ static int sync_lock(loco_atomic_var_t *av, int64_t deadline)
 static int av_sync(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, uint64_t *out,
                    int64_t timeout_ns)
 {
-	int64_t deadline = timeout_ns < 0 ? -1 : now_ns() + timeout_ns;
+	int64_t deadline = timeout_ns < 0 ? -1 : obj_now_ns() + timeout_ns;
 	unsigned slot = op == AV_WRITE ? SYNC_SRC : SYNC_RES;
 	int ret;
 
@@ -334,7 +328,7 @@ static int av_sync(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, uint64
 	if (op == AV_WRITE)
 		*slot_ptr(av, slot) = a;
 	while ((ret = av_post(av, op, a, b, slot, av->ack)) == -EAGAIN) {
-		if (deadline >= 0 && now_ns() >= deadline) {
+		if (deadline >= 0 && obj_now_ns() >= deadline) {
 			ret = -ETIMEDOUT;
 			goto out_unlock;
 		}

@@ -39,6 +39,8 @@
 #include <loco/barrier.h>
 #include <loco/sst.h>
 
+#include "obj_util.h"
+
 #include "sst_priv.h"
 
 #define SPINS  64u /* polls that only spin before waiting yields */
@@ -55,25 +57,6 @@ struct loco_barrier {
 	uint32_t part[LOCO_BARRIER_MAX_NODE];
 	uint64_t floor[LOCO_BARRIER_MAX_NODE + 1]; /* by node id */
 };
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
 
 /*
  * pause_after -- the pause after @n polls that only yielded: yield for a
@@ -98,7 +81,7 @@ static int64_t left(int64_t deadline)
 
 	if (deadline == INT64_MAX)
 		return -1;
-	now = now_ns();
+	now = obj_now_ns();
 	return deadline > now ? deadline - now : 0;
 }
 
@@ -260,7 +243,7 @@ int loco_barrier_wait(loco_barrier_t *b, int64_t timeout_ns)
 
 	if (b == NULL)
 		return -EINVAL;
-	deadline = timeout_ns < 0 ? INT64_MAX : now_ns() + timeout_ns;
+	deadline = timeout_ns < 0 ? INT64_MAX : obj_now_ns() + timeout_ns;
 	if (!b->in_episode) {
 		ret = enter(b, deadline);
 		if (ret)
@@ -268,10 +251,10 @@ int loco_barrier_wait(loco_barrier_t *b, int64_t timeout_ns)
 	}
 	for (unsigned spin = 0; !arrived(b); spin++) {
 		if (spin < SPINS) {
-			cpu_relax();
+			obj_cpu_relax();
 			continue;
 		}
-		if (deadline != INT64_MAX && now_ns() >= deadline)
+		if (deadline != INT64_MAX && obj_now_ns() >= deadline)
 			return -ETIMEDOUT;
 		pause_after(spin - SPINS);
 	}

@@ -40,6 +40,8 @@
 #include <loco.h>
 #include <loco/lock.h>
 
+#include "obj_util.h"
+
 #define LK_FREE      0ull
 #define LK_RECOVERED 1ull
 
@@ -83,14 +85,6 @@ struct loco_lock {
 	uint64_t rng;  /* back-off jitter (under the claim) */
 	loco_rref_t rref;
 };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
 
 /*
  * lk_path_get -- how to reach the host's word: LK_PATH_FABRIC (lk->rref
@@ -279,7 +273,7 @@ static int claim(loco_lock_t *lk, int64_t deadline)
 			return 0;
 		if (deadline == 0)
 			return -EBUSY;
-		if (deadline > 0 && now_ns() >= deadline)
+		if (deadline > 0 && obj_now_ns() >= deadline)
 			return -ETIMEDOUT;
 		if (spins < 64) {
 			sched_yield();
@@ -307,7 +301,7 @@ static void backoff(loco_lock_t *lk, int64_t *delay, int64_t deadline)
 	lk->rng ^= lk->rng << 17;
 	d = *delay / 2 + (int64_t)(lk->rng % (uint64_t)(*delay / 2 + 1));
 	if (deadline >= 0) {
-		t = deadline - now_ns();
+		t = deadline - obj_now_ns();
 		if (d > t)
 			d = t > 0 ? t : 0;
 	}
@@ -351,7 +345,7 @@ int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 
 	if (lk == NULL)
 		return -EINVAL;
-	deadline = timeout_ns < 0 ? -1 : now_ns() + (timeout_ns > 0 ? timeout_ns : 1);
+	deadline = timeout_ns < 0 ? -1 : obj_now_ns() + (timeout_ns > 0 ? timeout_ns : 1);
 	ret = claim(lk, deadline);
 	if (ret)
 		return ret;
@@ -363,7 +357,7 @@ int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 			break;
 		if (expect != LK_FREE && expect != LK_RECOVERED)
 			expect = LK_FREE; /* the holder will free it */
-		if (deadline >= 0 && now_ns() >= deadline) {
+		if (deadline >= 0 && obj_now_ns() >= deadline) {
 			ret = -ETIMEDOUT;
 			break;
 		}

@@ -12,29 +12,11 @@
 
 #include <xxhash.h>
 
+#include "obj_util.h"
 #include "value.h"
 
 #define SPIN_TRIES   16u    /* attempts that only spin before a load starts yielding */
 #define SLEEP_MAX_NS 128000 /* the longest back-off sleep of a load */
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
 
 static inline void count(uint64_t *ctr, uint64_t n)
 {
@@ -223,7 +205,7 @@ static void backoff(unsigned attempt)
 {
 	if (attempt < SPIN_TRIES) {
 		for (unsigned i = 0; i < 1u << (attempt < 8 ? attempt : 8); i++)
-			cpu_relax();
+			obj_cpu_relax();
 	} else if (attempt < 2 * SPIN_TRIES) {
 		sched_yield(); /* the NIC thread landing the value may need this CPU */
 	} else {
@@ -261,8 +243,8 @@ static int load_retry(const struct value_codec *c, const void *enc, void *val, u
 			return 0;
 		}
 		if (attempt == SPIN_TRIES) {
-			t0 = now_ns();
-		} else if (attempt > SPIN_TRIES && now_ns() - t0 > VALUE_TORN_NS) {
+			t0 = obj_now_ns();
+		} else if (attempt > SPIN_TRIES && obj_now_ns() - t0 > VALUE_TORN_NS) {
 			count(&ctr->retries, attempt + 1);
 			count(&ctr->torn, 1);
 			return -LOCO_ETORN;
@@ -283,7 +265,7 @@ int value_load(const struct value_codec *c, const void *enc, void *val, struct v
 	/* one loader at a time on the big buffer; the others wait their turn */
 	for (unsigned spins = 0; __atomic_exchange_n(&big->busy, 1, __ATOMIC_ACQUIRE); spins++) {
 		if (spins < 64)
-			cpu_relax();
+			obj_cpu_relax();
 		else
 			sched_yield();
 	}

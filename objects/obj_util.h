@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * obj_util.h -- small helpers shared by the stock objects (objects/ only:
+ * the objects may not use liboco's internal headers).
+ */
+#ifndef LOCO_OBJ_UTIL_H
+#define LOCO_OBJ_UTIL_H
+
+#include <stdint.h>
+#include <time.h>
+
+/* obj_cpu_relax -- a spin-wait hint to the CPU. */
+static inline void obj_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/* obj_now_ns -- CLOCK_MONOTONIC in nanoseconds. */
+static inline int64_t obj_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+#endif /* LOCO_OBJ_UTIL_H */
