@@ -1162,6 +1162,17 @@ static void nic_sync(struct tcp_fab *f)
 
 		if (l->close_req && !l->closed) {
 			link_fail(l, -ECANCELED, -ECANCELED, NULL);
+			/*
+			 * A link already down may still hold its fd in our epoll
+			 * (draining after a NAK): release it before the closer
+			 * frees the link, or a later event reaches freed memory.
+			 */
+			if (l->fd >= 0) {
+				epoll_ctl(f->epfd, EPOLL_CTL_DEL, l->fd, NULL);
+				close(l->fd);
+				l->fd = -1;
+			}
+			l->draining = 0;
 			l->closed = 1;
 			f->links[i] = f->links[--f->nlinks];
 			pthread_cond_broadcast(&f->cond);
