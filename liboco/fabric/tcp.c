@@ -1163,6 +1163,13 @@ static void nic_sync(struct tcp_fab *f)
 		if (l->close_req && !l->closed) {
 			link_fail(l, -ECANCELED, -ECANCELED, NULL);
 			/*
+			 * A link already down was flushed when it failed, but
+			 * requests and RECVs posted since then are still queued:
+			 * they must complete too, or their ack keys wait forever.
+			 */
+			flush_sq(l, -ECANCELED, -ECANCELED);
+			flush_rq(l);
+			/*
 			 * A link already down may still hold its fd in our epoll
 			 * (draining after a NAK): release it before the closer
 			 * frees the link, or a later event reaches freed memory.
