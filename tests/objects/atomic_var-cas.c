@@ -29,6 +29,8 @@
 #define K    1000
 #define HOST 2
 
+static int iters; /* K divided by LOCO_TEST_SCALE (sc_scaled) */
+
 int main(int argc, char **argv)
 {
 	loco_manager_t *m;
@@ -41,6 +43,7 @@ int main(int argc, char **argv)
 	int64_t t0;
 
 	sc_init("atomic_var-cas", argc, argv, 90);
+	iters = (int)sc_scaled(K);
 	nodes = sc_nodes();
 	if (nodes < 3)
 		SC_FAIL("run with loco-run -n N, N >= 3 (LOCO_NODES=%u)", nodes);
@@ -55,7 +58,7 @@ int main(int argc, char **argv)
 	sc_sync_wait(&sync, "joined", SC_WAIT_MS);
 
 	t0 = sc_now_ns();
-	for (int i = 0; i < K; i++) {
+	for (int i = 0; i < iters; i++) {
 		if (me == HOST)
 			usleep(100);
 		for (int tries = 0;; tries++) {
@@ -73,24 +76,25 @@ int main(int argc, char **argv)
 		last = guess + 1;
 		guess++;
 	}
-	sc_log("%d CAS increments in %.1f ms, %llu failed CASes", K,
+	sc_log("%d CAS increments in %.1f ms, %llu failed CASes", iters,
 	       (double)(sc_now_ns() - t0) / 1e6, (unsigned long long)fails);
 
 	sc_sync_put(&sync, me, fails);
 	sc_sync_wait(&sync, "all incremented", SC_WAIT_MS);
 	SC_ASSERT_OK(loco_atomic_var_read(av, &v, 10 * SC_NS));
-	if (v != (uint64_t)nodes * K)
-		SC_FAIL("the word holds %llu, expected %u x %d", (unsigned long long)v, nodes, K);
+	if (v != (uint64_t)nodes * iters)
+		SC_FAIL("the word holds %llu, expected %u x %d", (unsigned long long)v, nodes,
+		        iters);
 	all_fails = sc_sync_get(&sync, me);
 	for (int k = 0; k < sync.npeers; k++)
 		all_fails += sc_sync_get(&sync, sync.peers[k]);
-	sc_log("word = %llu = %u x %d; %llu failed CASes in all", (unsigned long long)v, nodes, K,
-	       (unsigned long long)all_fails);
+	sc_log("word = %llu = %u x %d; %llu failed CASes in all", (unsigned long long)v, nodes,
+	       iters, (unsigned long long)all_fails);
 	if (all_fails == 0)
 		SC_FAIL("no CAS failed: the nodes did not contend, the test proves nothing");
 	sc_sync_wait(&sync, "counted", SC_WAIT_MS);
 
-	/* the asynchronous CAS: node 1 swaps N*K -> 1, everyone then sees 1 */
+	/* the asynchronous CAS: node 1 swaps N*iters -> 1, everyone then sees 1 */
 	if (me == 1) {
 		SC_ASSERT_OK(loco_atomic_var_cas_async(av, v, 1, 0, ack));
 		SC_ASSERT_OK(

@@ -30,6 +30,8 @@
 #define K    2000
 #define HOST 1
 
+static int iters; /* K divided by LOCO_TEST_SCALE (sc_scaled) */
+
 int main(int argc, char **argv)
 {
 	loco_manager_t *m;
@@ -43,12 +45,13 @@ int main(int argc, char **argv)
 	bool first = true;
 
 	sc_init("atomic_var-faa", argc, argv, 90);
+	iters = (int)sc_scaled(K);
 	nodes = sc_nodes();
 	if (nodes < 3)
 		SC_FAIL("run with loco-run -n N, N >= 3 (LOCO_NODES=%u)", nodes);
 	m = sc_start();
 	me = loco_node_id(m);
-	total = (uint64_t)nodes * 2 * K;
+	total = (uint64_t)nodes * 2 * iters;
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "av-faa", nodes, &ch));
 	SC_ASSERT_EQ(loco_atomic_var_create(ch, "ctr", 0, &av), -EINVAL);
@@ -63,9 +66,9 @@ int main(int argc, char **argv)
 	sc_sync_open(&sync, m, nodes);
 	sc_sync_wait(&sync, "joined", SC_WAIT_MS);
 
-	/* 1. K synchronous FAAs */
+	/* 1. iters synchronous FAAs */
 	t0 = sc_now_ns();
-	for (int i = 0; i < K; i++) {
+	for (int i = 0; i < iters; i++) {
 		if (me == HOST)
 			usleep(100); /* a local FAA takes ns: spread them over the others' */
 		SC_ASSERT_OK(loco_atomic_var_faa(av, 1, &old, 10 * SC_NS));
@@ -79,12 +82,12 @@ int main(int argc, char **argv)
 		prev = old;
 		sum += old;
 	}
-	sc_log("%d synchronous FAAs in %.1f ms", K, (double)(sc_now_ns() - t0) / 1e6);
+	sc_log("%d synchronous FAAs in %.1f ms", iters, (double)(sc_now_ns() - t0) / 1e6);
 
-	/* 2. K asynchronous FAAs, a batch of LOCO_ATOMIC_VAR_SLOTS at a time */
+	/* 2. iters asynchronous FAAs, a batch of LOCO_ATOMIC_VAR_SLOTS at a time */
 	t0 = sc_now_ns();
-	for (int i = 0; i < K; i += LOCO_ATOMIC_VAR_SLOTS) {
-		int n = K - i < LOCO_ATOMIC_VAR_SLOTS ? K - i : LOCO_ATOMIC_VAR_SLOTS;
+	for (int i = 0; i < iters; i += LOCO_ATOMIC_VAR_SLOTS) {
+		int n = iters - i < LOCO_ATOMIC_VAR_SLOTS ? iters - i : LOCO_ATOMIC_VAR_SLOTS;
 
 		if (me == HOST)
 			usleep(1000);
@@ -102,7 +105,7 @@ int main(int argc, char **argv)
 			sum += old;
 		}
 	}
-	sc_log("%d asynchronous FAAs in %.1f ms", K, (double)(sc_now_ns() - t0) / 1e6);
+	sc_log("%d asynchronous FAAs in %.1f ms", iters, (double)(sc_now_ns() - t0) / 1e6);
 
 	/* 3. everyone done: the total is exact, and no old value was seen twice */
 	sc_sync_put(&sync, me, sum);
@@ -110,7 +113,7 @@ int main(int argc, char **argv)
 	SC_ASSERT_OK(loco_atomic_var_read(av, &v, 10 * SC_NS));
 	if (v != total)
 		SC_FAIL("the word holds %llu, expected %u nodes x %d = %llu", (unsigned long long)v,
-		        nodes, 2 * K, (unsigned long long)total);
+		        nodes, 2 * iters, (unsigned long long)total);
 	sum = sc_sync_get(&sync, me);
 	for (int k = 0; k < sync.npeers; k++)
 		sum += sc_sync_get(&sync, sync.peers[k]);
@@ -119,7 +122,7 @@ int main(int argc, char **argv)
 		SC_FAIL("the old values sum to %llu, expected %llu: some were seen twice",
 		        (unsigned long long)sum, (unsigned long long)expect_sum);
 	sc_log("word = %llu = %u x %d, every old value seen once", (unsigned long long)v, nodes,
-	       2 * K);
+	       2 * iters);
 
 	/* 4. a write and a CAS from the host are seen by all */
 	sc_sync_wait(&sync, "checked", SC_WAIT_MS);

@@ -40,6 +40,9 @@
 #define BOX_STOP        1 /* node 1's mailbox: the last episode of phase 2 */
 #define WAIT_NS         (30 * SC_NS)
 
+/* the counts above divided by LOCO_TEST_SCALE (sc_scaled), set once in main */
+static uint32_t episodes, joiner_episodes, after_kill;
+
 struct bar {
 	loco_channel_t *ch;
 	loco_barrier_t *b;
@@ -125,9 +128,9 @@ static int joiner_main(void)
 	bar_open(&s, m, 6);
 	first = episode(&s, me, false);
 	sc_log("joiner: first episode %llu", (unsigned long long)first);
-	if (first < EPISODES)
+	if (first < episodes)
 		SC_FAIL("joiner entered episode %llu, before the others' current one (>= %u)",
-		        (unsigned long long)first, EPISODES);
+		        (unsigned long long)first, episodes);
 	for (int64_t dl = sc_now_ms() + 60000; sc_now_ms() < dl;) {
 		k = episode(&s, me, true);
 		if (k == first + 10)
@@ -150,6 +153,9 @@ int main(int argc, char **argv)
 	char line[64];
 
 	sc_init("barrier-stress", argc, argv, 280);
+	episodes = sc_scaled(EPISODES);
+	joiner_episodes = sc_scaled(JOINER_EPISODES);
+	after_kill = sc_scaled(AFTER_KILL);
 	if (argc > 1 && strcmp(argv[1], "joiner") == 0)
 		return joiner_main();
 	if (sc_nodes() != 5)
@@ -162,15 +168,15 @@ int main(int argc, char **argv)
 	sc_sync_open(&sync, m, 5);
 	sc_sync_wait(&sync, "joined", SC_WAIT_MS);
 
-	/* phase 1: EPISODES episodes among the five */
+	/* phase 1: `episodes` episodes among the five */
 	t0 = sc_now_ns();
-	for (uint64_t i = 1; i <= EPISODES; i++) {
+	for (uint64_t i = 1; i <= episodes; i++) {
 		k = episode(&s, me, true);
 		SC_ASSERT_EQ(k, i);
 	}
 	t1 = sc_now_ns();
-	sc_log("phase 1: %u episodes on 5 nodes in %.3f s: %.1f us per episode", EPISODES,
-	       (double)(t1 - t0) / 1e9, (double)(t1 - t0) / 1e3 / EPISODES);
+	sc_log("phase 1: %u episodes on 5 nodes in %.3f s: %.1f us per episode", episodes,
+	       (double)(t1 - t0) / 1e9, (double)(t1 - t0) / 1e3 / episodes);
 	loco_sst_stats(s.entered, &st);
 	SC_ASSERT_EQ(st.push_errors, 0); /* nobody died yet: every push landed */
 	sc_sync_wait(&sync, "phase 1 done", SC_WAIT_MS);
@@ -192,11 +198,11 @@ int main(int argc, char **argv)
 			SC_FAIL("phase 2: %llu episodes and no stop episode",
 			        (unsigned long long)i);
 		if (me == 1 && pid > 0 && loco_sst_read(s.entered, JOINER, &e9) == 0 && first9 &&
-		    e9 >= first9 + JOINER_EPISODES) {
+		    e9 >= first9 + joiner_episodes) {
 			/* node 9 is in the middle of its episodes: kill it */
 			SC_ASSERT_EQ(sc_kill(pid), 128 + 9);
 			pid = 0;
-			stop = k + AFTER_KILL;
+			stop = k + after_kill;
 			sc_log("killed node 9 at its episode %llu (mine %llu); stopping at %llu",
 			       (unsigned long long)e9, (unsigned long long)k,
 			       (unsigned long long)stop);
@@ -206,7 +212,7 @@ int main(int argc, char **argv)
 			/* the joiner reports its first episode 10 episodes after it */
 			sc_read_line(fd, line, sizeof(line), SC_WAIT_MS);
 			first9 = strtoull(line, NULL, 10);
-			SC_ASSERT(first9 >= EPISODES);
+			SC_ASSERT(first9 >= episodes);
 			sc_log("node 9 joined at episode %llu (mine now %llu)",
 			       (unsigned long long)first9, (unsigned long long)k);
 		}
@@ -217,7 +223,7 @@ int main(int argc, char **argv)
 	SC_ASSERT(!sc_is_peer(s.ch, JOINER));
 	sc_log("phase 2: node 9 joined, took part and was killed; %llu episodes in %.3f s, last "
 	       "%llu",
-	       (unsigned long long)(k - EPISODES), (double)(t1 - t0) / 1e9, (unsigned long long)k);
+	       (unsigned long long)(k - episodes), (double)(t1 - t0) / 1e9, (unsigned long long)k);
 	sc_sync_wait(&sync, "done", SC_WAIT_MS);
 	bar_close(&s);
 	sc_sync_close(&sync);

@@ -27,6 +27,8 @@
 #define LOCK_HOST 1
 #define TMO       (10 * SC_NS)
 
+static int iters; /* K divided by LOCO_TEST_SCALE (sc_scaled) */
+
 int main(int argc, char **argv)
 {
 	loco_manager_t *m;
@@ -39,6 +41,7 @@ int main(int argc, char **argv)
 	int64_t t0, wait_max = 0;
 
 	sc_init("lock-counter", argc, argv, 90);
+	iters = (int)sc_scaled(K);
 	nodes = sc_nodes();
 	if (nodes < 3)
 		SC_FAIL("run with loco-run -n N, N >= 3 (LOCO_NODES=%u)", nodes);
@@ -81,9 +84,9 @@ int main(int argc, char **argv)
 	SC_ASSERT_EQ(holder, 0);
 	sc_sync_wait(&sync, "seen free", SC_WAIT_MS);
 
-	/* 2. K increments each, a non-atomic read-modify-write under the lock */
+	/* 2. iters increments each, a non-atomic read-modify-write under the lock */
 	t0 = sc_now_ns();
-	for (int i = 0; i < K; i++) {
+	for (int i = 0; i < iters; i++) {
 		int64_t t = sc_now_ns();
 
 		SC_ASSERT_OK(loco_lock_acquire(lk, 30 * SC_NS));
@@ -99,17 +102,17 @@ int main(int argc, char **argv)
 		SC_ASSERT_EQ(in, 1);
 		SC_ASSERT_OK(loco_lock_release(lk));
 	}
-	sc_log("%d locked increments in %.1f ms (longest acquire %.2f ms)", K,
+	sc_log("%d locked increments in %.1f ms (longest acquire %.2f ms)", iters,
 	       (double)(sc_now_ns() - t0) / 1e6, (double)wait_max / 1e6);
 
 	sc_sync_wait(&sync, "all incremented", SC_WAIT_MS);
 	SC_ASSERT_OK(loco_atomic_var_read(ctr, &v, TMO));
-	if (v != (uint64_t)nodes * K)
+	if (v != (uint64_t)nodes * iters)
 		SC_FAIL("the counter holds %llu, expected %u x %d: updates were lost",
-		        (unsigned long long)v, nodes, K);
+		        (unsigned long long)v, nodes, iters);
 	SC_ASSERT_OK(loco_lock_holder(lk, &holder, TMO));
 	SC_ASSERT_EQ(holder, 0);
-	sc_log("counter = %llu = %u x %d", (unsigned long long)v, nodes, K);
+	sc_log("counter = %llu = %u x %d", (unsigned long long)v, nodes, iters);
 
 	sc_sync_wait(&sync, "done", SC_WAIT_MS);
 	loco_atomic_var_destroy(inside);

@@ -139,6 +139,15 @@ uint32_t sc_fail_timeout(void)
 	return sc_env_u32("LOCO_FAIL_TIMEOUT_MS", 1000);
 }
 
+uint32_t sc_scaled(uint32_t n)
+{
+	uint32_t div = sc_env_u32("LOCO_TEST_SCALE", 1);
+
+	if (div == 0)
+		SC_FAIL("LOCO_TEST_SCALE=0: the divisor of iteration counts must be >= 1");
+	return n / div > 0 ? n / div : 1;
+}
+
 int64_t sc_now_ns(void)
 {
 	struct timespec ts;

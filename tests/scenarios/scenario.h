@@ -96,6 +96,13 @@ uint32_t sc_node_id(void);      /* LOCO_NODE_ID (0 when unset) */
 uint32_t sc_nodes(void);        /* LOCO_NODES (1 when unset) */
 uint32_t sc_fail_timeout(void); /* LOCO_FAIL_TIMEOUT_MS */
 
+/*
+ * sc_scaled -- @n divided by LOCO_TEST_SCALE (default 1), at least 1: the
+ * iteration counts of a test whose fabric is much slower (Soft-RoCE under
+ * an emulated CPU) shrink by one factor set where the test is registered.
+ */
+uint32_t sc_scaled(uint32_t n);
+
 int64_t sc_now_ns(void); /* CLOCK_MONOTONIC: one clock for every process of the host */
 int64_t sc_now_ms(void);
 void sc_sleep_ms(unsigned ms);
