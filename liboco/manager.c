@@ -2,9 +2,11 @@
 /*
  * manager.c -- loco_init()/loco_fini(), configuration, and the progress
  * thread: it reaps fabric completions (ack keys), accepts data links,
- * serves the control plane and runs the failure detector. It blocks in
- * epoll when idle (the fabric's wait fd is in the set), so an idle node
- * burns no CPU.
+ * serves the control plane, runs the failure detector and calls the
+ * pollers (poller.c). It blocks in epoll when idle (the fabric's wait fd
+ * is in the set), so an idle node burns no CPU; while pollers are active
+ * it sleeps at most their period between turns, since the remote WRITEs
+ * they watch for give no event.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -73,6 +75,31 @@ static void try_reap(void *arg)
 	pthread_mutex_unlock(&m->poll_lock);
 }
 
+/*
+ * wait_events -- epoll_wait() for at most @timeout_ns (>= 0), to the
+ * nanosecond with epoll_pwait2() where the kernel has it (pollers' periods
+ * may be below a millisecond), else rounded up to whole milliseconds.
+ */
+static int wait_events(loco_manager_t *m, struct epoll_event *ev, int max, int64_t timeout_ns)
+{
+#ifdef LOCO_HAVE_EPOLL_PWAIT2
+	static int no_pwait2; /* atomic: the kernel said ENOSYS once */
+
+	if (timeout_ns % 1000000 != 0 && !__atomic_load_n(&no_pwait2, __ATOMIC_RELAXED)) {
+		struct timespec ts = {.tv_sec = timeout_ns / 1000000000,
+		                      .tv_nsec = timeout_ns % 1000000000};
+		int n = epoll_pwait2(m->epfd, ev, max, &ts, NULL);
+
+		if (n >= 0 || errno != ENOSYS)
+			return n;
+		__atomic_store_n(&no_pwait2, 1, __ATOMIC_RELAXED);
+	}
+#endif
+	if (timeout_ns > (int64_t)INT32_MAX * 1000000)
+		timeout_ns = (int64_t)INT32_MAX * 1000000;
+	return epoll_wait(m->epfd, ev, max, (int)((timeout_ns + 999999) / 1000000));
+}
+
 static void *progress_main(void *arg)
 {
 	loco_manager_t *m = arg;
@@ -80,6 +107,7 @@ static void *progress_main(void *arg)
 
 	while (!__atomic_load_n(&m->stop, __ATOMIC_ACQUIRE)) {
 		uint64_t now, wake;
+		int64_t period;
 		int n, busy = 0;
 
 		pthread_mutex_lock(&m->poll_lock);
@@ -91,6 +119,9 @@ static void *progress_main(void *arg)
 		now = lc_now_ns();
 		wake = lc_member_timers(m, now);
 		pthread_mutex_unlock(&m->lock);
+		/* without m->lock: a poller's function may call anything a callback may */
+		if (lc_pollers_run(m, &period))
+			busy = 1;
 		if (busy) {
 			n = epoll_wait(m->epfd, ev, 32, 0);
 		} else if (__atomic_load_n(&m->waiters, __ATOMIC_ACQUIRE) > 0 ||
@@ -101,14 +132,18 @@ static void *progress_main(void *arg)
 			 * wake us for nothing), look every millisecond for
 			 * completions nobody waits for.
 			 */
-			n = epoll_wait(m->epfd, ev, 32, 1);
+			n = wait_events(m, ev, 32,
+			                period > 0 && period < 1000000 ? period : 1000000);
 		} else if (fab_arm(m->fab) != 0) {
 			n = epoll_wait(m->epfd, ev, 32, 0);
 		} else {
 			/* round up: waking a little late is fine, early means a spin */
-			int ms = (int)((wake > now ? wake - now + 999999 : 0) / 1000000ull);
+			int64_t t = (int64_t)((wake > now ? wake - now + 999999 : 0) / 1000000ull);
 
-			n = epoll_wait(m->epfd, ev, 32, ms);
+			t *= 1000000;
+			if (period > 0 && period < t)
+				t = period; /* the pollers watch for WRITEs, which wake nobody */
+			n = wait_events(m, ev, 32, t);
 		}
 		for (int i = 0; i < n; i++) {
 			void *p = ev[i].data.ptr;
@@ -251,6 +286,9 @@ int loco_init(const loco_config_t *cfg, loco_manager_t **out)
 		pthread_condattr_destroy(&ca);
 	}
 	pthread_rwlock_init(&m->links_lock, NULL);
+	ret = lc_pollers_init(m);
+	if (ret)
+		goto err_free;
 	m->node_id = node_id;
 	/* a restart gets a larger incarnation: wall-clock ns plus random low bits */
 	{
@@ -347,6 +385,7 @@ err_fab:
 err_acks:
 	lc_ack_table_fini(&m->acks);
 err_free:
+	lc_pollers_fini(m);
 	sodium_memzero(m->key, sizeof(m->key));
 	pthread_rwlock_destroy(&m->links_lock);
 	pthread_cond_destroy(&m->dial_cond);
@@ -374,6 +413,7 @@ void loco_fini(loco_manager_t *m)
 	close(m->evfd);
 	fab_close(m->fab);
 	lc_ack_table_fini(&m->acks);
+	lc_pollers_fini(m);
 	lc_mem_fini(m);
 	sodium_memzero(m->key, sizeof(m->key));
 	pthread_rwlock_destroy(&m->links_lock);

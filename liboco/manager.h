@@ -84,6 +84,7 @@ struct lc_link_ent {
 };
 
 struct lc_arena;
+struct lc_pollers;
 
 struct loco_manager {
 	pthread_mutex_t lock; /* recursive */
@@ -127,10 +128,16 @@ struct loco_manager {
 	struct lc_arena *arenas; /* one per NUMA node, allocated on first use */
 	int narenas;
 	pthread_mutex_t mem_lock;
+	struct lc_pollers *pollers; /* poller.c: loco_poller_add() and the progress thread */
 };
 
 /* manager.c */
 void lc_wake(loco_manager_t *m);
+
+/* poller.c -- the progress thread's pollers (loco_poller_add()) */
+int lc_pollers_init(loco_manager_t *m);
+void lc_pollers_fini(loco_manager_t *m);                   /* after the progress thread stopped */
+int lc_pollers_run(loco_manager_t *m, int64_t *period_ns); /* progress thread: busy? */
 
 /* member.c -- control plane and membership */
 int lc_ctrl_listen(loco_manager_t *m, const char *addr);

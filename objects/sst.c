@@ -19,8 +19,15 @@
  * former self's row. (A WRITE of the dead node still queued at this
  * node's NIC may land after that; the next push of the returning node
  * overwrites it.)
+ *
+ * Predicates: each is a poller of the manager (loco_poller_add()), so the
+ * progress thread evaluates it on every turn and wakes for it at least
+ * every LOCO_POLLER_PERIOD_NS; the poller's removal rules give the
+ * predicate's. The table keeps a list of them only to remove those left
+ * at loco_sst_destroy().
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include <loco.h>
@@ -50,6 +57,19 @@ struct loco_sst {
 	int staged;
 	struct value_scratch big;
 	struct value_counters ctr;
+	pthread_mutex_t pred_lock; /* guards preds; never held across a poller call or removal */
+	struct loco_sst_predicate *preds; /* armed predicates, newest first */
+};
+
+struct loco_sst_predicate {
+	loco_sst_t *sst;
+	int (*test)(loco_sst_t *sst, void *arg);
+	void (*trigger)(loco_sst_t *sst, void *arg);
+	void *arg;
+	unsigned mode;
+	int last;              /* the previous result: progress thread only */
+	loco_poller_t *poller; /* set by loco_poller_add() before its first call */
+	struct loco_sst_predicate *next;
 };
 
 static inline size_t row_off(const loco_sst_t *sst, uint32_t node)
@@ -158,6 +178,7 @@ int loco_sst_create(loco_channel_t *ch, const char *name, size_t row_size, uint3
 	ret = value_scratch_init(&sst->big, &sst->codec);
 	if (ret)
 		goto err_free_state;
+	pthread_mutex_init(&sst->pred_lock, NULL);
 	ret = loco_object_create(ch, name, &sst_ops, sst, &sst->obj);
 	if (ret)
 		goto err_scratch;
@@ -183,6 +204,7 @@ int loco_sst_create(loco_channel_t *ch, const char *name, size_t row_size, uint3
 err_destroy_obj:
 	loco_object_destroy(sst->obj); /* no callback runs after it returns; regions go too */
 err_scratch:
+	pthread_mutex_destroy(&sst->pred_lock);
 	value_scratch_fini(&sst->big);
 err_free_state:
 	free(sst->state);
@@ -193,12 +215,24 @@ err_free:
 
 void loco_sst_destroy(loco_sst_t *sst)
 {
+	struct loco_sst_predicate *p, *next;
+
 	if (sst == NULL)
 		return;
+	pthread_mutex_lock(&sst->pred_lock);
+	p = sst->preds;
+	sst->preds = NULL;
+	pthread_mutex_unlock(&sst->pred_lock);
+	for (; p != NULL; p = next) {
+		next = p->next;
+		loco_poller_remove(p->poller); /* waits for a call in progress */
+		free(p);
+	}
 	if (sst->staged)
 		value_stage_fini(&sst->stage); /* waits for the pushes in flight */
 	loco_object_destroy(sst->obj);
 	value_scratch_fini(&sst->big);
+	pthread_mutex_destroy(&sst->pred_lock);
 	free(sst->state);
 	free(sst);
 }
@@ -319,6 +353,83 @@ void loco_sst_stats(const loco_sst_t *sst, loco_value_stats_t *st)
 {
 	if (sst != NULL && st != NULL)
 		value_stats(&sst->ctr, st);
+}
+
+/* ------------------------------------------------------------------ */
+/* predicates                                                         */
+
+/*
+ * pred_poll -- on the progress thread: evaluate the predicate, and call
+ * its trigger on a false -> true edge. The trigger may remove the
+ * predicate (free @arg), so nothing of it is touched afterwards.
+ */
+static int pred_poll(void *arg)
+{
+	struct loco_sst_predicate *p = arg;
+	void (*trigger)(loco_sst_t *, void *) = p->trigger;
+	loco_sst_t *sst = p->sst;
+	void *targ = p->arg;
+	int was = p->last, ret;
+
+	p->last = p->test(sst, targ) != 0;
+	if (!p->last || was)
+		return LOCO_POLLER_IDLE;
+	/* one-shot: never again; recurring: the trigger may have pushed, look again at once */
+	ret = p->mode == LOCO_SST_ONE_SHOT ? LOCO_POLLER_DONE : LOCO_POLLER_BUSY;
+	trigger(sst, targ);
+	return ret;
+}
+
+int loco_sst_predicate_add(loco_sst_t *sst, int (*test)(loco_sst_t *sst, void *arg),
+                           void (*trigger)(loco_sst_t *sst, void *arg), void *arg, unsigned mode,
+                           loco_sst_predicate_t **out)
+{
+	struct loco_sst_predicate *p;
+	int ret;
+
+	if (sst == NULL || test == NULL || trigger == NULL || out == NULL ||
+	    (mode != LOCO_SST_ONE_SHOT && mode != LOCO_SST_RECURRING))
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return -ENOMEM;
+	p->sst = sst;
+	p->test = test;
+	p->trigger = trigger;
+	p->arg = arg;
+	p->mode = mode;
+	/* evaluated from now on: the trigger may run before we return */
+	ret = loco_poller_add(loco_channel_manager(sst->ch), pred_poll, p, 0, &p->poller);
+	if (ret) {
+		free(p);
+		return ret;
+	}
+	pthread_mutex_lock(&sst->pred_lock);
+	p->next = sst->preds;
+	sst->preds = p;
+	pthread_mutex_unlock(&sst->pred_lock);
+	*out = p;
+	return 0;
+}
+
+int loco_sst_predicate_remove(loco_sst_predicate_t *pred)
+{
+	loco_sst_t *sst;
+	struct loco_sst_predicate **pp;
+
+	if (pred == NULL)
+		return -EINVAL;
+	sst = pred->sst;
+	pthread_mutex_lock(&sst->pred_lock);
+	for (pp = &sst->preds; *pp != NULL && *pp != pred; pp = &(*pp)->next)
+		;
+	if (*pp != NULL)
+		*pp = pred->next;
+	pthread_mutex_unlock(&sst->pred_lock);
+	/* not under pred_lock: this waits for a trigger, which may add or remove predicates */
+	loco_poller_remove(pred->poller);
+	free(pred);
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */

@@ -12,9 +12,13 @@
  * A row appears when its node pairs in the channel and vanishes when it
  * leaves or fails. See loco_sst(3).
  *
+ * Predicates (loco_sst_predicate_add()) are tests of the table that the
+ * progress thread evaluates on every turn of its loop, with a trigger it
+ * calls when a test turns true.
+ *
  * Thread safety: owner-only for loco_sst_store_mine() and the push calls
  * (this node's own row: one thread at a time); MT-safe for reads, the
- * presence queries and the accessors.
+ * presence queries, the accessors and the predicate calls.
  */
 #ifndef LOCO_SST_H
 #define LOCO_SST_H
@@ -83,6 +87,55 @@ uint32_t loco_sst_max_rows(const loco_sst_t *sst);
 
 /* loco_sst_stats -- this node's counters of the table (reads are its loads) into *@st. */
 void loco_sst_stats(const loco_sst_t *sst, loco_value_stats_t *st);
+
+/*
+ * Predicates, as in Derecho. The progress thread of the table's manager
+ * calls @test(sst, arg) on every turn of its loop, and at least every
+ * LOCO_POLLER_PERIOD_NS (1 ms) while the predicate is armed (pushes from
+ * peers give no event). @test looks at the table through the read calls
+ * only (loco_sst_read(), loco_sst_rows(), loco_sst_row_present(), the
+ * accessors) and returns nonzero for true. When a result is true and the
+ * previous one was false (a predicate starts false), the progress thread
+ * calls @trigger(sst, arg) at once, in the same turn:
+ *   LOCO_SST_ONE_SHOT   the first time only; then the predicate is never
+ *                       evaluated again (it stays until removed).
+ *   LOCO_SST_RECURRING  on every false -> true edge it observes. Changes
+ *                       faster than a turn may be missed: a test that goes
+ *                       false and true again between two evaluations gives
+ *                       no edge.
+ * Test and trigger run on the progress thread, one call at a time for the
+ * whole manager, and must not block: no loco_ack_wait(), no
+ * loco_ack_key_destroy(), no channel join or destroy, no
+ * loco_sst_destroy(). A trigger may read, add and remove predicates (its
+ * own included) and post operations; it may store and push this node's
+ * row only if no other thread does so meanwhile (those calls are
+ * owner-only). While they run, this node reaps no completions and serves
+ * no control message. See loco_sst(3).
+ */
+typedef struct loco_sst_predicate loco_sst_predicate_t;
+
+enum loco_sst_predicate_mode {
+	LOCO_SST_ONE_SHOT = 0,  /* trigger once, on the first true */
+	LOCO_SST_RECURRING = 1, /* trigger on every false -> true edge */
+};
+
+/*
+ * loco_sst_predicate_add -- arm predicate @test with @trigger and their
+ * @arg on @sst, in @mode (enum loco_sst_predicate_mode). The trigger may
+ * run before this returns. Returns 0 and sets *@out; -EINVAL, -ENOMEM.
+ */
+int loco_sst_predicate_add(loco_sst_t *sst, int (*test)(loco_sst_t *sst, void *arg),
+                           void (*trigger)(loco_sst_t *sst, void *arg), void *arg, unsigned mode,
+                           loco_sst_predicate_t **out);
+
+/*
+ * loco_sst_predicate_remove -- disarm and free @pred. Once it returns,
+ * neither its test nor its trigger runs or will run, except when called
+ * from that very trigger, which then finishes its call. A
+ * predicate fired in one-shot mode still needs it. loco_sst_destroy()
+ * removes the predicates left. Returns 0; -EINVAL (NULL).
+ */
+int loco_sst_predicate_remove(loco_sst_predicate_t *pred);
 
 #ifdef __cplusplus
 }

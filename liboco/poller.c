@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * poller.c -- functions the progress thread calls on every turn of its
+ * loop (loco_poller_add()), and the wake period they impose on it.
+ *
+ * The pollers are a list under ps->lock, in the order they were added.
+ * The progress thread walks it holding the lock, and drops the lock only
+ * around each call, with ps->running naming the poller being called:
+ * so a poller's function may add and remove pollers, and a remover on
+ * another thread waits on ps->cond until the call it races with has
+ * returned. A poller that removes itself from inside its own call is only
+ * marked; the walk frees it once the call has returned.
+ *
+ * Nothing here allocates after loco_poller_add(): the walk takes a mutex
+ * twice per poller and calls it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "log.h"
+#include "manager.h"
+
+enum poller_state {
+	P_ACTIVE = 1,
+	P_DONE,         /* returned LOCO_POLLER_DONE: kept, not called */
+	P_SELF_REMOVED, /* removed from inside its own call: the walk frees it */
+	P_REMOVING,     /* a remover on another thread waits for its call to return */
+};
+
+struct loco_poller {
+	struct lc_pollers *ps;
+	int (*fn)(void *arg);
+	void *arg;
+	int64_t period_ns;
+	int state; /* enum poller_state, under ps->lock */
+	struct loco_poller *next;
+};
+
+struct lc_pollers {
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* a call returned: removers waiting for it look again */
+	loco_manager_t *m;
+	struct loco_poller *head, *tail;
+	struct loco_poller *running; /* the poller being called, or NULL */
+	unsigned waiting;            /* removers blocked on cond */
+	int64_t period_ns;           /* the smallest period of the active pollers; 0: none */
+};
+
+/* the poller whose function this thread is running (the progress thread only) */
+static __thread struct loco_poller *in_call;
+
+int lc_pollers_init(loco_manager_t *m)
+{
+	struct lc_pollers *ps = calloc(1, sizeof(*ps));
+
+	if (ps == NULL)
+		return -ENOMEM;
+	pthread_mutex_init(&ps->lock, NULL);
+	pthread_cond_init(&ps->cond, NULL);
+	ps->m = m;
+	m->pollers = ps;
+	return 0;
+}
+
+void lc_pollers_fini(loco_manager_t *m)
+{
+	struct lc_pollers *ps = m->pollers;
+	unsigned left = 0;
+
+	if (ps == NULL)
+		return;
+	while (ps->head != NULL) {
+		struct loco_poller *p = ps->head;
+
+		ps->head = p->next;
+		free(p);
+		left++;
+	}
+	if (left)
+		lc_log_warn("manager: %u poller(s) not removed before loco_fini; freed", left);
+	pthread_cond_destroy(&ps->cond);
+	pthread_mutex_destroy(&ps->lock);
+	free(ps);
+	m->pollers = NULL;
+}
+
+/* period_update -- the smallest period of the active pollers (ps->lock held). */
+static void period_update(struct lc_pollers *ps)
+{
+	int64_t min = 0;
+
+	for (struct loco_poller *p = ps->head; p != NULL; p = p->next)
+		if (p->state == P_ACTIVE && (min == 0 || p->period_ns < min))
+			min = p->period_ns;
+	ps->period_ns = min;
+}
+
+/* unlink -- take @p out of the list (ps->lock held); the caller frees it. */
+static void unlink_poller(struct lc_pollers *ps, struct loco_poller *p)
+{
+	struct loco_poller **pp = &ps->head, *prev = NULL;
+
+	while (*pp != NULL && *pp != p) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	if (*pp == NULL)
+		return;
+	*pp = p->next;
+	if (ps->tail == p)
+		ps->tail = prev;
+	period_update(ps);
+}
+
+int loco_poller_add(loco_manager_t *m, int (*fn)(void *arg), void *arg, int64_t period_ns,
+                    loco_poller_t **out)
+{
+	struct lc_pollers *ps;
+	struct loco_poller *p;
+
+	if (m == NULL || fn == NULL || out == NULL || period_ns < 0)
+		return -EINVAL;
+	ps = m->pollers;
+	if (period_ns == 0)
+		period_ns = LOCO_POLLER_PERIOD_NS;
+	else if (period_ns < LOCO_POLLER_PERIOD_MIN_NS)
+		period_ns = LOCO_POLLER_PERIOD_MIN_NS;
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return -ENOMEM;
+	p->ps = ps;
+	p->fn = fn;
+	p->arg = arg;
+	p->period_ns = period_ns;
+	p->state = P_ACTIVE;
+	pthread_mutex_lock(&ps->lock);
+	if (ps->tail != NULL)
+		ps->tail->next = p;
+	else
+		ps->head = p;
+	ps->tail = p;
+	if (ps->period_ns == 0 || period_ns < ps->period_ns)
+		ps->period_ns = period_ns;
+	*out = p; /* before the unlock: the first call may come at once */
+	pthread_mutex_unlock(&ps->lock);
+	lc_wake(m); /* a blocked progress thread learns the new period */
+	return 0;
+}
+
+int loco_poller_remove(loco_poller_t *p)
+{
+	struct lc_pollers *ps;
+
+	if (p == NULL)
+		return -EINVAL;
+	ps = p->ps;
+	pthread_mutex_lock(&ps->lock);
+	if (ps->running == p && in_call == p) {
+		/* from inside its own call: the walk frees it when the call returns */
+		p->state = P_SELF_REMOVED;
+		period_update(ps);
+		pthread_mutex_unlock(&ps->lock);
+		return 0;
+	}
+	if (ps->running == p) {
+		p->state = P_REMOVING; /* the walk neither calls it again nor frees it */
+		period_update(ps);
+		ps->waiting++;
+		while (ps->running == p)
+			pthread_cond_wait(&ps->cond, &ps->lock);
+		ps->waiting--;
+	}
+	unlink_poller(ps, p);
+	pthread_mutex_unlock(&ps->lock);
+	free(p);
+	return 0;
+}
+
+/*
+ * lc_pollers_run -- on the progress thread: call every active poller once,
+ * in the order they were added. Returns 1 when one of them said it was
+ * busy, else 0; *@period_ns gets the period the progress thread must not
+ * sleep past (0: no active poller).
+ */
+int lc_pollers_run(loco_manager_t *m, int64_t *period_ns)
+{
+	struct lc_pollers *ps = m->pollers;
+	struct loco_poller *p, *next;
+	int busy = 0;
+
+	pthread_mutex_lock(&ps->lock);
+	for (p = ps->head; p != NULL; p = next) {
+		int r;
+
+		if (p->state != P_ACTIVE) {
+			next = p->next;
+			continue;
+		}
+		ps->running = p;
+		in_call = p;
+		pthread_mutex_unlock(&ps->lock);
+		r = p->fn(p->arg);
+		pthread_mutex_lock(&ps->lock);
+		in_call = NULL;
+		ps->running = NULL;
+		/* @p is still linked: a remover waited, or left it to us */
+		next = p->next;
+		if (p->state == P_SELF_REMOVED) {
+			unlink_poller(ps, p);
+			free(p);
+		} else if (p->state == P_ACTIVE && r == LOCO_POLLER_DONE) {
+			p->state = P_DONE;
+			period_update(ps);
+		} else if (r == LOCO_POLLER_BUSY) {
+			busy = 1;
+		}
+		if (ps->waiting)
+			pthread_cond_broadcast(&ps->cond);
+	}
+	*period_ns = ps->period_ns;
+	pthread_mutex_unlock(&ps->lock);
+	return busy;
+}
