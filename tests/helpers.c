@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "proc.h"
 
 #define T_MAX_KIDS   32
 #define T_MAX_FDS    128
@@ -35,13 +36,7 @@ static int t_nfds;
 /* t_kill_kids -- async-signal-safe: SIGKILL and reap every registered child. */
 static void t_kill_kids(void)
 {
-	for (int i = 0; i < t_nkids; i++) {
-		if (t_kids[i] > 0) {
-			kill(t_kids[i], SIGKILL);
-			waitpid(t_kids[i], NULL, 0);
-			t_kids[i] = 0;
-		}
-	}
+	proc_kill_all(t_kids, t_nkids);
 	t_nkids = 0;
 }
 
@@ -392,46 +387,24 @@ pid_t t_spawn(int (*fn)(struct t_chan *ch, void *arg), void *arg, struct t_chan 
 	return pid;
 }
 
-static int t_status(int st)
-{
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	if (WIFSIGNALED(st))
-		return 128 + WTERMSIG(st);
-	return -1;
-}
-
 int t_reap(pid_t pid, int timeout_ms)
 {
-	int64_t deadline = t_now_ms() + timeout_ms;
-	int st;
+	int st = proc_wait(pid, timeout_ms, 1);
 
-	for (;;) {
-		pid_t r = waitpid(pid, &st, WNOHANG);
-
-		if (r == pid) {
-			t_kid_del(pid);
-			return t_status(st);
-		}
-		if (r < 0 && errno != EINTR)
-			T_FAIL("waitpid(%d): %s", (int)pid, strerror(errno));
-		if (t_now_ms() >= deadline)
-			break;
-		t_sleep_ms(1);
+	if (st == PROC_EWAIT)
+		T_FAIL("waitpid(%d): %s", (int)pid, strerror(errno));
+	if (st == PROC_TIMEOUT) {
+		fprintf(stderr, "%s: child %d did not exit within %d ms, killing it\n", t_name,
+		        (int)pid, timeout_ms);
+		proc_kill(pid);
 	}
-	fprintf(stderr, "%s: child %d did not exit within %d ms, killing it\n", t_name, (int)pid,
-	        timeout_ms);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
 	t_kid_del(pid);
-	return -1;
+	return st;
 }
 
 void t_kill(pid_t pid)
 {
-	kill(pid, SIGKILL);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
+	proc_kill(pid);
 	t_kid_del(pid);
 }
 
@@ -447,7 +420,7 @@ void t_stop(pid_t pid)
 	}
 	if (!WIFSTOPPED(st)) {
 		t_kid_del(pid);
-		T_FAIL("child %d ended (status %d) instead of stopping", (int)pid, t_status(st));
+		T_FAIL("child %d ended (status %d) instead of stopping", (int)pid, proc_status(st));
 	}
 }
 
@@ -463,7 +436,8 @@ void t_cont(pid_t pid)
 	}
 	if (!WIFCONTINUED(st)) {
 		t_kid_del(pid);
-		T_FAIL("child %d ended (status %d) instead of continuing", (int)pid, t_status(st));
+		T_FAIL("child %d ended (status %d) instead of continuing", (int)pid,
+		       proc_status(st));
 	}
 }
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "scenario.h"
+#include "../proc.h"
 
 #define SC_MAX_KIDS  16
 #define SC_REPORT_FD 9 /* where a spawned child finds its report pipe */
@@ -31,13 +32,7 @@ static pid_t sc_kids[SC_MAX_KIDS]; /* read by the SIGALRM handler */
 /* sc_kill_kids -- async-signal-safe: SIGKILL and reap every registered child. */
 static void sc_kill_kids(void)
 {
-	for (int i = 0; i < SC_MAX_KIDS; i++) {
-		if (sc_kids[i] > 0) {
-			kill(sc_kids[i], SIGKILL);
-			waitpid(sc_kids[i], NULL, 0);
-			sc_kids[i] = 0;
-		}
-	}
+	proc_kill_all(sc_kids, SC_MAX_KIDS);
 }
 
 static void sc_on_alarm(int sig)
@@ -394,52 +389,30 @@ void sc_read_line(int fd, char *buf, size_t len, int timeout_ms)
 	buf[off] = '\0';
 }
 
-static int status_code(int st)
-{
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	if (WIFSIGNALED(st))
-		return 128 + WTERMSIG(st);
-	return -1;
-}
-
 int sc_reap(pid_t pid, int timeout_ms)
 {
-	int64_t deadline = sc_now_ms() + timeout_ms;
-	int st;
+	int st = proc_wait(pid, timeout_ms, 2);
 
-	for (;;) {
-		pid_t r = waitpid(pid, &st, WNOHANG);
-
-		if (r == pid) {
-			kid_forget(pid);
-			return status_code(st);
-		}
-		if (r < 0 && errno != EINTR)
-			SC_FAIL("waitpid(%d): %s", (int)pid, strerror(errno));
-		if (sc_now_ms() >= deadline)
-			break;
-		sc_sleep_ms(2);
+	if (st == PROC_EWAIT)
+		SC_FAIL("waitpid(%d): %s", (int)pid, strerror(errno));
+	if (st == PROC_TIMEOUT) {
+		sc_log("child %d did not exit within %d ms: killing it", (int)pid, timeout_ms);
+		proc_kill(pid);
 	}
-	sc_log("child %d did not exit within %d ms: killing it", (int)pid, timeout_ms);
-	kill(pid, SIGKILL);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
 	kid_forget(pid);
-	return -1;
+	return st;
 }
 
 int sc_kill(pid_t pid)
 {
-	int st;
+	int st = proc_kill(pid);
 
-	if (kill(pid, SIGKILL) < 0)
+	if (st == PROC_EKILL)
 		SC_FAIL("kill(%d, SIGKILL): %s", (int)pid, strerror(errno));
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			SC_FAIL("waitpid(%d): %s", (int)pid, strerror(errno));
+	if (st == PROC_EWAIT)
+		SC_FAIL("waitpid(%d): %s", (int)pid, strerror(errno));
 	kid_forget(pid);
-	return status_code(st);
+	return st;
 }
 
 void sc_stop(pid_t pid)
@@ -456,7 +429,7 @@ void sc_stop(pid_t pid)
 			return;
 		if (r == pid)
 			SC_FAIL("child %d ended (status %d) instead of stopping", (int)pid,
-			        status_code(st));
+			        proc_status(st));
 		if (sc_now_ms() >= deadline)
 			SC_FAIL("child %d did not stop within 5 s", (int)pid);
 		sc_sleep_ms(1);
