@@ -19,22 +19,17 @@
 
 #include <loco.h>
 
+#include "bench.h"
+
 #define WARMUP 500
 #define DONE   64 /* word index of the done flag */
 
-static double now_us(void)
+/* done_seen -- a bench_poll() check: whether node 1 set the done word. */
+static int done_seen(void *arg)
 {
-	struct timespec ts;
+	volatile uint64_t *v = arg;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
+	return v[DONE] == 1;
 }
 
 /* one_op -- post operation @op of the benchmark and wait for its ack. */
@@ -113,16 +108,16 @@ int main(int argc, char **argv)
 		printf("op       median us      p99 us      min us\n");
 		for (int op = 0; op < 4; op++) {
 			for (long i = 0; i < iters + WARMUP; i++) {
-				double t0 = now_us();
+				double t0 = bench_now_us();
 
 				if ((ret = one_op(op, r, &peer, ack))) {
 					fprintf(stderr, "%s: %s\n", names[op], loco_strerror(ret));
 					return 1;
 				}
 				if (i >= WARMUP)
-					s[i - WARMUP] = now_us() - t0;
+					s[i - WARMUP] = bench_now_us() - t0;
 			}
-			qsort(s, (size_t)iters, sizeof(*s), cmp_double);
+			qsort(s, (size_t)iters, sizeof(*s), bench_cmp_double);
 			med[op] = s[iters / 2];
 			p99[op] = s[iters * 99 / 100];
 			min[op] = s[0];
@@ -151,8 +146,7 @@ int main(int argc, char **argv)
 		if ((ret = loco_write(r, DONE * 8, &peer, DONE * 8, 8, ack)) == 0)
 			loco_ack_wait(ack, 10000000000ll);
 	} else {
-		for (int i = 0; i < 6000 && v[DONE] != 1; i++) /* bounded: 300 s */
-			usleep(50000);
+		bench_poll(done_seen, NULL, (void *)v, 50000, 300000); /* bounded: 300 s */
 	}
 	sleep(1);
 	loco_ack_key_destroy(ack);

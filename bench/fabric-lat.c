@@ -40,6 +40,7 @@
 
 #include <loco/version.h>
 
+#include "bench.h"
 #include "fabric.h"
 
 #define REGION_LEN     4096u
@@ -92,14 +93,6 @@ struct bench {
 	uint64_t *lat_ns;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static int write_full(int fd, const void *p, size_t len)
 {
 	const char *c = p;
@@ -120,12 +113,12 @@ static int write_full(int fd, const void *p, size_t len)
 /* read_full -- read @len bytes within @timeout_ms; -ETIMEDOUT, -EPIPE (EOF), -errno. */
 static int read_full(int fd, void *p, size_t len, int timeout_ms)
 {
-	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	uint64_t deadline = bench_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	char *c = p;
 
 	while (len > 0) {
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		uint64_t t = now_ns();
+		uint64_t t = bench_now_ns();
 		ssize_t n;
 		int r;
 
@@ -242,45 +235,65 @@ static void idle(struct bench *b)
 		sched_yield(); /* a provider without wait */
 }
 
+/*
+ * reap -- one fab_poll() of up to 16 completions into @wc. Returns their
+ * count, or the fab_poll() error or the status of a failed completion
+ * (both reported).
+ */
+static int reap(struct bench *b, struct fab_wc *wc)
+{
+	int n = fab_poll(b->fab, wc, 16);
+
+	if (n < 0) {
+		fprintf(stderr, "fabric-lat: fab_poll: %s\n", strerror(-n));
+		return n;
+	}
+	for (int i = 0; i < n; i++) {
+		if (wc[i].status != 0) {
+			fprintf(stderr, "fabric-lat: %s wrid %" PRIu64 " completed with %s\n",
+			        fab_opcode_str(wc[i].opcode), wc[i].wrid, strerror(-wc[i].status));
+			return wc[i].status;
+		}
+	}
+	return n;
+}
+
+/* What wrid_seen() waits for. */
+struct wrid_wait {
+	struct bench *b;
+	uint64_t wrid;
+};
+
+/* wrid_seen -- a bench_poll() check: 1 once the completion of w->wrid is reaped, or an error. */
+static int wrid_seen(void *arg)
+{
+	struct wrid_wait *w = arg;
+	struct fab_wc wc[16];
+	int n = reap(w->b, wc);
+
+	for (int i = 0; i < n; i++)
+		if (wc[i].wrid == w->wrid)
+			return 1;
+	return n < 0 ? n : 0;
+}
+
+static void wrid_idle(void *arg)
+{
+	idle(((struct wrid_wait *)arg)->b);
+}
+
 /* wait_wrid -- poll until the completion of @wrid; returns 0 or the failed status. */
 static int wait_wrid(struct bench *b, uint64_t wrid)
 {
-	uint64_t deadline = 0;
-	struct fab_wc wc[16];
+	struct wrid_wait w = {.b = b, .wrid = wrid};
+	int ret =
+	    bench_poll(wrid_seen, b->o->block ? wrid_idle : NULL, &w, 0, OP_TIMEOUT_NS / 1000000);
 
-	for (;;) {
-		int n = fab_poll(b->fab, wc, 16);
-
-		if (n < 0) {
-			fprintf(stderr, "fabric-lat: fab_poll: %s\n", strerror(-n));
-			return n;
-		}
-		for (int i = 0; i < n; i++) {
-			if (wc[i].status != 0) {
-				fprintf(stderr,
-				        "fabric-lat: %s wrid %" PRIu64 " completed with %s\n",
-				        fab_opcode_str(wc[i].opcode), wc[i].wrid,
-				        strerror(-wc[i].status));
-				return wc[i].status;
-			}
-			if (wc[i].wrid == wrid)
-				return 0;
-		}
-		if (n == 0) {
-			uint64_t t = now_ns();
-
-			if (deadline == 0) {
-				deadline = t + OP_TIMEOUT_NS;
-			} else if (t > deadline) {
-				fprintf(stderr,
-				        "fabric-lat: no completion for wrid %" PRIu64 " in 10 s\n",
-				        wrid);
-				return -ETIMEDOUT;
-			}
-			if (b->o->block)
-				idle(b);
-		}
+	if (ret == 0) {
+		fprintf(stderr, "fabric-lat: no completion for wrid %" PRIu64 " in 10 s\n", wrid);
+		return -ETIMEDOUT;
 	}
+	return ret > 0 ? 0 : ret;
 }
 
 /* post_one -- post @wr, retrying while the send queue is full. */
@@ -373,11 +386,11 @@ static int measure(struct bench *b, int opcode, struct stats *s)
 			break;
 		}
 
-		t0 = now_ns();
+		t0 = bench_now_ns();
 		ret = post_one(b, &wr);
 		if (ret == 0)
 			ret = wait_wrid(b, wr.wrid);
-		t1 = now_ns();
+		t1 = bench_now_ns();
 		if (ret)
 			return ret;
 		if (i >= o->warmup)
@@ -430,7 +443,7 @@ static int measure_rate(struct bench *b, uint32_t window, double *seconds, doubl
 	struct fab_wc wc[16];
 
 	b->buf[0] = 0x5a5a5a5a5a5a5a5aull;
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	last_progress = t0;
 	while (done < total) {
 		while (posted < total && posted - done + chunk <= window) {
@@ -461,25 +474,16 @@ static int measure_rate(struct bench *b, uint32_t window, double *seconds, doubl
 			posted += n;
 		}
 
-		int n = fab_poll(b->fab, wc, 16);
+		int n = reap(b, wc);
 
-		if (n < 0) {
-			fprintf(stderr, "fabric-lat: fab_poll: %s\n", strerror(-n));
+		if (n < 0)
 			return n;
-		}
-		for (int i = 0; i < n; i++) {
-			if (wc[i].status != 0) {
-				fprintf(stderr,
-				        "fabric-lat: WRITE wrid %" PRIu64 " completed with %s\n",
-				        wc[i].wrid, strerror(-wc[i].status));
-				return wc[i].status;
-			}
+		for (int i = 0; i < n; i++)
 			if (wc[i].wrid + 1 > done)
 				done = wc[i].wrid + 1;
-		}
 		if (n > 0) {
-			last_progress = now_ns();
-		} else if (now_ns() - last_progress > OP_TIMEOUT_NS) {
+			last_progress = bench_now_ns();
+		} else if (bench_now_ns() - last_progress > OP_TIMEOUT_NS) {
 			fprintf(stderr,
 			        "fabric-lat: rate test stalled at %" PRIu64 " of %" PRIu64 "\n",
 			        done, total);
@@ -488,7 +492,7 @@ static int measure_rate(struct bench *b, uint32_t window, double *seconds, doubl
 			idle(b); /* the window is full: sleep until a completion */
 		}
 	}
-	t1 = now_ns();
+	t1 = bench_now_ns();
 	*seconds = (double)(t1 - t0) / 1e9;
 	*ops_per_s = (double)total / *seconds;
 	return 0;

@@ -29,6 +29,8 @@
 #include <loco/atomic_var.h>
 #include <loco/lock.h>
 
+#include "bench.h"
+
 #define HOST    2
 #define CLIENT2 3
 #define NODES   3
@@ -62,51 +64,40 @@ struct bench {
 	int nrows;
 };
 
-static double now_us(void)
+/* What bar_reached() waits for: "bar" on node 2 at @want or more. */
+struct bar_wait {
+	struct bench *b;
+	uint64_t want;
+};
+
+/* bar_reached -- a bench_poll() check: 1 once "bar" reached w->want, or the read's error. */
+static int bar_reached(void *arg)
 {
-	struct timespec ts;
+	struct bar_wait *w = arg;
+	uint64_t v = 0;
+	int ret = loco_atomic_var_read(w->b->bar, &v, TMO);
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static void die(const char *what, int ret)
-{
-	fprintf(stderr, "objects-atomic: %s: %s\n", what, loco_strerror(ret));
-	exit(1);
+	return ret ? ret : v >= w->want;
 }
 
 /* barrier -- every node adds 1 to "bar" on node 2, then waits for the others (60 s). */
 static void barrier(struct bench *b)
 {
-	uint64_t v = 0;
+	struct bar_wait w = {.b = b, .want = ++b->phase * NODES};
 	int ret;
 
-	b->phase++;
 	if ((ret = loco_atomic_var_faa(b->bar, 1, NULL, TMO)))
-		die("barrier", ret);
-	for (int i = 0; i < 6000; i++) {
-		if ((ret = loco_atomic_var_read(b->bar, &v, TMO)))
-			die("barrier", ret);
-		if (v >= b->phase * NODES)
-			return;
-		usleep(10000); /* few polls: node 1 may be measuring */
-	}
-	die("barrier", -ETIMEDOUT);
+		bench_die("barrier", ret);
+	/* few polls (every 10 ms): node 1 may be measuring */
+	if ((ret = bench_poll(bar_reached, NULL, &w, 10000, 60000)) <= 0)
+		bench_die("barrier", ret ? ret : -ETIMEDOUT);
 }
 
 static struct row *add_row(struct bench *b, const char *op, const char *what, long n, double secs)
 {
 	struct row *r = &b->rows[b->nrows++];
 
-	qsort(b->lat, (size_t)n, sizeof(*b->lat), cmp_double);
+	qsort(b->lat, (size_t)n, sizeof(*b->lat), bench_cmp_double);
 	*r = (struct row){.op = op, .what = what, .n = n, .ops_per_s = (double)n / secs};
 	if (n > 0) {
 		r->median_us = b->lat[n / 2];
@@ -167,7 +158,7 @@ static void one(struct bench *b, int op, uint64_t i)
 		break;
 	}
 	if (ret)
-		die(op_names[op], ret);
+		bench_die(op_names[op], ret);
 }
 
 /* alone -- node 1 by itself: @op one at a time. */
@@ -177,39 +168,39 @@ static void alone(struct bench *b, int op)
 	double t0, t;
 
 	if (op == OP_AV_CAS && loco_atomic_var_write(b->av, 0, TMO))
-		die("reset", -EIO);
+		bench_die("reset", -EIO);
 	for (long i = 0; i < WARMUP; i++)
 		one(b, op, base + (uint64_t)i);
-	t0 = now_us();
+	t0 = bench_now_us();
 	for (long i = 0; i < b->iters; i++) {
-		t = now_us();
+		t = bench_now_us();
 		one(b, op, base + (uint64_t)(WARMUP + i));
-		b->lat[i] = now_us() - t;
+		b->lat[i] = bench_now_us() - t;
 	}
-	add_row(b, op_names[op], "alone", b->iters, (now_us() - t0) / 1e6);
+	add_row(b, op_names[op], "alone", b->iters, (bench_now_us() - t0) / 1e6);
 }
 
 /* pipelined -- node 1: BATCH FAAs posted at once, one ack wait per batch. */
 static void pipelined(struct bench *b, int raw)
 {
 	long n = b->iters - b->iters % BATCH;
-	double t0 = now_us(), t;
+	double t0 = bench_now_us(), t;
 	int ret = 0;
 
 	for (long i = 0; i < n; i += BATCH) {
-		t = now_us();
+		t = bench_now_us();
 		for (int s = 0; s < BATCH && ret == 0; s++)
 			ret = raw ? loco_faa(b->rw, 32 + 8 * (size_t)s, &b->rr, 0, 1, b->ack)
 			          : loco_atomic_var_faa_async(b->av, 1, (unsigned)s, b->ack);
 		if (ret == 0)
 			ret = loco_ack_wait(b->ack, TMO);
 		if (ret)
-			die("pipelined FAA", ret);
-		b->lat[i / BATCH] = now_us() - t;
+			bench_die("pipelined FAA", ret);
+		b->lat[i / BATCH] = bench_now_us() - t;
 	}
 	/* median: of one batch of BATCH operations */
 	add_row(b, raw ? "loco_faa x16+ack_wait" : "atomic_var_faa_async x16", "pipelined",
-	        n / BATCH, (now_us() - t0) / 1e6)
+	        n / BATCH, (bench_now_us() - t0) / 1e6)
 	    ->ops_per_s *= BATCH;
 }
 
@@ -227,19 +218,19 @@ static void contended(struct bench *b, int op, double secs, uint64_t *fails)
 	int ret = 0;
 
 	if (b->me == 1 && (ret = loco_atomic_var_write(b->av, 0, TMO)))
-		die("reset", ret);
+		bench_die("reset", ret);
 	barrier(b);
 	if (b->me != HOST) {
-		t0 = now_us();
+		t0 = bench_now_us();
 		end = t0 + secs * 1e6;
-		while ((t = now_us()) < end && n < b->iters) {
+		while ((t = bench_now_us()) < end && n < b->iters) {
 			if (op == OP_AV_CAS) {
 				/* one increment: CAS until it succeeds */
 				for (;;) {
 					ret =
 					    loco_atomic_var_cas(b->av, guess, guess + 1, &old, TMO);
 					if (ret)
-						die("contended CAS", ret);
+						bench_die("contended CAS", ret);
 					if (old == guess)
 						break;
 					(*fails)++;
@@ -249,9 +240,9 @@ static void contended(struct bench *b, int op, double secs, uint64_t *fails)
 			} else {
 				one(b, op, 0);
 			}
-			b->lat[n++] = now_us() - t;
+			b->lat[n++] = bench_now_us() - t;
 		}
-		secs = (now_us() - t0) / 1e6;
+		secs = (bench_now_us() - t0) / 1e6;
 	}
 	total = sum_clients(b, (uint64_t)n);
 	if (b->me == 1) {
@@ -272,13 +263,13 @@ static uint64_t sum_clients(struct bench *b, uint64_t v)
 	if (b->me == 1)
 		ret = loco_atomic_var_write(b->tally, 0, TMO);
 	if (ret)
-		die("tally", ret);
+		bench_die("tally", ret);
 	barrier(b);
 	if (b->me != HOST && (ret = loco_atomic_var_faa(b->tally, v, NULL, TMO)))
-		die("tally", ret);
+		bench_die("tally", ret);
 	barrier(b);
 	if (b->me == 1 && (ret = loco_atomic_var_read(b->tally, &total, TMO)))
-		die("tally", ret);
+		bench_die("tally", ret);
 	return total;
 }
 
@@ -407,11 +398,11 @@ int main(int argc, char **argv)
 	}
 	b.lat = calloc((size_t)b.iters, sizeof(*b.lat));
 	if (b.lat == NULL)
-		die("calloc", -ENOMEM);
+		bench_die("calloc", -ENOMEM);
 	alarm(600);
 
 	if ((ret = loco_init(NULL, &b.m)))
-		die("loco_init", ret);
+		bench_die("loco_init", ret);
 	b.me = loco_node_id(b.m);
 	if ((ret = loco_channel_create(b.m, NULL, "objects-atomic", NODES, &b.ch)) ||
 	    (ret = loco_atomic_var_create(b.ch, "av", HOST, &b.av)) ||
@@ -421,9 +412,9 @@ int main(int argc, char **argv)
 	    (ret = loco_object_create(b.ch, "raw", NULL, NULL, &b.raw)) ||
 	    (ret = loco_region_create(b.raw, "w", 256, LOCO_ACCESS_ATOMIC, &b.rw)) ||
 	    (ret = loco_ack_key_create(b.m, &b.ack)) || (ret = loco_channel_join(b.ch, 20 * SEC)))
-		die("setup", ret);
+		bench_die("setup", ret);
 	if (b.me != HOST && (ret = loco_region_remote(b.rw, HOST, &b.rr)))
-		die("node 2's raw region", ret);
+		bench_die("node 2's raw region", ret);
 
 	barrier(&b);
 	if (b.me == 1) {
@@ -444,13 +435,11 @@ int main(int argc, char **argv)
 	barrier(&b);
 	/* the host goes last: the others may still be reading "bar" */
 	if (b.me != HOST && (ret = loco_atomic_var_faa(b.bar, 1, NULL, TMO)))
-		die("leaving", ret);
-	for (int i = 0; b.me == HOST && i < 3000; i++) {
-		uint64_t v = 0;
+		bench_die("leaving", ret);
+	if (b.me == HOST) {
+		struct bar_wait w = {.b = &b, .want = b.phase * NODES + NODES - 1};
 
-		if (loco_atomic_var_read(b.bar, &v, TMO) || v >= b.phase * NODES + NODES - 1)
-			break;
-		usleep(10000);
+		bench_poll(bar_reached, NULL, &w, 10000, 30000); /* a failed read ends it too */
 	}
 
 	loco_ack_key_destroy(b.ack);

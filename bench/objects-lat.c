@@ -36,6 +36,8 @@
 #include <loco/owned_var.h>
 #include <loco/sst.h>
 
+#include "bench.h"
+
 #define MAX_PEERS  16
 #define NSIZES     3
 #define WARMUP     200
@@ -72,38 +74,17 @@ struct bench {
 	double *lat;
 };
 
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static void die(const char *what, int err)
-{
-	fprintf(stderr, "objects-lat: %s: %s\n", what, loco_strerror(err));
-	exit(1);
-}
-
-#define CHECK(expr)                       \
-	do {                              \
-		int ret_ = (expr);        \
-		if (ret_ < 0)             \
-			die(#expr, ret_); \
+#define CHECK(expr)                             \
+	do {                                    \
+		int ret_ = (expr);              \
+		if (ret_ < 0)                   \
+			bench_die(#expr, ret_); \
 	} while (0)
 
 /* stats -- median, p99 and rate of @n latencies in @lat (sorted here) over @total_us. */
 static void stats(double *lat, long n, double total_us, double *med, double *p99, double *ops)
 {
-	qsort(lat, (size_t)n, sizeof(*lat), cmp_double);
+	qsort(lat, (size_t)n, sizeof(*lat), bench_cmp_double);
 	*med = lat[n / 2];
 	*p99 = lat[(long)((double)n * 0.99)];
 	*ops = (double)n / (total_us / 1e6);
@@ -117,13 +98,13 @@ static void timed(struct bench *b, void (*fn)(struct bench *, int), int arg, dou
 
 	for (int i = 0; i < WARMUP; i++)
 		fn(b, arg);
-	t0 = now_us();
+	t0 = bench_now_us();
 	for (long i = 0; i < b->iters; i++) {
-		t = now_us();
+		t = bench_now_us();
 		fn(b, arg);
-		b->lat[i] = now_us() - t;
+		b->lat[i] = bench_now_us() - t;
 	}
-	stats(b->lat, b->iters, now_us() - t0, med, p99, ops);
+	stats(b->lat, b->iters, bench_now_us() - t0, med, p99, ops);
 }
 
 /* ---- the operations --------------------------------------------------- */
@@ -204,7 +185,7 @@ static void raw_bar_wait(struct bench *b, int k)
 		CHECK(loco_write(b->bw, b->me * RAW_SLOT, &rr, b->me * RAW_SLOT, 8, b->ack));
 	}
 	for (int i = 0; i < b->npeers; i++) {
-		double dl = now_us() + WAIT_NS / 1000;
+		double dl = bench_now_us() + WAIT_NS / 1000;
 
 		while (__atomic_load_n(&w[b->peers[i] * RAW_SLOT / 8], __ATOMIC_ACQUIRE) < e) {
 			/* as the barrier waits: spin, yield, then sleep */
@@ -212,8 +193,8 @@ static void raw_bar_wait(struct bench *b, int k)
 
 			if (++spin < 64)
 				continue;
-			if (now_us() > dl)
-				die("raw barrier", -ETIMEDOUT);
+			if (bench_now_us() > dl)
+				bench_die("raw barrier", -ETIMEDOUT);
 			if (spin < 80)
 				sched_yield();
 			else
@@ -288,15 +269,19 @@ static void go(struct bench *b)
 	CHECK(loco_ack_wait(b->ack, WAIT_NS));
 }
 
-static void go_wait(struct bench *b)
+/* go_seen -- a bench_poll() check: whether node 1's go (word 0 of "bw") arrived. */
+static int go_seen(void *arg)
 {
+	struct bench *b = arg;
 	volatile uint64_t *w = loco_region_ptr(b->bw);
 
-	for (int i = 0; __atomic_load_n(&w[0], __ATOMIC_ACQUIRE) == 0; i++) {
-		if (i > 600000)
-			die("waiting for node 1", -ETIMEDOUT);
-		usleep(1000);
-	}
+	return __atomic_load_n(&w[0], __ATOMIC_ACQUIRE) != 0;
+}
+
+static void go_wait(struct bench *b)
+{
+	if (bench_poll(go_seen, NULL, b, 1000, 600000) == 0)
+		bench_die("waiting for node 1", -ETIMEDOUT);
 }
 
 /* barriers -- the raw and the loco barrier rounds, on every node (same count). */
@@ -399,7 +384,7 @@ int main(int argc, char **argv)
 	}
 	b.lat = calloc((size_t)b.iters, sizeof(*b.lat));
 	if (b.lat == NULL)
-		die("calloc", -ENOMEM);
+		bench_die("calloc", -ENOMEM);
 	setup(&b, nodes);
 
 	if (b.me == OWNER) {

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * bench.h -- what the benchmark programs share (bench/ only): the clock,
+ * sorting latencies, dying on an error, and the bounded poll loop.
+ *
+ * Thread safety: every function may be called from any thread.
+ */
+#ifndef LOCO_BENCH_H
+#define LOCO_BENCH_H
+
+#include <stdint.h>
+#include <stdnoreturn.h>
+
+/* bench_now_ns / bench_now_us -- CLOCK_MONOTONIC. */
+uint64_t bench_now_ns(void);
+double bench_now_us(void);
+
+/* bench_cmp_double -- qsort() order of doubles, ascending. */
+int bench_cmp_double(const void *a, const void *b);
+
+/* bench_die -- "program: @what: loco_strerror(@err)" on stderr, then exit(1). */
+noreturn void bench_die(const char *what, int err);
+
+/*
+ * bench_poll -- the poll loop of the benchmarks: call @poll(@arg) until it
+ * returns nonzero (> 0 done, < 0 an error), for at most @timeout_ms from
+ * the first call that found nothing (a first call that succeeds costs no
+ * clock read). After each call that returned 0, wait: @idle(@arg) when
+ * @idle is not NULL, else sleep @sleep_us (0: spin). Returns what @poll
+ * returned, or 0 when the time ran out.
+ */
+int bench_poll(int (*poll)(void *arg), void (*idle)(void *arg), void *arg, unsigned sleep_us,
+               int64_t timeout_ms);
+
+#endif /* LOCO_BENCH_H */
