@@ -270,9 +270,10 @@ static void one_shot(struct sc_sync *sync, struct pred *all)
 /* recurring -- phase 3: node 1's flag rises and falls @edges times. */
 static void recurring(struct sc_sync *sync, uint32_t edges)
 {
-	struct pred flag = {.name = "recurring"};
-	struct pred gone = {.name = "removed after 3"};
-	struct pred self = {.name = "removes itself", .remove_at = 1};
+	/* static: "flag" stays armed after we return, until loco_sst_destroy() */
+	static struct pred flag = {.name = "recurring"};
+	static struct pred gone = {.name = "removed after 3"};
+	static struct pred self = {.name = "removes itself", .remove_at = 1};
 	struct pred *const ps[] = {&flag, &gone, &self};
 	uint64_t base = mine.count; /* node 1's count at each state: base + 2r - 1, base + 2r */
 	int64_t lat[MAX_EDGES];

@@ -96,7 +96,7 @@ static int probe_fn(void *arg)
 {
 	struct probe *p = arg;
 	int64_t t = now_ns(), last = LOAD(p->last_ns);
-	int n;
+	int n, ret;
 
 	STORE(p->inside, 1);
 	if (last != 0 && t - last > LOAD(p->max_gap_ns))
@@ -108,11 +108,13 @@ static int probe_fn(void *arg)
 	if (p->child != NULL && n == 1)
 		STORE(p->add_ret, loco_poller_add(p->m, probe_fn, p->child, 0, &p->child->self));
 	STORE(p->inside, 0);
-	if (p->remove_at && n == p->remove_at)
-		STORE(p->remove_ret, loco_poller_remove(LOAD(p->self))); /* last call */
+	ret = n <= p->busy_for ? LOCO_POLLER_BUSY : LOCO_POLLER_IDLE;
 	if (p->done_at && n == p->done_at)
-		return LOCO_POLLER_DONE;
-	return n <= p->busy_for ? LOCO_POLLER_BUSY : LOCO_POLLER_IDLE;
+		ret = LOCO_POLLER_DONE;
+	/* last: once remove_ret is set the test may end, and @p with its stack */
+	if (p->remove_at && n == p->remove_at)
+		STORE(p->remove_ret, loco_poller_remove(LOAD(p->self)));
+	return ret;
 }
 
 static int noop_fn(void *arg)
