@@ -29,7 +29,10 @@
  *    and the link's later requests wait behind it.
  *
  * Thread safety: fab_post() and fab_post_recv() are MT-safe per link.
- * fab_poll() is serialized: one polling thread per fab at a time.
+ * fab_poll() is serialized: one polling thread per fab at a time;
+ * fab_arm() may run in another thread meanwhile (one thread blocks on the
+ * wait fd while another polls), and still every completion is returned
+ * once, by fab_poll() (tests/fabric/poll-arm.c).
  * Setup calls (open, mr_reg, connect, accept, close) are MT-safe.
  */
 #ifndef LOCO_FABRIC_H

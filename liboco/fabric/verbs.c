@@ -159,7 +159,7 @@ struct vrb_fab {
 	uint32_t max_msg;
 	uint8_t rd_atom, init_rd_atom, ack_timeout;
 	int atomics;
-	unsigned unacked; /* CQ events got, not acked (poller) */
+	unsigned unacked; /* CQ events got, not acked (under reap_lock) */
 
 	pthread_mutex_t lock; /* links, the accept queue, link states */
 	pthread_cond_t cond;
@@ -172,7 +172,15 @@ struct vrb_fab {
 	int64_t cq_credits; /* atomic: CQ entries not promised to a request */
 	unsigned poll_gen;  /* atomic: odd while fab_poll()/fab_arm() may touch links */
 
-	/* completions reaped from the CQ but not returned yet (poller only) */
+	/*
+	 * One reaper of the CQ at a time: fab_poll() and fab_arm() (which
+	 * reaps what arrived before its request for notification) may be
+	 * called from different threads -- a progress thread arming while a
+	 * waiter polls. Two at once walked one link's send queue together
+	 * and broke poll_gen's parity (wait_poller) and the stash.
+	 */
+	pthread_mutex_t reap_lock;
+	/* completions reaped from the CQ but not returned yet (under reap_lock) */
 	struct fab_wc *stash;
 	uint32_t stash_mask;
 	uint32_t stash_head, stash_tail;
@@ -498,6 +506,7 @@ static int vrb_poll(struct fab *fab, struct fab_wc *wc, int max)
 
 	if (wc == NULL || max <= 0)
 		return -EINVAL;
+	pthread_mutex_lock(&f->reap_lock);
 	/* odd: links may be touched (the reaper waits); pairs with wait_poller() */
 	__atomic_add_fetch(&f->poll_gen, 1, __ATOMIC_SEQ_CST);
 	while (o.n < max && f->stash_head != f->stash_tail) {
@@ -507,6 +516,7 @@ static int vrb_poll(struct fab *fab, struct fab_wc *wc, int max)
 	if (o.n < max)
 		reap_cq(f, &o, VRB_POLL_ROUNDS);
 	__atomic_add_fetch(&f->poll_gen, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&f->reap_lock);
 	cq_release(f, o.released);
 	return o.n;
 }
@@ -516,38 +526,49 @@ static int vrb_wait_fd(struct fab *fab)
 	return to_vrb_fab(fab)->epfd;
 }
 
-/* do_arm -- request a CQ event; -EAGAIN when completions (or, with @accepts, links) wait. */
-static int do_arm(struct vrb_fab *f, bool accepts)
+/*
+ * arm_cq -- under reap_lock: ack the CQ events that made the wait fd
+ * readable, request the next one, and reap what arrived before the
+ * request (it would wake nobody) into the stash.
+ */
+static int arm_cq(struct vrb_fab *f)
 {
 	struct vrb_out o = {.wc = NULL, .max = 0};
 	struct ibv_cq *ev_cq;
 	void *ev_ctx;
-	uint64_t v;
-	int ret = 0, waiting;
+	int ret;
 
-	/* consume the events that made the wait fd readable */
 	for (int i = 0; i < 1024 && ibv_get_cq_event(f->cc, &ev_cq, &ev_ctx) == 0; i++)
 		f->unacked++;
 	if (f->unacked) {
 		ibv_ack_cq_events(f->cq, f->unacked);
 		f->unacked = 0;
 	}
-	if (read(f->acc_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		return -errno;
 	if (ibv_req_notify_cq(f->cq, 0) != 0) {
 		ret = -errno;
 		lc_log_err("verbs: %s: ibv_req_notify_cq failed: %s", f->dev, strerror(-ret));
 		return ret;
 	}
-	/* what arrived before the request for notification would not wake anyone */
 	__atomic_add_fetch(&f->poll_gen, 1, __ATOMIC_SEQ_CST);
 	reap_cq(f, &o, 4);
 	__atomic_add_fetch(&f->poll_gen, 1, __ATOMIC_RELEASE);
 	cq_release(f, o.released);
-	if (f->stash_head != f->stash_tail)
-		return -EAGAIN;
-	if (!accepts)
-		return 0;
+	return f->stash_head != f->stash_tail ? -EAGAIN : 0;
+}
+
+/* do_arm -- request a CQ event; -EAGAIN when completions (or, with @accepts, links) wait. */
+static int do_arm(struct vrb_fab *f, bool accepts)
+{
+	uint64_t v;
+	int ret, waiting;
+
+	if (read(f->acc_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return -errno;
+	pthread_mutex_lock(&f->reap_lock);
+	ret = arm_cq(f);
+	pthread_mutex_unlock(&f->reap_lock);
+	if (ret != 0 || !accepts)
+		return ret;
 	pthread_mutex_lock(&f->lock);
 	waiting = f->acc_head != NULL;
 	pthread_mutex_unlock(&f->lock);
@@ -1659,6 +1680,7 @@ static int vrb_open(const struct fab_attr *attr, struct fab **out)
 	fab_ops_fill(&f->ops, &fab_verbs_ops);
 	f->base.ops = &f->ops;
 	pthread_mutex_init(&f->lock, NULL);
+	pthread_mutex_init(&f->reap_lock, NULL);
 	pthread_cond_init(&f->cond, NULL);
 	snprintf(f->dev, sizeof(f->dev), "?");
 	f->cq_credits = attr->cq_depth;
@@ -1733,6 +1755,7 @@ static void vrb_close(struct fab *fab)
 	if (f->acc_fd >= 0)
 		close(f->acc_fd);
 	pthread_cond_destroy(&f->cond);
+	pthread_mutex_destroy(&f->reap_lock);
 	pthread_mutex_destroy(&f->lock);
 	free(f->stash);
 	free(f->keys);
