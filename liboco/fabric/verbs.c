@@ -896,6 +896,25 @@ static int vrb_post(struct fab_link *link, const struct fab_wr *wr, int n)
 	return -EIO;
 }
 
+/*
+ * reflush_rq -- receive buffers posted to a QP already in the error state
+ * must complete flushed. Hardware flushes them by itself; Soft-RoCE
+ * flushes a receive queue only when its responder runs, which nothing
+ * triggers after the failure (a user QP's post does not enter the
+ * kernel), so they never completed and the link never drained. Entering
+ * the error state again runs it (any state may move to error); on
+ * hardware it changes nothing. (fabric test close-failed)
+ */
+static void reflush_rq(struct vrb_link *l)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+
+	if (ibv_modify_qp(l->qp, &a, IBV_QP_STATE) != 0)
+		lc_log_warn("verbs: %s: link %u to %s: cannot flush receive buffers posted after "
+		            "the failure: %s",
+		            l->fab->dev, l->base.id, l->peer, strerror(errno));
+}
+
 static int vrb_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, int n)
 {
 	struct vrb_link *l = to_vrb_link(link);
@@ -944,6 +963,8 @@ static int vrb_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, in
 	}
 	__atomic_store_n(&l->rq_prod, prod, __ATOMIC_RELEASE);
 	pthread_spin_unlock(&l->lock);
+	if (__atomic_load_n(&l->down, __ATOMIC_SEQ_CST) != 0)
+		reflush_rq(l);
 	return 0;
 
 err_partial:
