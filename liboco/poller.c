@@ -46,9 +46,6 @@ struct lc_pollers {
 	int64_t period_ns;           /* the smallest period of the active pollers; 0: none */
 };
 
-/* the poller whose function this thread is running (the progress thread only) */
-static __thread struct loco_poller *in_call;
-
 int lc_pollers_init(loco_manager_t *m)
 {
 	struct lc_pollers *ps = calloc(1, sizeof(*ps));
@@ -155,7 +152,7 @@ int loco_poller_remove(loco_poller_t *p)
 		return -EINVAL;
 	ps = p->ps;
 	pthread_mutex_lock(&ps->lock);
-	if (ps->running == p && in_call == p) {
+	if (ps->running == p && pthread_equal(pthread_self(), ps->m->progress)) {
 		/* from inside its own call: the walk frees it when the call returns */
 		p->state = P_SELF_REMOVED;
 		period_update(ps);
@@ -197,11 +194,9 @@ int lc_pollers_run(loco_manager_t *m, int64_t *period_ns)
 			continue;
 		}
 		ps->running = p;
-		in_call = p;
 		pthread_mutex_unlock(&ps->lock);
 		r = p->fn(p->arg);
 		pthread_mutex_lock(&ps->lock);
-		in_call = NULL;
 		ps->running = NULL;
 		/* @p is still linked: a remover waited, or left it to us */
 		next = p->next;
