@@ -68,6 +68,7 @@ struct loco_sst_predicate {
 	void *arg;
 	unsigned mode;
 	int last;              /* the previous result: progress thread only */
+	int armed;             /* atomic: add has written *out; evaluate from now on */
 	loco_poller_t *poller; /* set by loco_poller_add() before its first call */
 	struct loco_sst_predicate *next;
 };
@@ -371,6 +372,9 @@ static int pred_poll(void *arg)
 	void *targ = p->arg;
 	int was = p->last, ret;
 
+	if (!__atomic_load_n(&p->armed, __ATOMIC_ACQUIRE)) /* pairs with the add's release */
+		return LOCO_POLLER_IDLE;
+
 	p->last = p->test(sst, targ) != 0;
 	if (!p->last || was)
 		return LOCO_POLLER_IDLE;
@@ -378,6 +382,19 @@ static int pred_poll(void *arg)
 	ret = p->mode == LOCO_SST_ONE_SHOT ? LOCO_POLLER_DONE : LOCO_POLLER_BUSY;
 	trigger(sst, targ);
 	return ret;
+}
+
+/* pred_unlist -- take @p off @sst's list of armed predicates (if it is on it). */
+static void pred_unlist(loco_sst_t *sst, struct loco_sst_predicate *p)
+{
+	struct loco_sst_predicate **pp;
+
+	pthread_mutex_lock(&sst->pred_lock);
+	for (pp = &sst->preds; *pp != NULL && *pp != p; pp = &(*pp)->next)
+		;
+	if (*pp != NULL)
+		*pp = p->next;
+	pthread_mutex_unlock(&sst->pred_lock);
 }
 
 int loco_sst_predicate_add(loco_sst_t *sst, int (*test)(loco_sst_t *sst, void *arg),
@@ -398,34 +415,31 @@ int loco_sst_predicate_add(loco_sst_t *sst, int (*test)(loco_sst_t *sst, void *a
 	p->trigger = trigger;
 	p->arg = arg;
 	p->mode = mode;
-	/* evaluated from now on: the trigger may run before we return */
-	ret = loco_poller_add(loco_channel_manager(sst->ch), pred_poll, p, 0, &p->poller);
-	if (ret) {
-		free(p);
-		return ret;
-	}
+	/*
+	 * Evaluated only once armed, after *@out is written: a trigger that
+	 * fires at once can read the handle there and remove the predicate
+	 * (and free @p), so nothing of @p is touched after arming.
+	 */
 	pthread_mutex_lock(&sst->pred_lock);
 	p->next = sst->preds;
 	sst->preds = p;
 	pthread_mutex_unlock(&sst->pred_lock);
+	ret = loco_poller_add(loco_channel_manager(sst->ch), pred_poll, p, 0, &p->poller);
+	if (ret) {
+		pred_unlist(sst, p);
+		free(p);
+		return ret;
+	}
 	*out = p;
+	__atomic_store_n(&p->armed, 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
 int loco_sst_predicate_remove(loco_sst_predicate_t *pred)
 {
-	loco_sst_t *sst;
-	struct loco_sst_predicate **pp;
-
 	if (pred == NULL)
 		return -EINVAL;
-	sst = pred->sst;
-	pthread_mutex_lock(&sst->pred_lock);
-	for (pp = &sst->preds; *pp != NULL && *pp != pred; pp = &(*pp)->next)
-		;
-	if (*pp != NULL)
-		*pp = pred->next;
-	pthread_mutex_unlock(&sst->pred_lock);
+	pred_unlist(pred->sst, pred);
 	/* not under pred_lock: this waits for a trigger, which may add or remove predicates */
 	loco_poller_remove(pred->poller);
 	free(pred);

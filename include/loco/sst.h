@@ -122,7 +122,9 @@ enum loco_sst_predicate_mode {
 /*
  * loco_sst_predicate_add -- arm predicate @test with @trigger and their
  * @arg on @sst, in @mode (enum loco_sst_predicate_mode). The trigger may
- * run before this returns. Returns 0 and sets *@out; -EINVAL, -ENOMEM.
+ * run before this returns, never before *@out is written (so that it may
+ * remove its predicate through it). Returns 0 and sets *@out; -EINVAL,
+ * -ENOMEM.
  */
 int loco_sst_predicate_add(loco_sst_t *sst, int (*test)(loco_sst_t *sst, void *arg),
                            void (*trigger)(loco_sst_t *sst, void *arg), void *arg, unsigned mode,

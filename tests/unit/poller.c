@@ -402,6 +402,32 @@ static void sst_predicate__one_shot_fires_once_when_true(void **state)
 	table_close(&t);
 }
 
+/*
+ * A predicate true when added fires at once, and its trigger may remove
+ * it through the handle add wrote: add must neither evaluate it before
+ * writing *out nor touch it afterwards (it touched it once freed: ASan).
+ */
+static void sst_predicate__trigger_removes_it_as_soon_as_added(void **state)
+{
+	struct table t;
+
+	table_open(*state, &t);
+	assert_int_equal(loco_sst_store_mine(t.sst, &(uint64_t){7}), 0);
+	for (int i = 0; i < 200; i++) {
+		struct pred_probe pp = {
+		    .at_least = 5, .me = loco_node_id(*state), .remove_at = 1, .remove_ret = 1};
+
+		assert_int_equal(loco_sst_predicate_add(t.sst, pred_test, pred_trigger, &pp,
+		                                        LOCO_SST_ONE_SHOT, &pp.self),
+		                 0);
+		WAIT_FOR(LOAD(pp.dead));
+		assert_int_equal(LOAD(pp.fired), 1);
+		assert_int_equal(LOAD(pp.remove_ret), 0);
+		assert_int_equal(LOAD(pp.wrong), 0);
+	}
+	table_close(&t);
+}
+
 static void sst_predicate__recurring_counts_edges_and_removal_stops_it(void **state)
 {
 	uint32_t me = loco_node_id(*state);
@@ -463,6 +489,8 @@ int main(void)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(sst_predicate__one_shot_fires_once_when_true, setup,
 	                                    teardown),
+	    cmocka_unit_test_setup_teardown(sst_predicate__trigger_removes_it_as_soon_as_added,
+	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        sst_predicate__recurring_counts_edges_and_removal_stops_it, setup, teardown),
 	};
