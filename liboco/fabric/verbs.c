@@ -24,8 +24,8 @@
  * A closed link becomes a zombie: its QP is moved to the error state and
  * the event thread destroys it once every request and RECV it held has
  * been flushed through fab_poll() (the completions carry link_ctx and
- * link_id, never the freed handle), and after the poller has left the
- * call that may still have touched it (poll_gen).
+ * link_id, never the freed handle), and after the reaper has left the
+ * call that may still have touched it (reap_lock).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -170,14 +170,14 @@ struct vrb_fab {
 	struct vrb_key *keys; /* VRB_KEYS slots, open addressing on the lkey */
 
 	int64_t cq_credits; /* atomic: CQ entries not promised to a request */
-	unsigned poll_gen;  /* atomic: odd while fab_poll()/fab_arm() may touch links */
 
 	/*
 	 * One reaper of the CQ at a time: fab_poll() and fab_arm() (which
 	 * reaps what arrived before its request for notification) may be
 	 * called from different threads -- a progress thread arming while a
-	 * waiter polls. Two at once walked one link's send queue together
-	 * and broke poll_gen's parity (wait_poller) and the stash.
+	 * waiter polls. Two at once walked one link's send queue and the
+	 * stash together. Held while the links' queues may be touched, so
+	 * taking it also waits out a reaper before a zombie is freed.
 	 */
 	pthread_mutex_t reap_lock;
 	/* completions reaped from the CQ but not returned yet (under reap_lock) */
@@ -507,15 +507,12 @@ static int vrb_poll(struct fab *fab, struct fab_wc *wc, int max)
 	if (wc == NULL || max <= 0)
 		return -EINVAL;
 	pthread_mutex_lock(&f->reap_lock);
-	/* odd: links may be touched (the reaper waits); pairs with wait_poller() */
-	__atomic_add_fetch(&f->poll_gen, 1, __ATOMIC_SEQ_CST);
 	while (o.n < max && f->stash_head != f->stash_tail) {
 		o.wc[o.n++] = f->stash[f->stash_head++ & f->stash_mask];
 		o.released++;
 	}
 	if (o.n < max)
 		reap_cq(f, &o, VRB_POLL_ROUNDS);
-	__atomic_add_fetch(&f->poll_gen, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&f->reap_lock);
 	cq_release(f, o.released);
 	return o.n;
@@ -549,9 +546,7 @@ static int arm_cq(struct vrb_fab *f)
 		lc_log_err("verbs: %s: ibv_req_notify_cq failed: %s", f->dev, strerror(-ret));
 		return ret;
 	}
-	__atomic_add_fetch(&f->poll_gen, 1, __ATOMIC_SEQ_CST);
 	reap_cq(f, &o, 4);
-	__atomic_add_fetch(&f->poll_gen, 1, __ATOMIC_RELEASE);
 	cq_release(f, o.released);
 	return f->stash_head != f->stash_tail ? -EAGAIN : 0;
 }
@@ -1278,19 +1273,14 @@ static void on_link_event(struct vrb_fab *f, const struct vrb_event *ev)
 	}
 }
 
-/* wait_poller -- wait until a poller that may have seen a link has left fab_poll(). */
+/*
+ * wait_poller -- wait until a reaper (fab_poll(), fab_arm()) that may have
+ * seen a link has left: the links just unlisted are out of its reach.
+ */
 static void wait_poller(struct vrb_fab *f)
 {
-	unsigned g;
-
-	/* pairs with the SEQ_CST increment at the start of vrb_poll()/vrb_arm() */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	g = __atomic_load_n(&f->poll_gen, __ATOMIC_SEQ_CST);
-	if (g & 1) {
-		for (int i = 0; i < 1000000 && __atomic_load_n(&f->poll_gen, __ATOMIC_ACQUIRE) == g;
-		     i++)
-			sched_yield();
-	}
+	pthread_mutex_lock(&f->reap_lock);
+	pthread_mutex_unlock(&f->reap_lock);
 }
 
 static bool link_drained(const struct vrb_link *l)
