@@ -83,16 +83,14 @@ static void try_reap(void *arg)
 static int wait_events(loco_manager_t *m, struct epoll_event *ev, int max, int64_t timeout_ns)
 {
 #ifdef LOCO_HAVE_EPOLL_PWAIT2
-	static int no_pwait2; /* atomic: the kernel said ENOSYS once */
-
-	if (timeout_ns % 1000000 != 0 && !__atomic_load_n(&no_pwait2, __ATOMIC_RELAXED)) {
+	if (timeout_ns % 1000000 != 0 && !m->no_pwait2) {
 		struct timespec ts = {.tv_sec = timeout_ns / 1000000000,
 		                      .tv_nsec = timeout_ns % 1000000000};
 		int n = epoll_pwait2(m->epfd, ev, max, &ts, NULL);
 
 		if (n >= 0 || errno != ENOSYS)
 			return n;
-		__atomic_store_n(&no_pwait2, 1, __ATOMIC_RELAXED);
+		m->no_pwait2 = 1; /* ENOSYS: whole milliseconds from now on */
 	}
 #endif
 	if (timeout_ns > (int64_t)INT32_MAX * 1000000)

@@ -119,6 +119,7 @@ struct loco_manager {
 	pthread_mutex_t poll_lock; /* fab_poll() is serialized: who holds it reaps */
 	int waiters;               /* atomic: threads in loco_ack_wait(), reaping themselves */
 	uint64_t last_wait_ns;     /* atomic: when the last of them left */
+	int no_pwait2;             /* progress thread: the kernel has no epoll_pwait2() */
 	pthread_rwlock_t links_lock;
 	struct lc_link_ent links[LC_MAX_NODES];
 	unsigned nlinks;
