@@ -41,6 +41,7 @@
 #include <time.h>
 
 #include "ack.h"
+#include "clock.h"
 
 #define ACK_WORDS      (LC_ACK_SLOTS / 64)
 #define ACK_IDX_SHIFT  40
@@ -55,17 +56,6 @@
 _Static_assert(LC_ACK_SLOTS % 64 == 0, "LC_ACK_SLOTS must be a multiple of 64");
 _Static_assert(LC_ACK_SLOTS <= ACK_SLOT_MASK + 1u, "slots must fit the WRID slot field");
 _Static_assert(LC_ACK_MAX_KEYS <= 0x10000u, "key indexes must fit the WRID key field");
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
 
 /* ack_wrid -- the WRID of @slot in @key (layout in ack.h). */
 static inline uint64_t ack_wrid(const loco_ack_key_t *key, uint32_t slot)
@@ -338,14 +328,6 @@ static int ack_idle_result(loco_ack_key_t *key)
 	return __atomic_exchange_n(&key->first_err, 0, __ATOMIC_ACQ_REL);
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /*
  * lc_ack_wait -- spin ACK_SPIN times, then sched_yield(), until @key is
  * idle or @timeout_ns passed (< 0: forever, 0: test once).
@@ -362,7 +344,7 @@ int lc_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 	if (timeout_ns == 0)
 		return -ETIMEDOUT;
 	if (timeout_ns > 0) {
-		deadline = now_ns();
+		deadline = (int64_t)lc_now_ns();
 		deadline = timeout_ns > INT64_MAX - deadline ? INT64_MAX : deadline + timeout_ns;
 	}
 
@@ -370,10 +352,10 @@ int lc_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 		if (key->table->progress != NULL)
 			key->table->progress(key->table->progress_arg);
 		else
-			cpu_relax();
+			lc_cpu_relax();
 		if (lc_ack_idle(key))
 			return ack_idle_result(key);
-		if (timeout_ns > 0 && i % ACK_SPIN_CLOCK == 0 && now_ns() >= deadline)
+		if (timeout_ns > 0 && i % ACK_SPIN_CLOCK == 0 && (int64_t)lc_now_ns() >= deadline)
 			return -ETIMEDOUT;
 	}
 	/*
@@ -387,7 +369,7 @@ int lc_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 			key->table->progress(key->table->progress_arg);
 		if (lc_ack_idle(key))
 			return ack_idle_result(key);
-		if (timeout_ns > 0 && now_ns() >= deadline)
+		if (timeout_ns > 0 && (int64_t)lc_now_ns() >= deadline)
 			return -ETIMEDOUT;
 	}
 }

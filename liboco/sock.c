@@ -7,14 +7,6 @@
 
 #include "sock.h"
 
-uint64_t lc_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int lc_sock_io_full(int fd, void *buf, size_t len, int out, uint64_t deadline_ns)
 {
 	uint8_t *p = buf;

@@ -6,8 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* lc_now_ns -- CLOCK_MONOTONIC in nanoseconds. */
-uint64_t lc_now_ns(void);
+#include "clock.h"
 
 /*
  * lc_sock_io_full -- send (@out) or receive exactly @len bytes on @fd,

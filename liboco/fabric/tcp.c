@@ -167,11 +167,6 @@ struct tcp_mr {
 /* ------------------------------------------------------------------ */
 /* small helpers                                                      */
 
-static inline uint64_t now_ns(void)
-{
-	return lc_now_ns();
-}
-
 static inline int psn_before(uint32_t a, uint32_t b)
 {
 	return (int32_t)(a - b) < 0;
@@ -199,9 +194,9 @@ static uint64_t xorshift(uint64_t *s)
 
 static void spin_ns(uint64_t ns)
 {
-	uint64_t end = now_ns() + ns;
+	uint64_t end = lc_now_ns() + ns;
 
-	while (now_ns() < end)
+	while (lc_now_ns() < end)
 		__builtin_ia32_pause();
 }
 
@@ -442,7 +437,8 @@ static void link_fail(struct tcp_link *l, int first_err, int err, const char *wh
 		 * once the NAK is out and read until the peer closes (drain()).
 		 */
 		l->draining = 1;
-		l->drain_deadline = now_ns() + (uint64_t)l->fab->base.attr.timeout_ms * 1000000ull;
+		l->drain_deadline =
+		    lc_now_ns() + (uint64_t)l->fab->base.attr.timeout_ms * 1000000ull;
 		link_set_out(l, tx_used(l) > 0);
 	} else if (l->fd >= 0) {
 		epoll_ctl(l->fab->epfd, EPOLL_CTL_DEL, l->fd, NULL);
@@ -719,7 +715,7 @@ static int link_issue(struct tcp_link *l)
 		if (r <= 0)
 			return moved || r < 0;
 		if (l->sq_done == l->sq_issue)
-			l->last_rx_ns = now_ns(); /* the dead-peer clock starts now */
+			l->last_rx_ns = lc_now_ns(); /* the dead-peer clock starts now */
 		l->sq_issue++;
 		moved = 1;
 	}
@@ -1086,7 +1082,7 @@ static void link_input(struct tcp_link *l)
 			break;
 		}
 		l->rx_len += (size_t)n;
-		l->last_rx_ns = now_ns();
+		l->last_rx_ns = lc_now_ns();
 		while (l->state != LINK_DOWN) {
 			struct tcp_frame fr;
 			long flen = tcp_wire_decode(l->rx + off, l->rx_len - off, &fr);
@@ -1246,10 +1242,10 @@ static void *nic_main(void *arg)
 {
 	struct tcp_fab *f = arg;
 	struct epoll_event ev[TCP_EVENTS];
-	uint64_t spin_ns = (uint64_t)f->base.attr.spin_us * 1000ull, last_busy = now_ns();
+	uint64_t spin_ns = (uint64_t)f->base.attr.spin_us * 1000ull, last_busy = lc_now_ns();
 
 	while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
-		uint64_t t0 = now_ns(), cq0 = __atomic_load_n(&f->cq_tail, __ATOMIC_RELAXED);
+		uint64_t t0 = lc_now_ns(), cq0 = __atomic_load_n(&f->cq_tail, __ATOMIC_RELAXED);
 		int busy = 0, timeout, n, tnext;
 
 		__atomic_add_fetch(&f->nic_busy, 1, __ATOMIC_SEQ_CST); /* odd: touching memory */
@@ -1263,7 +1259,7 @@ static void *nic_main(void *arg)
 				tx_flush(l);
 			}
 		}
-		tnext = nic_timers(f, now_ns());
+		tnext = nic_timers(f, lc_now_ns());
 		__atomic_add_fetch(&f->nic_busy, 1, __ATOMIC_SEQ_CST);
 
 		if (busy || t0 - last_busy < spin_ns) {
@@ -1303,7 +1299,7 @@ static void *nic_main(void *arg)
 		}
 		__atomic_add_fetch(&f->nic_busy, 1, __ATOMIC_SEQ_CST);
 		if (busy || n > 0)
-			last_busy = now_ns();
+			last_busy = lc_now_ns();
 		if (__atomic_load_n(&f->cq_tail, __ATOMIC_RELAXED) != cq0)
 			cq_wake(f);
 	}
@@ -1361,7 +1357,7 @@ static int tcp_open(const struct fab_attr *attr, struct fab **out)
 	f->base.ops = &f->ops;
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_cond_init(&f->cond, NULL);
-	f->rng = now_ns() | 1;
+	f->rng = lc_now_ns() | 1;
 	if (slow != NULL && *slow != '\0')
 		f->slow_ns = strtoull(slow, NULL, 10);
 	/*
@@ -1452,7 +1448,7 @@ static int tcp_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ct
 {
 	struct tcp_fab *f = to_tcp_fab(fab);
 	uint64_t deadline =
-	    now_ns() + (uint64_t)(timeout_ms < 0 ? 3600000 : timeout_ms) * 1000000ull;
+	    lc_now_ns() + (uint64_t)(timeout_ms < 0 ? 3600000 : timeout_ms) * 1000000ull;
 	uint8_t buf[TCP_HDR_LEN + TCP_HELLO_LEN];
 	struct tcp_hello h = {.magic = TCP_MAGIC, .version = TCP_VERSION};
 	struct tcp_frame fr = {.type = TCP_F_HELLO, .len = TCP_HELLO_LEN};
@@ -1476,7 +1472,7 @@ static int tcp_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ct
 		struct pollfd pfd = {.fd = fd, .events = POLLOUT};
 		int soerr = 0;
 		socklen_t sl = sizeof(soerr);
-		uint64_t now = now_ns();
+		uint64_t now = lc_now_ns();
 
 		ret = poll(&pfd, 1, now < deadline ? (int)((deadline - now) / 1000000ull) : 0);
 		if (ret == 0) {

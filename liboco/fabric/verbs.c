@@ -47,6 +47,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "../clock.h"
 #include "../log.h"
 #include "provider.h"
 
@@ -200,14 +201,6 @@ struct vrb_out {
 
 /* ------------------------------------------------------------------ */
 /* small helpers                                                      */
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static inline struct vrb_link *to_vrb_link(struct fab_link *l)
 {
@@ -1789,7 +1782,7 @@ static int wait_event(struct rdma_event_channel *ch, uint64_t deadline, struct v
 {
 	for (;;) {
 		struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
-		uint64_t now = now_ns();
+		uint64_t now = lc_now_ns();
 		int r;
 
 		if (now >= deadline)
@@ -1849,7 +1842,7 @@ static int resolve_addr(struct rdma_event_channel *ch, struct rdma_cm_id **out,
 
 	*what = "address not resolved in time";
 	for (int i = 0; i < 64; i++) {
-		uint64_t now = now_ns();
+		uint64_t now = lc_now_ns();
 		struct rdma_cm_id *id;
 		int ms;
 
@@ -1886,7 +1879,7 @@ static int vrb_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ct
 {
 	struct vrb_fab *f = to_vrb_fab(fab);
 	uint64_t deadline =
-	    now_ns() + (uint64_t)(timeout_ms < 0 ? 3600000 : timeout_ms) * 1000000ull;
+	    lc_now_ns() + (uint64_t)(timeout_ms < 0 ? 3600000 : timeout_ms) * 1000000ull;
 	uint8_t pd[VRB_PRIV_HDR + FAB_PRIV_MAX] = {VRB_PRIV_MAGIC, VRB_PRIV_VERSION,
 	                                           (uint8_t)priv_len};
 	char where[FAB_ADDR_STRLEN] = "?";
