@@ -111,9 +111,14 @@ int lc_ack_table_init(struct lc_ack_table *t, uint32_t max_keys)
 		ret = -ENOMEM;
 		goto err_free_keys;
 	}
+	t->fan = calloc(1, sizeof(*t->fan));
+	if (t->fan == NULL) {
+		ret = -ENOMEM;
+		goto err_free_gens;
+	}
 	ret = -pthread_mutex_init(&t->lock, NULL);
 	if (ret)
-		goto err_free_gens;
+		goto err_free_fan;
 
 	t->keys = keys;
 	t->gens = gens;
@@ -121,6 +126,9 @@ int lc_ack_table_init(struct lc_ack_table *t, uint32_t max_keys)
 	t->nkeys = 0;
 	return 0;
 
+err_free_fan:
+	free(t->fan);
+	t->fan = NULL;
 err_free_gens:
 	free(gens);
 err_free_keys:
@@ -139,6 +147,8 @@ void lc_ack_table_fini(struct lc_ack_table *t)
 		free(t->keys[i]); /* no completion may run any more */
 	free(t->keys);
 	free(t->gens);
+	free(t->fan);
+	t->fan = NULL;
 	pthread_mutex_destroy(&t->lock);
 	t->keys = NULL;
 	t->gens = NULL;
@@ -209,22 +219,20 @@ void lc_ack_key_free(loco_ack_key_t *key)
 }
 
 /*
- * lc_ack_attach -- claim a zero bit, starting at the hint word. Each failed
- * CAS means another thread changed the word (lock-free); a word is given up
- * after ACK_CAS_TRIES failures, so a pass over the key is bounded.
+ * bitmap_claim -- claim a zero bit of @bits (@words words), starting at
+ * the hint word. Each failed CAS means another thread changed the word
+ * (lock-free); a word is given up after ACK_CAS_TRIES failures, so a pass
+ * is bounded. Returns 0 and the bit's index in *@slot; -EAGAIN when full.
  */
-int lc_ack_attach(loco_ack_key_t *key, uint64_t *wrid)
+static int bitmap_claim(uint64_t *bits, uint32_t words, uint32_t *hint, uint32_t *slot)
 {
 	uint32_t start, n, w, tries, bit;
 	uint64_t old, new;
 
-	if (key == NULL || wrid == NULL)
-		return -EINVAL;
-
-	start = __atomic_load_n(&key->hint, __ATOMIC_RELAXED) % ACK_WORDS;
-	for (n = 0; n < ACK_WORDS; n++) {
-		w = (start + n) % ACK_WORDS;
-		old = __atomic_load_n(&key->bits[w], __ATOMIC_RELAXED);
+	start = __atomic_load_n(hint, __ATOMIC_RELAXED) % words;
+	for (n = 0; n < words; n++) {
+		w = (start + n) % words;
+		old = __atomic_load_n(&bits[w], __ATOMIC_RELAXED);
 		for (tries = 0; tries < ACK_CAS_TRIES && ~old != 0; tries++) {
 			bit = (uint32_t)__builtin_ctzll(~old);
 			new = old | (1ull << bit);
@@ -233,19 +241,101 @@ int lc_ack_attach(loco_ack_key_t *key, uint64_t *wrid)
 			 * (release AND) happens before its reuse. A failure
 			 * reloads @old.
 			 */
-			if (__atomic_compare_exchange_n(&key->bits[w], &old, new, 0,
-			                                __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+			if (__atomic_compare_exchange_n(&bits[w], &old, new, 0, __ATOMIC_ACQUIRE,
+			                                __ATOMIC_RELAXED)) {
 				if (~new == 0) /* word now full: start at the next one */
-					__atomic_store_n(&key->hint, (w + 1) % ACK_WORDS,
-					                 __ATOMIC_RELAXED);
+					__atomic_store_n(hint, (w + 1) % words, __ATOMIC_RELAXED);
 				else if (w != start)
-					__atomic_store_n(&key->hint, w, __ATOMIC_RELAXED);
-				*wrid = ack_wrid(key, w * 64 + bit);
+					__atomic_store_n(hint, w, __ATOMIC_RELAXED);
+				*slot = w * 64 + bit;
 				return 0;
 			}
 		}
 	}
 	return -EAGAIN;
+}
+
+/* lc_ack_attach -- claim a zero bit of @key. */
+int lc_ack_attach(loco_ack_key_t *key, uint64_t *wrid)
+{
+	uint32_t slot;
+
+	if (key == NULL || wrid == NULL)
+		return -EINVAL;
+	if (bitmap_claim(key->bits, ACK_WORDS, &key->hint, &slot) != 0)
+		return -EAGAIN;
+	*wrid = ack_wrid(key, slot);
+	return 0;
+}
+
+/* fan_release -- give fan slot @f back. */
+static void fan_release(struct lc_ack_fan *fan, uint32_t f)
+{
+	/* pairs with the acquire CAS in bitmap_claim() */
+	__atomic_fetch_and(&fan->bits[f / 64], ~(1ull << (f % 64)), __ATOMIC_RELEASE);
+}
+
+int lc_ack_attach_n(struct lc_ack_table *t, loco_ack_key_t *const *keys, unsigned n, uint64_t *wrid)
+{
+	uint64_t w[LC_ACK_FAN_MAX] = {0};
+	loco_ack_key_t *one = NULL;
+	unsigned count = 0, i;
+	uint32_t f;
+	int ret;
+
+	if (t == NULL || wrid == NULL || n > LC_ACK_FAN_MAX || (n > 0 && keys == NULL))
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if (keys[i] == NULL)
+			continue;
+		if (keys[i]->table != t)
+			return -EINVAL;
+		one = keys[i];
+		count++;
+	}
+	if (count == 1)
+		return lc_ack_attach(one, wrid); /* no fan slot needed */
+	if (count == 0)
+		return -EINVAL;
+	if (bitmap_claim(t->fan->bits, LC_ACK_FAN_SLOTS / 64, &t->fan->hint, &f) != 0)
+		return -EAGAIN;
+	for (i = 0; i < n; i++) {
+		if (keys[i] == NULL)
+			continue;
+		ret = lc_ack_attach(keys[i], &w[i]);
+		if (ret) {
+			while (i-- > 0)
+				if (keys[i] != NULL)
+					lc_ack_detach(keys[i], w[i]);
+			fan_release(t->fan, f);
+			return ret;
+		}
+	}
+	for (i = 0; i < LC_ACK_FAN_MAX; i++)
+		/* read by lc_ack_complete() after the completion (acquire there) */
+		__atomic_store_n(&t->fan->wrid[f][i], w[i], __ATOMIC_RELEASE);
+	*wrid = ((uint64_t)LC_WRID_FAN << ACK_TYPE_SHIFT) | f;
+	return 0;
+}
+
+void lc_ack_detach_n(struct lc_ack_table *t, loco_ack_key_t *const *keys, unsigned n, uint64_t wrid)
+{
+	uint32_t f;
+
+	if (lc_wrid_type(wrid) != LC_WRID_FAN) {
+		for (unsigned i = 0; i < n; i++)
+			if (keys[i] != NULL)
+				lc_ack_detach(keys[i], wrid); /* only its owner matches */
+		return;
+	}
+	f = (uint32_t)wrid & ACK_SLOT_MASK;
+	if (f >= LC_ACK_FAN_SLOTS)
+		return;
+	for (unsigned i = 0; i < n && i < LC_ACK_FAN_MAX; i++)
+		if (keys[i] != NULL)
+			lc_ack_detach(keys[i],
+			              __atomic_load_n(&t->fan->wrid[f][i], __ATOMIC_RELAXED));
+	fan_release(t->fan, f);
 }
 
 /* lc_ack_detach -- clear the slot of a never-posted @wrid; wrids of other keys are ignored. */
@@ -264,6 +354,27 @@ void lc_ack_detach(loco_ack_key_t *key, uint64_t wrid)
  * is the first error, clear the slot. Any @wrid value is safe: each field
  * is range-checked before use, and a slot whose bit is clear is not touched.
  */
+/* fan_complete -- complete each operation of fan slot @f, then free the slot. */
+static int fan_complete(struct lc_ack_table *t, uint64_t wrid, int status)
+{
+	uint32_t f = (uint32_t)wrid & ACK_SLOT_MASK;
+	uint64_t mask = 1ull << (f % 64);
+	int ret = -ENOENT;
+
+	if ((wrid & ~(uint64_t)ACK_SLOT_MASK) != ((uint64_t)LC_WRID_FAN << ACK_TYPE_SHIFT) ||
+	    f >= LC_ACK_FAN_SLOTS ||
+	    (__atomic_load_n(&t->fan->bits[f / 64], __ATOMIC_ACQUIRE) & mask) == 0)
+		return -ENOENT;
+	for (unsigned i = 0; i < LC_ACK_FAN_MAX; i++) {
+		uint64_t w = __atomic_exchange_n(&t->fan->wrid[f][i], 0, __ATOMIC_ACQ_REL);
+
+		if (w != 0 && lc_ack_complete(t, w, status) == 0)
+			ret = 0;
+	}
+	fan_release(t->fan, f);
+	return ret;
+}
+
 int lc_ack_complete(struct lc_ack_table *t, uint64_t wrid, int status)
 {
 	loco_ack_key_t *key;
@@ -271,6 +382,8 @@ int lc_ack_complete(struct lc_ack_table *t, uint64_t wrid, int status)
 	uint64_t mask, old;
 	int zero = 0;
 
+	if (t != NULL && t->fan != NULL && lc_wrid_type(wrid) == LC_WRID_FAN)
+		return fan_complete(t, wrid, status);
 	if (t == NULL || t->keys == NULL || !ack_decode(wrid, t->max_keys, &idx, &gen, &slot))
 		return -ENOENT;
 

@@ -28,9 +28,12 @@
 
 #include <loco/ack.h>
 
-#define LC_WRID_ACK     1u
-#define LC_ACK_SLOTS    1024u /* operations one key can have outstanding */
-#define LC_ACK_MAX_KEYS 65536u
+#define LC_WRID_ACK      1u
+#define LC_WRID_FAN      2u     /* an operation completing into several keys */
+#define LC_ACK_FAN_MAX   2u     /* keys one operation completes into */
+#define LC_ACK_FAN_SLOTS 16384u /* such operations outstanding in a table */
+#define LC_ACK_SLOTS     1024u  /* operations one key can have outstanding */
+#define LC_ACK_MAX_KEYS  65536u
 
 struct lc_ack_table;
 
@@ -44,8 +47,20 @@ struct loco_ack_key {
 	uint64_t bits[LC_ACK_SLOTS / 64]; /* atomic: outstanding slots */
 };
 
+/*
+ * Fan-out: an operation attached to several keys gets one WRID naming a
+ * fan slot, which holds the WRID of the operation in each key. The slot
+ * is claimed like a key's bit (lock-free) and released by the completion.
+ */
+struct lc_ack_fan {
+	uint64_t bits[LC_ACK_FAN_SLOTS / 64];            /* atomic: slots in use */
+	uint32_t hint;                                   /* atomic */
+	uint64_t wrid[LC_ACK_FAN_SLOTS][LC_ACK_FAN_MAX]; /* atomic; 0: none */
+};
+
 struct lc_ack_table {
 	pthread_mutex_t lock;
+	struct lc_ack_fan *fan;
 	loco_ack_key_t **keys; /* [max_keys]; read lock-free by lc_ack_complete() */
 	uint32_t *gens;        /* [max_keys]: generation of each index */
 	uint32_t max_keys;
@@ -94,6 +109,19 @@ void lc_ack_detach(loco_ack_key_t *key, uint64_t wrid);
  * the slot. Returns 0, or -ENOENT when the WRID names no live key/slot.
  */
 int lc_ack_complete(struct lc_ack_table *t, uint64_t wrid, int status);
+
+/*
+ * lc_ack_attach_n -- attach one operation to each of @keys[0 .. @n) (n <=
+ * LC_ACK_FAN_MAX; NULL entries skipped); its completion completes it in
+ * every one. Returns 0 and *@wrid; -EAGAIN (a key or the fan table
+ * full; nothing attached), -EINVAL (keys of another table, n too large).
+ */
+int lc_ack_attach_n(struct lc_ack_table *t, loco_ack_key_t *const *keys, unsigned n,
+                    uint64_t *wrid);
+
+/* lc_ack_detach_n -- undo lc_ack_attach_n() for an operation never posted. */
+void lc_ack_detach_n(struct lc_ack_table *t, loco_ack_key_t *const *keys, unsigned n,
+                     uint64_t wrid);
 
 /* lc_ack_idle -- whether @key has no outstanding operation. */
 int lc_ack_idle(const loco_ack_key_t *key);

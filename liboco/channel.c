@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * channel.c -- channels, their child objects and registered regions, and
- * the remote operations objects are built from.
+ * channel.c -- channels, pairing, and the objects' callbacks.
  *
  * Pairing: loco_channel_join() sends CHAN(name, regions, REPLY) to every
  * member; a member that joined a channel of the same full name records
@@ -9,9 +8,16 @@
  * own CHAN. A member that comes up later gets CHAN(REPLY) for every
  * joined channel, so joins in any order pair. A region created after the
  * join is announced again to the channel's peers. A member that leaves or
- * fails, or a CHAN_LEAVE, makes the objects see peer_leave.
+ * fails, or a CHAN_LEAVE, makes the objects see peer_leave. Remote
+ * regions are matched by full name "object/region".
  *
- * Remote regions are matched by full name "object/region".
+ * Membership reaches this file as events (lc_chan_subscribe()), on the
+ * progress thread with m->lock held. Object callbacks are not called
+ * there: they are queued, and lc_chan_dispatch() calls them on the
+ * progress thread with no lock held, so that they may call anything of
+ * loco/channel.h. An object destroyed meanwhile is skipped (its destroy
+ * waits for a callback of it that runs), and an object created after an
+ * event was queued does not get it (it saw the peers when it was made).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,48 +26,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chan.h"
 #include "log.h"
-#include "manager.h"
 
-struct lc_peer {
+/* A callback to run: peer @node joined (or left) channel @chan. */
+struct lc_cb_event {
+	uint64_t chan;
+	uint64_t seq;
 	uint32_t node;
-	uint32_t fence_gen; /* the channel's fence this peer's operations honour */
-	uint32_t nregions;
-	struct lc_region_info *regions;
-	struct lc_peer *next;
-};
-
-struct loco_channel {
-	loco_manager_t *m;
-	loco_channel_t *parent;
-	char name[LOCO_NAME_MAX + 1]; /* full name */
-	uint32_t nodes;
-	int joined;
-	int nchildren;
-	uint32_t fence_gen;     /* bumped by loco_channel_fence() */
-	uint32_t fence_pending; /* atomic: peers whose next operation must carry the fence */
-	struct loco_object *objects;
-	struct lc_peer *peers;
-	loco_channel_t *next;
-};
-
-struct loco_object {
-	loco_channel_t *ch;
-	char name[LOCO_NAME_MAX + 1];
-	struct loco_object_ops ops;
-	void *arg;
-	struct loco_region *regions;
-	struct loco_object *next;
-};
-
-struct loco_region {
-	loco_object_t *obj;
-	char full[LOCO_NAME_MAX + 1]; /* "object/region" */
-	void *ptr;
-	size_t len;
-	unsigned access;
-	struct fab_mr *mr;
-	struct loco_region *next;
+	int join;
+	struct lc_cb_event *next;
 };
 
 static int name_ok(const char *name)
@@ -82,22 +56,137 @@ static loco_channel_t *chan_find(loco_manager_t *m, const char *full)
 	return NULL;
 }
 
-static struct lc_peer *peer_find(loco_channel_t *ch, uint32_t node)
+static loco_channel_t *chan_by_id(loco_manager_t *m, uint64_t id)
 {
-	for (struct lc_peer *p = ch->peers; p != NULL; p = p->next)
-		if (p->node == node)
-			return p;
+	for (loco_channel_t *ch = m->channels; ch != NULL; ch = ch->next)
+		if (ch->id == id)
+			return ch;
 	return NULL;
 }
+
+/* ------------------------------------------------------------------ */
+/* peers: slots read lock-free by the data path                      */
+
+static uint32_t peer_hash(uint32_t node)
+{
+	return (node * 2654435761u) % LC_CHAN_PEERS;
+}
+
+struct lc_peer *lc_peer_get(loco_channel_t *ch, uint32_t node)
+{
+	uint32_t h = peer_hash(node);
+
+	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
+		/* pairs with the release store in peer_slot() */
+		struct lc_peer *p =
+		    __atomic_load_n(&ch->peer[(h + i) % LC_CHAN_PEERS], __ATOMIC_ACQUIRE);
+
+		if (p == NULL)
+			return NULL;
+		if (p->node == node)
+			return p;
+	}
+	return NULL;
+}
+
+/* peer_slot -- @node's slot, made when it is new. m->lock held. NULL: out of memory or room. */
+static struct lc_peer *peer_slot(loco_channel_t *ch, uint32_t node)
+{
+	struct lc_peer *p = lc_peer_get(ch, node);
+	uint32_t h = peer_hash(node);
+
+	if (p != NULL)
+		return p;
+	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
+		struct lc_peer **slot = &ch->peer[(h + i) % LC_CHAN_PEERS];
+
+		if (*slot != NULL)
+			continue;
+		p = calloc(1, sizeof(*p));
+		if (p == NULL)
+			return NULL;
+		p->node = node;
+		__atomic_store_n(slot, p, __ATOMIC_RELEASE);
+		return p;
+	}
+	lc_log_err("manager: channel %s: no room for node %u", ch->name, node);
+	return NULL;
+}
+
+int lc_rref_read(const struct lc_rref *r, uint32_t node, loco_rref_t *out)
+{
+	for (;;) {
+		/* pairs with the release stores in lc_rref_write() */
+		uint64_t s1 = __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE), s2;
+		uint64_t rkey = __atomic_load_n(&r->rkey, __ATOMIC_RELAXED);
+		uint64_t addr = __atomic_load_n(&r->addr, __ATOMIC_RELAXED);
+		uint64_t len = __atomic_load_n(&r->len, __ATOMIC_RELAXED);
+
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(&r->seq, __ATOMIC_RELAXED);
+		if ((s1 & 1) || s1 != s2) {
+			lc_cpu_relax();
+			continue;
+		}
+		if (len == 0)
+			return -ENOENT;
+		*out =
+		    (loco_rref_t){.node = node, .rkey = (uint32_t)rkey, .addr = addr, .len = len};
+		return 0;
+	}
+}
+
+void lc_rref_write(struct lc_rref *r, uint32_t rkey, uint64_t addr, uint64_t len)
+{
+	uint64_t s = __atomic_load_n(&r->seq, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&r->seq, s + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE); /* odd before the fields change */
+	__atomic_store_n(&r->rkey, rkey, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->addr, addr, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->len, len, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->seq, s + 2, __ATOMIC_RELEASE);
+}
+
+void lc_rref_resolve(struct lc_peer *p, const struct loco_region *r)
+{
+	for (uint32_t i = 0; i < p->nregions; i++) {
+		if (strcmp(p->regions[i].name, r->full) == 0) {
+			lc_rref_write(&p->rr[r->idx], p->regions[i].rkey, p->regions[i].addr,
+			              p->regions[i].len);
+			return;
+		}
+	}
+	lc_rref_write(&p->rr[r->idx], 0, 0, 0);
+}
+
+/* fence_settle -- @p owes no fence any more (it left, or paired just now). */
+static void fence_settle(loco_channel_t *ch, struct lc_peer *p)
+{
+	uint32_t g = __atomic_load_n(&ch->fence_gen, __ATOMIC_ACQUIRE);
+	uint32_t old = __atomic_load_n(&p->fence_gen, __ATOMIC_ACQUIRE);
+
+	/* the same CAS as a poster taking the fence: exactly one of them settles it */
+	while (old != g)
+		if (__atomic_compare_exchange_n(&p->fence_gen, &old, g, 0, __ATOMIC_ACQ_REL,
+		                                __ATOMIC_ACQUIRE)) {
+			if (__atomic_load_n(&p->present, __ATOMIC_RELAXED))
+				__atomic_sub_fetch(&ch->fence_pending, 1, __ATOMIC_RELEASE);
+			break;
+		}
+}
+
+/* ------------------------------------------------------------------ */
+/* announcing and pairing (m->lock held)                              */
 
 /* chan_msg -- CHAN for @ch: its full name and every region of its objects. */
 static int chan_msg(loco_channel_t *ch, uint32_t flags, struct lc_msg *msg)
 {
-	memset(msg, 0, sizeof(*msg));
 	msg->type = LC_MSG_CHAN;
 	snprintf(msg->u.chan.name, sizeof(msg->u.chan.name), "%s", ch->name);
 	msg->u.chan.flags = flags;
 	msg->u.chan.nodes = ch->nodes;
+	msg->u.chan.n = 0;
 	for (loco_object_t *o = ch->objects; o != NULL; o = o->next) {
 		for (struct loco_region *r = o->regions; r != NULL; r = r->next) {
 			struct lc_region_info *ri;
@@ -105,6 +194,7 @@ static int chan_msg(loco_channel_t *ch, uint32_t flags, struct lc_msg *msg)
 			if (msg->u.chan.n == LC_MAX_REGIONS)
 				return -ENOSPC;
 			ri = &msg->u.chan.r[msg->u.chan.n++];
+			memset(ri, 0, sizeof(*ri));
 			snprintf(ri->name, sizeof(ri->name), "%s", r->full);
 			ri->addr = (uintptr_t)r->ptr;
 			ri->len = r->len;
@@ -115,73 +205,63 @@ static int chan_msg(loco_channel_t *ch, uint32_t flags, struct lc_msg *msg)
 	return 0;
 }
 
-/* chan_announce -- send CHAN to @to, or to every up member when @to is NULL. */
-static void chan_announce(loco_manager_t *m, loco_channel_t *ch, struct lc_member *to,
-                          uint32_t flags, int peers_only)
+void lc_chan_announce(loco_manager_t *m, loco_channel_t *ch, struct lc_member *to, uint32_t flags,
+                      int peers_only)
 {
-	struct lc_msg *msg = malloc(sizeof(*msg));
+	struct lc_msg *msg = m->tx_msg; /* any thread: m->lock serializes its users */
 
-	if (msg == NULL || chan_msg(ch, flags, msg) != 0) {
+	if (chan_msg(ch, flags, msg) != 0) {
 		lc_log_err("manager: cannot announce channel %s", ch->name);
-		free(msg);
 		return;
 	}
 	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next) {
+		struct lc_peer *p;
+
 		if (!mb->up || (to != NULL && mb != to))
 			continue;
-		if (peers_only && peer_find(ch, mb->info.node) == NULL)
+		p = lc_peer_get(ch, mb->info.node);
+		if (peers_only && (p == NULL || !__atomic_load_n(&p->present, __ATOMIC_RELAXED)))
 			continue;
-		lc_conn_send(m, mb->conn, msg);
-	}
-	free(msg);
-}
-
-static void peer_gone(loco_channel_t *ch, uint32_t node)
-{
-	for (struct lc_peer **pp = &ch->peers; *pp != NULL; pp = &(*pp)->next) {
-		struct lc_peer *p = *pp;
-
-		if (p->node != node)
-			continue;
-		*pp = p->next;
-		if (p->fence_gen != ch->fence_gen) /* it owed a fence it will never take */
-			__atomic_sub_fetch(&ch->fence_pending, 1, __ATOMIC_RELEASE);
-		free(p->regions);
-		free(p);
-		lc_log_debug("manager: channel %s: node %u left", ch->name, node);
-		for (loco_object_t *o = ch->objects; o != NULL; o = o->next)
-			if (o->ops.peer_leave != NULL)
-				o->ops.peer_leave(o, node, o->arg);
-		return;
+		lc_conn_send(mb->conn, msg);
 	}
 }
 
-void lc_chan_on_msg(loco_manager_t *m, struct lc_member *from, const struct lc_msg *msg)
+/* cb_queue -- queue peer_join (@join) or peer_leave of @node for @ch's objects. */
+static void cb_queue(loco_manager_t *m, loco_channel_t *ch, uint32_t node, int join)
 {
-	loco_channel_t *ch;
-	struct lc_peer *p;
-	int is_new = 0;
+	struct lc_cb_event *e = calloc(1, sizeof(*e));
 
-	if (msg->type == LC_MSG_CHAN_LEAVE) {
-		ch = chan_find(m, msg->u.chan_leave.name);
-		if (ch != NULL)
-			peer_gone(ch, from->info.node);
+	if (e == NULL) {
+		lc_log_err("manager: out of memory: channel %s loses a callback for node %u",
+		           ch->name, node);
 		return;
 	}
-	ch = chan_find(m, msg->u.chan.name);
-	if (ch == NULL || !ch->joined)
-		return; /* when we join, we ask everyone again */
-	p = peer_find(ch, from->info.node);
-	if (p == NULL) {
-		p = calloc(1, sizeof(*p));
-		if (p == NULL)
-			return;
-		p->node = from->info.node;
-		p->fence_gen = ch->fence_gen; /* nothing earlier to order after */
-		p->next = ch->peers;
-		ch->peers = p;
-		is_new = 1;
-	}
+	*e = (struct lc_cb_event){.chan = ch->id, .seq = ++m->seq, .node = node, .join = join};
+	*m->cb_tail = e;
+	m->cb_tail = &e->next;
+}
+
+static void peer_gone(loco_manager_t *m, loco_channel_t *ch, uint32_t node)
+{
+	struct lc_peer *p = lc_peer_get(ch, node);
+
+	if (p == NULL || !__atomic_load_n(&p->present, __ATOMIC_RELAXED))
+		return;
+	fence_settle(ch, p); /* it owed a fence it will never take */
+	__atomic_store_n(&p->present, 0, __ATOMIC_RELEASE);
+	for (unsigned i = 0; i < LC_MAX_REGIONS; i++)
+		if (ch->region_used & (1ull << i))
+			lc_rref_write(&p->rr[i], 0, 0, 0);
+	free(p->regions);
+	p->regions = NULL;
+	p->nregions = 0;
+	lc_log_debug("manager: channel %s: node %u left", ch->name, node);
+	cb_queue(m, ch, node, 0);
+}
+
+/* peer_regions -- what @from announced for @ch: keep it, resolve our regions against it. */
+static void peer_regions(loco_channel_t *ch, struct lc_peer *p, const struct lc_msg *msg)
+{
 	free(p->regions);
 	p->regions = NULL;
 	p->nregions = 0;
@@ -192,27 +272,125 @@ void lc_chan_on_msg(loco_manager_t *m, struct lc_member *from, const struct lc_m
 			p->nregions = msg->u.chan.n;
 		}
 	}
+	for (loco_object_t *o = ch->objects; o != NULL; o = o->next)
+		for (struct loco_region *r = o->regions; r != NULL; r = r->next)
+			lc_rref_resolve(p, r);
+}
+
+static void on_msg(loco_manager_t *m, struct lc_member *from, const struct lc_msg *msg)
+{
+	loco_channel_t *ch;
+	struct lc_peer *p;
+	int is_new;
+
+	if (msg->type == LC_MSG_CHAN_LEAVE) {
+		ch = chan_find(m, msg->u.chan_leave.name);
+		if (ch != NULL)
+			peer_gone(m, ch, from->info.node);
+		return;
+	}
+	ch = chan_find(m, msg->u.chan.name);
+	if (ch == NULL || !ch->joined)
+		return; /* when we join, we ask everyone again */
+	p = peer_slot(ch, from->info.node);
+	if (p == NULL)
+		return;
+	peer_regions(ch, p, msg);
+	is_new = !__atomic_load_n(&p->present, __ATOMIC_RELAXED);
+	if (is_new) {
+		/* nothing earlier to order after */
+		__atomic_store_n(&p->fence_gen, __atomic_load_n(&ch->fence_gen, __ATOMIC_RELAXED),
+		                 __ATOMIC_RELAXED);
+		__atomic_store_n(&p->present, 1, __ATOMIC_RELEASE);
+	}
 	if (msg->u.chan.flags & LC_CHAN_REPLY)
-		chan_announce(m, ch, from, 0, 0);
+		lc_chan_announce(m, ch, from, 0, 0);
 	if (is_new) {
 		lc_log_debug("manager: channel %s: paired with node %u", ch->name, p->node);
-		for (loco_object_t *o = ch->objects; o != NULL; o = o->next)
-			if (o->ops.peer_join != NULL)
-				o->ops.peer_join(o, p->node, o->arg);
+		cb_queue(m, ch, p->node, 1);
 	}
 }
 
-void lc_chan_on_member_up(loco_manager_t *m, struct lc_member *mb)
+static void on_up(loco_manager_t *m, struct lc_member *mb)
 {
 	for (loco_channel_t *ch = m->channels; ch != NULL; ch = ch->next)
 		if (ch->joined)
-			chan_announce(m, ch, mb, LC_CHAN_REPLY, 0);
+			lc_chan_announce(m, ch, mb, LC_CHAN_REPLY, 0);
 }
 
-void lc_chan_on_member_gone(loco_manager_t *m, uint32_t node)
+static void on_gone(loco_manager_t *m, uint32_t node)
 {
 	for (loco_channel_t *ch = m->channels; ch != NULL; ch = ch->next)
-		peer_gone(ch, node);
+		peer_gone(m, ch, node);
+}
+
+void lc_chan_subscribe(loco_manager_t *m)
+{
+	m->ev = (struct lc_member_events){.up = on_up, .gone = on_gone, .msg = on_msg};
+}
+
+/* ------------------------------------------------------------------ */
+/* object callbacks, on the progress thread without m->lock           */
+
+/* next_object -- the oldest object of @ch made before @e and after @after. m->lock held. */
+static loco_object_t *next_object(loco_channel_t *ch, const struct lc_cb_event *e, uint64_t after)
+{
+	loco_object_t *best = NULL;
+
+	for (loco_object_t *o = ch->objects; o != NULL; o = o->next)
+		if (o->seq > after && o->seq < e->seq && (best == NULL || o->seq < best->seq))
+			best = o;
+	return best;
+}
+
+/* run_event -- call @e's callback of every object that was there. m->lock held, dropped inside. */
+static void run_event(loco_manager_t *m, const struct lc_cb_event *e)
+{
+	uint64_t after = 0;
+
+	for (;;) {
+		loco_channel_t *ch = chan_by_id(m, e->chan);
+		loco_object_t *o = ch != NULL ? next_object(ch, e, after) : NULL;
+		void (*fn)(loco_object_t *, uint32_t, void *);
+
+		if (o == NULL)
+			return;
+		after = o->seq;
+		fn = e->join ? o->ops.peer_join : o->ops.peer_leave;
+		if (fn == NULL)
+			continue;
+		m->cb_obj = o;
+		pthread_mutex_unlock(&m->lock);
+		fn(o, e->node, o->arg);
+		pthread_mutex_lock(&m->lock);
+		m->cb_obj = NULL;
+		pthread_cond_broadcast(&m->cond); /* a destroy may wait for this call */
+	}
+}
+
+void lc_chan_dispatch(loco_manager_t *m)
+{
+	if (__atomic_load_n(&m->cb_head, __ATOMIC_RELAXED) == NULL)
+		return; /* only this thread queues events, under m->lock */
+	pthread_mutex_lock(&m->lock);
+	while (m->cb_head != NULL) {
+		struct lc_cb_event *e = m->cb_head;
+
+		m->cb_head = e->next;
+		if (m->cb_head == NULL)
+			m->cb_tail = &m->cb_head;
+		run_event(m, e);
+		free(e);
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+void lc_chan_object_gone(loco_manager_t *m, loco_object_t *obj)
+{
+	if (lc_on_progress(m))
+		return; /* from inside a callback: the dispatcher no longer touches it */
+	while (m->cb_obj == obj)
+		pthread_cond_wait(&m->cond, &m->lock);
 }
 
 /* ------------------------------------------------------------------ */
@@ -244,6 +422,7 @@ int loco_channel_create(loco_manager_t *m, loco_channel_t *parent, const char *n
 	ch->m = m;
 	ch->parent = parent;
 	ch->nodes = nodes;
+	ch->id = ++m->next_chan_id;
 	memcpy(ch->name, full, (size_t)n + 1);
 	if (parent != NULL)
 		parent->nchildren++;
@@ -258,8 +437,9 @@ static uint32_t chan_npeers(loco_channel_t *ch)
 {
 	uint32_t n = 0;
 
-	for (struct lc_peer *p = ch->peers; p != NULL; p = p->next)
-		n++;
+	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++)
+		if (ch->peer[i] != NULL && __atomic_load_n(&ch->peer[i]->present, __ATOMIC_ACQUIRE))
+			n++;
 	return n;
 }
 
@@ -275,7 +455,7 @@ int loco_channel_join(loco_channel_t *ch, int64_t timeout_ns)
 	pthread_mutex_lock(&m->lock);
 	if (!ch->joined) {
 		ch->joined = 1;
-		chan_announce(m, ch, NULL, LC_CHAN_REPLY, 0);
+		lc_chan_announce(m, ch, NULL, LC_CHAN_REPLY, 0);
 	}
 	pthread_mutex_unlock(&m->lock);
 	for (;;) {
@@ -296,6 +476,21 @@ int loco_channel_join(loco_channel_t *ch, int64_t timeout_ns)
 	}
 }
 
+/* chan_leave -- tell the channel's peers we leave it. m->lock held. */
+static void chan_leave(loco_manager_t *m, loco_channel_t *ch)
+{
+	struct lc_msg *msg = m->tx_msg;
+
+	msg->type = LC_MSG_CHAN_LEAVE;
+	snprintf(msg->u.chan_leave.name, sizeof(msg->u.chan_leave.name), "%s", ch->name);
+	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next) {
+		struct lc_peer *p = lc_peer_get(ch, mb->info.node);
+
+		if (mb->up && p != NULL && __atomic_load_n(&p->present, __ATOMIC_RELAXED))
+			lc_conn_send(mb->conn, msg);
+	}
+}
+
 int loco_channel_destroy(loco_channel_t *ch)
 {
 	loco_manager_t *m;
@@ -308,26 +503,8 @@ int loco_channel_destroy(loco_channel_t *ch)
 		pthread_mutex_unlock(&m->lock);
 		return -EBUSY;
 	}
-	if (ch->joined) {
-		struct lc_msg *msg = calloc(1, sizeof(*msg));
-
-		if (msg != NULL) {
-			msg->type = LC_MSG_CHAN_LEAVE;
-			snprintf(msg->u.chan_leave.name, sizeof(msg->u.chan_leave.name), "%s",
-			         ch->name);
-			for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next)
-				if (mb->up && peer_find(ch, mb->info.node) != NULL)
-					lc_conn_send(m, mb->conn, msg);
-			free(msg);
-		}
-	}
-	while (ch->peers != NULL) {
-		struct lc_peer *p = ch->peers;
-
-		ch->peers = p->next;
-		free(p->regions);
-		free(p);
-	}
+	if (ch->joined)
+		chan_leave(m, ch);
 	for (loco_channel_t **pp = &m->channels; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == ch) {
 			*pp = ch->next;
@@ -337,6 +514,13 @@ int loco_channel_destroy(loco_channel_t *ch)
 	if (ch->parent != NULL)
 		ch->parent->nchildren--;
 	pthread_mutex_unlock(&m->lock);
+	/* no object is left, so no one posts through these slots any more */
+	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
+		if (ch->peer[i] != NULL) {
+			free(ch->peer[i]->regions);
+			free(ch->peer[i]);
+		}
+	}
 	free(ch);
 	return 0;
 }
@@ -351,375 +535,22 @@ loco_manager_t *loco_channel_manager(const loco_channel_t *ch)
 	return ch ? ch->m : NULL;
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 int loco_channel_peers(loco_channel_t *ch, uint32_t *ids, size_t max)
 {
-	uint32_t all[LC_MAX_NODES];
+	uint32_t all[LC_CHAN_PEERS];
 	size_t n = 0;
 
 	if (ch == NULL || (ids == NULL && max > 0))
 		return -EINVAL;
-	pthread_mutex_lock(&ch->m->lock);
-	for (struct lc_peer *p = ch->peers; p != NULL && n < LC_MAX_NODES; p = p->next)
-		all[n++] = p->node;
-	pthread_mutex_unlock(&ch->m->lock);
-	qsort(all, n, sizeof(all[0]), cmp_u32);
+	/* lock-free: slots only appear, and presence is one atomic flag */
+	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
+		struct lc_peer *p = __atomic_load_n(&ch->peer[i], __ATOMIC_ACQUIRE);
+
+		if (p != NULL && __atomic_load_n(&p->present, __ATOMIC_ACQUIRE))
+			all[n++] = p->node;
+	}
+	lc_sort_u32(all, n);
 	if (n > 0 && max > 0) /* ids may be NULL with max 0: counting only */
 		memcpy(ids, all, (n < max ? n : max) * sizeof(ids[0]));
 	return (int)n;
-}
-
-/* ------------------------------------------------------------------ */
-/* objects and regions                                                */
-
-int loco_object_create(loco_channel_t *ch, const char *name, const struct loco_object_ops *ops,
-                       void *arg, loco_object_t **out)
-{
-	loco_object_t *o;
-
-	if (ch == NULL || out == NULL || !name_ok(name))
-		return -EINVAL;
-	o = calloc(1, sizeof(*o));
-	if (o == NULL)
-		return -ENOMEM;
-	pthread_mutex_lock(&ch->m->lock);
-	for (loco_object_t *x = ch->objects; x != NULL; x = x->next) {
-		if (strcmp(x->name, name) == 0) {
-			pthread_mutex_unlock(&ch->m->lock);
-			free(o);
-			return -EEXIST;
-		}
-	}
-	o->ch = ch;
-	snprintf(o->name, sizeof(o->name), "%s", name);
-	if (ops != NULL)
-		o->ops = *ops;
-	o->arg = arg;
-	o->next = ch->objects;
-	ch->objects = o;
-	pthread_mutex_unlock(&ch->m->lock);
-	*out = o;
-	return 0;
-}
-
-static void region_free(loco_manager_t *m, struct loco_region *r)
-{
-	int ret = fab_mr_dereg(r->mr);
-
-	if (ret)
-		lc_log_warn("manager: deregistering region %s: %s", r->full, strerror(-ret));
-	lc_mem_free(m, r->ptr, r->len);
-	free(r);
-}
-
-void loco_object_destroy(loco_object_t *obj)
-{
-	loco_channel_t *ch;
-
-	if (obj == NULL)
-		return;
-	ch = obj->ch;
-	pthread_mutex_lock(&ch->m->lock);
-	for (loco_object_t **pp = &ch->objects; *pp != NULL; pp = &(*pp)->next) {
-		if (*pp == obj) {
-			*pp = obj->next;
-			break;
-		}
-	}
-	/* peers forget its regions before they are deregistered */
-	if (ch->joined && obj->regions != NULL)
-		chan_announce(ch->m, ch, NULL, 0, 1);
-	pthread_mutex_unlock(&ch->m->lock);
-	while (obj->regions != NULL) {
-		struct loco_region *r = obj->regions;
-
-		obj->regions = r->next;
-		region_free(ch->m, r);
-	}
-	free(obj);
-}
-
-loco_channel_t *loco_object_channel(const loco_object_t *obj)
-{
-	return obj ? obj->ch : NULL;
-}
-
-/* region_room -- -EEXIST for a taken name, -ENOSPC when the channel is full. m->lock held. */
-static int region_room(const loco_object_t *obj, const char *full)
-{
-	unsigned n = 0;
-
-	for (const loco_object_t *o = obj->ch->objects; o != NULL; o = o->next) {
-		for (const struct loco_region *x = o->regions; x != NULL; x = x->next) {
-			if (strcmp(x->full, full) == 0)
-				return -EEXIST;
-			n++;
-		}
-	}
-	return n < LC_MAX_REGIONS ? 0 : -ENOSPC; /* all fit in one CHAN message */
-}
-
-int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigned access,
-                       loco_region_t **out)
-{
-	unsigned fa = FAB_ACCESS_LOCAL_WRITE;
-	loco_manager_t *m;
-	struct loco_region *r;
-	int ret, n;
-
-	if (obj == NULL || out == NULL || !name_ok(name) || len == 0 ||
-	    (access & ~(unsigned)(LOCO_ACCESS_READ | LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC)))
-		return -EINVAL;
-	m = obj->ch->m;
-	r = calloc(1, sizeof(*r));
-	if (r == NULL)
-		return -ENOMEM;
-	n = snprintf(r->full, sizeof(r->full), "%s/%s", obj->name, name);
-	if (n < 0 || n > LOCO_NAME_MAX) {
-		free(r);
-		return -EINVAL;
-	}
-	if (access & LOCO_ACCESS_READ)
-		fa |= FAB_ACCESS_REMOTE_READ;
-	if (access & LOCO_ACCESS_WRITE)
-		fa |= FAB_ACCESS_REMOTE_WRITE;
-	if (access & LOCO_ACCESS_ATOMIC)
-		fa |= FAB_ACCESS_REMOTE_ATOMIC;
-	/* check the name and the channel's room before allocating anything */
-	pthread_mutex_lock(&m->lock);
-	ret = region_room(obj, r->full);
-	pthread_mutex_unlock(&m->lock);
-	if (ret)
-		goto err_free;
-	ret = lc_mem_alloc(m, len, &r->ptr);
-	if (ret)
-		goto err_free;
-	memset(r->ptr, 0, len);
-	ret = fab_mr_reg(m->fab, r->ptr, len, fa, &r->mr);
-	if (ret) {
-		lc_log_err("manager: cannot register %zu bytes for %s: %s", len, r->full,
-		           strerror(-ret));
-		goto err_mem;
-	}
-	r->obj = obj;
-	r->len = len;
-	r->access = access;
-
-	pthread_mutex_lock(&m->lock);
-	ret = region_room(obj, r->full); /* again: another thread may have raced us */
-	if (ret) {
-		pthread_mutex_unlock(&m->lock);
-		goto err_dereg;
-	}
-	r->next = obj->regions;
-	obj->regions = r;
-	if (obj->ch->joined) /* late region: tell the peers */
-		chan_announce(m, obj->ch, NULL, 0, 1);
-	pthread_mutex_unlock(&m->lock);
-	*out = r;
-	return 0;
-
-err_dereg:
-	fab_mr_dereg(r->mr);
-err_mem:
-	lc_mem_free(m, r->ptr, len);
-err_free:
-	free(r);
-	return ret;
-}
-
-void *loco_region_ptr(const loco_region_t *r)
-{
-	return r ? r->ptr : NULL;
-}
-
-size_t loco_region_len(const loco_region_t *r)
-{
-	return r ? r->len : 0;
-}
-
-int loco_region_remote(const loco_region_t *r, uint32_t node, loco_rref_t *out)
-{
-	loco_manager_t *m;
-	struct lc_peer *p;
-	int ret = -ENOENT;
-
-	if (r == NULL || out == NULL)
-		return -EINVAL;
-	m = r->obj->ch->m;
-	if (node == m->node_id) {
-		if (m->self_link == NULL)
-			return -ENOENT;
-		/* our own copy, reached through our own NIC */
-		*out = (loco_rref_t){
-		    .node = node, .rkey = r->mr->rkey, .addr = (uintptr_t)r->ptr, .len = r->len};
-		return 0;
-	}
-	pthread_mutex_lock(&m->lock);
-	p = peer_find(r->obj->ch, node);
-	for (uint32_t i = 0; p != NULL && i < p->nregions; i++) {
-		if (strcmp(p->regions[i].name, r->full) == 0) {
-			*out = (loco_rref_t){.node = node,
-			                     .rkey = p->regions[i].rkey,
-			                     .addr = p->regions[i].addr,
-			                     .len = p->regions[i].len};
-			ret = 0;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&m->lock);
-	return ret;
-}
-
-/* ------------------------------------------------------------------ */
-/* remote operations                                                  */
-
-static int range_ok(size_t off, size_t len, uint64_t total)
-{
-	return off <= total && len <= total - off;
-}
-
-/* post -- attach to @ack, find the link to the node, post @wr. */
-/*
- * fence_take -- whether this operation to @node is the first since a
- * loco_channel_fence(): then it carries the fabric fence. Only right after
- * a fence does this take the lock; otherwise it is one atomic load.
- */
-static int fence_take(loco_channel_t *ch, uint32_t node, struct lc_peer **peer)
-{
-	struct lc_peer *p;
-	int take = 0;
-
-	*peer = NULL;
-	if (__atomic_load_n(&ch->fence_pending, __ATOMIC_ACQUIRE) == 0)
-		return 0;
-	pthread_mutex_lock(&ch->m->lock);
-	p = peer_find(ch, node);
-	if (p != NULL && p->fence_gen != ch->fence_gen) {
-		p->fence_gen = ch->fence_gen;
-		__atomic_sub_fetch(&ch->fence_pending, 1, __ATOMIC_RELEASE);
-		*peer = p;
-		take = 1;
-	}
-	pthread_mutex_unlock(&ch->m->lock);
-	return take;
-}
-
-/* fence_untake -- the fenced operation was not posted: the next one must carry it. */
-static void fence_untake(loco_channel_t *ch, struct lc_peer *p)
-{
-	pthread_mutex_lock(&ch->m->lock);
-	if (p == peer_find(ch, p->node) && p->fence_gen == ch->fence_gen) {
-		p->fence_gen--;
-		__atomic_add_fetch(&ch->fence_pending, 1, __ATOMIC_RELEASE);
-	}
-	pthread_mutex_unlock(&ch->m->lock);
-}
-
-int loco_channel_fence(loco_channel_t *ch)
-{
-	uint32_t n = 0;
-
-	if (ch == NULL)
-		return -EINVAL;
-	pthread_mutex_lock(&ch->m->lock);
-	ch->fence_gen++;
-	for (struct lc_peer *p = ch->peers; p != NULL; p = p->next)
-		n++;
-	__atomic_store_n(&ch->fence_pending, n, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&ch->m->lock);
-	return 0;
-}
-
-static int post(loco_region_t *local, const loco_rref_t *remote, struct fab_wr *wr,
-                loco_ack_key_t *ack)
-{
-	loco_channel_t *ch = local->obj->ch;
-	loco_manager_t *m = ch->m;
-	struct lc_peer *fenced = NULL;
-	struct fab_link *link;
-	int ret;
-
-	if (fence_take(ch, remote->node, &fenced))
-		wr->flags |= FAB_WR_FENCE;
-
-	wr->lkey = local->mr->lkey;
-	wr->rkey = remote->rkey;
-	if (ack != NULL) {
-		ret = lc_ack_attach(ack, &wr->wrid);
-		if (ret) {
-			if (fenced != NULL)
-				fence_untake(ch, fenced);
-			return ret;
-		}
-		wr->flags |= FAB_WR_SIGNALED;
-	}
-	pthread_rwlock_rdlock(&m->links_lock);
-	link = lc_link_of(m, remote->node);
-	ret = link != NULL ? fab_post(link, wr, 1) : -ENOTCONN;
-	pthread_rwlock_unlock(&m->links_lock);
-	if (ret && ack != NULL)
-		lc_ack_detach(ack, wr->wrid);
-	if (ret && fenced != NULL)
-		fence_untake(ch, fenced);
-	return ret;
-}
-
-static int rw(int opcode, loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
-              size_t len, loco_ack_key_t *ack)
-{
-	struct fab_wr wr = {.opcode = (uint8_t)opcode};
-
-	if (local == NULL || remote == NULL || len > UINT32_MAX ||
-	    !range_ok(loff, len, local->len) || !range_ok(roff, len, remote->len))
-		return -EINVAL;
-	wr.local = (uint8_t *)local->ptr + loff;
-	wr.len = (uint32_t)len;
-	wr.remote_addr = remote->addr + roff;
-	return post(local, remote, &wr, ack);
-}
-
-int loco_write(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
-               size_t len, loco_ack_key_t *ack)
-{
-	return rw(FAB_OP_WRITE, local, loff, remote, roff, len, ack);
-}
-
-int loco_read(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff, size_t len,
-              loco_ack_key_t *ack)
-{
-	return rw(FAB_OP_READ, local, loff, remote, roff, len, ack);
-}
-
-static int atomic_op(int opcode, loco_region_t *local, size_t loff, const loco_rref_t *remote,
-                     size_t roff, uint64_t a, uint64_t b, loco_ack_key_t *ack)
-{
-	struct fab_wr wr = {.opcode = (uint8_t)opcode, .len = 8};
-
-	if (local == NULL || remote == NULL || !range_ok(loff, 8, local->len) ||
-	    !range_ok(roff, 8, remote->len) || (loff & 7) || ((remote->addr + roff) & 7))
-		return -EINVAL;
-	wr.local = (uint8_t *)local->ptr + loff;
-	wr.remote_addr = remote->addr + roff;
-	wr.compare = a;
-	wr.swap = b;
-	return post(local, remote, &wr, ack);
-}
-
-int loco_cas(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
-             uint64_t compare, uint64_t swap, loco_ack_key_t *ack)
-{
-	return atomic_op(FAB_OP_CAS, local, loff, remote, roff, compare, swap, ack);
-}
-
-int loco_faa(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
-             uint64_t add, loco_ack_key_t *ack)
-{
-	return atomic_op(FAB_OP_FAA, local, loff, remote, roff, 0, add, ack);
 }

@@ -38,15 +38,18 @@ struct loco_poller {
 
 struct lc_pollers {
 	pthread_mutex_t lock;
-	pthread_cond_t cond; /* a call returned: removers waiting for it look again */
-	loco_manager_t *m;
+	pthread_cond_t cond;     /* a call returned: removers waiting for it look again */
+	void (*wake)(void *arg); /* wakes the progress thread */
+	void *wake_arg;
+	const pthread_t *progress;
 	struct loco_poller *head, *tail;
 	struct loco_poller *running; /* the poller being called, or NULL */
 	unsigned waiting;            /* removers blocked on cond */
 	int64_t period_ns;           /* the smallest period of the active pollers; 0: none */
 };
 
-int lc_pollers_init(loco_manager_t *m)
+int lc_pollers_init(struct lc_pollers **out, void (*wake)(void *), void *arg,
+                    const pthread_t *progress)
 {
 	struct lc_pollers *ps = calloc(1, sizeof(*ps));
 
@@ -54,14 +57,15 @@ int lc_pollers_init(loco_manager_t *m)
 		return -ENOMEM;
 	pthread_mutex_init(&ps->lock, NULL);
 	pthread_cond_init(&ps->cond, NULL);
-	ps->m = m;
-	m->pollers = ps;
+	ps->wake = wake;
+	ps->wake_arg = arg;
+	ps->progress = progress;
+	*out = ps;
 	return 0;
 }
 
-void lc_pollers_fini(loco_manager_t *m)
+void lc_pollers_fini(struct lc_pollers *ps)
 {
-	struct lc_pollers *ps = m->pollers;
 	unsigned left = 0;
 
 	if (ps == NULL)
@@ -78,7 +82,6 @@ void lc_pollers_fini(loco_manager_t *m)
 	pthread_cond_destroy(&ps->cond);
 	pthread_mutex_destroy(&ps->lock);
 	free(ps);
-	m->pollers = NULL;
 }
 
 /* period_update -- the smallest period of the active pollers (ps->lock held). */
@@ -140,7 +143,7 @@ int loco_poller_add(loco_manager_t *m, int (*fn)(void *arg), void *arg, int64_t 
 		ps->period_ns = period_ns;
 	*out = p; /* before the unlock: the first call may come at once */
 	pthread_mutex_unlock(&ps->lock);
-	lc_wake(m); /* a blocked progress thread learns the new period */
+	ps->wake(ps->wake_arg); /* a blocked progress thread learns the new period */
 	return 0;
 }
 
@@ -152,7 +155,7 @@ int loco_poller_remove(loco_poller_t *p)
 		return -EINVAL;
 	ps = p->ps;
 	pthread_mutex_lock(&ps->lock);
-	if (ps->running == p && pthread_equal(pthread_self(), ps->m->progress)) {
+	if (ps->running == p && pthread_equal(pthread_self(), *ps->progress)) {
 		/* from inside its own call: the walk frees it when the call returns */
 		p->state = P_SELF_REMOVED;
 		period_update(ps);
@@ -179,9 +182,8 @@ int loco_poller_remove(loco_poller_t *p)
  * busy, else 0; *@period_ns gets the period the progress thread must not
  * sleep past (0: no active poller).
  */
-int lc_pollers_run(loco_manager_t *m, int64_t *period_ns)
+int lc_pollers_run(struct lc_pollers *ps, int64_t *period_ns)
 {
-	struct lc_pollers *ps = m->pollers;
 	struct loco_poller *p, *next;
 	int busy = 0;
 

@@ -151,6 +151,17 @@ int loco_read(loco_region_t *local, size_t loff, const loco_rref_t *remote, size
               loco_ack_key_t *ack);
 
 /*
+ * loco_write_acks -- loco_write() whose completion reaches every key of
+ * @acks[0 .. @nacks) (at most LOCO_OP_ACKS_MAX; NULL entries are
+ * skipped): e.g. a key that guards the source buffer's reuse and the
+ * caller's key, with one WRITE. Returns as loco_write(); -EINVAL also for
+ * @nacks > LOCO_OP_ACKS_MAX or keys of another manager.
+ */
+#define LOCO_OP_ACKS_MAX 2
+int loco_write_acks(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
+                    size_t len, loco_ack_key_t *const *acks, unsigned nacks);
+
+/*
  * loco_cas / loco_faa -- 8-byte atomics on an 8-byte aligned remote word;
  * the old value lands at @loff of @local (8-byte aligned).
  */

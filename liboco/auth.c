@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* auth.c -- authentication of control connections (the protocol is in auth.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "log.h"
+#include "manager.h"
+
+/* mac -- mac_x of auth.h over both nonces and both identities. */
+static void mac(const loco_manager_t *m, char role, const uint8_t *nonce_c, const uint8_t *nonce_s,
+                uint32_t node_c, uint64_t inc_c, uint32_t node_s, uint64_t inc_s,
+                uint8_t out[LC_MAC_LEN])
+{
+	uint8_t msg[1 + 2 * LC_NONCE_LEN + 2 * 12], *p = msg;
+
+	*p++ = (uint8_t)role;
+	memcpy(p, nonce_c, LC_NONCE_LEN);
+	p += LC_NONCE_LEN;
+	memcpy(p, nonce_s, LC_NONCE_LEN);
+	p += LC_NONCE_LEN;
+	memcpy(p, &node_c, 4);
+	memcpy(p + 4, &inc_c, 8);
+	memcpy(p + 12, &node_s, 4);
+	memcpy(p + 16, &inc_s, 8);
+	crypto_auth_hmacsha256(out, msg, sizeof(msg), m->key);
+}
+
+void lc_auth_refuse(struct lc_conn *c, int err, const char *why)
+{
+	struct lc_msg msg = {.type = LC_MSG_REFUSE};
+
+	msg.u.refuse.err = (uint32_t)err;
+	snprintf(msg.u.refuse.reason, sizeof(msg.u.refuse.reason), "%s", why);
+	lc_conn_send(c, &msg);
+}
+
+/* dial -- a blocking TCP connection to @addr. Returns the fd or -errno. */
+static int dial(const char *addr)
+{
+	struct fab_addr a;
+	int fd, ret, one = 1;
+
+	ret = fab_addr_parse(addr, 0, &a);
+	if (ret) {
+		lc_log_err("manager: bad member address %s", addr);
+		return ret;
+	}
+	fd = socket(a.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (struct sockaddr *)&a.ss, a.len) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* expect -- the next message must be @type; a REFUSE gives its error. */
+static int expect(struct lc_conn *c, struct lc_msg *msg, uint8_t *buf, unsigned type,
+                  const char *addr)
+{
+	int ret = lc_conn_recv_sync(c, msg, buf);
+
+	if (ret)
+		return ret;
+	if (msg->type == LC_MSG_REFUSE) {
+		lc_log_err("manager: %s refused us: %s", addr, msg->u.refuse.reason);
+		return -(int)msg->u.refuse.err;
+	}
+	return msg->type == type ? 0 : -EPROTO;
+}
+
+int lc_auth_connect(loco_manager_t *m, const char *addr, struct lc_conn **out, struct lc_msg *msg,
+                    uint8_t *buf)
+{
+	uint8_t want[LC_MAC_LEN];
+	struct lc_conn *c;
+	int fd, ret;
+
+	fd = dial(addr);
+	if (fd < 0)
+		return fd;
+	c = lc_conn_new(fd, 1, m->node_id, m->inc);
+	if (c == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	memset(msg, 0, sizeof(*msg));
+	msg->type = LC_MSG_HELLO;
+	memcpy(msg->u.hello.nonce, c->nonce_mine, LC_NONCE_LEN);
+	snprintf(msg->u.hello.fabric, sizeof(msg->u.hello.fabric), "%s", m->fabric);
+	lc_self_info(m, &msg->u.hello.self);
+	ret = lc_conn_send_sync(c, msg, buf);
+	if (ret == 0)
+		ret = expect(c, msg, buf, LC_MSG_CHALLENGE, addr);
+	if (ret)
+		goto err_free;
+	c->peer.node = msg->src_node;
+	c->peer.inc = msg->src_inc;
+	memcpy(c->nonce_peer, msg->u.challenge.nonce, LC_NONCE_LEN);
+	mac(m, 'S', c->nonce_mine, c->nonce_peer, m->node_id, m->inc, c->peer.node, c->peer.inc,
+	    want);
+	if (sodium_memcmp(want, msg->u.challenge.mac, LC_MAC_LEN) != 0) {
+		lc_log_err("manager: node %u at %s failed authentication: wrong cluster secret "
+		           "(LOCO_SECRET)",
+		           c->peer.node, addr);
+		/* say why, so that the member logs the refusal too */
+		memset(msg, 0, sizeof(*msg));
+		msg->type = LC_MSG_REFUSE;
+		msg->u.refuse.err = LOCO_EAUTH;
+		snprintf(msg->u.refuse.reason, sizeof(msg->u.refuse.reason),
+		         "authentication failed");
+		lc_conn_send_sync(c, msg, buf);
+		ret = -LOCO_EAUTH;
+		goto err_free;
+	}
+	memset(msg, 0, sizeof(*msg));
+	msg->type = LC_MSG_AUTH;
+	mac(m, 'C', c->nonce_mine, c->nonce_peer, m->node_id, m->inc, c->peer.node, c->peer.inc,
+	    msg->u.auth.mac);
+	ret = lc_conn_send_sync(c, msg, buf);
+	if (ret == 0)
+		ret = expect(c, msg, buf, LC_MSG_WELCOME, addr);
+	if (ret)
+		goto err_free;
+	for (uint32_t i = 0; i < msg->u.welcome.n; i++)
+		if (msg->u.welcome.m[i].node == c->peer.node)
+			c->peer = msg->u.welcome.m[i];
+	c->state = LC_CONN_UP;
+	c->last_rx_ns = lc_now_ns();
+	*out = c;
+	return 0;
+
+err_free:
+	lc_conn_free(c);
+	return ret;
+}
+
+int lc_auth_hello(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg, uint64_t known_inc,
+                  const char **why)
+{
+	const struct lc_member_info *who = &msg->u.hello.self;
+
+	if (strcmp(msg->u.hello.fabric, m->fabric) != 0) {
+		lc_log_err("manager: node %u uses fabric %s, we use %s: refused", who->node,
+		           msg->u.hello.fabric, m->fabric);
+		*why = "fabric mismatch";
+		return -EPROTO;
+	}
+	if (who->node == m->node_id || who->node == 0 || who->node != msg->src_node ||
+	    who->inc != msg->src_inc) {
+		lc_log_err("manager: refused a node claiming id %u (ours is %u)", who->node,
+		           m->node_id);
+		*why = "node id in use";
+		return -EEXIST;
+	}
+	if (known_inc > who->inc) {
+		*why = "stale incarnation";
+		return -ESTALE;
+	}
+	c->peer = *who;
+	memcpy(c->nonce_peer, msg->u.hello.nonce, LC_NONCE_LEN);
+	memset(msg, 0, sizeof(*msg));
+	msg->type = LC_MSG_CHALLENGE;
+	memcpy(msg->u.challenge.nonce, c->nonce_mine, LC_NONCE_LEN);
+	mac(m, 'S', c->nonce_peer, c->nonce_mine, c->peer.node, c->peer.inc, m->node_id, m->inc,
+	    msg->u.challenge.mac);
+	c->state = LC_CONN_AUTH;
+	return 0;
+}
+
+int lc_auth_check(loco_manager_t *m, struct lc_conn *c, const struct lc_msg *msg)
+{
+	uint8_t want[LC_MAC_LEN];
+
+	mac(m, 'C', c->nonce_peer, c->nonce_mine, c->peer.node, c->peer.inc, m->node_id, m->inc,
+	    want);
+	if (sodium_memcmp(want, msg->u.auth.mac, LC_MAC_LEN) != 0) {
+		lc_log_err("manager: node %u (%s) failed authentication: wrong cluster secret "
+		           "(LOCO_SECRET); refused",
+		           c->peer.node, c->peer.ctrl_addr);
+		return -LOCO_EAUTH;
+	}
+	c->state = LC_CONN_UP;
+	return 0;
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * chan.h -- the insides of channels, objects and regions, shared by
+ * channel.c (channels, pairing, object callbacks), region.c (objects and
+ * regions) and rop.c (remote operations and fences).
+ *
+ * The data path reads a channel's peers without a lock: a peer slot is
+ * allocated the first time a node pairs and kept until the channel is
+ * destroyed (a leaver's slot is marked absent, and reused if it comes
+ * back), in an open-addressed table keyed by node id. Each peer holds the
+ * remote references of our regions resolved by name, indexed by the local
+ * region's index in the channel, each behind a sequence lock: writers
+ * (holding m->lock) bump the sequence to odd, write, bump it to even;
+ * readers retry while it is odd or changed.
+ */
+#ifndef LOCO_LC_CHAN_H
+#define LOCO_LC_CHAN_H
+
+#include <stdint.h>
+
+#include "manager.h"
+
+#define LC_CHAN_PEERS 512u /* distinct nodes a channel can pair with */
+
+/* A remote region as the data path reads it (sequence-locked; all atomic). */
+struct lc_rref {
+	uint64_t seq; /* odd while written */
+	uint64_t rkey;
+	uint64_t addr;
+	uint64_t len; /* 0: not resolved */
+};
+
+struct lc_peer {
+	uint32_t node;      /* fixed once the slot is taken */
+	int present;        /* atomic */
+	uint32_t fence_gen; /* atomic: the channel's fence this peer's operations honour */
+	uint32_t nregions;  /* m->lock: what the peer announced */
+	struct lc_region_info *regions;
+	struct lc_rref rr[LC_MAX_REGIONS]; /* by local region index */
+};
+
+struct loco_channel {
+	loco_manager_t *m;
+	loco_channel_t *parent;
+	char name[LOCO_NAME_MAX + 1]; /* full name */
+	uint64_t id;                  /* unique in the manager: queued callbacks name it */
+	uint32_t nodes;
+	int joined;
+	int nchildren;
+	uint32_t fence_gen;     /* atomic: bumped by loco_channel_fence() */
+	uint32_t fence_pending; /* atomic: peers whose next operation must carry the fence */
+	uint64_t region_used;   /* local region indexes taken (m->lock) */
+	struct loco_object *objects;
+	struct lc_peer *peer[LC_CHAN_PEERS]; /* atomic pointers; open-addressed by node */
+	loco_channel_t *next;
+};
+
+struct loco_object {
+	loco_channel_t *ch;
+	char name[LOCO_NAME_MAX + 1];
+	uint64_t seq; /* when it was created: queued callbacks older than it skip it */
+	struct loco_object_ops ops;
+	void *arg;
+	struct loco_region *regions;
+	struct loco_object *next;
+};
+
+struct loco_region {
+	loco_object_t *obj;
+	char full[LOCO_NAME_MAX + 1]; /* "object/region" */
+	unsigned idx;                 /* index in the channel: lc_peer.rr[idx] */
+	void *ptr;
+	size_t len;
+	unsigned access;
+	struct fab_mr *mr;
+	struct loco_region *next;
+};
+
+/* lc_peer_get -- @node's peer slot in @ch, or NULL (lock-free). */
+struct lc_peer *lc_peer_get(loco_channel_t *ch, uint32_t node);
+
+/* lc_rref_read / lc_rref_write -- a sequence-locked remote reference (writers: m->lock). */
+int lc_rref_read(const struct lc_rref *r, uint32_t node, loco_rref_t *out);
+void lc_rref_write(struct lc_rref *r, uint32_t rkey, uint64_t addr, uint64_t len);
+
+/* lc_rref_resolve -- set @p's reference for local region @r from what @p announced. m->lock. */
+void lc_rref_resolve(struct lc_peer *p, const struct loco_region *r);
+
+/* lc_chan_announce -- CHAN to @to, or every up member (only the peers: @peers_only). m->lock. */
+void lc_chan_announce(loco_manager_t *m, loco_channel_t *ch, struct lc_member *to, uint32_t flags,
+                      int peers_only);
+
+/* lc_chan_object_gone -- @obj was unlinked: wait out a callback of it running now. m->lock. */
+void lc_chan_object_gone(loco_manager_t *m, loco_object_t *obj);
+
+#endif /* LOCO_LC_CHAN_H */

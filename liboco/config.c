@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* config.c -- the settings table and its reading (config.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+
+#define FAIL_TIMEOUT_MIN_MS 100
+
+const struct lc_config_entry lc_config_table[] = {
+    {"LOCO_FABRIC", "tcp", "fabric provider: tcp or verbs"},
+    {"LOCO_DEVICE", NULL, "fabric device (verbs: mlx5_0 or mlx5_0:2); unset: the first usable"},
+    {"LOCO_ADDR", "127.0.0.1:0", "control-plane address ip[:port] of this node"},
+    {"LOCO_JOIN", NULL, "ip:port[,ip:port...] of live members to join through; unset: start alone"},
+    {"LOCO_NODE_ID", "1", "this node's id, >= 1, unique in the cluster (needed to join)"},
+    {"LOCO_SECRET", "loco", "cluster secret; members prove they know it"},
+    {"LOCO_FAIL_TIMEOUT_MS", "1000", "failure bound: a member silent this long is dropped"},
+    {"LOCO_JOIN_TIMEOUT_MS", "10000", "how long joining and connecting to members is retried"},
+    {"LOCO_LOG", "warn", "log level: error, warn, info, debug, none"},
+    {"LOCO_TCP_SLOW_WRITE", NULL, "tcp test knob: land WRITEs line-shuffled, <ns> per word"},
+    {"LOCO_TCP_SPIN_US", NULL, "tcp: NIC thread busy-poll before blocking (default: automatic)"},
+    {NULL, NULL, NULL},
+};
+
+/* entry -- the table's entry @name. */
+static const struct lc_config_entry *entry(const char *name)
+{
+	for (const struct lc_config_entry *e = lc_config_table; e->name != NULL; e++)
+		if (strcmp(e->name, name) == 0)
+			return e;
+	return NULL;
+}
+
+/* str -- a setting: the environment wins over the struct field, then the default. */
+static const char *str(const char *name, const char *field)
+{
+	const char *v = getenv(name);
+
+	if (v != NULL && *v != '\0')
+		return v;
+	return field != NULL && *field != '\0' ? field : entry(name)->def;
+}
+
+/* u32 -- a number; 0 (environment or field) means the default. */
+static int u32(const char *name, uint32_t field, uint32_t *out)
+{
+	const char *v = getenv(name), *def = entry(name)->def;
+	char *end;
+	unsigned long x;
+
+	if (v == NULL || *v == '\0') {
+		*out = field ? field : (uint32_t)strtoul(def, NULL, 10);
+		return 0;
+	}
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	if (errno || *end != '\0' || x > UINT32_MAX || *v == '-') {
+		lc_log_err("manager: %s=%s is not a number", name, v);
+		return -EINVAL;
+	}
+	*out = x ? (uint32_t)x : (uint32_t)strtoul(def, NULL, 10);
+	return 0;
+}
+
+/* node_id_set -- whether LOCO_NODE_ID names an id (0 means "the default"). */
+static int node_id_set(void)
+{
+	const char *v = getenv("LOCO_NODE_ID");
+
+	return v != NULL && *v != '\0' && strtoul(v, NULL, 10) != 0;
+}
+
+int lc_config_read(const loco_config_t *cfg, struct lc_config *out)
+{
+	static const loco_config_t none;
+	struct lc_config c;
+	int ret;
+
+	if (cfg == NULL)
+		cfg = &none;
+	c.fabric = str("LOCO_FABRIC", cfg->fabric);
+	c.device = str("LOCO_DEVICE", cfg->device);
+	c.addr = str("LOCO_ADDR", cfg->addr);
+	c.join = str("LOCO_JOIN", cfg->join);
+	c.secret = str("LOCO_SECRET", cfg->secret);
+	ret = u32("LOCO_FAIL_TIMEOUT_MS", cfg->fail_timeout_ms, &c.fail_timeout_ms);
+	if (ret == 0)
+		ret = u32("LOCO_JOIN_TIMEOUT_MS", cfg->join_timeout_ms, &c.join_timeout_ms);
+	if (ret)
+		return ret;
+	if (c.fail_timeout_ms < FAIL_TIMEOUT_MIN_MS)
+		c.fail_timeout_ms = FAIL_TIMEOUT_MIN_MS;
+	/* the node id defaults to 1 only for a node that starts alone */
+	ret = u32("LOCO_NODE_ID", cfg->node_id, &c.node_id);
+	if (ret)
+		return ret;
+	if (c.join != NULL && (cfg->node_id == 0 && !node_id_set())) {
+		lc_log_err("manager: a joining node needs an id: set LOCO_NODE_ID (>= 1)");
+		return -EINVAL;
+	}
+	*out = c;
+	return 0;
+}

@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* dial.c -- the dialer thread and joining (dial.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "auth.h"
+#include "dial.h"
+#include "log.h"
+#include "manager.h"
+
+/* A member the dialer must connect to. */
+struct lc_dial {
+	struct lc_member_info info;
+	uint64_t next_ns;  /* next attempt */
+	uint64_t deadline; /* give up after */
+	unsigned delay_ms; /* back-off */
+	int busy;          /* being dialled now */
+	int link_only;     /* a member whose data link must be rebuilt */
+	int cancelled;     /* while busy: drop it when done */
+	struct lc_dial *next;
+};
+
+struct lc_dials {
+	pthread_mutex_t lock; /* a leaf: guards everything here */
+	pthread_cond_t cond;  /* CLOCK_MONOTONIC */
+	pthread_t thread;
+	int started;
+	int stop;
+	struct lc_dial *todo;
+	struct lc_dial_done *done, **done_tail;
+	struct lc_msg *msg; /* the dialer's scratch */
+	uint8_t *buf;
+};
+
+/* finish -- queue a finished dial for the progress thread. d->lock held. */
+static void finish(loco_manager_t *m, struct lc_conn *c, struct fab_link *link,
+                   const struct lc_member_info *info)
+{
+	struct lc_dials *d = m->dials;
+	struct lc_dial_done *x = calloc(1, sizeof(*x));
+
+	if (x == NULL) {
+		lc_log_err("manager: out of memory: dropping a connection to node %u", info->node);
+		fab_link_close(link);
+		if (c != NULL)
+			lc_conn_free(c);
+		return;
+	}
+	*x = (struct lc_dial_done){.conn = c, .link = link, .info = *info};
+	*d->done_tail = x;
+	d->done_tail = &x->next;
+	lc_wake(m);
+}
+
+/* connect_member -- handshake and data link with @info. 0 with both, or -errno. */
+static int connect_member(loco_manager_t *m, const struct lc_member_info *info, struct lc_msg *msg,
+                          uint8_t *buf, struct lc_conn **c, struct fab_link **link)
+{
+	int ret = lc_auth_connect(m, info->ctrl_addr, c, msg, buf);
+
+	if (ret)
+		return ret;
+	ret = lc_link_open(m->fab, (*c)->peer.fab_addr, (*c)->peer.node, m->node_id, m->inc,
+	                   (int)m->cfg.fail_timeout_ms, link);
+	if (ret) {
+		lc_conn_free(*c);
+		*c = NULL;
+	}
+	return ret;
+}
+
+/* permanent -- errors that retrying cannot fix. */
+static int permanent(int err)
+{
+	return err == -LOCO_EAUTH || err == -EEXIST || err == -EPROTO || err == -EALREADY ||
+	       err == -ESTALE || err == -EPROTONOSUPPORT;
+}
+
+static void unlink_dial(struct lc_dials *d, struct lc_dial *x)
+{
+	for (struct lc_dial **pp = &d->todo; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == x) {
+			*pp = x->next;
+			break;
+		}
+	}
+	free(x);
+}
+
+/* due -- the next dial to make now, or NULL and *@wake when to look again. d->lock held. */
+static struct lc_dial *due(struct lc_dials *d, uint64_t now, uint64_t *wake)
+{
+	*wake = now + 100000000ull;
+	for (struct lc_dial *x = d->todo; x != NULL; x = x->next) {
+		if (x->busy)
+			continue;
+		if (x->next_ns <= now)
+			return x;
+		if (x->next_ns < *wake)
+			*wake = x->next_ns;
+	}
+	return NULL;
+}
+
+static void wait_until(struct lc_dials *d, uint64_t now, uint64_t wake)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)((wake - now) / 1000000000ull);
+	ts.tv_nsec += (long)((wake - now) % 1000000000ull);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&d->cond, &d->lock, &ts);
+}
+
+static void *dialer_main(void *arg)
+{
+	loco_manager_t *m = arg;
+	struct lc_dials *d = m->dials;
+
+	pthread_mutex_lock(&d->lock);
+	while (!d->stop) {
+		uint64_t now = lc_now_ns(), wake;
+		struct lc_dial *x = due(d, now, &wake);
+		struct lc_member_info info;
+		struct fab_link *link = NULL;
+		struct lc_conn *c = NULL;
+		int ret;
+
+		if (x == NULL) {
+			wait_until(d, now, wake);
+			continue;
+		}
+		x->busy = 1;
+		info = x->info;
+		pthread_mutex_unlock(&d->lock);
+		if (x->link_only)
+			ret = lc_link_open(m->fab, info.fab_addr, info.node, m->node_id, m->inc,
+			                   (int)m->cfg.fail_timeout_ms, &link);
+		else
+			ret = connect_member(m, &info, d->msg, d->buf, &c, &link);
+		pthread_mutex_lock(&d->lock);
+		x->busy = 0;
+		if (ret == 0)
+			finish(m, c, link, c != NULL ? &c->peer : &info);
+		now = lc_now_ns();
+		if (ret == 0 || x->cancelled || permanent(ret) || now >= x->deadline) {
+			if (ret != 0 && !x->cancelled)
+				lc_log_warn("manager: could not connect to node %u at %s: %s",
+				            info.node, info.ctrl_addr, strerror(-ret));
+			unlink_dial(d, x);
+			continue;
+		}
+		x->next_ns = now + (uint64_t)x->delay_ms * 1000000ull;
+		x->delay_ms = x->delay_ms < 500 ? x->delay_ms * 2 : 500;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+int lc_dials_start(loco_manager_t *m)
+{
+	struct lc_dials *d = calloc(1, sizeof(*d));
+	pthread_condattr_t ca;
+	int ret;
+
+	if (d == NULL)
+		return -ENOMEM;
+	d->msg = malloc(sizeof(*d->msg));
+	d->buf = malloc(LC_CTRL_MAX_MSG);
+	if (d->msg == NULL || d->buf == NULL) {
+		free(d->msg);
+		free(d->buf);
+		free(d);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&d->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	d->done_tail = &d->done;
+	m->dials = d;
+	ret = -pthread_create(&d->thread, NULL, dialer_main, m);
+	if (ret) {
+		lc_log_err("manager: cannot start the dialer thread: %s", strerror(-ret));
+		return ret; /* lc_dials_stop() frees */
+	}
+	d->started = 1;
+	return 0;
+}
+
+void lc_dials_stop(loco_manager_t *m)
+{
+	struct lc_dials *d = m->dials;
+
+	if (d == NULL)
+		return;
+	pthread_mutex_lock(&d->lock);
+	d->stop = 1;
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	if (d->started)
+		pthread_join(d->thread, NULL);
+	while (d->todo != NULL)
+		unlink_dial(d, d->todo);
+	while (d->done != NULL) {
+		struct lc_dial_done *x = d->done;
+
+		d->done = x->next;
+		fab_link_close(x->link);
+		if (x->conn != NULL)
+			lc_conn_free(x->conn);
+		free(x);
+	}
+	pthread_cond_destroy(&d->cond);
+	pthread_mutex_destroy(&d->lock);
+	free(d->msg);
+	free(d->buf);
+	free(d);
+	m->dials = NULL;
+}
+
+void lc_dial_request(loco_manager_t *m, const struct lc_member_info *info, int link_only)
+{
+	struct lc_dials *d = m->dials;
+	struct lc_dial *x;
+
+	pthread_mutex_lock(&d->lock);
+	for (x = d->todo; x != NULL; x = x->next)
+		if (x->info.node == info->node)
+			break;
+	if (x == NULL) {
+		x = calloc(1, sizeof(*x));
+		if (x == NULL) {
+			pthread_mutex_unlock(&d->lock);
+			lc_log_err("manager: out of memory: cannot connect to node %u", info->node);
+			return;
+		}
+		x->next = d->todo;
+		d->todo = x;
+	}
+	x->info = *info;
+	x->link_only = link_only;
+	x->cancelled = 0;
+	x->next_ns = 0;
+	x->delay_ms = 10;
+	x->deadline = lc_now_ns() + (uint64_t)m->cfg.join_timeout_ms * 1000000ull;
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+}
+
+void lc_dial_cancel(loco_manager_t *m, uint32_t node)
+{
+	struct lc_dials *d = m->dials;
+
+	pthread_mutex_lock(&d->lock);
+	for (struct lc_dial *x = d->todo; x != NULL; x = x->next) {
+		if (x->info.node != node)
+			continue;
+		if (x->busy)
+			x->cancelled = 1;
+		else
+			unlink_dial(d, x);
+		break;
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+struct lc_dial_done *lc_dial_take(loco_manager_t *m)
+{
+	struct lc_dials *d = m->dials;
+	struct lc_dial_done *list;
+
+	pthread_mutex_lock(&d->lock);
+	list = d->done;
+	d->done = NULL;
+	d->done_tail = &d->done;
+	pthread_mutex_unlock(&d->lock);
+	return list;
+}
+
+/* join_one -- authenticate with the contact @addr and link to it. */
+static int join_one(loco_manager_t *m, const char *addr, struct lc_msg *msg, uint8_t *buf)
+{
+	struct lc_member_info contact = {0};
+	struct fab_link *link = NULL;
+	struct lc_conn *c = NULL;
+	int ret;
+
+	snprintf(contact.ctrl_addr, sizeof(contact.ctrl_addr), "%s", addr);
+	ret = connect_member(m, &contact, msg, buf, &c, &link);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&m->dials->lock);
+	finish(m, c, link, &c->peer);
+	pthread_mutex_unlock(&m->dials->lock);
+	return 0;
+}
+
+int lc_dial_join(loco_manager_t *m, const char *contacts, struct lc_member_info *list, uint32_t *n)
+{
+	uint64_t deadline = lc_now_ns() + (uint64_t)m->cfg.join_timeout_ms * 1000000ull;
+	struct lc_msg *msg = malloc(sizeof(*msg));
+	uint8_t *buf = malloc(LC_CTRL_MAX_MSG);
+	int ret = -ETIMEDOUT, delay_ms = 10;
+
+	if (msg == NULL || buf == NULL) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* try each contact in turn until one admits us or the deadline passes */
+	while (lc_now_ns() < deadline) {
+		const char *p = contacts;
+
+		while (*p != '\0') {
+			size_t len = strcspn(p, ",");
+			char one[LC_ADDR_MAX + 1];
+
+			snprintf(one, sizeof(one), "%.*s",
+			         (int)(len < LC_ADDR_MAX ? len : LC_ADDR_MAX), p);
+			p += len + (p[len] == ',');
+			ret = join_one(m, one, msg, buf);
+			if (ret == 0) {
+				*n = msg->u.welcome.n;
+				memcpy(list, msg->u.welcome.m, *n * sizeof(*list));
+			}
+			if (ret == 0 || permanent(ret))
+				goto out;
+		}
+		struct timespec ts = {.tv_nsec = (long)delay_ms * 1000000L};
+
+		nanosleep(&ts, NULL);
+		delay_ms = delay_ms < 200 ? delay_ms * 2 : 200;
+	}
+out:
+	if (ret == -ETIMEDOUT || ret == -ECONNREFUSED) {
+		lc_log_err("manager: no member answered at %s within %u ms", contacts,
+		           m->cfg.join_timeout_ms);
+		ret = -ETIMEDOUT;
+	}
+	free(msg);
+	free(buf);
+	return ret;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * links.h -- the node -> data link table that remote operations read.
+ *
+ * Posting an operation looks its node up without a lock: an open-addressed
+ * table of LC_LINK_SLOTS slots keyed by node id (a slot keeps its node for
+ * the manager's life, so a lookup never meets a moved entry). A poster
+ * counts itself in the slot's users, then loads the link; whoever
+ * replaces or removes a link (the progress thread, or setup) stores the
+ * new pointer and then waits until no poster that may have loaded the old
+ * one is left, before the old link may be closed. Both sides use
+ * sequentially consistent operations, so either the poster sees the new
+ * pointer or the remover sees the poster.
+ *
+ * Thread safety: lc_links_post() and lc_links_get() are MT-safe and
+ * lock-free; lc_links_set() / lc_links_take() are called by one thread at
+ * a time (the progress thread, or init/fini).
+ */
+#ifndef LOCO_LC_LINKS_H
+#define LOCO_LC_LINKS_H
+
+#include <stdint.h>
+
+#include "fabric/fabric.h"
+
+#define LC_LINK_SLOTS 1024u /* distinct node ids one manager can meet */
+
+struct lc_link_slot {
+	uint32_t node;         /* atomic; 0: never used */
+	int users;             /* atomic: posters inside lc_links_post() */
+	struct fab_link *link; /* atomic; NULL: no link now */
+};
+
+struct lc_links {
+	struct lc_link_slot slot[LC_LINK_SLOTS];
+};
+
+/*
+ * lc_links_set -- @link is @node's link now (NULL: none). Returns the
+ * link it replaced, which no poster uses any more (the caller closes it),
+ * or NULL; -ENOSPC is logged and the table left unchanged when every slot
+ * is taken by other nodes.
+ */
+struct fab_link *lc_links_set(struct lc_links *t, uint32_t node, struct fab_link *link);
+
+/*
+ * lc_links_post -- post @wr on @node's link. Returns 0; -ENOTCONN (no
+ * link), or fab_post()'s error.
+ */
+int lc_links_post(struct lc_links *t, uint32_t node, const struct fab_wr *wr);
+
+/* lc_links_has -- whether @node has a link now (a snapshot). */
+int lc_links_has(struct lc_links *t, uint32_t node);
+
+/*
+ * lc_link_open -- connect to the data endpoint @fab_addr, announcing
+ * ourselves (@node, @inc) in the private data, blocking up to @timeout_ms.
+ */
+int lc_link_open(struct fab *fab, const char *fab_addr, uint32_t peer, uint32_t node, uint64_t inc,
+                 int timeout_ms, struct fab_link **out);
+
+/* The private data a connector sends: who it says it is. */
+struct lc_link_priv {
+	uint32_t node;
+	uint64_t inc;
+} __attribute__((packed));
+
+#endif /* LOCO_LC_LINKS_H */

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * member.h -- the member table, owned by the progress thread.
+ *
+ * Everything that changes membership runs on the progress thread:
+ * admitting an authenticated connection (the dialer hands its finished
+ * handshakes over, lc_member_handoff()), attaching data links, removing a
+ * member (LEAVE, a broken or silent connection, a fabric error reported
+ * by any thread through lc_member_link_report()), heartbeats. Changes are
+ * raised as events (struct lc_member_events: up, gone, message) that the
+ * channel layer subscribes to; membership never calls into channels.
+ *
+ * Locking: m->lock guards the table for readers on other threads
+ * (loco_members(), the dialer, lc_join()); the progress thread takes it
+ * around each change. Event handlers run with m->lock held and must not
+ * block; object callbacks are not called from them (the channel layer
+ * queues them and runs them after the lock is released).
+ */
+#ifndef LOCO_LC_MEMBER_H
+#define LOCO_LC_MEMBER_H
+
+#include <stdint.h>
+
+#include <loco.h>
+
+#include "conn.h"
+#include "ctrl_wire.h"
+#include "fabric/fabric.h"
+
+#define LC_MAX_NODES      256 /* members one node holds */
+#define LC_LINK_ERR_SLOTS 64  /* link failures reported by other threads, queued */
+
+/* A member of the cluster as this node sees it. */
+struct lc_member {
+	struct lc_member_info info;
+	struct lc_conn *conn;
+	struct fab_link *link;
+	int up; /* authenticated and linked: visible to channels */
+	struct lc_member *next;
+};
+
+/* A data link accepted before its member finished authenticating. */
+struct lc_pending_link {
+	struct fab_link *link;
+	uint32_t node;
+	uint64_t inc;
+	uint64_t since_ns;
+	struct lc_pending_link *next;
+};
+
+/* What membership raises, on the progress thread with m->lock held. */
+struct lc_member_events {
+	void (*up)(loco_manager_t *m, struct lc_member *mb);
+	void (*gone)(loco_manager_t *m, uint32_t node);
+	void (*msg)(loco_manager_t *m, struct lc_member *from, const struct lc_msg *msg);
+};
+
+/* lc_member_find -- the member @node, or NULL. m->lock held (or the progress thread). */
+struct lc_member *lc_member_find(loco_manager_t *m, uint32_t node);
+
+#define LC_EV_IN  1u /* lc_member_input(): readable */
+#define LC_EV_OUT 2u /* writable (its send queue waits) */
+
+/* lc_member_listen -- the control-plane listener on @addr (m->lfd, m->ctrl_addr). */
+int lc_member_listen(loco_manager_t *m, const char *addr);
+
+/* lc_member_input -- progress thread: @c is readable and/or writable (LC_EV_*). */
+void lc_member_input(loco_manager_t *m, struct lc_conn *c, unsigned events);
+
+/* lc_member_accept -- progress thread: take new control connections and data links. */
+void lc_member_accept(loco_manager_t *m);
+void lc_member_accept_links(loco_manager_t *m);
+
+/* lc_member_timers -- progress thread: heartbeats, failure bounds; returns when to call again. */
+uint64_t lc_member_timers(loco_manager_t *m, uint64_t now);
+
+/*
+ * lc_member_link_report -- any thread: an operation to @node failed with
+ * @status. Recorded (lock-free) for the progress thread, which is woken;
+ * nothing is acted on in place.
+ */
+void lc_member_link_report(loco_manager_t *m, uint32_t node, int status);
+
+/* lc_member_link_errors -- progress thread: act on the reported link failures. */
+void lc_member_link_errors(loco_manager_t *m);
+
+/* lc_member_link_failed -- progress thread: act on one failure of a link to @node. */
+void lc_member_link_failed(loco_manager_t *m, uint32_t node, int status);
+
+/* lc_member_handoffs -- progress thread: admit what the dialer finished (dial.h). */
+void lc_member_handoffs(loco_manager_t *m);
+
+/*
+ * lc_members_leave -- we leave: queue LEAVE to every member (graceful);
+ * lc_members_sent() says when every queue went out.
+ */
+void lc_members_leave(loco_manager_t *m);
+int lc_members_sent(loco_manager_t *m);
+
+/* lc_members_free -- after the threads stopped: close every link and connection. */
+void lc_members_free(loco_manager_t *m);
+
+/* lc_self_link -- open the link from this node to its own endpoint. */
+void lc_self_link(loco_manager_t *m);
+
+#endif /* LOCO_LC_MEMBER_H */

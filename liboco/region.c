@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * region.c -- objects and their registered regions (chan.h has the
+ * structures). loco_region_remote() is on the data path: it reads a
+ * peer's sequence-locked reference without a lock or a name lookup.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chan.h"
+#include "log.h"
+
+static int name_ok(const char *name)
+{
+	size_t n = name != NULL ? strlen(name) : 0;
+
+	return n > 0 && n <= LOCO_NAME_MAX && strchr(name, '/') == NULL;
+}
+
+int loco_object_create(loco_channel_t *ch, const char *name, const struct loco_object_ops *ops,
+                       void *arg, loco_object_t **out)
+{
+	loco_object_t *o;
+	loco_manager_t *m;
+
+	if (ch == NULL || out == NULL || !name_ok(name))
+		return -EINVAL;
+	m = ch->m;
+	o = calloc(1, sizeof(*o));
+	if (o == NULL)
+		return -ENOMEM;
+	pthread_mutex_lock(&m->lock);
+	for (loco_object_t *x = ch->objects; x != NULL; x = x->next) {
+		if (strcmp(x->name, name) == 0) {
+			pthread_mutex_unlock(&m->lock);
+			free(o);
+			return -EEXIST;
+		}
+	}
+	o->ch = ch;
+	snprintf(o->name, sizeof(o->name), "%s", name);
+	if (ops != NULL)
+		o->ops = *ops;
+	o->arg = arg;
+	o->seq = ++m->seq;
+	o->next = ch->objects;
+	ch->objects = o;
+	pthread_mutex_unlock(&m->lock);
+	*out = o;
+	return 0;
+}
+
+/* region_unpublish -- no peer reference names @r any more. m->lock held. */
+static void region_unpublish(loco_channel_t *ch, struct loco_region *r)
+{
+	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++)
+		if (ch->peer[i] != NULL)
+			lc_rref_write(&ch->peer[i]->rr[r->idx], 0, 0, 0);
+	ch->region_used &= ~(1ull << r->idx);
+}
+
+static void region_free(loco_manager_t *m, struct loco_region *r)
+{
+	int ret = fab_mr_dereg(r->mr);
+
+	if (ret)
+		lc_log_warn("manager: deregistering region %s: %s", r->full, strerror(-ret));
+	lc_mem_free(m, r->ptr, r->len);
+	free(r);
+}
+
+void loco_object_destroy(loco_object_t *obj)
+{
+	loco_channel_t *ch;
+	loco_manager_t *m;
+
+	if (obj == NULL)
+		return;
+	ch = obj->ch;
+	m = ch->m;
+	pthread_mutex_lock(&m->lock);
+	for (loco_object_t **pp = &ch->objects; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == obj) {
+			*pp = obj->next;
+			break;
+		}
+	}
+	lc_chan_object_gone(m, obj); /* a callback of it running now returns first */
+	for (struct loco_region *r = obj->regions; r != NULL; r = r->next)
+		region_unpublish(ch, r);
+	/* peers forget its regions before they are deregistered */
+	if (ch->joined && obj->regions != NULL)
+		lc_chan_announce(m, ch, NULL, 0, 1);
+	pthread_mutex_unlock(&m->lock);
+	while (obj->regions != NULL) {
+		struct loco_region *r = obj->regions;
+
+		obj->regions = r->next;
+		region_free(m, r);
+	}
+	free(obj);
+}
+
+loco_channel_t *loco_object_channel(const loco_object_t *obj)
+{
+	return obj ? obj->ch : NULL;
+}
+
+/* region_room -- -EEXIST for a taken name, -ENOSPC when the channel is full. m->lock held. */
+static int region_room(const loco_object_t *obj, const char *full)
+{
+	unsigned n = 0;
+
+	for (const loco_object_t *o = obj->ch->objects; o != NULL; o = o->next) {
+		for (const struct loco_region *x = o->regions; x != NULL; x = x->next) {
+			if (strcmp(x->full, full) == 0)
+				return -EEXIST;
+			n++;
+		}
+	}
+	return n < LC_MAX_REGIONS ? 0 : -ENOSPC; /* all fit in one CHAN message */
+}
+
+/* region_publish -- link @r into its object, resolve it against every peer. m->lock held. */
+static void region_publish(loco_channel_t *ch, struct loco_region *r)
+{
+	/* region_room() said fewer than LC_MAX_REGIONS are taken */
+	r->idx = (unsigned)__builtin_ctzll(~ch->region_used);
+	ch->region_used |= 1ull << r->idx;
+	r->next = r->obj->regions;
+	r->obj->regions = r;
+	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
+		struct lc_peer *p = ch->peer[i];
+
+		if (p != NULL && __atomic_load_n(&p->present, __ATOMIC_RELAXED))
+			lc_rref_resolve(p, r);
+	}
+}
+
+static unsigned fab_access(unsigned access)
+{
+	unsigned fa = FAB_ACCESS_LOCAL_WRITE;
+
+	if (access & LOCO_ACCESS_READ)
+		fa |= FAB_ACCESS_REMOTE_READ;
+	if (access & LOCO_ACCESS_WRITE)
+		fa |= FAB_ACCESS_REMOTE_WRITE;
+	if (access & LOCO_ACCESS_ATOMIC)
+		fa |= FAB_ACCESS_REMOTE_ATOMIC;
+	return fa;
+}
+
+int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigned access,
+                       loco_region_t **out)
+{
+	loco_manager_t *m;
+	struct loco_region *r;
+	int ret, n;
+
+	if (obj == NULL || out == NULL || !name_ok(name) || len == 0 ||
+	    (access & ~(unsigned)(LOCO_ACCESS_READ | LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC)))
+		return -EINVAL;
+	m = obj->ch->m;
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return -ENOMEM;
+	n = snprintf(r->full, sizeof(r->full), "%s/%s", obj->name, name);
+	if (n < 0 || n > LOCO_NAME_MAX) {
+		free(r);
+		return -EINVAL;
+	}
+	/* check the name and the channel's room before allocating anything */
+	pthread_mutex_lock(&m->lock);
+	ret = region_room(obj, r->full);
+	pthread_mutex_unlock(&m->lock);
+	if (ret)
+		goto err_free;
+	ret = lc_mem_alloc(m, len, &r->ptr);
+	if (ret)
+		goto err_free;
+	memset(r->ptr, 0, len);
+	ret = fab_mr_reg(m->fab, r->ptr, len, fab_access(access), &r->mr);
+	if (ret) {
+		lc_log_err("manager: cannot register %zu bytes for %s: %s", len, r->full,
+		           strerror(-ret));
+		goto err_mem;
+	}
+	r->obj = obj;
+	r->len = len;
+	r->access = access;
+
+	pthread_mutex_lock(&m->lock);
+	ret = region_room(obj, r->full); /* again: another thread may have raced us */
+	if (ret) {
+		pthread_mutex_unlock(&m->lock);
+		goto err_dereg;
+	}
+	region_publish(obj->ch, r);
+	if (obj->ch->joined) /* late region: tell the peers */
+		lc_chan_announce(m, obj->ch, NULL, 0, 1);
+	pthread_mutex_unlock(&m->lock);
+	*out = r;
+	return 0;
+
+err_dereg:
+	fab_mr_dereg(r->mr);
+err_mem:
+	lc_mem_free(m, r->ptr, len);
+err_free:
+	free(r);
+	return ret;
+}
+
+void *loco_region_ptr(const loco_region_t *r)
+{
+	return r ? r->ptr : NULL;
+}
+
+size_t loco_region_len(const loco_region_t *r)
+{
+	return r ? r->len : 0;
+}
+
+int loco_region_remote(const loco_region_t *r, uint32_t node, loco_rref_t *out)
+{
+	loco_channel_t *ch;
+	loco_manager_t *m;
+	struct lc_peer *p;
+
+	if (r == NULL || out == NULL)
+		return -EINVAL;
+	ch = r->obj->ch;
+	m = ch->m;
+	if (node == m->node_id) {
+		if (m->self_link == NULL)
+			return -ENOENT;
+		/* our own copy, reached through our own NIC */
+		*out = (loco_rref_t){
+		    .node = node, .rkey = r->mr->rkey, .addr = (uintptr_t)r->ptr, .len = r->len};
+		return 0;
+	}
+	p = lc_peer_get(ch, node);
+	if (p == NULL || !__atomic_load_n(&p->present, __ATOMIC_ACQUIRE))
+		return -ENOENT;
+	return lc_rref_read(&p->rr[r->idx], node, out);
+}

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * rop.c -- remote operations and fences: the data path. Posting takes no
+ * lock and looks nothing up by name: the remote reference carries the
+ * node, the node's link is one lock-free table lookup (links.h), and a
+ * fence is one atomic load unless a fence is owed (then a CAS on the
+ * peer's fence generation, chan.h).
+ */
+#include <errno.h>
+
+#include "chan.h"
+
+static int range_ok(size_t off, size_t len, uint64_t total)
+{
+	return off <= total && len <= total - off;
+}
+
+/*
+ * fence_take -- whether this operation to @node is the first since a
+ * loco_channel_fence(): then it carries the fabric fence. The CAS on the
+ * peer's generation makes exactly one poster (or the peer's leave) take it.
+ */
+static struct lc_peer *fence_take(loco_channel_t *ch, uint32_t node)
+{
+	struct lc_peer *p;
+	uint32_t g, old;
+
+	if (__atomic_load_n(&ch->fence_pending, __ATOMIC_ACQUIRE) == 0)
+		return NULL;
+	p = lc_peer_get(ch, node);
+	if (p == NULL)
+		return NULL;
+	g = __atomic_load_n(&ch->fence_gen, __ATOMIC_ACQUIRE);
+	old = __atomic_load_n(&p->fence_gen, __ATOMIC_ACQUIRE);
+	if (old == g || !__atomic_compare_exchange_n(&p->fence_gen, &old, g, 0, __ATOMIC_ACQ_REL,
+	                                             __ATOMIC_ACQUIRE))
+		return NULL;
+	__atomic_sub_fetch(&ch->fence_pending, 1, __ATOMIC_RELEASE);
+	return p;
+}
+
+/* fence_untake -- the fenced operation was not posted: the next one must carry it. */
+static void fence_untake(loco_channel_t *ch, struct lc_peer *p)
+{
+	uint32_t g = __atomic_load_n(&ch->fence_gen, __ATOMIC_ACQUIRE);
+
+	if (__atomic_compare_exchange_n(&p->fence_gen, &g, g - 1, 0, __ATOMIC_ACQ_REL,
+	                                __ATOMIC_RELAXED))
+		__atomic_add_fetch(&ch->fence_pending, 1, __ATOMIC_RELEASE);
+}
+
+int loco_channel_fence(loco_channel_t *ch)
+{
+	uint32_t n = 0;
+
+	if (ch == NULL)
+		return -EINVAL;
+	pthread_mutex_lock(&ch->m->lock);
+	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++)
+		if (ch->peer[i] != NULL && __atomic_load_n(&ch->peer[i]->present, __ATOMIC_RELAXED))
+			n++;
+	/* peers that had not taken the previous fence owe this one: count them all again */
+	__atomic_store_n(&ch->fence_pending, n, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&ch->fence_gen, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_unlock(&ch->m->lock);
+	return 0;
+}
+
+/* post -- attach to @acks, post @wr on the link to the reference's node. */
+static int post(loco_region_t *local, const loco_rref_t *remote, struct fab_wr *wr,
+                loco_ack_key_t *const *acks, unsigned nacks)
+{
+	loco_channel_t *ch = local->obj->ch;
+	loco_manager_t *m = ch->m;
+	struct lc_peer *fenced = fence_take(ch, remote->node);
+	int ret;
+
+	if (fenced != NULL)
+		wr->flags |= FAB_WR_FENCE;
+	wr->lkey = local->mr->lkey;
+	wr->rkey = remote->rkey;
+	if (nacks > 0) {
+		ret = lc_ack_attach_n(&m->acks, acks, nacks, &wr->wrid);
+		if (ret)
+			goto err_untake;
+		wr->flags |= FAB_WR_SIGNALED;
+	}
+	ret = lc_links_post(&m->links, remote->node, wr);
+	if (ret == 0)
+		return 0;
+	if (nacks > 0)
+		lc_ack_detach_n(&m->acks, acks, nacks, wr->wrid);
+err_untake:
+	if (fenced != NULL)
+		fence_untake(ch, fenced);
+	return ret;
+}
+
+static int rw(int opcode, loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
+              size_t len, loco_ack_key_t *const *acks, unsigned nacks)
+{
+	struct fab_wr wr = {.opcode = (uint8_t)opcode};
+
+	if (local == NULL || remote == NULL || len > UINT32_MAX ||
+	    !range_ok(loff, len, local->len) || !range_ok(roff, len, remote->len))
+		return -EINVAL;
+	wr.local = (uint8_t *)local->ptr + loff;
+	wr.len = (uint32_t)len;
+	wr.remote_addr = remote->addr + roff;
+	return post(local, remote, &wr, acks, nacks);
+}
+
+int loco_write(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
+               size_t len, loco_ack_key_t *ack)
+{
+	return rw(FAB_OP_WRITE, local, loff, remote, roff, len, &ack, ack != NULL);
+}
+
+int loco_write_acks(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
+                    size_t len, loco_ack_key_t *const *acks, unsigned nacks)
+{
+	unsigned n = 0;
+
+	if (nacks > LOCO_OP_ACKS_MAX || (nacks > 0 && acks == NULL))
+		return -EINVAL;
+	for (unsigned i = 0; i < nacks; i++)
+		n += acks[i] != NULL;
+	return rw(FAB_OP_WRITE, local, loff, remote, roff, len, acks, n > 0 ? nacks : 0);
+}
+
+int loco_read(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff, size_t len,
+              loco_ack_key_t *ack)
+{
+	return rw(FAB_OP_READ, local, loff, remote, roff, len, &ack, ack != NULL);
+}
+
+static int atomic_op(int opcode, loco_region_t *local, size_t loff, const loco_rref_t *remote,
+                     size_t roff, uint64_t a, uint64_t b, loco_ack_key_t *ack)
+{
+	struct fab_wr wr = {.opcode = (uint8_t)opcode, .len = 8};
+
+	if (local == NULL || remote == NULL || !range_ok(loff, 8, local->len) ||
+	    !range_ok(roff, 8, remote->len) || (loff & 7) || ((remote->addr + roff) & 7))
+		return -EINVAL;
+	wr.local = (uint8_t *)local->ptr + loff;
+	wr.remote_addr = remote->addr + roff;
+	wr.compare = a;
+	wr.swap = b;
+	return post(local, remote, &wr, &ack, ack != NULL);
+}
+
+int loco_cas(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
+             uint64_t compare, uint64_t swap, loco_ack_key_t *ack)
+{
+	return atomic_op(FAB_OP_CAS, local, loff, remote, roff, compare, swap, ack);
+}
+
+int loco_faa(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
+             uint64_t add, loco_ack_key_t *ack)
+{
+	return atomic_op(FAB_OP_FAA, local, loff, remote, roff, 0, add, ack);
+}
