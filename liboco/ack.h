@@ -29,7 +29,7 @@
 #include <loco/ack.h>
 
 #define LC_WRID_ACK     1u
-#define LC_ACK_SLOTS    1024u /* operations one key can have outstanding */
+#define LC_ACK_SLOTS    LOCO_ACK_KEY_SLOTS /* operations one key can have outstanding */
 #define LC_ACK_MAX_KEYS 65536u
 
 struct lc_ack_table;

@@ -74,17 +74,6 @@ static void pause_after(unsigned n)
 		nanosleep(&ts, NULL); /* about the timer slack: 50 us */
 }
 
-/* left -- ns until @deadline (INT64_MAX: forever, -1). */
-static int64_t left(int64_t deadline)
-{
-	int64_t now;
-
-	if (deadline == INT64_MAX)
-		return -1;
-	now = obj_now_ns();
-	return deadline > now ? deadline - now : 0;
-}
-
 /* peer_gone_err -- an operation's error that only says its peer died or was dropped. */
 static int peer_gone_err(int err)
 {
@@ -98,7 +87,7 @@ static int peer_gone_err(int err)
  */
 static int acks(loco_barrier_t *b, int64_t deadline)
 {
-	int ret = loco_ack_wait(b->ack, left(deadline));
+	int ret = loco_ack_wait(b->ack, obj_left_ns(deadline));
 
 	if (ret == -ETIMEDOUT && loco_ack_outstanding(b->ack) != 0)
 		return -ETIMEDOUT;
@@ -243,7 +232,7 @@ int loco_barrier_wait(loco_barrier_t *b, int64_t timeout_ns)
 
 	if (b == NULL)
 		return -EINVAL;
-	deadline = timeout_ns < 0 ? INT64_MAX : obj_now_ns() + timeout_ns;
+	deadline = obj_deadline(timeout_ns);
 	if (!b->in_episode) {
 		ret = enter(b, deadline);
 		if (ret)
@@ -254,7 +243,7 @@ int loco_barrier_wait(loco_barrier_t *b, int64_t timeout_ns)
 			obj_cpu_relax();
 			continue;
 		}
-		if (deadline != INT64_MAX && obj_now_ns() >= deadline)
+		if (deadline >= 0 && obj_now_ns() >= deadline)
 			return -ETIMEDOUT;
 		pause_after(spin - SPINS);
 	}
