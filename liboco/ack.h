@@ -29,10 +29,10 @@
 #include <loco/ack.h>
 
 #define LC_WRID_ACK      1u
-#define LC_WRID_FAN      2u     /* an operation completing into several keys */
-#define LC_ACK_FAN_MAX   2u     /* keys one operation completes into */
-#define LC_ACK_FAN_SLOTS 16384u /* such operations outstanding in a table */
-#define LC_ACK_SLOTS     1024u  /* operations one key can have outstanding */
+#define LC_WRID_FAN      2u                 /* an operation completing into several keys */
+#define LC_ACK_FAN_MAX   2u                 /* keys one operation completes into */
+#define LC_ACK_FAN_SLOTS 16384u             /* such operations outstanding in a table */
+#define LC_ACK_SLOTS     LOCO_ACK_KEY_SLOTS /* operations one key can have outstanding */
 #define LC_ACK_MAX_KEYS  65536u
 
 struct lc_ack_table;

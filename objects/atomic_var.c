@@ -9,8 +9,9 @@
  * are unused) and "res" (this node's result slots: LOCO_ATOMIC_VAR_SLOTS
  * for the asynchronous calls, then one result and one write source for
  * the synchronous ones). The host's region reference is looked up once and
- * cached; peer_leave(host) makes the object lost for good (-ECONNRESET), so
- * that a host that restarts with a fresh word never passes for the old one.
+ * cached (host_path.h); peer_leave(host) makes the object lost for good
+ * (-ECONNRESET), so that a host that restarts with a fresh word never
+ * passes for the old one.
  *
  * The host itself: loco_region_remote() of this node gives its own copy,
  * reached through the manager's self link, so the host's operations are
@@ -30,6 +31,7 @@
 #include <loco.h>
 #include <loco/atomic_var.h>
 
+#include "host_path.h"
 #include "obj_util.h"
 
 #define WORD_LEN  64 /* one line: nothing else shares the host's word */
@@ -44,12 +46,6 @@ enum av_op {
 	AV_CAS
 };
 
-enum av_path {
-	AV_PATH_NONE = 0, /* not looked up yet */
-	AV_PATH_FABRIC,   /* av->rref: the host's word, through the fabric */
-	AV_PATH_LOCAL,    /* this node is the host, without a fabric path to itself */
-};
-
 struct loco_atomic_var {
 	loco_object_t *obj;
 	loco_region_t *word;
@@ -58,10 +54,7 @@ struct loco_atomic_var {
 	uint32_t me;
 	loco_ack_key_t *ack; /* the synchronous calls' */
 	pthread_mutex_t sync_lock;
-	pthread_mutex_t path_lock;
-	int path; /* enum av_path; published with release after rref */
-	int lost; /* the host left after we found it: sticky */
-	loco_rref_t rref;
+	struct host_path hp; /* to the host's word */
 };
 
 /* av_peer_leave -- on the progress thread: the host's word is gone. */
@@ -71,7 +64,7 @@ static void av_peer_leave(loco_object_t *obj, uint32_t node, void *arg)
 
 	(void)obj;
 	if (node == av->host)
-		__atomic_store_n(&av->lost, 1, __ATOMIC_RELEASE); /* pairs with av_path_get */
+		host_path_lose(&av->hp);
 }
 
 static const struct loco_object_ops av_ops = {
@@ -93,7 +86,7 @@ int loco_atomic_var_create(loco_channel_t *ch, const char *name, uint32_t host,
 	av->host = host;
 	av->me = loco_node_id(loco_channel_manager(ch));
 	pthread_mutex_init(&av->sync_lock, NULL);
-	pthread_mutex_init(&av->path_lock, NULL);
+	host_path_init(&av->hp);
 	ret = loco_ack_key_create(loco_channel_manager(ch), &av->ack);
 	if (ret)
 		goto err_free;
@@ -115,7 +108,7 @@ err_destroy_obj:
 err_destroy_ack:
 	loco_ack_key_destroy(av->ack);
 err_free:
-	pthread_mutex_destroy(&av->path_lock);
+	host_path_fini(&av->hp);
 	pthread_mutex_destroy(&av->sync_lock);
 	free(av);
 	return ret;
@@ -127,7 +120,7 @@ void loco_atomic_var_destroy(loco_atomic_var_t *av)
 		return;
 	loco_ack_key_destroy(av->ack); /* waits for a timed-out operation */
 	loco_object_destroy(av->obj);
-	pthread_mutex_destroy(&av->path_lock);
+	host_path_fini(&av->hp);
 	pthread_mutex_destroy(&av->sync_lock);
 	free(av);
 }
@@ -135,40 +128,6 @@ void loco_atomic_var_destroy(loco_atomic_var_t *av)
 uint32_t loco_atomic_var_host(const loco_atomic_var_t *av)
 {
 	return av ? av->host : 0;
-}
-
-/*
- * av_path_get -- how to reach the host's word: AV_PATH_FABRIC (av->rref
- * valid) or AV_PATH_LOCAL; -ENOENT (the host is not paired yet),
- * -ECONNRESET (it was, and left).
- */
-static int av_path_get(loco_atomic_var_t *av)
-{
-	int path = __atomic_load_n(&av->path, __ATOMIC_ACQUIRE); /* pairs with the store below */
-	loco_rref_t rr;
-	int ret;
-
-	if (__atomic_load_n(&av->lost, __ATOMIC_ACQUIRE))
-		return -ECONNRESET;
-	if (path != AV_PATH_NONE)
-		return path;
-	pthread_mutex_lock(&av->path_lock);
-	path = av->path;
-	if (path == AV_PATH_NONE) {
-		ret = loco_region_remote(av->word, av->host, &rr);
-		if (ret == 0) {
-			av->rref = rr;
-			path = AV_PATH_FABRIC;
-		} else if (av->host == av->me) {
-			path = AV_PATH_LOCAL;
-		} else {
-			path = ret; /* -ENOENT: try again next time */
-		}
-		if (path > 0)
-			__atomic_store_n(&av->path, path, __ATOMIC_RELEASE);
-	}
-	pthread_mutex_unlock(&av->path_lock);
-	return path;
 }
 
 static uint64_t *slot_ptr(const loco_atomic_var_t *av, unsigned slot)
@@ -205,23 +164,23 @@ static int av_post(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, unsign
                    loco_ack_key_t *ack)
 {
 	size_t loff = (size_t)slot * sizeof(uint64_t);
-	int path = av_path_get(av);
+	int path = host_path_get(&av->hp, av->word, av->host, av->me);
 
 	if (path < 0)
 		return path;
-	if (path == AV_PATH_LOCAL) {
+	if (path == HOST_PATH_LOCAL) {
 		av_local(av, op, a, b, slot);
 		return 0;
 	}
 	switch (op) {
 	case AV_READ:
-		return loco_read(av->res, loff, &av->rref, 0, sizeof(uint64_t), ack);
+		return loco_read(av->res, loff, &av->hp.rref, 0, sizeof(uint64_t), ack);
 	case AV_WRITE:
-		return loco_write(av->res, loff, &av->rref, 0, sizeof(uint64_t), ack);
+		return loco_write(av->res, loff, &av->hp.rref, 0, sizeof(uint64_t), ack);
 	case AV_FAA:
-		return loco_faa(av->res, loff, &av->rref, 0, a, ack);
+		return loco_faa(av->res, loff, &av->hp.rref, 0, a, ack);
 	default:
-		return loco_cas(av->res, loff, &av->rref, 0, a, b, ack);
+		return loco_cas(av->res, loff, &av->hp.rref, 0, a, b, ack);
 	}
 }
 
@@ -266,17 +225,6 @@ uint64_t loco_atomic_var_slot(const loco_atomic_var_t *av, unsigned slot)
 	return __atomic_load_n(slot_ptr(av, slot), __ATOMIC_ACQUIRE);
 }
 
-/* left -- what is left of @timeout_ns at @deadline (< 0: forever). */
-static int64_t left(int64_t deadline)
-{
-	int64_t t;
-
-	if (deadline < 0)
-		return -1;
-	t = deadline - obj_now_ns();
-	return t > 0 ? t : 0;
-}
-
 /*
  * sync_lock -- take av->sync_lock by @deadline (< 0: forever). A trylock
  * loop rather than pthread_mutex_clocklock(), which the thread sanitizer
@@ -306,7 +254,7 @@ static int sync_lock(loco_atomic_var_t *av, int64_t deadline)
 static int av_sync(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, uint64_t *out,
                    int64_t timeout_ns)
 {
-	int64_t deadline = timeout_ns < 0 ? -1 : obj_now_ns() + timeout_ns;
+	int64_t deadline = obj_deadline(timeout_ns);
 	unsigned slot = op == AV_WRITE ? SYNC_SRC : SYNC_RES;
 	int ret;
 
@@ -320,7 +268,7 @@ static int av_sync(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, uint64
 	 * the key keeps its error until the next wait: settle it first. Its
 	 * own outcome was the earlier caller's business.
 	 */
-	if (loco_ack_wait(av->ack, left(deadline)) == -ETIMEDOUT &&
+	if (loco_ack_wait(av->ack, obj_left_ns(deadline)) == -ETIMEDOUT &&
 	    loco_ack_outstanding(av->ack) > 0) {
 		ret = -ETIMEDOUT;
 		goto out_unlock;
@@ -336,7 +284,7 @@ static int av_sync(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, uint64
 	}
 	if (ret)
 		goto out_unlock;
-	ret = loco_ack_wait(av->ack, left(deadline));
+	ret = loco_ack_wait(av->ack, obj_left_ns(deadline));
 	if (ret == 0 && out != NULL)
 		*out = __atomic_load_n(slot_ptr(av, slot), __ATOMIC_ACQUIRE);
 

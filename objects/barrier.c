@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * barrier.c -- LOCO's barrier: a counter per node in an sst (rows of one
- * 8-byte word, node ids 1 .. LOCO_BARRIER_MAX_NODE). Public API only,
- * plus the sst's objects/-private extras (sst_priv.h).
+ * 8-byte word, node ids 1 .. LOCO_BARRIER_MAX_NODE). Public API only.
  *
  * A node's row is the episode it entered last. loco_barrier_wait():
  *   1. enter episode e = count + 1: store e in the own row and push it
@@ -19,15 +18,17 @@
  * and the acquire read of the row makes it visible.
  *
  * Joining: a node whose count is 0 first READs every peer's own row at
- * its source (not our replica, which a peer fills only when it next
- * pushes) and enters the largest episode found, or 1: a joiner takes
- * part in the episode the others are in. For that first episode, what
- * it fetched counts as a floor under each peer's row. A node that pairs
- * while others are in episode e is not among their participants of e,
- * so it cannot hold them up before its first wait; from e + 1 on it is.
+ * its source (loco_sst_fetch(): not our replica, which a peer fills only
+ * when it next pushes) and enters the largest episode found, or 1: a
+ * joiner takes part in the episode the others are in. For that first
+ * episode, what it fetched counts as a floor under each peer's row. A
+ * node that pairs while others are in episode e is not among their
+ * participants of e, so it cannot hold them up before its first wait;
+ * from e + 1 on it is.
  *
- * Pushes are written straight from the own row (sst_direct): the row is
- * one word that only grows, and it changes only after the episode's acks.
+ * Pushes are written straight from the own row (loco_sst_set_direct()):
+ * the row is one word that only grows, and it changes only after the
+ * episode's acks.
  */
 #include <errno.h>
 #include <sched.h>
@@ -40,8 +41,6 @@
 #include <loco/sst.h>
 
 #include "obj_util.h"
-
-#include "sst_priv.h"
 
 #define SPINS  64u /* polls that only spin before waiting yields */
 #define YIELDS 16u /* polls that yield before waiting sleeps */
@@ -74,17 +73,6 @@ static void pause_after(unsigned n)
 		nanosleep(&ts, NULL); /* about the timer slack: 50 us */
 }
 
-/* left -- ns until @deadline (INT64_MAX: forever, -1). */
-static int64_t left(int64_t deadline)
-{
-	int64_t now;
-
-	if (deadline == INT64_MAX)
-		return -1;
-	now = obj_now_ns();
-	return deadline > now ? deadline - now : 0;
-}
-
 /* peer_gone_err -- an operation's error that only says its peer died or was dropped. */
 static int peer_gone_err(int err)
 {
@@ -98,7 +86,7 @@ static int peer_gone_err(int err)
  */
 static int acks(loco_barrier_t *b, int64_t deadline)
 {
-	int ret = loco_ack_wait(b->ack, left(deadline));
+	int ret = loco_ack_wait(b->ack, obj_left_ns(deadline));
 
 	if (ret == -ETIMEDOUT && loco_ack_outstanding(b->ack) != 0)
 		return -ETIMEDOUT;
@@ -120,7 +108,7 @@ int loco_barrier_create(loco_channel_t *ch, const char *name, loco_barrier_t **o
 	ret = loco_sst_create(ch, name, sizeof(uint64_t), LOCO_BARRIER_MAX_NODE, &b->sst);
 	if (ret)
 		goto err_free;
-	ret = sst_direct(b->sst);
+	ret = loco_sst_set_direct(b->sst);
 	if (ret)
 		goto err_destroy_sst;
 	ret = loco_ack_key_create(loco_channel_manager(ch), &b->ack);
@@ -167,7 +155,7 @@ static int fetch(loco_barrier_t *b, int64_t deadline, uint64_t *max)
 	int ret;
 
 	for (uint32_t i = 0; i < b->nparts; i++) {
-		ret = sst_fetch_post(b->sst, b->part[i], b->ack);
+		ret = loco_sst_fetch(b->sst, b->part[i], b->ack);
 		if (ret && ret != -ENOENT && ret != -ENOTCONN)
 			return ret; /* those posted complete on their own; the next call waits */
 	}
@@ -176,8 +164,9 @@ static int fetch(loco_barrier_t *b, int64_t deadline, uint64_t *max)
 		return ret;
 	memset(b->floor, 0, sizeof(b->floor));
 	for (uint32_t i = 0; i < b->nparts; i++) {
-		uint64_t c = sst_fetch_result(b->sst, b->part[i]);
+		uint64_t c = 0; /* stays 0 when the fetch was not posted (-ENODATA) */
 
+		loco_sst_fetch_result(b->sst, b->part[i], &c);
 		b->floor[b->part[i]] = c;
 		if (c > m)
 			m = c;
@@ -243,7 +232,7 @@ int loco_barrier_wait(loco_barrier_t *b, int64_t timeout_ns)
 
 	if (b == NULL)
 		return -EINVAL;
-	deadline = timeout_ns < 0 ? INT64_MAX : obj_now_ns() + timeout_ns;
+	deadline = obj_deadline(timeout_ns);
 	if (!b->in_episode) {
 		ret = enter(b, deadline);
 		if (ret)
@@ -254,7 +243,7 @@ int loco_barrier_wait(loco_barrier_t *b, int64_t timeout_ns)
 			obj_cpu_relax();
 			continue;
 		}
-		if (deadline != INT64_MAX && obj_now_ns() >= deadline)
+		if (deadline >= 0 && obj_now_ns() >= deadline)
 			return -ETIMEDOUT;
 		pause_after(spin - SPINS);
 	}

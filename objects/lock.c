@@ -40,6 +40,7 @@
 #include <loco.h>
 #include <loco/lock.h>
 
+#include "host_path.h"
 #include "obj_util.h"
 
 #define LK_FREE      0ull
@@ -54,12 +55,6 @@
 #define BACKOFF_MAX_NS 1000000ll
 /* an attempt in flight is waited for: the fabric fails it within its dead-peer bound */
 #define OP_CAP_NS (60ll * 1000000000ll)
-
-enum lk_path {
-	LK_PATH_NONE = 0,
-	LK_PATH_FABRIC, /* lk->rref: the host's word, through the fabric */
-	LK_PATH_LOCAL,  /* this node is the host, without a fabric path to itself */
-};
 
 enum lk_op {
 	LK_CAS,
@@ -76,47 +71,12 @@ struct loco_lock {
 	loco_ack_key_t *ack;  /* acquire/try/release: under the claim */
 	loco_ack_key_t *qack; /* loco_lock_holder(): under query_lock */
 	pthread_mutex_t query_lock;
-	pthread_mutex_t path_lock;
-	int path;      /* enum lk_path; published with release after rref */
-	int lost;      /* the host left: sticky */
-	int claimed;   /* a thread of this node is acquiring or holds */
-	int held;      /* this node holds the lock (it has the claim too) */
-	int recovered; /* ... taken over from a dead holder */
-	uint64_t rng;  /* back-off jitter (under the claim) */
-	loco_rref_t rref;
+	struct host_path hp; /* to the host's word; lost for good when the host left */
+	int claimed;         /* a thread of this node is acquiring or holds */
+	int held;            /* this node holds the lock (it has the claim too) */
+	int recovered;       /* ... taken over from a dead holder */
+	uint64_t rng;        /* back-off jitter (under the claim) */
 };
-
-/*
- * lk_path_get -- how to reach the host's word: LK_PATH_FABRIC (lk->rref
- * valid) or LK_PATH_LOCAL; -ENOENT (the host is not paired, yet),
- * -ECONNRESET (it left).
- */
-static int lk_path_get(loco_lock_t *lk)
-{
-	int path = __atomic_load_n(&lk->path, __ATOMIC_ACQUIRE); /* pairs with the store below */
-	loco_rref_t rr;
-
-	if (__atomic_load_n(&lk->lost, __ATOMIC_ACQUIRE))
-		return -ECONNRESET;
-	if (path != LK_PATH_NONE)
-		return path;
-	pthread_mutex_lock(&lk->path_lock);
-	path = lk->path;
-	if (path == LK_PATH_NONE) {
-		int ret = loco_region_remote(lk->word, lk->host, &rr);
-
-		if (ret == 0) {
-			lk->rref = rr;
-			path = LK_PATH_FABRIC;
-		} else {
-			path = lk->host == lk->me ? LK_PATH_LOCAL : ret;
-		}
-		if (path > 0)
-			__atomic_store_n(&lk->path, path, __ATOMIC_RELEASE);
-	}
-	pthread_mutex_unlock(&lk->path_lock);
-	return path;
-}
 
 static uint64_t *res_ptr(const loco_lock_t *lk, unsigned slot)
 {
@@ -125,8 +85,8 @@ static uint64_t *res_ptr(const loco_lock_t *lk, unsigned slot)
 
 /*
  * lk_peer_leave -- on the progress thread, under the manager's lock: free
- * a dead holder's lock, or lose the host. It must not take path_lock (a
- * thread holding that may wait for the manager's lock in
+ * a dead holder's lock, or lose the host. It must not take the host
+ * path's lock (a thread holding that may wait for the manager's lock in
  * loco_region_remote()), so it looks the host's path up itself.
  */
 static void lk_peer_leave(loco_object_t *obj, uint32_t node, void *arg)
@@ -137,7 +97,7 @@ static void lk_peer_leave(loco_object_t *obj, uint32_t node, void *arg)
 
 	(void)obj;
 	if (node == lk->host) {
-		__atomic_store_n(&lk->lost, 1, __ATOMIC_RELEASE); /* pairs with lk_path_get */
+		host_path_lose(&lk->hp);
 		return;
 	}
 	if (lk->me != lk->host)
@@ -178,7 +138,7 @@ int loco_lock_create(loco_channel_t *ch, const char *name, uint32_t host, loco_l
 	lk->tag = (uint64_t)lk->me << 32 | (uint32_t)(inc ^ inc >> 32);
 	lk->rng = inc | 1;
 	pthread_mutex_init(&lk->query_lock, NULL);
-	pthread_mutex_init(&lk->path_lock, NULL);
+	host_path_init(&lk->hp);
 	ret = loco_ack_key_create(m, &lk->ack);
 	if (ret)
 		goto err_free;
@@ -206,7 +166,7 @@ err_destroy_qack:
 err_destroy_ack:
 	loco_ack_key_destroy(lk->ack);
 err_free:
-	pthread_mutex_destroy(&lk->path_lock);
+	host_path_fini(&lk->hp);
 	pthread_mutex_destroy(&lk->query_lock);
 	free(lk);
 	return ret;
@@ -223,11 +183,11 @@ static int lk_op(loco_lock_t *lk, int op, uint64_t a, uint64_t b, unsigned slot,
                  loco_ack_key_t *ack, uint64_t *old, int64_t timeout_ns)
 {
 	size_t loff = slot * sizeof(uint64_t);
-	int path = lk_path_get(lk), ret;
+	int path = host_path_get(&lk->hp, lk->word, lk->host, lk->me), ret;
 
 	if (path < 0)
 		return path;
-	if (path == LK_PATH_LOCAL) {
+	if (path == HOST_PATH_LOCAL) {
 		uint64_t *w = loco_region_ptr(lk->word);
 
 		/* seq_cst, as the tcp NIC thread's atomics on the same word */
@@ -242,9 +202,9 @@ static int lk_op(loco_lock_t *lk, int op, uint64_t a, uint64_t b, unsigned slot,
 	}
 	for (;;) {
 		if (op == LK_READ)
-			ret = loco_read(lk->res, loff, &lk->rref, 0, sizeof(uint64_t), ack);
+			ret = loco_read(lk->res, loff, &lk->hp.rref, 0, sizeof(uint64_t), ack);
 		else
-			ret = loco_cas(lk->res, loff, &lk->rref, 0, a, b, ack);
+			ret = loco_cas(lk->res, loff, &lk->hp.rref, 0, a, b, ack);
 		if (ret != -EAGAIN)
 			break;
 		sched_yield();
@@ -254,7 +214,7 @@ static int lk_op(loco_lock_t *lk, int op, uint64_t a, uint64_t b, unsigned slot,
 	ret = loco_ack_wait(ack, op == LK_READ ? timeout_ns : OP_CAP_NS);
 	if (op == LK_CAS && ret == -ETIMEDOUT && loco_ack_outstanding(ack) > 0) {
 		/* the fabric broke its bound: we cannot tell what the word holds */
-		__atomic_store_n(&lk->lost, 1, __ATOMIC_RELEASE);
+		host_path_lose(&lk->hp);
 		return -ECONNRESET;
 	}
 	if (ret == 0)
@@ -345,7 +305,7 @@ int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 
 	if (lk == NULL)
 		return -EINVAL;
-	deadline = timeout_ns < 0 ? -1 : obj_now_ns() + (timeout_ns > 0 ? timeout_ns : 1);
+	deadline = obj_deadline(timeout_ns == 0 ? 1 : timeout_ns); /* 0 would mean one try */
 	ret = claim(lk, deadline);
 	if (ret)
 		return ret;
@@ -436,7 +396,7 @@ void loco_lock_destroy(loco_lock_t *lk)
 	loco_ack_key_destroy(lk->qack);
 	loco_ack_key_destroy(lk->ack);
 	loco_object_destroy(lk->obj);
-	pthread_mutex_destroy(&lk->path_lock);
+	host_path_fini(&lk->hp);
 	pthread_mutex_destroy(&lk->query_lock);
 	free(lk);
 }

@@ -30,4 +30,32 @@ static inline int64_t obj_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
+/*
+ * obj_deadline -- the obj_now_ns() time @timeout_ns from now (INT64_MAX
+ * at most); -1, which means never, for @timeout_ns < 0.
+ */
+static inline int64_t obj_deadline(int64_t timeout_ns)
+{
+	int64_t now;
+
+	if (timeout_ns < 0)
+		return -1;
+	now = obj_now_ns();
+	return timeout_ns > INT64_MAX - now ? INT64_MAX : now + timeout_ns;
+}
+
+/*
+ * obj_left_ns -- the ns left until @deadline (0 once it passed), as a
+ * timeout for the waiting calls; -1 (wait forever) for a deadline of -1.
+ */
+static inline int64_t obj_left_ns(int64_t deadline)
+{
+	int64_t t;
+
+	if (deadline < 0)
+		return -1;
+	t = deadline - obj_now_ns();
+	return t > 0 ? t : 0;
+}
+
 #endif /* LOCO_OBJ_UTIL_H */

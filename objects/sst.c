@@ -11,7 +11,8 @@
  * master it stores into; the others are replicas its peers push into. A
  * push goes through the node's staging ring (region "stage"), as an
  * owned_var's does. Rows of up to 8 bytes also get a region "fetch", into
- * which sst_fetch_post() READs a peer's own row.
+ * which loco_sst_fetch() READs a peer's own row, and may be pushed
+ * straight from the table (loco_sst_set_direct(): the ring goes).
  *
  * Presence: a state byte per slot, set by the peer_join / peer_leave
  * callbacks on the progress thread. A row that leaves is zeroed, so a
@@ -33,7 +34,6 @@
 #include <loco.h>
 #include <loco/sst.h>
 
-#include "sst_priv.h"
 #include "value.h"
 
 enum row_state {
@@ -46,12 +46,13 @@ struct loco_sst {
 	loco_object_t *obj;
 	loco_channel_t *ch;
 	loco_region_t *rows;  /* atomic: published after creation (callbacks may run first) */
-	loco_region_t *fetch; /* rows of up to 8 bytes: sst_fetch_post() lands here */
+	loco_region_t *fetch; /* rows of up to 8 bytes: loco_sst_fetch() lands here */
+	uint8_t *fetched; /* [max_rows] with fetch, atomic: the last fetch of node n was posted */
 	uint32_t me;
 	uint32_t max_rows;
 	uint8_t *state;   /* [max_rows] enum row_state, atomic */
 	uint64_t version; /* of this node's last store */
-	int direct;       /* push the own row straight from the table (sst_direct) */
+	int direct;       /* push the own row straight from the table (loco_sst_set_direct) */
 	struct value_codec codec;
 	struct value_stage stage;
 	int staged;
@@ -193,6 +194,10 @@ int loco_sst_create(loco_channel_t *ch, const char *name, size_t row_size, uint3
 		ret = loco_region_create(sst->obj, "fetch", (size_t)max_rows * 8, 0, &sst->fetch);
 		if (ret)
 			goto err_destroy_obj;
+		ret = -ENOMEM;
+		sst->fetched = calloc(max_rows, 1);
+		if (sst->fetched == NULL)
+			goto err_destroy_obj;
 	}
 	ret = value_stage_init(&sst->stage, &sst->codec, sst->obj, loco_channel_manager(ch));
 	if (ret)
@@ -204,6 +209,7 @@ int loco_sst_create(loco_channel_t *ch, const char *name, size_t row_size, uint3
 
 err_destroy_obj:
 	loco_object_destroy(sst->obj); /* no callback runs after it returns; regions go too */
+	free(sst->fetched);
 err_scratch:
 	pthread_mutex_destroy(&sst->pred_lock);
 	value_scratch_fini(&sst->big);
@@ -234,6 +240,7 @@ void loco_sst_destroy(loco_sst_t *sst)
 	loco_object_destroy(sst->obj);
 	value_scratch_fini(&sst->big);
 	pthread_mutex_destroy(&sst->pred_lock);
+	free(sst->fetched);
 	free(sst->state);
 	free(sst);
 }
@@ -447,35 +454,58 @@ int loco_sst_predicate_remove(loco_sst_predicate_t *pred)
 }
 
 /* ------------------------------------------------------------------ */
-/* for the barrier (sst_priv.h)                                       */
+/* one-word rows: direct pushes, fetches                              */
 
-int sst_direct(loco_sst_t *sst)
+/* loco_sst_set_direct -- push from the master row from now on; the unused ring's keys go. */
+int loco_sst_set_direct(loco_sst_t *sst)
 {
 	if (sst == NULL || sst->codec.kind != VALUE_WORD)
 		return -EINVAL;
+	if (sst->direct)
+		return 0;
+	if (__atomic_load_n(&sst->ctr.pushes, __ATOMIC_RELAXED) != 0)
+		return -EBUSY;         /* WRITEs from the ring may be in flight: keep it */
+	value_stage_fini(&sst->stage); /* nothing was posted from it: no wait */
+	sst->staged = 0;
 	sst->direct = 1;
 	return 0;
 }
 
-int sst_fetch_post(loco_sst_t *sst, uint32_t node, loco_ack_key_t *ack)
+static uint64_t *fetch_slot(const loco_sst_t *sst, uint32_t node)
+{
+	return (uint64_t *)loco_region_ptr(sst->fetch) + (node - 1);
+}
+
+/* loco_sst_fetch -- READ @node's master row into its fetch slot, zeroed first. */
+int loco_sst_fetch(loco_sst_t *sst, uint32_t node, loco_ack_key_t *ack)
 {
 	loco_rref_t rr;
 	int ret;
 
-	if (sst == NULL || sst->fetch == NULL || node == 0 || node > sst->max_rows ||
+	if (sst == NULL || ack == NULL || sst->fetch == NULL || node == 0 || node > sst->max_rows ||
 	    node == sst->me)
 		return -EINVAL;
+	__atomic_store_n(&sst->fetched[node - 1], 0, __ATOMIC_RELAXED);
 	ret = loco_region_remote(sst->rows, node, &rr);
 	if (ret)
 		return ret;
-	__atomic_store_n((uint64_t *)loco_region_ptr(sst->fetch) + (node - 1), 0, __ATOMIC_RELAXED);
-	return loco_read(sst->fetch, (size_t)(node - 1) * 8, &rr, row_off(sst, node), 8, ack);
+	__atomic_store_n(fetch_slot(sst, node), 0, __ATOMIC_RELAXED);
+	ret = loco_read(sst->fetch, (size_t)(node - 1) * 8, &rr, row_off(sst, node), 8, ack);
+	if (ret == 0)
+		/* pairs with the acquire load in loco_sst_fetch_result() */
+		__atomic_store_n(&sst->fetched[node - 1], 1, __ATOMIC_RELEASE);
+	return ret;
 }
 
-uint64_t sst_fetch_result(const loco_sst_t *sst, uint32_t node)
+/* loco_sst_fetch_result -- decode @node's fetch slot (one word: never torn). */
+int loco_sst_fetch_result(loco_sst_t *sst, uint32_t node, void *row)
 {
-	if (sst == NULL || sst->fetch == NULL || node == 0 || node > sst->max_rows)
-		return 0;
-	return __atomic_load_n((const uint64_t *)loco_region_ptr(sst->fetch) + (node - 1),
-	                       __ATOMIC_ACQUIRE);
+	struct value_counters uncounted = {0}; /* a fetch result is not a read of the table */
+
+	if (sst == NULL || row == NULL || sst->fetch == NULL || node == 0 || node > sst->max_rows)
+		return -EINVAL;
+	if (!__atomic_load_n(&sst->fetched[node - 1], __ATOMIC_ACQUIRE))
+		return -ENODATA;
+	/* what the READ placed: loco_ack_wait() made it visible to the waiter */
+	return value_load(&sst->codec, fetch_slot(sst, node), row, &sst->big, &uncounted);
 }

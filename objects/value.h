@@ -31,12 +31,14 @@
 #define VALUE_WORD_MAX    8u
 #define VALUE_LINE_MAX    56u
 #define VALUE_HASH_HDR    16u
-#define VALUE_MAX_SIZE    (1u << 30) /* the fabric moves at most 2 GiB per operation */
 #define VALUE_STACK_MAX   4096u      /* HASH values up to this size validate in a stack buffer */
 #define VALUE_STAGE_SLOTS 8u         /* pushes of distinct versions in flight at once */
-#define VALUE_KEY_ROOM    1024u      /* operations one ack key holds (loco_ack(3)) */
 #define VALUE_MAX_PEERS   1024u      /* peers one broadcast reaches */
 #define VALUE_TORN_NS     50000000ll /* a load gives up after 50 ms of unstable reads */
+
+/* The public bounds, defined once in the public headers. */
+#define VALUE_MAX_SIZE LOCO_OWNED_VAR_MAX_SIZE /* 1 GiB: an encoding fits one fabric operation */
+#define VALUE_KEY_ROOM LOCO_ACK_KEY_SLOTS      /* operations one ack key holds (loco_ack(3)) */
 
 enum value_kind {
 	VALUE_WORD = 1,

@@ -25,6 +25,9 @@ extern "C" {
 typedef struct loco_manager loco_manager_t;
 typedef struct loco_ack_key loco_ack_key_t;
 
+/* Operations one key can hold outstanding; attaching one more fails with -EAGAIN. */
+#define LOCO_ACK_KEY_SLOTS 1024u
+
 /*
  * loco_ack_key_create -- a new, empty ack key of @manager.
  * Returns 0 and sets *@out; -EINVAL, -ENOMEM, -ENOSPC (too many keys).

@@ -16,9 +16,13 @@
  * progress thread evaluates on every turn of its loop, with a trigger it
  * calls when a test turns true.
  *
- * Thread safety: owner-only for loco_sst_store_mine() and the push calls
- * (this node's own row: one thread at a time); MT-safe for reads, the
- * presence queries, the accessors and the predicate calls.
+ * Direct pushes and fetches (loco_sst_set_direct(), loco_sst_fetch())
+ * are for objects built on a table of one-word rows, as the barrier is.
+ *
+ * Thread safety: owner-only for loco_sst_store_mine(), the push calls,
+ * loco_sst_set_direct() and loco_sst_fetch() (this node's own row and
+ * fetch slots: one thread at a time); MT-safe for reads, the presence
+ * queries, the accessors, loco_sst_fetch_result() and the predicate calls.
  */
 #ifndef LOCO_SST_H
 #define LOCO_SST_H
@@ -87,6 +91,36 @@ uint32_t loco_sst_max_rows(const loco_sst_t *sst);
 
 /* loco_sst_stats -- this node's counters of the table (reads are its loads) into *@st. */
 void loco_sst_stats(const loco_sst_t *sst, loco_value_stats_t *st);
+
+/*
+ * For tables of rows of at most 8 bytes: such a row is one aligned word,
+ * which the fabric reads and writes whole.
+ *
+ * loco_sst_set_direct -- push this node's row straight from the table
+ * instead of from a copy in the staging ring: one WRITE per node, attached
+ * to the push's @ack itself, and no ring (its ack keys are freed). A push
+ * then sends the row as it is when the fabric reads it, possibly a store
+ * made after the push call: fine for a row that only grows. Call it before
+ * the first push. Returns 0; -EINVAL (NULL, rows above 8 bytes), -EBUSY
+ * (this node has pushed through the ring already).
+ */
+int loco_sst_set_direct(loco_sst_t *sst);
+
+/*
+ * loco_sst_fetch -- READ @node's own row at its source (@node's copy of its
+ * own row, as @node last stored it; not this node's replica, which holds
+ * what @node last pushed here) into this node's fetch slot for @node,
+ * attached to @ack. Returns 0 when posted; -EINVAL (NULL @sst or @ack,
+ * @node is this node or above max_rows, rows above 8 bytes), -ENOENT
+ * (@node has no copy of the table, yet), -ENOTCONN, -EAGAIN.
+ * loco_sst_fetch_result -- the row the last loco_sst_fetch() of @node
+ * READ, into the @row_size bytes at @row: valid once that fetch completed
+ * (loco_ack_wait() on its @ack returned with nothing outstanding); zeros
+ * if its READ failed. Returns 0; -EINVAL, -ENODATA (that fetch was not
+ * posted, or there was none).
+ */
+int loco_sst_fetch(loco_sst_t *sst, uint32_t node, loco_ack_key_t *ack);
+int loco_sst_fetch_result(loco_sst_t *sst, uint32_t node, void *row);
 
 /*
  * Predicates, as in Derecho. The progress thread of the table's manager
