@@ -135,7 +135,7 @@ int loco_owned_var_push_to(loco_owned_var_t *ov, uint32_t node, loco_ack_key_t *
 	return ret ? ret : ov_push(ov, slot, &rr, ack);
 }
 
-/* loco_owned_var_push_broadcast -- one staged copy, one WRITE (+ trailer) per peer holding it. */
+/* loco_owned_var_push_broadcast -- one staged copy, one WRITE per peer holding it. */
 int loco_owned_var_push_broadcast(loco_owned_var_t *ov, loco_ack_key_t *ack)
 {
 	uint32_t ids[VALUE_MAX_PEERS];

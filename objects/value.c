@@ -371,13 +371,11 @@ int value_stage_prepare(struct value_stage *s, const void *master, uint64_t ver,
 int value_stage_post(struct value_stage *s, unsigned slot, const loco_rref_t *rr, size_t roff,
                      loco_ack_key_t *ack)
 {
-	size_t loff = (size_t)slot * s->c->stride;
-	int ret;
+	/* one WRITE: its completion frees the slot and reaches the caller's key */
+	loco_ack_key_t *keys[2] = {s->keys[slot], ack};
 
-	ret = loco_write(s->ring, loff, rr, roff, s->c->enc_len, s->keys[slot]);
-	if (ret || ack == NULL)
-		return ret;
-	return loco_write(s->ring, loff, rr, roff, 0, ack);
+	return loco_write_acks(s->ring, (size_t)slot * s->c->stride, rr, roff, s->c->enc_len, keys,
+	                       ack != NULL ? 2 : 1);
 }
 
 int value_push(const struct value_codec *c, struct value_stage *s, unsigned slot,

@@ -134,12 +134,10 @@ int value_stage_prepare(struct value_stage *s, const void *master, uint64_t ver,
                         struct value_counters *ctr, unsigned *slot);
 
 /*
- * value_stage_post -- write @slot to [@roff, @roff + enc_len) of @rr,
- * tracked by the slot's key; with @ack, a zero-length WRITE to the same
- * place follows on @ack: requests to one node execute in order, so its
- * completion means the data's completed too. Returns 0 when posted; the
- * error of loco_write() (the data WRITE was not posted), or of the
- * trailing WRITE (the data WRITE was posted, @ack does not track it).
+ * value_stage_post -- write @slot to [@roff, @roff + enc_len) of @rr with
+ * one WRITE whose completion reaches both the slot's key and @ack (when
+ * not NULL; loco_write_acks()). Returns 0 when posted; the error of
+ * loco_write_acks() (nothing was posted).
  */
 int value_stage_post(struct value_stage *s, unsigned slot, const loco_rref_t *rr, size_t roff,
                      loco_ack_key_t *ack);
