@@ -26,6 +26,7 @@
 #include <infiniband/verbs.h>
 #endif
 
+#include "config.h"
 #include "fabric.h"
 
 #define LI_MEMLOCK_LOW (64ull << 20) /* below this, registering regions may fail */
@@ -318,11 +319,27 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 	        "usage: loco-info [--fabric NAME] [--device DEV] [--addr IP[:PORT]] [--quiet]\n"
+	        "       loco-info -c | --config\n"
+	        "  -c, --config    print every LOCO_* setting: its value here, default, meaning\n"
 	        "  --fabric NAME   the fabric to check (default: LOCO_FABRIC, else tcp)\n"
 	        "  --device DEV    verbs device (default: LOCO_DEVICE, else the first "
 	        "active)\n"
 	        "  --addr IP       listen address to try (default: the provider's)\n"
 	        "  --quiet         no provider log lines, no per-provider errors\n");
+}
+
+/* show_config -- the settings table: name, value in this environment, default, doc. */
+static int show_config(void)
+{
+	for (const struct lc_config_entry *e = lc_config_table; e->name != NULL; e++) {
+		const char *v = getenv(e->name);
+
+		if (v != NULL && *v && strcmp(e->name, "LOCO_SECRET") == 0)
+			v = "(set)"; /* never print the cluster secret */
+		printf("%-22s %-14s default %-12s %s\n", e->name, v != NULL && *v ? v : "(unset)",
+		       e->def != NULL ? e->def : "-", e->doc);
+	}
+	return 0;
 }
 
 static void advise(const char *fabric, int ret, int active)
@@ -352,16 +369,20 @@ static void advise(const char *fabric, int ret, int active)
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-	    {"fabric", required_argument, NULL, 'f'}, {"device", required_argument, NULL, 'd'},
-	    {"addr", required_argument, NULL, 'a'},   {"quiet", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+	    {"fabric", required_argument, NULL, 'f'},
+	    {"device", required_argument, NULL, 'd'},
+	    {"addr", required_argument, NULL, 'a'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"config", no_argument, NULL, 'c'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct li_opts o = {0};
 	const char *selected;
 	int c, sel_ret = -ENOENT, active;
 	bool memlock_ok;
 
-	while ((c = getopt_long(argc, argv, "f:d:a:qh", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:d:a:qhc", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			o.fabric = optarg;
@@ -378,6 +399,8 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'c':
+			return show_config();
 		default:
 			usage(stderr);
 			return 2;

@@ -12,8 +12,10 @@
  * headers. A user can write an object the same way.
  *
  * Thread safety: MT-safe. Object callbacks run on the manager's progress
- * thread; they may call any function here except loco_channel_join(),
- * loco_channel_destroy() and loco_ack_wait(), and must not block.
+ * thread (never on an application thread), without the manager's lock;
+ * they may call any function here, but must not wait: no
+ * loco_channel_join(), loco_channel_destroy(), nor loco_ack_wait() with a
+ * timeout. Remote operations and loco_region_remote() take no lock.
  */
 #ifndef LOCO_CHANNEL_H
 #define LOCO_CHANNEL_H
