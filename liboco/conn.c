@@ -116,8 +116,9 @@ static int tx_push(struct lc_conn *c)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			if (c->tx_stall_ns == 0)
-				c->tx_stall_ns = lc_now_ns();
+			/* read without tx_lock by lc_conn_stalled() */
+			if (__atomic_load_n(&c->tx_stall_ns, __ATOMIC_RELAXED) == 0)
+				__atomic_store_n(&c->tx_stall_ns, lc_now_ns(), __ATOMIC_RELAXED);
 			want_out(c, 1);
 			return 0;
 		}
@@ -129,7 +130,8 @@ static int tx_push(struct lc_conn *c)
 		}
 		c->tx_off += (size_t)n;
 		c->tx_len -= (size_t)n;
-		c->tx_stall_ns = c->tx_len > 0 ? lc_now_ns() : 0; /* progress restarts the clock */
+		/* progress restarts the clock */
+		__atomic_store_n(&c->tx_stall_ns, c->tx_len > 0 ? lc_now_ns() : 0, __ATOMIC_RELAXED);
 	}
 	c->tx_off = 0;
 	want_out(c, 0);
