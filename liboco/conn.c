@@ -131,7 +131,8 @@ static int tx_push(struct lc_conn *c)
 		c->tx_off += (size_t)n;
 		c->tx_len -= (size_t)n;
 		/* progress restarts the clock */
-		__atomic_store_n(&c->tx_stall_ns, c->tx_len > 0 ? lc_now_ns() : 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->tx_stall_ns, c->tx_len > 0 ? lc_now_ns() : 0,
+		                 __ATOMIC_RELAXED);
 	}
 	c->tx_off = 0;
 	want_out(c, 0);
