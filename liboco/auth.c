@@ -14,6 +14,16 @@
 #include "log.h"
 #include "manager.h"
 
+/* lc_self_info -- this node as a member list entry. */
+void lc_self_info(const loco_manager_t *m, struct lc_member_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->node = m->node_id;
+	out->inc = m->inc;
+	memcpy(out->ctrl_addr, m->ctrl_addr, sizeof(out->ctrl_addr));
+	memcpy(out->fab_addr, m->fab_addr, sizeof(out->fab_addr));
+}
+
 /* mac -- mac_x of auth.h over both nonces and both identities. */
 static void mac(const loco_manager_t *m, char role, const uint8_t *nonce_c, const uint8_t *nonce_s,
                 uint32_t node_c, uint64_t inc_c, uint32_t node_s, uint64_t inc_s,

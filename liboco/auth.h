@@ -46,6 +46,9 @@ int lc_auth_hello(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg, uint
 /* lc_auth_check -- acceptor: whether the AUTH in @msg proves the secret. 0 or -LOCO_EAUTH. */
 int lc_auth_check(loco_manager_t *m, struct lc_conn *c, const struct lc_msg *msg);
 
+/* lc_self_info -- this node as a member list entry (HELLO, WELCOME). */
+void lc_self_info(const loco_manager_t *m, struct lc_member_info *out);
+
 /* lc_auth_refuse -- queue a REFUSE(@err, @why) on @c. */
 void lc_auth_refuse(struct lc_conn *c, int err, const char *why);
 

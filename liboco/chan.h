@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "manager.h"
+#include "wake.h"
 
 #define LC_CHAN_PEERS 512u /* distinct nodes a channel can pair with */
 

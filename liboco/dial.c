@@ -10,6 +10,7 @@
 #include "dial.h"
 #include "log.h"
 #include "manager.h"
+#include "wake.h"
 
 /* A member the dialer must connect to. */
 struct lc_dial {

@@ -17,6 +17,7 @@
 #include "dial.h"
 #include "log.h"
 #include "manager.h"
+#include "wake.h"
 
 /* fab_listen_addr -- the data plane listens on the control plane's IP, any port. */
 static void fab_listen_addr(const char *ctrl, char *out, size_t len)
@@ -150,8 +151,8 @@ static int open_endpoints(loco_manager_t *m)
 	return ret;
 }
 
-/* join -- through @contacts; then wait (bounded) until every member of its list is up. */
-static int join(loco_manager_t *m, const char *contacts)
+/* join_cluster -- through @contacts; then wait (bounded) until every member of its list is up. */
+static int join_cluster(loco_manager_t *m, const char *contacts)
 {
 	uint64_t deadline = lc_now_ns() + (uint64_t)m->cfg.join_timeout_ms * 1000000ull;
 	struct lc_member_info *list = calloc(LC_MAX_MEMBERS, sizeof(*list));
@@ -227,7 +228,7 @@ int loco_init(const loco_config_t *cfg, loco_manager_t **out)
 	lc_log_info("manager: node %u (incarnation %llx) control %s fabric %s %s", m->node_id,
 	            (unsigned long long)m->inc, m->ctrl_addr, m->fabric, m->fab_addr);
 	if (c.join != NULL) {
-		ret = join(m, c.join);
+		ret = join_cluster(m, c.join);
 		if (ret)
 			goto err_stop;
 	}

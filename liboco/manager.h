@@ -109,32 +109,6 @@ struct loco_manager {
 	struct lc_pollers *pollers; /* poller.c */
 };
 
-/* lc_wake -- wake the progress thread (any thread; never blocks). */
-static inline void lc_wake(loco_manager_t *m)
-{
-	uint64_t one = 1;
-
-	/* EAGAIN: the counter is full, so the thread is woken anyway */
-	if (write(m->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		return;
-}
-
-/* lc_self_info -- this node as a member list entry. */
-static inline void lc_self_info(const loco_manager_t *m, struct lc_member_info *out)
-{
-	memset(out, 0, sizeof(*out));
-	out->node = m->node_id;
-	out->inc = m->inc;
-	memcpy(out->ctrl_addr, m->ctrl_addr, sizeof(out->ctrl_addr));
-	memcpy(out->fab_addr, m->fab_addr, sizeof(out->fab_addr));
-}
-
-/* lc_on_progress -- whether the calling thread is the progress thread. */
-static inline int lc_on_progress(const loco_manager_t *m)
-{
-	return pthread_equal(pthread_self(), m->progress);
-}
-
 /* progress.c */
 int lc_progress_start(loco_manager_t *m);
 void lc_progress_stop(loco_manager_t *m);

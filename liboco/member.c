@@ -31,6 +31,7 @@
 #include "dial.h"
 #include "log.h"
 #include "manager.h"
+#include "wake.h"
 
 struct lc_member *lc_member_find(loco_manager_t *m, uint32_t node)
 {

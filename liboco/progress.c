@@ -22,6 +22,7 @@
 #include "dial.h"
 #include "log.h"
 #include "manager.h"
+#include "wake.h"
 
 #define LC_WCS 64
 
