@@ -39,7 +39,8 @@
  * its longest call (not judged here: see ctrl-queue-bound). Node 1
  * SIGKILLs and reaps node 3 after the pushes.
  *
- * Usage: slow-peer [BG_PERIOD_US] (default BG_PERIOD_US; 0: no background thread).
+ * Usage: slow-peer [BG_PERIOD_US] (default BG_PERIOD_US x LOCO_TEST_SCALE; 0: no
+ * background thread).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -228,7 +229,7 @@ int main(int argc, char **argv)
 	uint64_t val[VSIZE / 8];
 	size_t ns = 0;
 	int64_t t_start, t_stop = 0, t_stop_plan, t_end, t_gone_m = 0, t_gone_p = 0, t_check = 0;
-	unsigned bg_period = BG_PERIOD_US;
+	unsigned bg_period;
 	uint64_t seq_err = 0;
 	int64_t t_err = 0, lat_err = 0;
 	int push_err = 0;
@@ -240,6 +241,8 @@ int main(int argc, char **argv)
 	sc_init("slow-peer", argc, argv, 60);
 	if (argc > 1 && strcmp(argv[1], "victim") == 0)
 		victim_main();
+	/* a slower fabric's CPU (LOCO_TEST_SCALE) gets proportionally less background work */
+	bg_period = BG_PERIOD_US * sc_env_u32("LOCO_TEST_SCALE", 1);
 	if (argc > 1)
 		bg_period = (unsigned)strtoul(argv[1], NULL, 10);
 	if (sc_nodes() != 2)
