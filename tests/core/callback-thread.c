@@ -57,7 +57,7 @@
 
 #include "scenario.h"
 
-#define ROUNDS        6
+#define ROUNDS        12
 #define VICTIM0       3           /* round r's victim is node VICTIM0 + r */
 #define WLEN          (256 << 10) /* bytes of one WRITE, and of each region */
 #define INFLIGHT      32          /* WRITEs kept outstanding on a key */
@@ -67,7 +67,7 @@
 #define CALL_MAX_MS   500         /* the longest loco_ack_wait(key, 0) call allowed */
 #define LOOP_MAX_MS   20000       /* bound of the blocker's and the looper's loops */
 #define BOX_INWAIT    1           /* mailbox BOX_INWAIT + r: round r's blocker waits */
-#define BOX_KILL      10          /* mailbox BOX_KILL + r: round r's kill time */
+#define BOX_KILL      20          /* mailbox BOX_KILL + r: round r's kill time */
 
 static int failures; /* checks failed so far: reported at once, failed at the end */
 static pthread_t main_tid;
