@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
 #
-# run-verbs-suite.sh -- the fabric contract tests, the scenario and object suites on
+# run-verbs-suite.sh -- the fabric contract tests, the scenario, core and object suites on
 # the verbs provider, over Soft-RoCE, on a host without RDMA. Scenario
 # nodes are spread over rxe0 and rxe1 (loco-run's LOCO_RUN_HOSTS). Run on
 # the HOST, as root, from anywhere:
@@ -88,9 +88,9 @@ if [[ $do_build = 1 ]]; then
 	rm -f "$build.compile.log"
 fi
 
-# the *-verbs tests of the fabric, scenario and objects suites ("loco:fabric+verbs / NAME")
+# the *-verbs tests of the fabric, scenario, core and objects suites ("loco:fabric+verbs / NAME")
 mapfile -t all < <(meson test -C "$build" --no-rebuild --list 2>/dev/null |
-	sed -n 's#^[^ ]*:\(fabric\|scenario\|objects\)+verbs / \(.*-verbs\)$#\2#p')
+	sed -n 's#^[^ ]*:\(fabric\|scenario\|core\|objects\)+verbs / \(.*-verbs\)$#\2#p')
 if [[ ${#all[@]} -eq 0 ]]; then
 	echo "run-verbs-suite: no verbs variant in the fabric suite of $build" >&2
 	echo "0 passed, 1 failed"
