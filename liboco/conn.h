@@ -33,9 +33,9 @@
 #include "clock.h"
 #include "ctrl_wire.h"
 
-#define LC_CONN_TXQ_MIN  (16u * 1024)           /* first size of a send queue */
-#define LC_CONN_TXQ_MAX  (8u * LC_CTRL_MAX_MSG) /* a peer this far behind is dropped */
-#define LC_IO_TIMEOUT_MS 2000                   /* one step of a handshake */
+#define LC_CONN_TXQ_MIN  (16u * 1024)             /* first size of a send queue */
+#define LC_CONN_TXQ_MAX  (128u * LC_CTRL_MAX_MSG) /* 8 MiB: a peer this far behind is dropped */
+#define LC_IO_TIMEOUT_MS 2000                     /* one step of a handshake */
 
 struct lc_member;
 
