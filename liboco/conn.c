@@ -29,6 +29,7 @@ struct lc_conn *lc_conn_new(int fd, int initiator, uint32_t node, uint64_t inc)
 	}
 	c->fd = fd;
 	c->epfd = -1;
+	c->evfd = -1;
 	c->initiator = initiator;
 	c->src_node = node;
 	c->src_inc = inc;
@@ -57,12 +58,13 @@ static int watch(struct lc_conn *c, int op)
 	return epoll_ctl(c->epfd, op, c->fd, &ev) < 0 ? -errno : 0;
 }
 
-int lc_conn_adopt(struct lc_conn *c, int epfd)
+int lc_conn_adopt(struct lc_conn *c, int epfd, int evfd)
 {
 	int ret;
 
 	pthread_mutex_lock(&c->tx_lock);
 	c->epfd = epfd;
+	__atomic_store_n(&c->evfd, evfd, __ATOMIC_RELEASE);
 	c->tx_want_out = c->tx_len > 0;
 	ret = watch(c, EPOLL_CTL_ADD);
 	if (ret)
@@ -87,7 +89,15 @@ void lc_conn_kill(struct lc_conn *c, const char *why)
 	/* the first reason wins; stored before dead, which publishes it */
 	__atomic_compare_exchange_n(&c->dead_why, &none, why, 0, __ATOMIC_RELAXED,
 	                            __ATOMIC_RELAXED);
-	__atomic_store_n(&c->dead, 1, __ATOMIC_RELEASE);
+	if (!__atomic_exchange_n(&c->dead, 1, __ATOMIC_ACQ_REL)) {
+		uint64_t one = 1;
+		int evfd = __atomic_load_n(&c->evfd, __ATOMIC_ACQUIRE);
+
+		/* the progress thread drops it now, not at its next timer */
+		if (evfd >= 0 && write(evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+			lc_log_warn("manager: cannot wake the progress thread: %s",
+			            strerror(errno));
+	}
 }
 
 const char *lc_conn_dead_why(const struct lc_conn *c)

@@ -49,6 +49,7 @@ enum lc_conn_state {
 struct lc_conn {
 	int fd;
 	int epfd; /* the progress thread's epoll, once adopted; -1 before */
+	int evfd; /* its wake-up eventfd: a kill wakes it (-1 before adoption) */
 	int state;
 	int initiator; /* we connected */
 	int dead;      /* atomic: to be dropped by the progress thread */
@@ -79,13 +80,16 @@ struct lc_conn *lc_conn_new(int fd, int initiator, uint32_t node, uint64_t inc);
 /* lc_conn_free -- close and free (not adopted, or already taken out of epoll). */
 void lc_conn_free(struct lc_conn *c);
 
-/* lc_conn_adopt -- watch @c in @epfd (EPOLLIN; EPOLLOUT while its queue waits). 0 or -errno. */
-int lc_conn_adopt(struct lc_conn *c, int epfd);
+/*
+ * lc_conn_adopt -- watch @c in @epfd (EPOLLIN; EPOLLOUT while its queue
+ * waits); @evfd wakes the progress thread when @c is killed. 0 or -errno.
+ */
+int lc_conn_adopt(struct lc_conn *c, int epfd, int evfd);
 
 /* lc_conn_unwatch -- take @c out of its epoll (before freeing it). */
 void lc_conn_unwatch(struct lc_conn *c);
 
-/* lc_conn_kill -- mark @c dead with @why (any thread); the progress thread drops it. */
+/* lc_conn_kill -- mark @c dead with @why (any thread); the progress thread, woken, drops it. */
 void lc_conn_kill(struct lc_conn *c, const char *why);
 
 /* lc_conn_dead_why -- the first reason given to lc_conn_kill(). */
