@@ -173,23 +173,13 @@ static noreturn void victim_main(void)
 	SC_FAIL("victim node %u was not killed", loco_node_id(m));
 }
 
-/* base_object -- "cq-<me>-base" with BASE_REGIONS regions of long names. */
+/* base_object -- "cq-<me>-base" with BASE_REGIONS standing regions of long names. */
 static loco_object_t *base_object(loco_channel_t *ch, uint32_t me)
 {
-	loco_object_t *obj;
-	loco_region_t *reg;
-	char name[32], rname[112];
+	char name[32];
 
 	snprintf(name, sizeof(name), "cq-%u-base", me);
-	SC_ASSERT_OK(loco_object_create(ch, name, NULL, NULL, &obj));
-	for (int i = 0; i < BASE_REGIONS; i++) {
-		int n = snprintf(rname, sizeof(rname), "standing-region-%02d-", i);
-
-		memset(rname + n, 'x', sizeof(rname) - 1 - (size_t)n);
-		rname[sizeof(rname) - 1] = '\0';
-		SC_ASSERT_OK(loco_region_create(obj, rname, 64, LOCO_ACCESS_READ, &reg));
-	}
-	return obj;
+	return sc_standing_regions(ch, name, BASE_REGIONS);
 }
 
 /* node1_load -- steps 1-4 on node 1; returns the number of failed checks. */

@@ -181,23 +181,13 @@ static void *bg_main(void *arg)
 	return NULL;
 }
 
-/* bg_base -- object "bg-<me>-base" with BG_REGIONS regions of long names in @ch. */
+/* bg_base -- "bg-<me>-base" with BG_REGIONS standing regions of long names. */
 static loco_object_t *bg_base(loco_channel_t *ch, uint32_t me)
 {
-	loco_object_t *obj;
-	loco_region_t *reg;
-	char name[32], rname[112];
+	char name[32];
 
 	snprintf(name, sizeof(name), "bg-%u-base", me);
-	SC_ASSERT_OK(loco_object_create(ch, name, NULL, NULL, &obj));
-	for (int i = 0; i < BG_REGIONS; i++) {
-		int n = snprintf(rname, sizeof(rname), "standing-region-%02d-", i);
-
-		memset(rname + n, 'x', sizeof(rname) - 1 - (size_t)n);
-		rname[sizeof(rname) - 1] = '\0';
-		SC_ASSERT_OK(loco_region_create(obj, rname, 64, LOCO_ACCESS_READ, &reg));
-	}
-	return obj;
+	return sc_standing_regions(ch, name, BG_REGIONS);
 }
 
 /* victim_main -- node 3: hold both channels, report, wait to be stopped and killed. */

@@ -546,3 +546,20 @@ void sc_sync_close(struct sc_sync *s)
 	SC_ASSERT_OK(loco_channel_destroy(s->ch));
 	memset(s, 0, sizeof(*s));
 }
+
+loco_object_t *sc_standing_regions(loco_channel_t *ch, const char *name, int n)
+{
+	loco_object_t *obj;
+	loco_region_t *reg;
+	char rname[112];
+
+	SC_ASSERT_OK(loco_object_create(ch, name, NULL, NULL, &obj));
+	for (int i = 0; i < n; i++) {
+		int k = snprintf(rname, sizeof(rname), "standing-region-%02d-", i);
+
+		memset(rname + k, 'x', sizeof(rname) - 1 - (size_t)k);
+		rname[sizeof(rname) - 1] = '\0';
+		SC_ASSERT_OK(loco_region_create(obj, rname, 64, LOCO_ACCESS_READ, &reg));
+	}
+	return obj;
+}

@@ -135,6 +135,13 @@ char *sc_ids_str(const uint32_t *ids, int n, char *buf, size_t len);
  */
 pid_t sc_spawn(const char *role, const char *const *env, int *report_fd);
 
+/*
+ * sc_standing_regions -- object @name in @ch with @n small regions whose
+ * names are long (about 110 bytes): every announcement of the channel
+ * then carries them, which makes control-plane traffic heavy on purpose.
+ */
+loco_object_t *sc_standing_regions(loco_channel_t *ch, const char *name, int n);
+
 /* sc_report -- in a spawned child: one line to the parent's report pipe. */
 void sc_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
