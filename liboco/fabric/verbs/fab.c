@@ -38,11 +38,13 @@ static int vrb_open(const struct fab_attr *attr, struct fab **out)
 	stash = vrb_pow2_at_least(attr->cq_depth);
 	f->stash_mask = stash - 1;
 	f->stash = calloc(stash, sizeof(*f->stash));
-	f->keys = calloc(VRB_KEYS, sizeof(*f->keys));
-	if (f->stash == NULL || f->keys == NULL) {
+	if (f->stash == NULL) {
 		ret = -ENOMEM;
 		goto err_close;
 	}
+	ret = keytab_init_foreign(&f->kt, VRB_KEYS);
+	if (ret)
+		goto err_close;
 	ret = vrb_bind_listener(f, attr);
 	if (ret)
 		goto err_close;
@@ -109,7 +111,7 @@ static void vrb_close(struct fab *fab)
 	pthread_mutex_destroy(&f->reap_lock);
 	pthread_mutex_destroy(&f->lock);
 	free(f->stash);
-	free(f->keys);
+	keytab_fini(&f->kt);
 	free(f);
 }
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mr.c -- memory registration of the verbs provider: ibv_reg_mr, and the
- * fab's table of regions by local key, which posting checks local buffers
- * against.
+ * region's entry under its lkey in the fab's key table (keytab.h), which
+ * posting checks local buffers against.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -17,100 +17,6 @@ struct vrb_mr {
 	struct fab_mr base;
 	struct ibv_mr *mr;
 };
-
-static uint32_t key_slot(uint32_t lkey)
-{
-	return (lkey * 2654435761u) & (VRB_KEYS - 1);
-}
-
-/* key_add -- remember region @mr (under f->lock). 0 or -ENOSPC. */
-static int key_add(struct vrb_fab *f, const struct ibv_mr *mr, unsigned access)
-{
-	uint32_t i = key_slot(mr->lkey);
-
-	if (f->nkeys >= VRB_KEYS / 2)
-		return -ENOSPC;
-	for (uint32_t n = 0; n < VRB_KEYS; n++, i = (i + 1) & (VRB_KEYS - 1)) {
-		struct vrb_key *k = &f->keys[i];
-
-		if (k->state == 1)
-			continue;
-		/* odd: readers retry; pairs with the acquire loads in vrb_key_check() */
-		__atomic_store_n(&k->seq, k->seq + 1, __ATOMIC_RELAXED);
-		__atomic_thread_fence(__ATOMIC_RELEASE);
-		k->lkey = mr->lkey;
-		k->access = access;
-		k->base = (uintptr_t)mr->addr;
-		k->len = mr->length;
-		__atomic_store_n(&k->state, 1, __ATOMIC_RELAXED);
-		__atomic_store_n(&k->seq, k->seq + 1, __ATOMIC_RELEASE);
-		f->nkeys++;
-		return 0;
-	}
-	return -ENOSPC;
-}
-
-/* key_remove -- forget the region of @lkey (under f->lock); its slot becomes a tombstone. */
-static void key_remove(struct vrb_fab *f, uint32_t lkey)
-{
-	uint32_t i = key_slot(lkey);
-
-	for (uint32_t n = 0; n < VRB_KEYS && f->keys[i].state != 0;
-	     n++, i = (i + 1) & (VRB_KEYS - 1)) {
-		struct vrb_key *k = &f->keys[i];
-
-		if (k->state == 1 && k->lkey == lkey) {
-			__atomic_store_n(&k->seq, k->seq + 1, __ATOMIC_RELAXED);
-			__atomic_thread_fence(__ATOMIC_RELEASE);
-			__atomic_store_n(&k->state, 2, __ATOMIC_RELAXED);
-			__atomic_store_n(&k->seq, k->seq + 1, __ATOMIC_RELEASE);
-			f->nkeys--;
-			return;
-		}
-	}
-}
-
-/*
- * vrb_key_check -- whether @lkey names a region of this fab that holds
- * [@addr, @addr + @len) with @access. Lock-free (seqlock per slot).
- * The device checks the same: this finds it before posting, because a
- * local protection error raised while earlier requests are in flight
- * silences an rxe QP for good (Linux 6.1: no completion at all).
- */
-bool vrb_key_check(const struct vrb_fab *f, uint32_t lkey, uintptr_t addr, uint64_t len,
-                   unsigned access)
-{
-	uint32_t i = key_slot(lkey);
-
-	for (uint32_t n = 0; n < VRB_KEYS; n++, i = (i + 1) & (VRB_KEYS - 1)) {
-		const struct vrb_key *k = &f->keys[i];
-		uint32_t seq, state, klkey;
-		unsigned kacc;
-		uintptr_t base;
-		size_t klen;
-
-		for (int tries = 0;; tries++) {
-			seq = __atomic_load_n(&k->seq, __ATOMIC_ACQUIRE);
-			state = __atomic_load_n(&k->state, __ATOMIC_RELAXED);
-			klkey = __atomic_load_n(&k->lkey, __ATOMIC_RELAXED);
-			kacc = __atomic_load_n(&k->access, __ATOMIC_RELAXED);
-			base = __atomic_load_n(&k->base, __ATOMIC_RELAXED);
-			klen = __atomic_load_n(&k->len, __ATOMIC_RELAXED);
-			__atomic_thread_fence(__ATOMIC_ACQUIRE);
-			if (!(seq & 1) && seq == __atomic_load_n(&k->seq, __ATOMIC_RELAXED))
-				break;
-			if (tries == 64)
-				return true; /* a region changes under us: let the device judge */
-		}
-		if (state == 0)
-			return false; /* no such key */
-		if (state != 1 || klkey != lkey)
-			continue;
-		return addr >= base && len <= klen && addr - base <= klen - len &&
-		       (kacc & access) == access;
-	}
-	return false;
-}
 
 int vrb_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct fab_mr **out)
 {
@@ -146,11 +52,14 @@ int vrb_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct 
 		free(m);
 		return ret;
 	}
-	pthread_mutex_lock(&f->lock);
-	ret = key_add(f, m->mr, access);
-	pthread_mutex_unlock(&f->lock);
+	ret = keytab_add_foreign(&f->kt, m->mr->lkey, addr, len, access);
 	if (ret) {
-		lc_log_err("verbs: %s: more than %u regions registered", f->dev, VRB_KEYS / 2);
+		if (ret == -ENOSPC)
+			lc_log_err("verbs: %s: more than %u regions registered", f->dev,
+			           VRB_KEYS / 2);
+		else
+			lc_log_err("verbs: %s: cannot add lkey 0x%x to the region table: %s",
+			           f->dev, m->mr->lkey, strerror(-ret));
 		ibv_dereg_mr(m->mr);
 		free(m);
 		return ret;
@@ -171,9 +80,7 @@ int vrb_mr_dereg(struct fab_mr *mr)
 	struct vrb_fab *f = to_vrb_fab(mr->fab);
 	int ret;
 
-	pthread_mutex_lock(&f->lock);
-	key_remove(f, m->mr->lkey);
-	pthread_mutex_unlock(&f->lock);
+	keytab_remove(&f->kt, m->mr->lkey);
 	ret = ibv_dereg_mr(m->mr);
 
 	if (ret) {

@@ -14,6 +14,21 @@
 #include "verbs.h"
 
 /*
+ * local_ok -- whether @lkey names a region of this fab that holds
+ * [@addr, @addr + @len) with @access. Lock-free (keytab_check()).
+ * The device checks the same: this finds it before posting, because a
+ * local protection error raised while earlier requests are in flight
+ * silences an rxe QP for good (Linux 6.1: no completion at all).
+ */
+static bool local_ok(const struct vrb_fab *f, uint32_t lkey, const void *addr, uint64_t len,
+                     unsigned access)
+{
+	void *p;
+
+	return keytab_check(&f->kt, lkey, (uintptr_t)addr, len, access, &p) == 0;
+}
+
+/*
  * check_wr -- 0 for a valid request, 1 when its local buffer lies outside
  * the region of its lkey (an execution error: -EFAULT completion), or a
  * negative errno for a bad request.
@@ -29,9 +44,7 @@ static int check_wr(const struct vrb_fab *f, const struct fab_wr *w)
 			return -EINVAL;
 		if (!f->atomics)
 			return -EOPNOTSUPP;
-		return vrb_key_check(f, w->lkey, (uintptr_t)w->local, 8, FAB_ACCESS_LOCAL_WRITE)
-		           ? 0
-		           : 1;
+		return local_ok(f, w->lkey, w->local, 8, FAB_ACCESS_LOCAL_WRITE) ? 0 : 1;
 	case FAB_OP_WRITE:
 	case FAB_OP_WRITE_IMM:
 	case FAB_OP_READ:
@@ -43,8 +56,8 @@ static int check_wr(const struct vrb_fab *f, const struct fab_wr *w)
 			return -EINVAL;
 		if (w->len == 0 || (w->flags & FAB_WR_INLINE))
 			return 0;
-		return vrb_key_check(f, w->lkey, (uintptr_t)w->local, w->len,
-		                     w->opcode == FAB_OP_READ ? FAB_ACCESS_LOCAL_WRITE : 0)
+		return local_ok(f, w->lkey, w->local, w->len,
+		                w->opcode == FAB_OP_READ ? FAB_ACCESS_LOCAL_WRITE : 0)
 		           ? 0
 		           : 1;
 	default:
@@ -249,8 +262,8 @@ int vrb_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, int n)
 		return -EINVAL;
 	for (int i = 0; i < n; i++)
 		if (wr[i].len &&
-		    (wr[i].local == NULL || !vrb_key_check(f, wr[i].lkey, (uintptr_t)wr[i].local,
-		                                           wr[i].len, FAB_ACCESS_LOCAL_WRITE)))
+		    (wr[i].local == NULL ||
+		     !local_ok(f, wr[i].lkey, wr[i].local, wr[i].len, FAB_ACCESS_LOCAL_WRITE)))
 			return -EINVAL;
 	pthread_spin_lock(&l->lock);
 	start = prod = l->rq_prod;

@@ -45,6 +45,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "../keytab.h"
 #include "../provider.h"
 
 #define VRB_PRIV_MAGIC    0x4c /* 'L': our private data in rdma_connect */
@@ -84,20 +85,6 @@ struct vrb_sqe {
 	uint8_t user_sig; /* the user asked for a completion */
 	uint8_t internal; /* our close marker: never reported */
 	uint8_t fault;    /* its local buffer was outside its lkey's region: -EFAULT */
-};
-
-/*
- * A registered region as the local-key table knows it. Written under
- * fab->lock, read lock-free by posters: @seq is odd while the entry is
- * written (a seqlock), @state 0 free, 1 in use, 2 removed.
- */
-struct vrb_key {
-	uint32_t seq;
-	uint32_t state;
-	uint32_t lkey;
-	unsigned access;
-	uintptr_t base;
-	size_t len;
 };
 
 /* A slot of the receive queue; wr_id is its address with bit 0 set. */
@@ -163,8 +150,7 @@ struct vrb_fab {
 	struct vrb_link *links;
 	struct vrb_link *acc_head, *acc_tail;
 	unsigned nzombies;
-	unsigned nkeys;
-	struct vrb_key *keys; /* VRB_KEYS slots, open addressing on the lkey */
+	struct keytab kt; /* the regions by lkey (VRB_KEYS slots), for checks at post time */
 
 	int64_t cq_credits; /* atomic: CQ entries not promised to a request */
 
@@ -257,8 +243,6 @@ int vrb_bind_listener(struct vrb_fab *f, const struct fab_attr *attr);
 int vrb_setup_device(struct vrb_fab *f);
 
 /* mr.c */
-bool vrb_key_check(const struct vrb_fab *f, uint32_t lkey, uintptr_t addr, uint64_t len,
-                   unsigned access);
 int vrb_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct fab_mr **out);
 int vrb_mr_dereg(struct fab_mr *mr);
 
