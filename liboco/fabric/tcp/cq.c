@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cq.c -- the completion queue of a tcp fab: a ring the NIC thread
- * produces and one poller consumes, its credits (so it never overflows),
- * and the wait fd (fab_wait_fd/fab_arm/fab_wait).
+ * produces and one poller consumes (every posted request and RECV took a
+ * credit for its entry, so it never overflows), and the wait fd
+ * (fab_wait_fd/fab_arm/fab_wait).
  */
 #include <errno.h>
 #include <poll.h>
@@ -42,25 +43,6 @@ void tcp_cq_wake(struct tcp_fab *f)
 		lc_log_warn("tcp: cannot wake the poller: %s", strerror(errno));
 }
 
-/*
- * tcp_cq_reserve -- promise CQ room for @n requests or RECVs (each may produce
- * a completion; errors always do), so the ring can never overflow.
- * Returns 0, or -EAGAIN when the CQ is fully promised.
- */
-int tcp_cq_reserve(struct tcp_fab *f, int64_t n)
-{
-	if (__atomic_sub_fetch(&f->cq_credits, n, __ATOMIC_ACQ_REL) >= 0)
-		return 0;
-	__atomic_add_fetch(&f->cq_credits, n, __ATOMIC_RELAXED);
-	return -EAGAIN;
-}
-
-/* tcp_cq_release -- give back @n promised CQ entries (unsignaled successes). */
-void tcp_cq_release(struct tcp_fab *f, int64_t n)
-{
-	__atomic_fetch_add(&f->cq_credits, n, __ATOMIC_RELAXED);
-}
-
 int tcp_poll(struct fab *fab, struct fab_wc *wc, int max)
 {
 	struct tcp_fab *f = to_tcp_fab(fab);
@@ -74,7 +56,7 @@ int tcp_poll(struct fab *fab, struct fab_wc *wc, int max)
 		wc[n] = f->cq[head & f->cq_mask];
 	if (n) {
 		__atomic_store_n(&f->cq_head, head, __ATOMIC_RELEASE);
-		tcp_cq_release(f, n);
+		fab_credits_give(&f->cq_credits, n);
 		/* the arm is one-shot, as ibv_req_notify_cq(): whoever polls disarms */
 		if (__atomic_load_n(&f->poll_waiting, __ATOMIC_RELAXED))
 			__atomic_store_n(&f->poll_waiting, 0, __ATOMIC_RELAXED);
@@ -98,7 +80,7 @@ int tcp_arm(struct fab *fab)
 	/* recheck after announcing: pairs with the SEQ_CST load in tcp_cq_wake() */
 	if (__atomic_load_n(&f->cq_head, __ATOMIC_RELAXED) !=
 	        __atomic_load_n(&f->cq_tail, __ATOMIC_ACQUIRE) ||
-	    __atomic_load_n(&f->accept_head, __ATOMIC_ACQUIRE) != NULL) {
+	    fab_acceptq_ready(&f->acceptq)) {
 		__atomic_store_n(&f->poll_waiting, 0, __ATOMIC_RELAXED);
 		return -EAGAIN;
 	}

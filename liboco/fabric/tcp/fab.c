@@ -49,7 +49,7 @@ static int tcp_open(const struct fab_attr *attr, struct fab **out)
 	struct tcp_fab *f;
 	struct epoll_event ev;
 	const char *slow = getenv("LOCO_TCP_SLOW_WRITE");
-	uint32_t cq = 1;
+	uint32_t cq;
 	int ret;
 
 	if (attr->max_inline > TCP_MAX_SEG || attr->sq_depth > 65536 || attr->rq_depth > 65536 ||
@@ -64,6 +64,7 @@ static int tcp_open(const struct fab_attr *attr, struct fab **out)
 	f->base.ops = &f->ops;
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_cond_init(&f->cond, NULL);
+	fab_acceptq_init(&f->acceptq, &f->lock, &f->cond);
 	f->rng = lc_now_ns() | 1;
 	if (slow != NULL && *slow != '\0')
 		f->slow_ns = strtoull(slow, NULL, 10);
@@ -76,8 +77,7 @@ static int tcp_open(const struct fab_attr *attr, struct fab **out)
 		f->base.attr.spin_us = sysconf(_SC_NPROCESSORS_ONLN) > 4 ? 20 : 0;
 	if (getenv("LOCO_TCP_SPIN_US") != NULL)
 		f->base.attr.spin_us = (uint32_t)strtoul(getenv("LOCO_TCP_SPIN_US"), NULL, 10);
-	while (cq < attr->cq_depth)
-		cq <<= 1;
+	cq = fab_pow2_at_least(attr->cq_depth);
 	f->cq_mask = cq - 1;
 	f->cq_credits = cq;
 	f->cq = calloc(cq, sizeof(*f->cq));

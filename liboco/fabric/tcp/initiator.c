@@ -24,7 +24,7 @@ static void complete_upto(struct tcp_link *l, uint32_t psn)
 		if (e->wr.flags & FAB_WR_SIGNALED)
 			tcp_cq_push(f, l, e->wr.wrid, e->wr.opcode, 0, e->wr.len, 0, 0);
 		else
-			tcp_cq_release(f, 1);
+			fab_credits_give(&f->cq_credits, 1);
 		if (e->wr.opcode == FAB_OP_CAS || e->wr.opcode == FAB_OP_FAA)
 			l->atomics_inflight--;
 		l->sq_done++;
@@ -287,31 +287,9 @@ int tcp_post(struct fab_link *link, const struct fab_wr *wr, int n)
 
 	if (wr == NULL || n <= 0)
 		return -EINVAL;
-	for (int i = 0; i < n; i++) {
-		const struct fab_wr *w = &wr[i];
-
-		switch (w->opcode) {
-		case FAB_OP_CAS:
-		case FAB_OP_FAA:
-			if (w->len != 8 || (w->remote_addr & 7) || w->local == NULL)
-				return -EINVAL;
-			break;
-		case FAB_OP_WRITE:
-		case FAB_OP_WRITE_IMM:
-		case FAB_OP_READ:
-		case FAB_OP_SEND:
-			if ((w->len && w->local == NULL) || w->len > (1u << 31))
-				return -EINVAL;
-			if ((w->flags & FAB_WR_INLINE) &&
-			    (w->len > max_inline || w->opcode == FAB_OP_READ))
-				return -EINVAL;
-			break;
-		default:
+	for (int i = 0; i < n; i++)
+		if (fab_wr_check(&wr[i], TCP_MAX_MSG, max_inline))
 			return -EINVAL;
-		}
-		if (w->flags & ~(FAB_WR_SIGNALED | FAB_WR_INLINE | FAB_WR_FENCE))
-			return -EINVAL;
-	}
 
 	pthread_spin_lock(&l->post_lock);
 	prod = l->sq_prod;
@@ -319,7 +297,8 @@ int tcp_post(struct fab_link *link, const struct fab_wr *wr, int n)
 		pthread_spin_unlock(&l->post_lock);
 		return -EAGAIN;
 	}
-	if (tcp_cq_reserve(f, n) != 0) {
+	/* each may produce a completion (errors always do): the ring can never overflow */
+	if (!fab_credits_take(&f->cq_credits, n)) {
 		pthread_spin_unlock(&l->post_lock);
 		return -EAGAIN;
 	}
@@ -348,22 +327,15 @@ int tcp_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, int n)
 	struct tcp_fab *f = l->fab;
 	uint32_t prod;
 
-	if (wr == NULL || n <= 0)
+	if (fab_recv_check(&f->kt, wr, n))
 		return -EINVAL;
-	for (int i = 0; i < n; i++) {
-		void *p;
-
-		if (wr[i].len && keytab_check(&f->kt, wr[i].lkey, (uintptr_t)wr[i].local, wr[i].len,
-		                              FAB_ACCESS_LOCAL_WRITE, &p) != 0)
-			return -EINVAL;
-	}
 	pthread_spin_lock(&l->post_lock);
 	prod = l->rq_prod;
 	if (prod - __atomic_load_n(&l->rq_free, __ATOMIC_ACQUIRE) + (uint32_t)n > l->rq_mask + 1) {
 		pthread_spin_unlock(&l->post_lock);
 		return -EAGAIN;
 	}
-	if (tcp_cq_reserve(f, n) != 0) {
+	if (!fab_credits_take(&f->cq_credits, n)) {
 		pthread_spin_unlock(&l->post_lock);
 		return -EAGAIN;
 	}

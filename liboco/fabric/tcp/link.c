@@ -67,14 +67,10 @@ static struct tcp_link *link_new(struct tcp_fab *f, int fd)
 {
 	const struct fab_attr *a = &f->base.attr;
 	struct tcp_link *l = calloc(1, sizeof(*l));
-	uint32_t sq = 1, rq = 1;
+	uint32_t sq = fab_pow2_at_least(a->sq_depth), rq = fab_pow2_at_least(a->rq_depth);
 
 	if (l == NULL)
 		return NULL;
-	while (sq < a->sq_depth)
-		sq <<= 1;
-	while (rq < a->rq_depth)
-		rq <<= 1;
 	l->fab = f;
 	l->fd = fd;
 	l->base.fab = &f->base;
@@ -162,21 +158,14 @@ void tcp_on_hello(struct tcp_link *l, const struct tcp_frame *fr, const uint8_t 
 		tcp_link_fail(l, -ENOMEM, -ENOMEM, "out of memory for the tx buffer");
 		return;
 	}
-	memcpy(l->priv, h.priv, h.priv_len);
-	l->priv_len = h.priv_len;
+	memcpy(l->pending.priv, h.priv, h.priv_len);
+	l->pending.priv_len = h.priv_len;
 	mine.sq_depth = l->sq_mask + 1;
 	mine.read_window = TCP_READ_WINDOW;
 	tcp_hello_encode(&mine, tcp_tx_frame(l, &ack));
 	l->state = TCP_LINK_UP;
 	pthread_mutex_lock(&f->lock);
-	l->in_accept_q = 1;
-	if (f->accept_tail)
-		f->accept_tail->next_q = l;
-	else
-		__atomic_store_n(&f->accept_head, l,
-		                 __ATOMIC_RELEASE); /* tcp_arm() peeks without the lock */
-	f->accept_tail = l;
-	pthread_cond_broadcast(&f->cond);
+	fab_acceptq_push(&f->acceptq, &l->pending, &l->base);
 	pthread_mutex_unlock(&f->lock);
 	tcp_cq_wake(f); /* a poller blocked on the wait fd takes accepted links too */
 }
@@ -211,8 +200,7 @@ int tcp_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, cons
                 size_t priv_len, int timeout_ms, struct fab_link **out)
 {
 	struct tcp_fab *f = to_tcp_fab(fab);
-	uint64_t deadline =
-	    lc_now_ns() + (uint64_t)(timeout_ms < 0 ? 3600000 : timeout_ms) * 1000000ull;
+	uint64_t deadline = fab_deadline_ns(timeout_ms);
 	uint8_t buf[TCP_HDR_LEN + TCP_HELLO_LEN];
 	struct tcp_hello h = {.magic = TCP_MAGIC, .version = TCP_VERSION};
 	struct tcp_frame fr = {.type = TCP_F_HELLO, .len = TCP_HELLO_LEN};
@@ -220,7 +208,7 @@ int tcp_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, cons
 	struct tcp_link *l;
 	int fd, ret;
 
-	if (peer == NULL || out == NULL || priv_len > FAB_PRIV_MAX || (priv_len && priv == NULL))
+	if (fab_connect_check(peer, priv, priv_len, out))
 		return -EINVAL;
 	fab_addr_format(peer, where, sizeof(where));
 	fd = socket(peer->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -252,8 +240,7 @@ int tcp_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, cons
 	h.priv_len = (uint16_t)priv_len;
 	if (priv_len)
 		memcpy(h.priv, priv, priv_len);
-	for (h.sq_depth = 1; h.sq_depth < fab->attr.sq_depth;)
-		h.sq_depth <<= 1;
+	h.sq_depth = fab_pow2_at_least(fab->attr.sq_depth);
 	h.read_window = TCP_READ_WINDOW;
 	tcp_wire_encode(&fr, buf);
 	tcp_hello_encode(&h, buf + TCP_HDR_LEN);
@@ -299,29 +286,7 @@ err_close:
 int tcp_accept(struct fab *fab, uint64_t ctx, int timeout_ms, struct fab_link **out, void *priv,
                size_t *priv_len)
 {
-	struct tcp_fab *f = to_tcp_fab(fab);
-	struct tcp_link *l;
-
-	if (out == NULL)
-		return -EINVAL;
-	pthread_mutex_lock(&f->lock);
-	if (fab_wait_nonnull(&f->cond, &f->lock, (void *const *)&f->accept_head, timeout_ms)) {
-		pthread_mutex_unlock(&f->lock);
-		return -EAGAIN;
-	}
-	l = f->accept_head;
-	__atomic_store_n(&f->accept_head, l->next_q, __ATOMIC_RELEASE);
-	if (f->accept_head == NULL)
-		f->accept_tail = NULL;
-	l->in_accept_q = 0;
-	__atomic_store_n(&l->base.ctx, ctx, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&f->lock);
-	if (priv != NULL)
-		memcpy(priv, l->priv, l->priv_len);
-	if (priv_len != NULL)
-		*priv_len = l->priv_len;
-	*out = &l->base;
-	return 0;
+	return fab_acceptq_accept(&to_tcp_fab(fab)->acceptq, ctx, timeout_ms, out, priv, priv_len);
 }
 
 int tcp_link_close(struct fab_link *link)

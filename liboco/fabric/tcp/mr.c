@@ -17,11 +17,7 @@ int tcp_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct 
 	uint32_t key;
 	int ret;
 
-	if (addr == NULL || len == 0 || out == NULL || (access & ~0xfu))
-		return -EINVAL;
-	/* as verbs: the NIC writing into a region needs local write access */
-	if ((access & (FAB_ACCESS_REMOTE_WRITE | FAB_ACCESS_REMOTE_ATOMIC)) &&
-	    !(access & FAB_ACCESS_LOCAL_WRITE))
+	if (fab_mr_check(addr, len, access, out))
 		return -EINVAL;
 	m = calloc(1, sizeof(*m));
 	if (m == NULL)

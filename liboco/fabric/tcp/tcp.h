@@ -51,6 +51,9 @@
 #define TCP_MAX_LINKS   1024
 #define TCP_KEYS        4096
 #define TCP_EVENTS      64
+#define TCP_MAX_MSG     (1u << 31) /* largest request */
+
+_Static_assert(TCP_PRIV_MAX <= FAB_PRIV_MAX, "HELLO private data fits struct fab_pending");
 
 enum tcp_link_state {
 	TCP_LINK_HANDSHAKE = 1, /* accepted, waiting for HELLO */
@@ -73,13 +76,11 @@ struct tcp_link {
 	int cause;     /* read with atomics: 0 or the error that took it down */
 	int has_fault; /* NIC: fault_psn names the request that took it down */
 	uint32_t fault_psn;
-	int close_req;   /* set under fab->lock; the NIC closes it */
-	int closed;      /* set under fab->lock by the NIC */
-	int in_accept_q; /* waiting for fab_accept() */
-	int want_out;    /* EPOLLOUT armed */
-	int draining;    /* down after a NAK: flush it, half-close, read to EOF */
+	int close_req; /* set under fab->lock; the NIC closes it */
+	int closed;    /* set under fab->lock by the NIC */
+	int want_out;  /* EPOLLOUT armed */
+	int draining;  /* down after a NAK: flush it, half-close, read to EOF */
 	uint64_t drain_deadline;
-	struct tcp_link *next_q; /* accept queue */
 
 	/* send queue: posters produce at sq_prod; the NIC issues then completes */
 	pthread_spinlock_t post_lock;
@@ -119,8 +120,7 @@ struct tcp_link {
 	size_t tx_cap, tx_off, tx_len; /* bytes [tx_off, tx_len) are pending */
 	size_t tx_reserve;             /* room kept for responses */
 	uint64_t last_rx_ns;
-	uint8_t priv[TCP_PRIV_MAX];
-	size_t priv_len;
+	struct fab_pending pending; /* in the accept queue; the connector's private data */
 };
 
 struct tcp_fab {
@@ -139,7 +139,7 @@ struct tcp_fab {
 	struct tcp_link *links[TCP_MAX_LINKS];
 	unsigned nlinks;
 	unsigned links_gen; /* atomic: bumped when links[] changes */
-	struct tcp_link *accept_head, *accept_tail;
+	struct fab_acceptq acceptq;
 	uint32_t next_link_id;
 
 	/* the NIC's private view of links[] */
@@ -182,8 +182,6 @@ static inline size_t tcp_tx_used(const struct tcp_link *l)
 void tcp_cq_push(struct tcp_fab *f, struct tcp_link *l, uint64_t wrid, int opcode, int status,
                  uint32_t len, uint32_t imm, int has_imm);
 void tcp_cq_wake(struct tcp_fab *f);
-int tcp_cq_reserve(struct tcp_fab *f, int64_t n);
-void tcp_cq_release(struct tcp_fab *f, int64_t n);
 int tcp_poll(struct fab *fab, struct fab_wc *wc, int max);
 int tcp_wait_fd(struct fab *fab);
 int tcp_arm(struct fab *fab);

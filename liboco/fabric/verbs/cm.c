@@ -101,8 +101,8 @@ static void on_connect_request(struct vrb_fab *f, const struct vrb_event *ev)
 		lc_log_err("verbs: %s: out of memory accepting a link from %s", f->dev, peer);
 		goto err_reject;
 	}
-	memcpy(l->priv, ev->priv + VRB_PRIV_HDR, plen);
-	l->priv_len = plen;
+	memcpy(l->pending.priv, ev->priv + VRB_PRIV_HDR, plen);
+	l->pending.priv_len = plen;
 	if (vrb_link_create_qp(l) != 0)
 		goto err_free;
 	ev->id->context = l;
@@ -139,13 +139,8 @@ static void on_established(struct vrb_fab *f, struct vrb_link *l)
 
 	pthread_mutex_lock(&f->lock);
 	if (l->state == VRB_LINK_ACCEPTING) {
-		l->state = VRB_LINK_PENDING;
-		if (f->acc_tail)
-			f->acc_tail->next_q = l;
-		else
-			__atomic_store_n(&f->acc_head, l, __ATOMIC_RELEASE);
-		f->acc_tail = l;
-		pthread_cond_broadcast(&f->cond);
+		l->state = VRB_LINK_UP;
+		fab_acceptq_push(&f->acceptq, &l->pending, &l->base);
 	}
 	pthread_mutex_unlock(&f->lock);
 	lc_log_info("verbs: %s: link %u from %s established", f->dev, l->base.id, l->peer);
@@ -339,8 +334,7 @@ int vrb_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, cons
                 size_t priv_len, int timeout_ms, struct fab_link **out)
 {
 	struct vrb_fab *f = to_vrb_fab(fab);
-	uint64_t deadline =
-	    lc_now_ns() + (uint64_t)(timeout_ms < 0 ? 3600000 : timeout_ms) * 1000000ull;
+	uint64_t deadline = fab_deadline_ns(timeout_ms);
 	uint8_t pd[VRB_PRIV_HDR + FAB_PRIV_MAX] = {VRB_PRIV_MAGIC, VRB_PRIV_VERSION,
 	                                           (uint8_t)priv_len};
 	char where[FAB_ADDR_STRLEN] = "?";
@@ -352,8 +346,7 @@ int vrb_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, cons
 	const char *what = "";
 	int ret, ms;
 
-	if (peer == NULL || out == NULL || priv_len > FAB_PRIV_MAX || (priv_len && priv == NULL) ||
-	    peer->ss.ss_family != AF_INET)
+	if (fab_connect_check(peer, priv, priv_len, out) || peer->ss.ss_family != AF_INET)
 		return -EINVAL;
 	fab_addr_format(peer, where, sizeof(where));
 	if (priv_len)
@@ -437,27 +430,5 @@ err_channel:
 int vrb_accept(struct fab *fab, uint64_t ctx, int timeout_ms, struct fab_link **out, void *priv,
                size_t *priv_len)
 {
-	struct vrb_fab *f = to_vrb_fab(fab);
-	struct vrb_link *l;
-
-	if (out == NULL)
-		return -EINVAL;
-	pthread_mutex_lock(&f->lock);
-	if (fab_wait_nonnull(&f->cond, &f->lock, (void *const *)&f->acc_head, timeout_ms)) {
-		pthread_mutex_unlock(&f->lock);
-		return -EAGAIN;
-	}
-	l = f->acc_head;
-	__atomic_store_n(&f->acc_head, l->next_q, __ATOMIC_RELEASE);
-	if (f->acc_head == NULL)
-		f->acc_tail = NULL;
-	l->state = VRB_LINK_UP;
-	__atomic_store_n(&l->base.ctx, ctx, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&f->lock);
-	if (priv != NULL)
-		memcpy(priv, l->priv, l->priv_len);
-	if (priv_len != NULL)
-		*priv_len = l->priv_len;
-	*out = &l->base;
-	return 0;
+	return fab_acceptq_accept(&to_vrb_fab(fab)->acceptq, ctx, timeout_ms, out, priv, priv_len);
 }

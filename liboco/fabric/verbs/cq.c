@@ -3,7 +3,7 @@
  * cq.c -- the completion queue of a verbs fab: reaping it (one reaper at a
  * time, reap_lock) into the caller's array or the stash, retiring the
  * send-queue slots a completion covers, swallowing the completions the
- * user did not ask for, the CQ credits, and the wait fd (arm, wait).
+ * user did not ask for, and the wait fd (arm, wait).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -46,22 +46,6 @@ static int vrb_status(enum ibv_wc_status s)
 	default:
 		return -EIO;
 	}
-}
-
-void vrb_cq_release(struct vrb_fab *f, int64_t n)
-{
-	if (n)
-		__atomic_fetch_add(&f->cq_credits, n, __ATOMIC_RELAXED);
-}
-
-/* vrb_cq_reserve -- promise @n CQ entries; false when the CQ could overflow. */
-bool vrb_cq_reserve(struct vrb_fab *f, int64_t n)
-{
-	if (__atomic_sub_fetch(&f->cq_credits, n, __ATOMIC_ACQ_REL) < 0) {
-		__atomic_add_fetch(&f->cq_credits, n, __ATOMIC_RELAXED);
-		return false;
-	}
-	return true;
 }
 
 /* emit -- hand a completion to the caller's array, or stash it when that is full. */
@@ -222,7 +206,7 @@ int vrb_poll(struct fab *fab, struct fab_wc *wc, int max)
 	if (o.n < max)
 		reap_cq(f, &o, VRB_POLL_ROUNDS);
 	pthread_mutex_unlock(&f->reap_lock);
-	vrb_cq_release(f, o.released);
+	fab_credits_give(&f->cq_credits, o.released);
 	return o.n;
 }
 
@@ -255,7 +239,7 @@ static int arm_cq(struct vrb_fab *f)
 		return ret;
 	}
 	reap_cq(f, &o, 4);
-	vrb_cq_release(f, o.released);
+	fab_credits_give(&f->cq_credits, o.released);
 	return f->stash_head != f->stash_tail ? -EAGAIN : 0;
 }
 
@@ -273,7 +257,7 @@ static int do_arm(struct vrb_fab *f, bool accepts)
 	if (ret != 0 || !accepts)
 		return ret;
 	pthread_mutex_lock(&f->lock);
-	waiting = f->acc_head != NULL;
+	waiting = fab_acceptq_ready(&f->acceptq);
 	pthread_mutex_unlock(&f->lock);
 	return waiting ? -EAGAIN : 0;
 }

@@ -33,9 +33,10 @@ static int vrb_open(const struct fab_attr *attr, struct fab **out)
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_init(&f->reap_lock, NULL);
 	pthread_cond_init(&f->cond, NULL);
+	fab_acceptq_init(&f->acceptq, &f->lock, &f->cond);
 	snprintf(f->dev, sizeof(f->dev), "?");
 	f->cq_credits = attr->cq_depth;
-	stash = vrb_pow2_at_least(attr->cq_depth);
+	stash = fab_pow2_at_least(attr->cq_depth);
 	f->stash_mask = stash - 1;
 	f->stash = calloc(stash, sizeof(*f->stash));
 	if (f->stash == NULL) {

@@ -78,7 +78,7 @@ struct vrb_link *vrb_link_new(struct vrb_fab *f, struct rdma_cm_id *id)
 	const struct fab_attr *a = &f->base.attr;
 	struct vrb_link *l = calloc(1, sizeof(*l));
 	/* one slot more than the depth: the close marker */
-	uint32_t sq = vrb_pow2_at_least(a->sq_depth + 1), rq = vrb_pow2_at_least(a->rq_depth);
+	uint32_t sq = fab_pow2_at_least(a->sq_depth + 1), rq = fab_pow2_at_least(a->rq_depth);
 
 	if (l == NULL)
 		return NULL;
@@ -272,7 +272,7 @@ static void post_marker(struct vrb_link *l)
 	}
 	pthread_spin_unlock(&l->lock);
 	if (ret) {
-		vrb_cq_release(f, 1);
+		fab_credits_give(&f->cq_credits, 1);
 		lc_log_warn("verbs: %s: link %u to %s: cannot post the close marker: %s", f->dev,
 		            l->base.id, l->peer, strerror(ret));
 	}

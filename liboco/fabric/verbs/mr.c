@@ -24,11 +24,8 @@ int vrb_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct 
 	struct vrb_mr *m;
 	int flags = 0, ret;
 
-	if (addr == NULL || len == 0 || out == NULL || (access & ~0xfu))
-		return -EINVAL;
 	/* verbs: remote write and atomics need local write; we never add rights */
-	if ((access & (FAB_ACCESS_REMOTE_WRITE | FAB_ACCESS_REMOTE_ATOMIC)) &&
-	    !(access & FAB_ACCESS_LOCAL_WRITE))
+	if (fab_mr_check(addr, len, access, out))
 		return -EINVAL;
 	if (access & FAB_ACCESS_LOCAL_WRITE)
 		flags |= IBV_ACCESS_LOCAL_WRITE;

@@ -35,33 +35,23 @@ static bool local_ok(const struct vrb_fab *f, uint32_t lkey, const void *addr, u
  */
 static int check_wr(const struct vrb_fab *f, const struct fab_wr *w)
 {
-	if (w->flags & ~(FAB_WR_SIGNALED | FAB_WR_INLINE | FAB_WR_FENCE))
-		return -EINVAL;
+	int ret = fab_wr_check(w, f->max_msg, f->base.attr.max_inline);
+
+	if (ret)
+		return ret;
 	switch (w->opcode) {
 	case FAB_OP_CAS:
 	case FAB_OP_FAA:
-		if (w->len != 8 || (w->remote_addr & 7) || w->local == NULL)
-			return -EINVAL;
 		if (!f->atomics)
 			return -EOPNOTSUPP;
 		return local_ok(f, w->lkey, w->local, 8, FAB_ACCESS_LOCAL_WRITE) ? 0 : 1;
-	case FAB_OP_WRITE:
-	case FAB_OP_WRITE_IMM:
-	case FAB_OP_READ:
-	case FAB_OP_SEND:
-		if ((w->len && w->local == NULL) || w->len > f->max_msg)
-			return -EINVAL;
-		if ((w->flags & FAB_WR_INLINE) &&
-		    (w->len > f->base.attr.max_inline || w->opcode == FAB_OP_READ))
-			return -EINVAL;
+	default:
 		if (w->len == 0 || (w->flags & FAB_WR_INLINE))
 			return 0;
 		return local_ok(f, w->lkey, w->local, w->len,
 		                w->opcode == FAB_OP_READ ? FAB_ACCESS_LOCAL_WRITE : 0)
 		           ? 0
 		           : 1;
-	default:
-		return -EINVAL;
 	}
 }
 
@@ -185,7 +175,7 @@ int vrb_post(struct fab_link *link, const struct fab_wr *wr, int n)
 	pthread_spin_lock(&l->lock);
 	start = prod = l->sq_prod;
 	if (prod - __atomic_load_n(&l->sq_done, __ATOMIC_ACQUIRE) + (uint32_t)n > l->sq_cap ||
-	    !vrb_cq_reserve(f, n)) {
+	    !fab_credits_take(&f->cq_credits, n)) {
 		pthread_spin_unlock(&l->lock);
 		return -EAGAIN;
 	}
@@ -222,7 +212,7 @@ int vrb_post(struct fab_link *link, const struct fab_wr *wr, int n)
 		return 0;
 
 	/* the device refused a request that passed our checks: the link cannot go on */
-	vrb_cq_release(f, n - (int64_t)(prod - start));
+	fab_credits_give(&f->cq_credits, n - (int64_t)(prod - start));
 	lc_log_err("verbs: %s: link %u to %s: ibv_post_send refused request %u of %d (%s): %s",
 	           f->dev, l->base.id, l->peer, prod - start, n,
 	           fab_opcode_str(wr[prod - start].opcode), strerror(ret));
@@ -258,17 +248,12 @@ int vrb_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, int n)
 	uint32_t prod, start;
 	int ret;
 
-	if (wr == NULL || n <= 0)
+	if (fab_recv_check(&f->kt, wr, n))
 		return -EINVAL;
-	for (int i = 0; i < n; i++)
-		if (wr[i].len &&
-		    (wr[i].local == NULL ||
-		     !local_ok(f, wr[i].lkey, wr[i].local, wr[i].len, FAB_ACCESS_LOCAL_WRITE)))
-			return -EINVAL;
 	pthread_spin_lock(&l->lock);
 	start = prod = l->rq_prod;
 	if (prod - __atomic_load_n(&l->rq_done, __ATOMIC_ACQUIRE) + (uint32_t)n > l->rq_cap ||
-	    !vrb_cq_reserve(f, n)) {
+	    !fab_credits_take(&f->cq_credits, n)) {
 		pthread_spin_unlock(&l->lock);
 		return -EAGAIN;
 	}
@@ -304,7 +289,7 @@ int vrb_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, int n)
 err_partial:
 	__atomic_store_n(&l->rq_prod, prod, __ATOMIC_RELEASE);
 	pthread_spin_unlock(&l->lock);
-	vrb_cq_release(f, n - (int64_t)(prod - start));
+	fab_credits_give(&f->cq_credits, n - (int64_t)(prod - start));
 	lc_log_err("verbs: %s: link %u to %s: ibv_post_recv refused buffer %u of %d: %s", f->dev,
 	           l->base.id, l->peer, prod - start, n, strerror(ret));
 	vrb_link_down(l, -EIO, -ECANCELED, false, "the device refused a receive buffer");

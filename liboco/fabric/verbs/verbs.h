@@ -69,8 +69,7 @@
 
 enum vrb_link_state {
 	VRB_LINK_ACCEPTING = 1, /* passive side: accepted by rdma_cm, not established yet */
-	VRB_LINK_PENDING,       /* established, waiting in the accept queue */
-	VRB_LINK_UP,            /* handed to the user */
+	VRB_LINK_UP,            /* established; on the passive side, queued until fab_accept() */
 	VRB_LINK_CLOSED,        /* fab_link_close() called: a zombie until drained */
 };
 
@@ -102,10 +101,8 @@ struct vrb_link {
 	uint64_t down;         /* atomic: 0, or -cause | -flush status << 32 | weak */
 	int disconnected;      /* atomic: rdma_disconnect() issued */
 	struct vrb_link *next; /* fab->links */
-	struct vrb_link *next_q;
 	char peer[FAB_ADDR_STRLEN];
-	uint8_t priv[FAB_PRIV_MAX];
-	size_t priv_len;
+	struct fab_pending pending; /* in the accept queue; the connector's private data */
 
 	pthread_spinlock_t lock; /* posters of this link */
 	struct vrb_sqe *sq;
@@ -148,7 +145,7 @@ struct vrb_fab {
 	pthread_mutex_t lock; /* links, the accept queue, link states */
 	pthread_cond_t cond;
 	struct vrb_link *links;
-	struct vrb_link *acc_head, *acc_tail;
+	struct fab_acceptq acceptq;
 	unsigned nzombies;
 	struct keytab kt; /* the regions by lkey (VRB_KEYS slots), for checks at post time */
 
@@ -179,15 +176,6 @@ static inline struct vrb_fab *to_vrb_fab(struct fab *f)
 	return container_of(f, struct vrb_fab, base);
 }
 
-static inline uint32_t vrb_pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 /* vrb_link_cause -- 0 while @l is up, else what fab_link_state() reports. */
 static inline int vrb_link_cause(const struct vrb_link *l)
 {
@@ -204,8 +192,6 @@ static inline int vrb_link_flush_status(const struct vrb_link *l)
 }
 
 /* cq.c */
-void vrb_cq_release(struct vrb_fab *f, int64_t n);
-bool vrb_cq_reserve(struct vrb_fab *f, int64_t n);
 int vrb_poll(struct fab *fab, struct fab_wc *wc, int max);
 int vrb_wait_fd(struct fab *fab);
 int vrb_arm(struct fab *fab);
