@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../log.h"
 #include "fabric.h"
@@ -143,31 +142,6 @@ void fab_ops_fill(struct fab_ops *dst, const struct fab_ops *src)
 	    .wait = src->wait ? src->wait : stub_wait,
 	    .wait_fd = src->wait_fd ? src->wait_fd : stub_fab,
 	};
-}
-
-int fab_wait_nonnull(pthread_cond_t *cond, pthread_mutex_t *lock, void *const *slot, int timeout_ms)
-{
-	struct timespec ts;
-	int ret = 0;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	if (timeout_ms > 0) {
-		ts.tv_sec += timeout_ms / 1000;
-		ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-	}
-	while (__atomic_load_n(slot, __ATOMIC_ACQUIRE) == NULL && ret == 0) {
-		if (timeout_ms == 0)
-			ret = ETIMEDOUT;
-		else if (timeout_ms < 0)
-			ret = pthread_cond_wait(cond, lock);
-		else
-			ret = pthread_cond_timedwait(cond, lock, &ts);
-	}
-	return __atomic_load_n(slot, __ATOMIC_ACQUIRE) != NULL ? 0 : -EAGAIN;
 }
 
 int fab_open(const char *name, const struct fab_attr *attr, struct fab **out)

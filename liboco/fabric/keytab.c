@@ -5,10 +5,10 @@
 
 #include "keytab.h"
 
-int keytab_init(struct keytab *kt, uint32_t cap)
+#define KEYTAB_TRIES 64 /* reads of an entry being rewritten before it counts as no region */
+
+static int init(struct keytab *kt, uint32_t cap, int foreign)
 {
-	if (kt == NULL || cap == 0 || cap > KEYTAB_MAX)
-		return -EINVAL;
 	kt->ent = calloc(cap, sizeof(*kt->ent));
 	kt->gen = calloc(cap, sizeof(*kt->gen));
 	if (kt->ent == NULL || kt->gen == NULL) {
@@ -22,7 +22,23 @@ int keytab_init(struct keytab *kt, uint32_t cap)
 	for (kt->idx_bits = 1; (1u << kt->idx_bits) < cap;)
 		kt->idx_bits++;
 	kt->next_slot = 0;
+	kt->nkeys = 0;
+	kt->foreign = foreign;
 	return 0;
+}
+
+int keytab_init(struct keytab *kt, uint32_t cap)
+{
+	if (kt == NULL || cap == 0 || cap > KEYTAB_MAX)
+		return -EINVAL;
+	return init(kt, cap, 0);
+}
+
+int keytab_init_foreign(struct keytab *kt, uint32_t cap)
+{
+	if (kt == NULL || cap < 2 || cap > KEYTAB_MAX || (cap & (cap - 1)) != 0)
+		return -EINVAL;
+	return init(kt, cap, 1);
 }
 
 void keytab_fini(struct keytab *kt)
@@ -36,18 +52,101 @@ void keytab_fini(struct keytab *kt)
 	kt->gen = NULL;
 }
 
+/* home -- the slot of @key: its low bits, or where a foreign key's probe run starts. */
+static uint32_t home(const struct keytab *kt, uint32_t key)
+{
+	if (kt->foreign)
+		return (key * 2654435761u) & (kt->cap - 1);
+	return key & ((1u << kt->idx_bits) - 1);
+}
+
+/*
+ * ent_read -- copy @e into @out; returns the entry's seq, odd when @out
+ * holds a region. Lock-free: an entry rewritten while read is read again,
+ * and one rewritten on every try counts as removed (an even seq, not 0).
+ */
+static uint32_t ent_read(const struct keytab_ent *e, struct keytab_ent *out)
+{
+	for (int i = 0; i < KEYTAB_TRIES; i++) {
+		uint32_t seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+
+		if (!(seq & 1))
+			return seq;
+		out->key = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
+		out->access = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
+		out->base = __atomic_load_n(&e->base, __ATOMIC_RELAXED);
+		out->len = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
+		/*
+		 * The slot may have been removed and reused for another region
+		 * while we read: then the fields belong to a newer entry. Re-read
+		 * seq after them; the fence pairs with the release fence in
+		 * ent_fill(), so seeing a newer field implies seeing seq change.
+		 */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) == seq)
+			return seq;
+	}
+	return 2;
+}
+
+/* ent_fill -- under the lock: put a region in the free slot @e. */
+static void ent_fill(struct keytab *kt, struct keytab_ent *e, uint32_t key, void *base, size_t len,
+                     unsigned access)
+{
+	uint32_t seq = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
+
+	/* the field stores come after the slot's removal: pairs with ent_read() */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&e->key, key, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->base, (uintptr_t)base, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->len, len, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->access, access, __ATOMIC_RELAXED);
+	/* odd: in use; pairs with the acquire load of seq in ent_read() */
+	__atomic_store_n(&e->seq, seq + 1, __ATOMIC_RELEASE);
+	kt->nkeys++;
+}
+
+/*
+ * lookup -- the slot holding @key, and a copy of its entry in @out;
+ * -ENOENT when no slot does. A foreign key is searched for from its home
+ * slot on, past other keys and removed slots, up to a slot never used.
+ */
+static int lookup(const struct keytab *kt, uint32_t key, struct keytab_ent *out, uint32_t *slot)
+{
+	uint32_t i = home(kt, key), tries = kt->foreign ? kt->cap : 1;
+
+	if (!kt->foreign && (key == 0 || i >= kt->cap))
+		return -ENOENT;
+	for (; tries > 0; tries--, i = (i + 1) & (kt->cap - 1)) {
+		uint32_t seq = ent_read(&kt->ent[i], out);
+
+		if ((seq & 1) && out->key == key) {
+			*slot = i;
+			return 0;
+		}
+		if (seq == 0)
+			break;
+	}
+	return -ENOENT;
+}
+
+static int range_ok(const void *base, size_t len)
+{
+	return base != NULL && len != 0 && (uintptr_t)base + len >= (uintptr_t)base;
+}
+
 int keytab_add(struct keytab *kt, void *base, size_t len, unsigned access, uint32_t *key)
 {
 	uint32_t gen, k;
 
-	if (base == NULL || len == 0 || key == NULL || (uintptr_t)base + len < (uintptr_t)base)
+	if (!range_ok(base, len) || key == NULL || kt->foreign)
 		return -EINVAL;
 	pthread_mutex_lock(&kt->lock);
 	for (uint32_t n = 0; n < kt->cap; n++) {
 		uint32_t i = (kt->next_slot + n) % kt->cap;
 		struct keytab_ent *e = &kt->ent[i];
 
-		if (__atomic_load_n(&e->key, __ATOMIC_RELAXED) != 0)
+		if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) & 1)
 			continue;
 		/* the slot's next generation, never 0 so that no key is 0 */
 		gen = (kt->gen[i] + 1) & ((1u << (32 - kt->idx_bits)) - 1);
@@ -56,13 +155,7 @@ int keytab_add(struct keytab *kt, void *base, size_t len, unsigned access, uint3
 		kt->gen[i] = gen;
 		kt->next_slot = (i + 1) % kt->cap;
 		k = (gen << kt->idx_bits) | i;
-		/* the field stores come after the key's removal: pairs with keytab_check() */
-		__atomic_thread_fence(__ATOMIC_RELEASE);
-		__atomic_store_n(&e->base, (uintptr_t)base, __ATOMIC_RELAXED);
-		__atomic_store_n(&e->len, len, __ATOMIC_RELAXED);
-		__atomic_store_n(&e->access, access, __ATOMIC_RELAXED);
-		/* pairs with the acquire load of e->key in keytab_check() */
-		__atomic_store_n(&e->key, k, __ATOMIC_RELEASE);
+		ent_fill(kt, e, k, base, len, access);
 		pthread_mutex_unlock(&kt->lock);
 		*key = k;
 		return 0;
@@ -71,17 +164,55 @@ int keytab_add(struct keytab *kt, void *base, size_t len, unsigned access, uint3
 	return -ENOSPC;
 }
 
+int keytab_add_foreign(struct keytab *kt, uint32_t key, void *base, size_t len, unsigned access)
+{
+	uint32_t mask = kt->cap - 1, i = home(kt, key), free_slot = UINT32_MAX;
+	int ret = 0;
+
+	if (!range_ok(base, len) || !kt->foreign)
+		return -EINVAL;
+	pthread_mutex_lock(&kt->lock);
+	if (kt->nkeys >= kt->cap / 2) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	/* the first free slot of the probe run; the rest of the run must not hold @key */
+	for (uint32_t n = 0; n < kt->cap; n++, i = (i + 1) & mask) {
+		const struct keytab_ent *e = &kt->ent[i];
+		uint32_t seq = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
+
+		if (seq & 1) {
+			if (e->key == key) {
+				ret = -EEXIST;
+				goto out;
+			}
+			continue;
+		}
+		if (free_slot == UINT32_MAX)
+			free_slot = i;
+		if (seq == 0)
+			break;
+	}
+	/* at most half the slots are in use: the run has a free one */
+	ent_fill(kt, &kt->ent[free_slot], key, base, len, access);
+out:
+	pthread_mutex_unlock(&kt->lock);
+	return ret;
+}
+
 int keytab_remove(struct keytab *kt, uint32_t key)
 {
-	uint32_t idx = key & ((1u << kt->idx_bits) - 1);
-	int ret = -ENOENT;
+	struct keytab_ent cur;
+	uint32_t i, seq;
+	int ret;
 
-	if (key == 0 || idx >= kt->cap)
-		return -ENOENT;
 	pthread_mutex_lock(&kt->lock);
-	if (__atomic_load_n(&kt->ent[idx].key, __ATOMIC_RELAXED) == key) {
-		__atomic_store_n(&kt->ent[idx].key, 0, __ATOMIC_RELEASE);
-		ret = 0;
+	ret = lookup(kt, key, &cur, &i);
+	if (ret == 0) {
+		/* even: removed; never 0, which ends a foreign key's probe run */
+		seq = kt->ent[i].seq + 1;
+		__atomic_store_n(&kt->ent[i].seq, seq ? seq : 2, __ATOMIC_RELEASE);
+		kt->nkeys--;
 	}
 	pthread_mutex_unlock(&kt->lock);
 	return ret;
@@ -90,28 +221,14 @@ int keytab_remove(struct keytab *kt, uint32_t key)
 int keytab_check(const struct keytab *kt, uint32_t key, uint64_t addr, uint64_t len,
                  unsigned access, void **ptr)
 {
-	uint32_t idx = key & ((1u << kt->idx_bits) - 1);
-	const struct keytab_ent *e;
+	struct keytab_ent e;
 	uint64_t base, rlen;
-	unsigned acc;
+	uint32_t slot;
 
-	if (key == 0 || idx >= kt->cap)
+	if (lookup(kt, key, &e, &slot) != 0 || (e.access & access) != access)
 		return -EACCES;
-	e = &kt->ent[idx];
-	if (__atomic_load_n(&e->key, __ATOMIC_ACQUIRE) != key)
-		return -EACCES;
-	acc = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
-	base = __atomic_load_n(&e->base, __ATOMIC_RELAXED);
-	rlen = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
-	/*
-	 * The slot may have been removed and reused for another region while
-	 * we read: then the fields belong to a newer key. Re-read the key
-	 * after them; the fence pairs with the release fence in keytab_add(),
-	 * so seeing a newer field implies seeing the key change.
-	 */
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&e->key, __ATOMIC_RELAXED) != key || (acc & access) != access)
-		return -EACCES;
+	base = e.base;
+	rlen = e.len;
 	/* addr in [base, base + rlen] and len <= rlen - (addr - base), without overflow */
 	if (addr < base || addr - base > rlen || len > rlen - (addr - base))
 		return -EACCES;

@@ -1,14 +1,23 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * keytab.h -- registered-region table of a software provider: maps a key
- * to [base, base + len) with access rights, and checks accesses.
+ * keytab.h -- registered-region table of a provider: maps a key to
+ * [base, base + len) with access rights, and checks accesses.
  *
- * A key is (generation << idx_bits) | slot, never 0, where idx_bits is
- * just wide enough for the table's slots and the generation takes the
- * other bits (20 for the tcp provider's 4096 keys). Each slot counts its
- * own generations and slots are taken round robin, so a key value comes
- * back only after 2^(32 - idx_bits) reuses of every slot: a key whose
- * region was removed keeps being refused.
+ * Two kinds of table, with one entry format and one lookup protocol:
+ *  - keytab_init(): the table chooses the keys (a software provider's
+ *    rkeys and lkeys). A key is (generation << idx_bits) | slot, never 0,
+ *    where idx_bits is just wide enough for the table's slots and the
+ *    generation takes the other bits (20 for the tcp provider's 4096 keys).
+ *    Each slot counts its own generations and slots are taken round robin,
+ *    so a key value comes back only after 2^(32 - idx_bits) reuses of
+ *    every slot: a key whose region was removed keeps being refused.
+ *  - keytab_init_foreign(): the caller brings the keys, chosen elsewhere
+ *    (the lkeys a verbs device gives its regions; any value, 0 included).
+ *    A key's slot is found by hashing it, with linear probing; at most
+ *    half the slots hold regions, so probe runs stay short. Removed slots
+ *    stay tombstones (the probe goes on past them) until a region reuses
+ *    them.
+ *
  * Thread safety: add/remove are MT-safe (internal mutex); lookup is
  * lock-free and may run concurrently with add/remove. After remove returns,
  * a lookup that started before it may still hold the old base: the caller
@@ -25,7 +34,14 @@
 #define KEYTAB_MAX      (1u << KEYTAB_IDX_BITS)
 
 struct keytab_ent {
-	uint32_t key; /* 0: free; read with acquire */
+	/*
+	 * Odd while the slot holds a region, even once it was removed, 0 when
+	 * it never held one; read with acquire. It changes at every add and
+	 * remove, so a lookup that sees the same value before and after it
+	 * read the other fields read one region's entry (a seqlock).
+	 */
+	uint32_t seq;
+	uint32_t key;
 	unsigned access;
 	uintptr_t base;
 	size_t len;
@@ -38,14 +54,34 @@ struct keytab {
 	uint32_t cap;
 	uint32_t idx_bits; /* bits of a key that name the slot */
 	uint32_t next_slot;
+	uint32_t nkeys; /* regions held */
+	int foreign;    /* keys come from the caller: slots by hash (keytab_init_foreign) */
 };
 
-/* keytab_init -- a table of @cap slots (1..KEYTAB_MAX). 0, -EINVAL, -ENOMEM. */
+/* keytab_init -- a table of @cap slots (1..KEYTAB_MAX) that chooses its keys. 0, -EINVAL, -ENOMEM. */
 int keytab_init(struct keytab *kt, uint32_t cap);
+
+/*
+ * keytab_init_foreign -- a table of @cap slots, a power of two in
+ * 2..KEYTAB_MAX, for keys the caller brings (keytab_add_foreign); it
+ * holds at most @cap / 2 regions. 0, -EINVAL, -ENOMEM.
+ */
+int keytab_init_foreign(struct keytab *kt, uint32_t cap);
+
 void keytab_fini(struct keytab *kt);
 
-/* keytab_add -- register [@base, @base + @len). 0 and *@key; -EINVAL, -ENOSPC. */
+/*
+ * keytab_add -- register [@base, @base + @len) under a new key of the
+ * table's choosing. 0 and *@key; -EINVAL (also on a foreign table), -ENOSPC.
+ */
 int keytab_add(struct keytab *kt, void *base, size_t len, unsigned access, uint32_t *key);
+
+/*
+ * keytab_add_foreign -- register [@base, @base + @len) under @key, on a
+ * foreign table. 0; -EINVAL (bad range, or a table that chooses its keys),
+ * -EEXIST (@key holds a region already), -ENOSPC (half the slots in use).
+ */
+int keytab_add_foreign(struct keytab *kt, uint32_t key, void *base, size_t len, unsigned access);
 
 /* keytab_remove -- forget @key. 0, or -ENOENT. */
 int keytab_remove(struct keytab *kt, uint32_t key);

@@ -1,26 +1,121 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* provider.h -- helpers that only providers use (libfabric's prov/util). */
+/*
+ * provider.h -- what the providers share and only they use (libfabric's
+ * prov/util): the -EOPNOTSUPP stubs (common.c), the accept queue
+ * (acceptq.c), the argument checks every provider makes (check.c), and
+ * small inline helpers. The region key table is keytab.h.
+ */
 #ifndef LOCO_FABRIC_PROVIDER_H
 #define LOCO_FABRIC_PROVIDER_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include "../clock.h"
 #include "fabric.h"
 
 #ifndef container_of
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 #endif
 
-/*
- * fab_wait_nonnull -- with @lock held, wait on @cond until *@slot is not
- * NULL or @timeout_ms passes (0: do not wait; < 0: forever). The accept
- * queues of the providers use it. Returns 0 when *@slot is set, -EAGAIN.
- */
-int fab_wait_nonnull(pthread_cond_t *cond, pthread_mutex_t *lock, void *const *slot,
-                     int timeout_ms);
+struct keytab;
 
 /* fab_ops_fill -- copy @src into @dst, replacing NULL ops with -EOPNOTSUPP stubs. */
 void fab_ops_fill(struct fab_ops *dst, const struct fab_ops *src);
+
+/* An established link waiting for fab_accept(); providers embed it in their link. */
+struct fab_pending {
+	struct fab_pending *next;
+	struct fab_link *link;
+	uint8_t priv[FAB_PRIV_MAX]; /* the connector's private data */
+	size_t priv_len;
+};
+
+/* The accept queue of a fab, under the provider's lock; fab_acceptq_ready() peeks without it. */
+struct fab_acceptq {
+	pthread_mutex_t *lock; /* the provider's */
+	pthread_cond_t *cond;  /* signaled under @lock when a link is queued */
+	struct fab_pending *head, *tail;
+};
+
+/* fab_acceptq_init -- an empty queue guarded by the provider's @lock, waking @cond. */
+void fab_acceptq_init(struct fab_acceptq *q, pthread_mutex_t *lock, pthread_cond_t *cond);
+
+/* fab_acceptq_push -- with the lock held: queue @link, @p filled in (priv), and wake acceptors. */
+void fab_acceptq_push(struct fab_acceptq *q, struct fab_pending *p, struct fab_link *link);
+
+/*
+ * fab_acceptq_accept -- fab_accept() on @q: take the oldest link, waiting
+ * up to @timeout_ms (0: do not wait; < 0: forever), give it @ctx, and
+ * return it in *@out with the connector's private data in @priv
+ * (FAB_PRIV_MAX bytes of room; may be NULL) and its length in *@priv_len
+ * (may be NULL). Takes the lock itself. 0, -EINVAL, -EAGAIN (none came).
+ */
+int fab_acceptq_accept(struct fab_acceptq *q, uint64_t ctx, int timeout_ms, struct fab_link **out,
+                       void *priv, size_t *priv_len);
+
+/* fab_acceptq_ready -- whether a link waits; lock-free (pairs with the push's release). */
+static inline bool fab_acceptq_ready(const struct fab_acceptq *q)
+{
+	return __atomic_load_n(&q->head, __ATOMIC_ACQUIRE) != NULL;
+}
+
+/* fab_mr_check -- the arguments of fab_mr_reg(): 0 or -EINVAL. */
+int fab_mr_check(const void *addr, size_t len, unsigned access, struct fab_mr **out);
+
+/* fab_connect_check -- the arguments of fab_connect(): 0 or -EINVAL. */
+int fab_connect_check(const struct fab_addr *peer, const void *priv, size_t priv_len,
+                      struct fab_link **out);
+
+/*
+ * fab_wr_check -- the form of work request @w (opcode, flags, lengths up
+ * to @max_len, inline payloads up to @max_inline): 0 or -EINVAL. Whether
+ * its buffers lie in registered regions is the provider's to check.
+ */
+int fab_wr_check(const struct fab_wr *w, uint32_t max_len, uint32_t max_inline);
+
+/*
+ * fab_recv_check -- @n receive buffers at @wr, each inside a region of
+ * @kt with local write access: 0 or -EINVAL.
+ */
+int fab_recv_check(const struct keytab *kt, const struct fab_recv_wr *wr, int n);
+
+/*
+ * fab_credits_take / fab_credits_give -- the completion-queue entries a
+ * fab has not promised yet (*@credits): every request and RECV takes one
+ * when posted, so the CQ never overflows. Take returns false, and takes
+ * nothing, when fewer than @n are left.
+ */
+static inline bool fab_credits_take(int64_t *credits, int64_t n)
+{
+	if (__atomic_sub_fetch(credits, n, __ATOMIC_ACQ_REL) >= 0)
+		return true;
+	__atomic_add_fetch(credits, n, __ATOMIC_RELAXED);
+	return false;
+}
+
+static inline void fab_credits_give(int64_t *credits, int64_t n)
+{
+	if (n)
+		__atomic_fetch_add(credits, n, __ATOMIC_RELAXED);
+}
+
+/* fab_pow2_at_least -- the smallest power of two >= @n (1 for 0). */
+static inline uint32_t fab_pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/* fab_deadline_ns -- the lc_now_ns() value @timeout_ms from now (< 0: an hour). */
+static inline uint64_t fab_deadline_ns(int timeout_ms)
+{
+	return lc_now_ns() + (uint64_t)(timeout_ms < 0 ? 3600000 : timeout_ms) * 1000000ull;
+}
 
 #endif

@@ -2,12 +2,12 @@
 /* fuzz-tcp-wire.c -- libFuzzer target: tcp frame decoder, hello decoder and key checks */
 /*
  * The input is a byte stream as the tcp provider's receive loop sees it
- * (liboco/fabric/tcp.c, nic_rx): decode a header at the current offset;
+ * (liboco/fabric/tcp/nic.c, link_input): decode a header at the current offset;
  * 0 means wait for more bytes, -EPROTO ends the link; a frame is consumed
  * only once all of it has arrived. Complete frames are handled like the
  * provider does: HELLO/HELLO_ACK payloads go through tcp_hello_decode(),
  * WRITE/WRITE_IMM/READ/CAS/FAA are checked with keytab_check() (with the
- * same lengths as exec_request) against a fixed table of regions in a
+ * same lengths as tcp_exec_request) against a fixed table of regions in a
  * static arena, and a granted access then really touches the memory, so
  * ASan sees any region overrun. Every invariant is checked by hand and a
  * violation ends in __builtin_trap() after one line on stderr.
@@ -23,7 +23,7 @@
 
 #include "fabric.h"
 #include "keytab.h"
-#include "tcp_wire.h"
+#include "tcp/wire.h"
 
 #define FUZZ_VBASE 0x0000100000000000ull
 #define ARENA_LEN  8192
@@ -137,7 +137,7 @@ static uint8_t *check(uint32_t key, uint64_t addr, uint64_t len, unsigned access
 	return p;
 }
 
-/* exec_request -- what the target does with a request frame (tcp.c exec_request). */
+/* exec_request -- what the target does with a request frame (tcp/target.c, tcp_exec_request). */
 static void exec_request(const struct tcp_frame *f, const uint8_t *payload)
 {
 	uint8_t *p;

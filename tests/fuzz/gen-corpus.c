@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tcp_wire.h"
+#include "tcp/wire.h"
 
 #define FUZZ_VBASE 0x0000100000000000ull
 #define KEY_A      0x00000004u

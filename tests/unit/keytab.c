@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* keytab.c -- keytab_init/add/remove/check: keys, generations, rights and overflow-safe bounds */
+/*
+ * keytab.c -- keytab_init/add/remove/check: keys, generations, rights and
+ * overflow-safe bounds; keytab_init_foreign/add_foreign: keys the caller
+ * brings, probing past removed slots
+ */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -416,6 +420,195 @@ static void check__regions_are_separate(void **state)
 	expect_granted(&fx->kt, fx->key_a, fx->base, 8, FAB_ACCESS_REMOTE_WRITE);
 }
 
+/* foreign tables: keys the caller brings (a verbs device's lkeys) */
+
+#define FCAP 8
+
+/* colliding -- the @n-th key whose probe run starts in @key's home slot (the hash is odd * key). */
+static uint32_t colliding(uint32_t key, uint32_t n)
+{
+	return key + n * FCAP;
+}
+
+static void init_foreign__bad_cap_is_einval(void **state)
+{
+	const uint32_t caps[] = {0, 1, 3, 6, 12, KEYTAB_MAX + 1, 2 * KEYTAB_MAX, UINT32_MAX};
+	struct keytab kt;
+
+	(void)state;
+	for (size_t i = 0; i < NELEM(caps); i++) {
+		/* configure */
+		memset(&kt, 0x5a, sizeof(kt));
+
+		/* run + verify */
+		assert_int_equal(keytab_init_foreign(&kt, caps[i]), -EINVAL);
+	}
+	assert_int_equal(keytab_init_foreign(NULL, 8), -EINVAL);
+}
+
+static void add_foreign__any_key_maps_its_region(void **state)
+{
+	const uint32_t keys[] = {0, 1, 0x1234, UINT32_MAX};
+	struct keytab kt;
+
+	(void)state;
+	/* configure: room for all of them (half the slots) */
+	assert_int_equal(keytab_init_foreign(&kt, 2 * NELEM(keys)), 0);
+
+	/* run */
+	for (size_t i = 0; i < NELEM(keys); i++)
+		assert_int_equal(
+		    keytab_add_foreign(&kt, keys[i], buf_a + 16 * i, 16, FAB_ACCESS_LOCAL_WRITE),
+		    0);
+
+	/* verify: each key reaches its own 16 bytes, with its rights, and no further */
+	for (size_t i = 0; i < NELEM(keys); i++) {
+		uintptr_t base = (uintptr_t)buf_a + 16 * i;
+
+		expect_granted(&kt, keys[i], base, 16, FAB_ACCESS_LOCAL_WRITE);
+		expect_granted(&kt, keys[i], base + 15, 1, 0);
+		expect_refused(&kt, keys[i], base, 17, 0);
+		expect_refused(&kt, keys[i], base - 1, 1, 0);
+		expect_refused(&kt, keys[i], base, 8, FAB_ACCESS_REMOTE_READ);
+	}
+	expect_refused(&kt, 2, (uintptr_t)buf_a, 1, 0);
+	keytab_fini(&kt);
+}
+
+static void add_foreign__bad_args_are_einval(void **state)
+{
+	struct keytab kt, own;
+	uint32_t key = BOGUS_KEY;
+
+	(void)state;
+	/* configure */
+	assert_int_equal(keytab_init_foreign(&kt, FCAP), 0);
+	assert_int_equal(keytab_init(&own, FCAP), 0);
+
+	/* run + verify */
+	assert_int_equal(keytab_add_foreign(&kt, 5, NULL, 16, ACC_ALL), -EINVAL);
+	assert_int_equal(keytab_add_foreign(&kt, 5, buf_b, 0, ACC_ALL), -EINVAL);
+	assert_int_equal(keytab_add_foreign(&kt, 5, (void *)(UINTPTR_MAX - 15), 17, ACC_ALL),
+	                 -EINVAL);
+	/* each kind of table takes only its own kind of add */
+	assert_int_equal(keytab_add(&kt, buf_b, sizeof(buf_b), ACC_ALL, &key), -EINVAL);
+	assert_int_equal(key, BOGUS_KEY);
+	assert_int_equal(keytab_add_foreign(&own, 5, buf_b, sizeof(buf_b), ACC_ALL), -EINVAL);
+	expect_refused(&kt, 5, (uintptr_t)buf_b, 1, 0);
+	expect_refused(&own, 5, (uintptr_t)buf_b, 1, 0);
+	keytab_fini(&kt);
+	keytab_fini(&own);
+}
+
+static void add_foreign__same_key_twice_is_eexist(void **state)
+{
+	struct keytab kt;
+
+	(void)state;
+	/* configure: the key behind another one of its probe run */
+	assert_int_equal(keytab_init_foreign(&kt, FCAP), 0);
+	assert_int_equal(keytab_add_foreign(&kt, colliding(3, 0), buf_a, 64, ACC_ALL), 0);
+	assert_int_equal(keytab_add_foreign(&kt, colliding(3, 1), buf_a + 64, 64, ACC_ALL), 0);
+
+	/* run + verify: the first region stays */
+	assert_int_equal(keytab_add_foreign(&kt, colliding(3, 1), buf_b, 64, ACC_ALL), -EEXIST);
+	assert_int_equal(keytab_add_foreign(&kt, colliding(3, 0), buf_b, 64, ACC_ALL), -EEXIST);
+	expect_granted(&kt, colliding(3, 1), (uintptr_t)buf_a + 64, 64, ACC_ALL);
+	expect_refused(&kt, colliding(3, 1), (uintptr_t)buf_b, 1, 0);
+	keytab_fini(&kt);
+}
+
+static void add_foreign__half_full_is_enospc(void **state)
+{
+	struct keytab kt;
+
+	(void)state;
+	/* configure: FCAP / 2 regions */
+	assert_int_equal(keytab_init_foreign(&kt, FCAP), 0);
+	for (uint32_t k = 0; k < FCAP / 2; k++)
+		assert_int_equal(keytab_add_foreign(&kt, 100 + k, buf_a, 64, ACC_ALL), 0);
+
+	/* run + verify */
+	assert_int_equal(keytab_add_foreign(&kt, 200, buf_b, 64, ACC_ALL), -ENOSPC);
+	expect_refused(&kt, 200, (uintptr_t)buf_b, 1, 0);
+
+	/* a removed region makes room for one more */
+	assert_int_equal(keytab_remove(&kt, 101), 0);
+	assert_int_equal(keytab_add_foreign(&kt, 200, buf_b, 64, ACC_ALL), 0);
+	expect_granted(&kt, 200, (uintptr_t)buf_b, 64, ACC_ALL);
+	assert_int_equal(keytab_add_foreign(&kt, 201, buf_b, 64, ACC_ALL), -ENOSPC);
+	keytab_fini(&kt);
+}
+
+static void check_foreign__probe_goes_past_removed_slots(void **state)
+{
+	struct keytab kt;
+
+	(void)state;
+	/* configure: three keys with one home slot; the middle one removed */
+	assert_int_equal(keytab_init_foreign(&kt, FCAP), 0);
+	for (uint32_t n = 0; n < 3; n++)
+		assert_int_equal(
+		    keytab_add_foreign(&kt, colliding(5, n), buf_a + 64 * n, 64, ACC_ALL), 0);
+	assert_int_equal(keytab_remove(&kt, colliding(5, 1)), 0);
+
+	/* run + verify: the last key is still found behind the removed slot */
+	expect_granted(&kt, colliding(5, 2), (uintptr_t)buf_a + 128, 64, ACC_ALL);
+	expect_granted(&kt, colliding(5, 0), (uintptr_t)buf_a, 64, ACC_ALL);
+	expect_refused(&kt, colliding(5, 1), (uintptr_t)buf_a + 64, 1, 0);
+	expect_refused(&kt, colliding(5, 3), (uintptr_t)buf_a, 1, 0);
+	assert_int_equal(keytab_remove(&kt, colliding(5, 1)), -ENOENT);
+
+	/* the removed key comes back with another region, and all three hold */
+	assert_int_equal(keytab_add_foreign(&kt, colliding(5, 1), buf_b, 64, ACC_ALL), 0);
+	expect_granted(&kt, colliding(5, 1), (uintptr_t)buf_b, 64, ACC_ALL);
+	expect_refused(&kt, colliding(5, 1), (uintptr_t)buf_a + 64, 1, 0);
+	expect_granted(&kt, colliding(5, 2), (uintptr_t)buf_a + 128, 64, ACC_ALL);
+	keytab_fini(&kt);
+}
+
+static void remove_foreign__then_check_is_eacces(void **state)
+{
+	struct keytab kt;
+
+	(void)state;
+	/* configure */
+	assert_int_equal(keytab_init_foreign(&kt, FCAP), 0);
+	assert_int_equal(keytab_add_foreign(&kt, 0, buf_b, sizeof(buf_b), ACC_ALL), 0);
+
+	/* run + verify */
+	assert_int_equal(keytab_remove(&kt, 7), -ENOENT);
+	assert_int_equal(keytab_remove(&kt, 0), 0);
+	expect_refused(&kt, 0, (uintptr_t)buf_b, 1, 0);
+	assert_int_equal(keytab_remove(&kt, 0), -ENOENT);
+	keytab_fini(&kt);
+}
+
+static void check_foreign__every_slot_reused_many_times(void **state)
+{
+	struct keytab kt;
+
+	(void)state;
+	/* configure: a full probe run of removed slots, then keys everywhere */
+	assert_int_equal(keytab_init_foreign(&kt, FCAP), 0);
+	for (uint32_t round = 0; round < 1000; round++) {
+		uint32_t k = round * 7919u;
+
+		/* run */
+		assert_int_equal(keytab_add_foreign(&kt, k, buf_b, sizeof(buf_b), ACC_ALL), 0);
+		assert_int_equal(keytab_add_foreign(&kt, k + 1, buf_a, sizeof(buf_a), ACC_ALL), 0);
+
+		/* verify: each key reaches its own region only */
+		expect_granted(&kt, k, (uintptr_t)buf_b, sizeof(buf_b), ACC_ALL);
+		expect_granted(&kt, k + 1, (uintptr_t)buf_a, sizeof(buf_a), ACC_ALL);
+		expect_refused(&kt, k, (uintptr_t)buf_a, 1, 0);
+		assert_int_equal(keytab_remove(&kt, k), 0);
+		assert_int_equal(keytab_remove(&kt, k + 1), 0);
+		expect_refused(&kt, k + 1, (uintptr_t)buf_a, 1, 0);
+	}
+	keytab_fini(&kt);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -438,6 +631,14 @@ int main(void)
 	    cmocka_unit_test(check__region_near_top_of_address_space),
 	    cmocka_unit_test_setup_teardown(check__bad_key_is_eacces, setup, teardown),
 	    cmocka_unit_test_setup_teardown(check__regions_are_separate, setup, teardown),
+	    cmocka_unit_test(init_foreign__bad_cap_is_einval),
+	    cmocka_unit_test(add_foreign__any_key_maps_its_region),
+	    cmocka_unit_test(add_foreign__bad_args_are_einval),
+	    cmocka_unit_test(add_foreign__same_key_twice_is_eexist),
+	    cmocka_unit_test(add_foreign__half_full_is_enospc),
+	    cmocka_unit_test(check_foreign__probe_goes_past_removed_slots),
+	    cmocka_unit_test(remove_foreign__then_check_is_eacces),
+	    cmocka_unit_test(check_foreign__every_slot_reused_many_times),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

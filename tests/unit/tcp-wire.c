@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "tcp_wire.h"
+#include "tcp/wire.h"
 
 #define POISON 0xa5
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * tcp_wire.h -- the tcp provider's frame format.
+ * wire.h -- the tcp provider's frame format.
  *
  * Each direction of a link's TCP stream carries frames: a fixed 40-byte
  * little-endian header, then @len payload bytes. One stream interleaves
@@ -21,8 +21,8 @@
  *                     CREDIT: RECVs posted so far (cumulative)
  *   32    8 b         CAS: swap; WRITE_IMM: imm
  */
-#ifndef LOCO_TCP_WIRE_H
-#define LOCO_TCP_WIRE_H
+#ifndef LOCO_FABRIC_TCP_WIRE_H
+#define LOCO_FABRIC_TCP_WIRE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* tcp_wire.c -- encode and check tcp provider frames (pure, fuzzed). */
+/* wire.c -- encode and check tcp provider frames (pure, fuzzed). */
 #include <endian.h>
 #include <errno.h>
 #include <string.h>
 
-#include "tcp_wire.h"
+#include "wire.h"
 
 static void put16(uint8_t *p, uint16_t v)
 {

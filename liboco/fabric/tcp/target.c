@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * target.c -- the NIC's target role: executing the peer's requests against
+ * registered memory (WRITE landing, READ, atomics, SEND delivery), answering
+ * them with ACKs, credits and NAKs, and the tear-free copies both roles use.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../../clock.h"
+#include "../../log.h"
+#include "tcp.h"
+
+static uint64_t xorshift(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+static void spin_ns(uint64_t ns)
+{
+	uint64_t end = lc_now_ns() + ns;
+
+	while (lc_now_ns() < end)
+		lc_cpu_relax();
+}
+
+/*
+ * tcp_copy_out -- copy @len bytes from memory that others may be writing
+ * (@src) to private memory; aligned words of @src are read with one
+ * 8-byte atomic load each, so they are never torn.
+ */
+void tcp_copy_out(void *dst, const void *src, size_t len)
+{
+	uint8_t *d = dst;
+	const uint8_t *s = src;
+
+	while (len && ((uintptr_t)s & 7)) {
+		*d++ = __atomic_load_n(s++, __ATOMIC_RELAXED);
+		len--;
+	}
+	for (; len >= 8; len -= 8, s += 8, d += 8) {
+		uint64_t w = __atomic_load_n((const uint64_t *)s, __ATOMIC_RELAXED);
+
+		memcpy(d, &w, 8);
+	}
+	while (len--)
+		*d++ = __atomic_load_n(s++, __ATOMIC_RELAXED);
+}
+
+/*
+ * copy_in -- copy @len bytes from private memory into memory that others
+ * may be reading (@dst) in ascending address order, aligned words of @dst
+ * with one 8-byte atomic store each (pairs with readers' atomic loads).
+ */
+static void copy_in(void *dst, const void *src, size_t len, uint64_t pause_ns)
+{
+	uint8_t *d = dst;
+	const uint8_t *s = src;
+
+	while (len && ((uintptr_t)d & 7)) {
+		__atomic_store_n(d++, *s++, __ATOMIC_RELAXED);
+		len--;
+	}
+	for (; len >= 8; len -= 8, s += 8, d += 8) {
+		uint64_t w;
+
+		memcpy(&w, s, 8);
+		__atomic_store_n((uint64_t *)d, w, __ATOMIC_RELAXED);
+		if (pause_ns)
+			spin_ns(pause_ns);
+	}
+	while (len--)
+		__atomic_store_n(d++, *s++, __ATOMIC_RELAXED);
+}
+
+/*
+ * land_write -- apply a WRITE payload to target memory. Normally lines in
+ * ascending order; with the slow knob, 64-byte lines in a shuffled order,
+ * each line's words ascending with a pause between words (the worst a
+ * legal NIC does, DESIGN §3). The release fence makes the data visible to
+ * a CPU that later observes the link's next WRITE (pairs with the
+ * reader's acquire load of the flag it polls).
+ */
+static void land_write(struct tcp_fab *f, void *dst, const void *src, size_t len)
+{
+	uint16_t order[TCP_MAX_SEG / 64 + 2];
+	uintptr_t start = (uintptr_t)dst, end = start + len, first;
+	unsigned nlines;
+
+	if (f->slow_ns == 0 || len == 0) {
+		copy_in(dst, src, len, 0);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		return;
+	}
+	first = start & ~(uintptr_t)63;
+	nlines = (unsigned)((end - first + 63) / 64);
+	for (unsigned i = 0; i < nlines; i++)
+		order[i] = (uint16_t)i;
+	for (unsigned i = nlines - 1; i > 0; i--) {
+		unsigned j = (unsigned)(xorshift(&f->rng) % (i + 1));
+		uint16_t t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (unsigned i = 0; i < nlines; i++) {
+		uintptr_t lo = first + (uintptr_t)order[i] * 64, hi = lo + 64;
+
+		if (lo < start)
+			lo = start;
+		if (hi > end)
+			hi = end;
+		copy_in((void *)lo, (const uint8_t *)src + (lo - start), hi - lo, f->slow_ns);
+	}
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+/* tcp_send_acks -- answer executed requests and announce new RECVs. */
+void tcp_send_acks(struct tcp_link *l)
+{
+	uint32_t last = l->exec_psn - 1;
+	uint32_t rq_prod = __atomic_load_n(&l->rq_prod, __ATOMIC_ACQUIRE);
+
+	if (l->state != TCP_LINK_UP)
+		return;
+	if (l->acked_psn != last && !l->nak_sent) {
+		struct tcp_frame f = {.type = TCP_F_ACK, .psn = last};
+
+		if (tcp_tx_response(l, &f) == NULL)
+			return;
+		l->acked_psn = last;
+	}
+	if (l->credits_sent != rq_prod && !l->nak_sent) {
+		struct tcp_frame f = {.type = TCP_F_CREDIT, .a = rq_prod};
+
+		/* rq_prod is a 32-bit count: the peer tracks the same wrap */
+		if (tcp_tx_response(l, &f) == NULL)
+			return;
+		l->credits_sent = rq_prod;
+	}
+}
+
+static void target_nak(struct tcp_link *l, uint32_t psn, int err)
+{
+	struct tcp_frame f = {.type = TCP_F_NAK, .psn = psn, .key = (uint32_t)-err};
+
+	if (l->nak_sent)
+		return;
+	lc_log_info("tcp: link %u: refused request %u: %s", l->base.id, psn, strerror(-err));
+	l->nak_sent = 1;
+	tcp_send_acks(l); /* answer what executed before it */
+	tcp_tx_response(l, &f);
+}
+
+/* deliver_recv -- place SEND bytes into the current RECV buffer. */
+static int deliver_recv(struct tcp_link *l, const struct tcp_frame *f, const uint8_t *data)
+{
+	struct fab_recv_wr *r;
+
+	if (l->rq_cons == __atomic_load_n(&l->rq_prod, __ATOMIC_ACQUIRE))
+		return -EPROTO; /* the peer sent without a credit */
+	r = &l->rq[l->rq_cons & l->rq_mask];
+	if ((f->flags & TCP_FL_FIRST))
+		l->rq_fill = 0;
+	if (f->len > r->len - l->rq_fill)
+		return -EMSGSIZE;
+	memcpy((uint8_t *)r->local + l->rq_fill, data, f->len);
+	l->rq_fill += f->len;
+	if (f->flags & TCP_FL_LAST) {
+		tcp_cq_push(l->fab, l, r->wrid, FAB_OP_RECV, 0, l->rq_fill, f->key, 1);
+		l->rq_cons++;
+		__atomic_store_n(&l->rq_free, l->rq_cons, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+/* tcp_exec_request -- run one request frame at the target. */
+void tcp_exec_request(struct tcp_link *l, const struct tcp_frame *f, const uint8_t *data)
+{
+	struct tcp_fab *fab = l->fab;
+	void *p;
+	int ret;
+
+	if (l->nak_sent)
+		return; /* error state: everything after the refused request is dropped */
+	if (f->psn != l->exec_psn) {
+		tcp_link_fail(l, -EPROTO, -EPROTO, "request out of sequence");
+		return;
+	}
+	switch (f->type) {
+	case TCP_F_WRITE:
+	case TCP_F_WRITE_IMM:
+		ret = keytab_check(&fab->kt, f->key, f->addr, tcp_wire_write_span(f),
+		                   FAB_ACCESS_REMOTE_WRITE, &p);
+		if (ret == 0 && f->type == TCP_F_WRITE_IMM && (f->flags & TCP_FL_FIRST) &&
+		    l->rq_cons == __atomic_load_n(&l->rq_prod, __ATOMIC_ACQUIRE))
+			ret = -EPROTO;
+		if (ret) {
+			target_nak(l, f->psn, ret);
+			return;
+		}
+		land_write(fab, p, data, f->len);
+		if (f->type == TCP_F_WRITE_IMM) {
+			l->imm_len = (f->flags & TCP_FL_FIRST) ? f->len : l->imm_len + f->len;
+			if (f->flags & TCP_FL_LAST) {
+				struct fab_recv_wr *r = &l->rq[l->rq_cons++ & l->rq_mask];
+
+				tcp_cq_push(fab, l, r->wrid, FAB_OP_RECV_IMM, 0, l->imm_len,
+				            (uint32_t)f->b, 1);
+				__atomic_store_n(&l->rq_free, l->rq_cons, __ATOMIC_RELEASE);
+			}
+		}
+		break;
+	case TCP_F_SEND:
+		ret = deliver_recv(l, f, data);
+		if (ret) {
+			target_nak(l, f->psn, ret);
+			return;
+		}
+		break;
+	case TCP_F_READ: {
+		struct tcp_frame r = {
+		    .type = TCP_F_READ_RESP, .psn = f->psn, .len = (uint32_t)f->a};
+		uint8_t *out;
+
+		ret = keytab_check(&fab->kt, f->key, f->addr, f->a, FAB_ACCESS_REMOTE_READ, &p);
+		if (ret) {
+			target_nak(l, f->psn, ret);
+			return;
+		}
+		tcp_send_acks(l); /* keep ACKs in PSN order ahead of the response */
+		out = tcp_tx_response(l, &r);
+		if (out == NULL)
+			return;
+		tcp_copy_out(out, p, f->a);
+		if (f->flags & TCP_FL_LAST)
+			l->acked_psn = f->psn;
+		break;
+	}
+	case TCP_F_CAS:
+	case TCP_F_FAA: {
+		struct tcp_frame r = {.type = TCP_F_ATOMIC_RESP, .psn = f->psn};
+
+		ret = keytab_check(&fab->kt, f->key, f->addr, 8, FAB_ACCESS_REMOTE_ATOMIC, &p);
+		if (ret == 0 && (f->addr & 7))
+			ret = -EINVAL;
+		if (ret) {
+			target_nak(l, f->psn, ret);
+			return;
+		}
+		if (f->type == TCP_F_CAS) {
+			uint64_t expected = f->a;
+
+			__atomic_compare_exchange_n((uint64_t *)p, &expected, f->b, false,
+			                            __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+			r.a = expected; /* the old value either way */
+		} else {
+			r.a = __atomic_fetch_add((uint64_t *)p, f->a, __ATOMIC_SEQ_CST);
+		}
+		tcp_send_acks(l);
+		if (tcp_tx_response(l, &r) == NULL)
+			return;
+		l->acked_psn = f->psn;
+		break;
+	}
+	}
+	if (f->flags & TCP_FL_LAST)
+		l->exec_psn++;
+}

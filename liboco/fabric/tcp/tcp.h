@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tcp.h -- private header of the tcp provider: software RDMA over TCP, the
+ * fabric provider that runs anywhere.
+ *
+ * One thread per fab plays the NIC: it alone reads and writes the links'
+ * sockets, executes the peers' one-sided requests against registered
+ * memory, turns the application's posted work requests into frames, and
+ * produces completions. The application never runs for one-sided traffic.
+ *
+ * Per link (one TCP connection), each direction carries frames
+ * (wire.h) of two kinds: requests, numbered by a PSN equal to their
+ * send-queue position, and responses (cumulative ACK, READ data, atomic
+ * old value, NAK, RECV credits). The target executes requests in stream
+ * order, so per-link ordering holds by construction, and a response or ACK
+ * for PSN p completes every earlier request too.
+ *
+ * The NIC thread never blocks on a socket: all output goes through a
+ * per-link linear tx buffer written with non-blocking send(). Responses
+ * always fit because the initiator bounds what it can make the target
+ * hold (its send-queue depth and READ window, announced in HELLO): the tx
+ * buffer keeps that much in reserve and requests only use the rest. So
+ * two nodes reading from each other cannot deadlock on full sockets.
+ *
+ * Aligned 8-byte words are copied with 8-byte atomic loads/stores on the
+ * side that others may be accessing concurrently (target memory, and the
+ * application's source buffers), so they are never torn. WRITE payloads
+ * land line by line in ascending address order, or, with the
+ * LOCO_TCP_SLOW_WRITE=<ns> test knob, lines shuffled, words ascending
+ * within a line and a pause of <ns> between words.
+ *
+ * Files: fab.c (open, close, the ops table), link.c (link lifecycle:
+ * connect, accept, HELLO, failure, close), nic.c (the NIC thread), tx.c
+ * (a link's output), initiator.c (post, issue, responses), target.c
+ * (executing the peer's requests), cq.c (completion queue, wait fd),
+ * mr.c (memory registration), wire.[ch] (the frame format).
+ */
+#ifndef LOCO_FABRIC_TCP_H
+#define LOCO_FABRIC_TCP_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../keytab.h"
+#include "../provider.h"
+#include "wire.h"
+
+#define TCP_READ_WINDOW (256u * 1024) /* READ bytes a link may have in flight */
+#define TCP_RX_CAP      (2 * (TCP_HDR_LEN + TCP_MAX_SEG))
+#define TCP_MAX_LINKS   1024
+#define TCP_KEYS        4096
+#define TCP_EVENTS      64
+#define TCP_MAX_MSG     (1u << 31) /* largest request */
+
+_Static_assert(TCP_PRIV_MAX <= FAB_PRIV_MAX, "HELLO private data fits struct fab_pending");
+
+enum tcp_link_state {
+	TCP_LINK_HANDSHAKE = 1, /* accepted, waiting for HELLO */
+	TCP_LINK_UP,
+	TCP_LINK_DOWN, /* failed: requests are flushed with link->err */
+};
+
+struct tcp_sqe {
+	struct fab_wr wr;
+	uint32_t sent;  /* WRITE/SEND: payload bytes framed; READ: bytes requested */
+	uint32_t recvd; /* READ: bytes placed */
+};
+
+struct tcp_link {
+	struct fab_link base;
+	struct tcp_fab *fab;
+	int fd;
+	int state;     /* NIC-owned: enum tcp_link_state */
+	int err;       /* read with atomics: the status later requests flush with */
+	int cause;     /* read with atomics: 0 or the error that took it down */
+	int has_fault; /* NIC: fault_psn names the request that took it down */
+	uint32_t fault_psn;
+	int close_req; /* set under fab->lock; the NIC closes it */
+	int closed;    /* set under fab->lock by the NIC */
+	int want_out;  /* EPOLLOUT armed */
+	int draining;  /* down after a NAK: flush it, half-close, read to EOF */
+	uint64_t drain_deadline;
+
+	/* send queue: posters produce at sq_prod; the NIC issues then completes */
+	pthread_spinlock_t post_lock;
+	struct tcp_sqe *sq;
+	uint8_t *sq_inline; /* sq_depth * max_inline bytes */
+	uint32_t sq_mask;
+	uint32_t sq_prod;  /* atomic: next PSN to post */
+	uint32_t sq_issue; /* NIC: next PSN to put on the wire */
+	uint32_t sq_done;  /* NIC: next PSN to complete */
+	uint32_t sq_free;  /* atomic: sq_done as posters see it */
+
+	/* receive queue: post_recv produces, the NIC consumes */
+	struct fab_recv_wr *rq;
+	uint32_t rq_mask;
+	uint32_t rq_prod;      /* atomic */
+	uint32_t rq_cons;      /* NIC */
+	uint32_t rq_free;      /* atomic: rq_cons as posters see it */
+	uint32_t rq_fill;      /* NIC: bytes placed into rq[rq_cons] by a segmented SEND */
+	uint64_t credits_sent; /* NIC: RECVs announced to the peer */
+	uint64_t peer_credits; /* NIC: RECVs the peer announced */
+	uint64_t credits_used; /* NIC: SEND/WRITE_IMM issued */
+	uint32_t peer_sq_depth;
+	uint32_t peer_read_window;
+	uint64_t read_inflight; /* NIC: READ bytes requested, not yet received */
+	uint32_t atomics_inflight;
+
+	/* target side */
+	uint32_t exec_psn;  /* next PSN expected from the peer */
+	uint32_t acked_psn; /* last PSN answered by a response or ACK (exec_psn - 1 when all) */
+	int nak_sent;       /* we refused a request: discard everything after it */
+	uint32_t imm_len;   /* WRITE_IMM: bytes written so far for the current WR */
+
+	/* buffers */
+	uint8_t *rx;
+	size_t rx_len;
+	uint8_t *tx;
+	size_t tx_cap, tx_off, tx_len; /* bytes [tx_off, tx_len) are pending */
+	size_t tx_reserve;             /* room kept for responses */
+	uint64_t last_rx_ns;
+	struct fab_pending pending; /* in the accept queue; the connector's private data */
+};
+
+struct tcp_fab {
+	struct fab base;
+	struct fab_ops ops;
+	struct keytab kt;
+	int lfd, epfd, evfd, cq_evfd;
+	pthread_t nic;
+	int stop;
+	struct fab_addr addr;
+	uint64_t slow_ns;
+	uint64_t rng;
+
+	pthread_mutex_t lock; /* links[], the accept queue, close requests */
+	pthread_cond_t cond;
+	struct tcp_link *links[TCP_MAX_LINKS];
+	unsigned nlinks;
+	unsigned links_gen; /* atomic: bumped when links[] changes */
+	struct fab_acceptq acceptq;
+	uint32_t next_link_id;
+
+	/* the NIC's private view of links[] */
+	struct tcp_link *nic_links[TCP_MAX_LINKS];
+	unsigned nic_nlinks, nic_gen;
+
+	/* completion queue: the NIC produces, one poller consumes */
+	struct fab_wc *cq;
+	uint32_t cq_mask;
+	uint64_t cq_head;   /* atomic: consumer */
+	uint64_t cq_tail;   /* atomic: producer */
+	int64_t cq_credits; /* atomic: CQ entries not yet promised to a request */
+	int poll_waiting;   /* atomic */
+	int nic_sleeping;   /* atomic */
+	unsigned nic_busy;  /* atomic: odd while the NIC touches memory (mr_dereg waits) */
+};
+
+static inline int tcp_psn_before(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
+
+static inline struct tcp_link *to_tcp_link(struct fab_link *l)
+{
+	return container_of(l, struct tcp_link, base);
+}
+
+static inline struct tcp_fab *to_tcp_fab(struct fab *f)
+{
+	return container_of(f, struct tcp_fab, base);
+}
+
+/* tcp_tx_used -- bytes pending in the tx buffer. */
+static inline size_t tcp_tx_used(const struct tcp_link *l)
+{
+	return l->tx_len - l->tx_off;
+}
+
+/* cq.c */
+void tcp_cq_push(struct tcp_fab *f, struct tcp_link *l, uint64_t wrid, int opcode, int status,
+                 uint32_t len, uint32_t imm, int has_imm);
+void tcp_cq_wake(struct tcp_fab *f);
+int tcp_poll(struct fab *fab, struct fab_wc *wc, int max);
+int tcp_wait_fd(struct fab *fab);
+int tcp_arm(struct fab *fab);
+int tcp_wait(struct fab *fab, int timeout_ms);
+
+/* initiator.c */
+void tcp_flush_sq(struct tcp_link *l, int first_err, int err);
+void tcp_flush_rq(struct tcp_link *l);
+int tcp_link_issue(struct tcp_link *l);
+void tcp_on_response(struct tcp_link *l, const struct tcp_frame *f, const uint8_t *data);
+int tcp_post(struct fab_link *link, const struct fab_wr *wr, int n);
+int tcp_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, int n);
+
+/* target.c */
+void tcp_copy_out(void *dst, const void *src, size_t len);
+void tcp_send_acks(struct tcp_link *l);
+void tcp_exec_request(struct tcp_link *l, const struct tcp_frame *f, const uint8_t *data);
+
+/* tx.c */
+void tcp_link_set_out(struct tcp_link *l, int want);
+uint8_t *tcp_tx_frame(struct tcp_link *l, const struct tcp_frame *f);
+uint8_t *tcp_tx_response(struct tcp_link *l, const struct tcp_frame *f);
+void tcp_tx_flush(struct tcp_link *l);
+void tcp_drain(struct tcp_link *l, int timed_out);
+
+/* link.c */
+void tcp_link_fail(struct tcp_link *l, int first_err, int err, const char *why);
+void tcp_link_free(struct tcp_link *l);
+void tcp_on_hello(struct tcp_link *l, const struct tcp_frame *fr, const uint8_t *data);
+void tcp_nic_accept(struct tcp_fab *f);
+int tcp_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, const void *priv,
+                size_t priv_len, int timeout_ms, struct fab_link **out);
+int tcp_accept(struct fab *fab, uint64_t ctx, int timeout_ms, struct fab_link **out, void *priv,
+               size_t *priv_len);
+int tcp_link_close(struct fab_link *link);
+int tcp_link_state(struct fab_link *link);
+
+/* nic.c */
+void tcp_nic_kick(struct tcp_fab *f);
+void *tcp_nic_main(void *arg);
+
+/* mr.c */
+int tcp_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct fab_mr **out);
+int tcp_mr_dereg(struct fab_mr *mr);
+
+#endif /* LOCO_FABRIC_TCP_H */

@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * cm.c -- connection management on rdma_cm: the fab's event thread
+ * (connect requests, ESTABLISHED into the accept queue, DISCONNECTED and
+ * errors take links down, zombie reaping), fab_connect() on a private
+ * event channel, and fab_accept().
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../clock.h"
+#include "../../log.h"
+#include "verbs.h"
+
+static void conn_param(const struct vrb_fab *f, struct rdma_conn_param *p, const void *priv,
+                       uint8_t len)
+{
+	*p = (struct rdma_conn_param){
+	    .private_data = priv,
+	    .private_data_len = len,
+	    .responder_resources = f->rd_atom,
+	    .initiator_depth = f->init_rd_atom,
+	    .retry_count = VRB_RETRY_CNT,
+	    .rnr_retry_count = VRB_RNR_RETRY,
+	};
+}
+
+void vrb_kick(struct vrb_fab *f)
+{
+	uint64_t one = 1;
+
+	if (write(f->ctl_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		lc_log_warn("verbs: %s: cannot wake the event thread: %s", f->dev, strerror(errno));
+}
+
+/* A copy of an event, taken before it is acked. */
+struct vrb_event {
+	enum rdma_cm_event_type type;
+	int status;
+	struct rdma_cm_id *id;
+	struct rdma_cm_id *listen_id;
+	uint8_t priv[64];
+	uint8_t priv_len;
+	uint8_t initiator_depth, responder_resources;
+};
+
+/* get_event -- take, copy and ack the next event of @ch (non-blocking fd: -EAGAIN). */
+static int get_event(struct rdma_event_channel *ch, struct vrb_event *out)
+{
+	struct rdma_cm_event *ev;
+
+	if (rdma_get_cm_event(ch, &ev) != 0)
+		return -errno;
+	*out = (struct vrb_event){
+	    .type = ev->event,
+	    .status = ev->status,
+	    .id = ev->id,
+	    .listen_id = ev->listen_id,
+	};
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST && ev->param.conn.private_data != NULL) {
+		out->initiator_depth = ev->param.conn.initiator_depth;
+		out->responder_resources = ev->param.conn.responder_resources;
+		out->priv_len = ev->param.conn.private_data_len < sizeof(out->priv)
+		                    ? ev->param.conn.private_data_len
+		                    : (uint8_t)sizeof(out->priv);
+		memcpy(out->priv, ev->param.conn.private_data, out->priv_len);
+	}
+	/* ack at once: rdma_destroy_id() waits for the acks of its id's events */
+	rdma_ack_cm_event(ev);
+	return 0;
+}
+
+/* on_connect_request -- a peer connects: QP on our PD and CQ, then rdma_accept. */
+static void on_connect_request(struct vrb_fab *f, const struct vrb_event *ev)
+{
+	struct rdma_conn_param p;
+	struct vrb_link *l;
+	char peer[FAB_ADDR_STRLEN];
+	size_t plen = ev->priv_len >= VRB_PRIV_HDR ? ev->priv[2] : 0;
+
+	vrb_addr_str(rdma_get_peer_addr(ev->id), peer, sizeof(peer));
+	if (ev->priv_len < VRB_PRIV_HDR || ev->priv[0] != VRB_PRIV_MAGIC ||
+	    ev->priv[1] != VRB_PRIV_VERSION || plen > FAB_PRIV_MAX ||
+	    VRB_PRIV_HDR + plen > ev->priv_len) {
+		lc_log_warn("verbs: %s: connection request from %s without LOCO's header: rejected",
+		            f->dev, peer);
+		goto err_reject;
+	}
+	if (ev->id->verbs != f->ctx) {
+		lc_log_warn("verbs: %s: connection request from %s arrived on another device: "
+		            "rejected",
+		            f->dev, peer);
+		goto err_reject;
+	}
+	l = vrb_link_new(f, ev->id);
+	if (l == NULL) {
+		lc_log_err("verbs: %s: out of memory accepting a link from %s", f->dev, peer);
+		goto err_reject;
+	}
+	memcpy(l->pending.priv, ev->priv + VRB_PRIV_HDR, plen);
+	l->pending.priv_len = plen;
+	if (vrb_link_create_qp(l) != 0)
+		goto err_free;
+	ev->id->context = l;
+	conn_param(f, &p, NULL, 0);
+	/* never promise more than the connector asked for */
+	if (p.responder_resources > ev->initiator_depth)
+		p.responder_resources = ev->initiator_depth;
+	if (p.initiator_depth > ev->responder_resources)
+		p.initiator_depth = ev->responder_resources;
+	vrb_link_add(f, l, VRB_LINK_ACCEPTING);
+	if (rdma_accept(ev->id, &p) != 0) {
+		lc_log_err("verbs: %s: rdma_accept of the link from %s failed: %s", f->dev, peer,
+		           strerror(errno));
+		pthread_mutex_lock(&f->lock);
+		vrb_link_unlink(f, l);
+		pthread_mutex_unlock(&f->lock);
+		vrb_link_free(l); /* destroys the id: the peer sees a reject or a timeout */
+		return;
+	}
+	vrb_link_set_rnr(l);
+	return;
+
+err_free:
+	l->id = NULL; /* destroyed below, after the reject */
+	vrb_link_free(l);
+err_reject:
+	rdma_reject(ev->id, NULL, 0);
+	rdma_destroy_id(ev->id);
+}
+
+static void on_established(struct vrb_fab *f, struct vrb_link *l)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&f->lock);
+	if (l->state == VRB_LINK_ACCEPTING) {
+		l->state = VRB_LINK_UP;
+		fab_acceptq_push(&f->acceptq, &l->pending, &l->base);
+	}
+	pthread_mutex_unlock(&f->lock);
+	lc_log_info("verbs: %s: link %u from %s established", f->dev, l->base.id, l->peer);
+	/* a poller blocked on the wait fd takes accepted links too */
+	if (write(f->acc_fd, &one, sizeof(one)) < 0)
+		lc_log_warn("verbs: %s: cannot wake the poller: %s", f->dev, strerror(errno));
+}
+
+/* on_link_event -- an event for one of our links (id->context). */
+static void on_link_event(struct vrb_fab *f, const struct vrb_event *ev)
+{
+	struct vrb_link *l = ev->id->context;
+	char why[96];
+
+	if (l == NULL)
+		return;
+	switch (ev->type) {
+	case RDMA_CM_EVENT_ESTABLISHED:
+		on_established(f, l);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		if (vrb_link_down(l, -ECONNRESET, -ECONNRESET, false, NULL))
+			lc_log_info("verbs: %s: link %u to %s: the peer disconnected", f->dev,
+			            l->base.id, l->peer);
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		pthread_mutex_lock(&f->lock);
+		if (l->state == VRB_LINK_ACCEPTING) {
+			/* never established, never seen by the user: drop it */
+			vrb_link_unlink(f, l);
+			pthread_mutex_unlock(&f->lock);
+			lc_log_info("verbs: %s: link from %s not established: %s (status %d)",
+			            f->dev, l->peer, rdma_event_str(ev->type), ev->status);
+			vrb_link_free(l);
+			break;
+		}
+		pthread_mutex_unlock(&f->lock);
+		snprintf(why, sizeof(why), "%s (status %d)", rdma_event_str(ev->type), ev->status);
+		vrb_link_down(l, -ECONNRESET, -ECONNRESET, false, why);
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		vrb_link_down(l, -EIO, -EIO, false, "the device was removed");
+		break;
+	default:
+		break; /* TIMEWAIT_EXIT, ADDR_CHANGE: nothing to do */
+	}
+}
+
+void *vrb_event_main(void *arg)
+{
+	struct vrb_fab *f = arg;
+
+	while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
+		struct pollfd pfd[2] = {{.fd = f->ch->fd, .events = POLLIN},
+		                        {.fd = f->ctl_fd, .events = POLLIN}};
+		unsigned zombies;
+		uint64_t v;
+		int r;
+
+		pthread_mutex_lock(&f->lock);
+		zombies = f->nzombies;
+		pthread_mutex_unlock(&f->lock);
+		r = poll(pfd, 2, zombies ? VRB_REAP_MS : -1);
+		if (r < 0 && errno != EINTR) {
+			lc_log_err("verbs: %s: event thread: poll failed: %s", f->dev,
+			           strerror(errno));
+			break;
+		}
+		if (pfd[1].revents && read(f->ctl_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			lc_log_warn("verbs: %s: eventfd read: %s", f->dev, strerror(errno));
+		for (int i = 0; i < VRB_CM_BATCH; i++) {
+			struct vrb_event ev;
+
+			if (get_event(f->ch, &ev) != 0)
+				break; /* EAGAIN: drained */
+			lc_log_debug("verbs: %s: rdma_cm event %s (status %d)", f->dev,
+			             rdma_event_str(ev.type), ev.status);
+			if (ev.type == RDMA_CM_EVENT_CONNECT_REQUEST)
+				on_connect_request(f, &ev);
+			else if (ev.id != f->lid)
+				on_link_event(f, &ev);
+			else
+				lc_log_info("verbs: %s: listener event %s (status %d)", f->dev,
+				            rdma_event_str(ev.type), ev.status);
+		}
+		vrb_reap_zombies(f);
+	}
+	return NULL;
+}
+
+/* wait_event -- the next event of a private channel, waiting until @deadline. */
+static int wait_event(struct rdma_event_channel *ch, uint64_t deadline, struct vrb_event *ev)
+{
+	for (;;) {
+		struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+		uint64_t now = lc_now_ns();
+		int r;
+
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		r = poll(&pfd, 1, (int)((deadline - now) / 1000000ull) + 1);
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (r > 0)
+			return get_event(ch, ev);
+	}
+}
+
+/* expect_event -- wait for event @want; map the failures to an errno. */
+static int expect_event(struct rdma_event_channel *ch, uint64_t deadline,
+                        enum rdma_cm_event_type want, const char **what)
+{
+	struct vrb_event ev;
+	int ret = wait_event(ch, deadline, &ev);
+
+	if (ret) {
+		*what = ret != -ETIMEDOUT                      ? "cannot read rdma_cm events"
+		        : want == RDMA_CM_EVENT_ADDR_RESOLVED  ? "address not resolved in time"
+		        : want == RDMA_CM_EVENT_ROUTE_RESOLVED ? "route not resolved in time"
+		                                               : "no answer in time";
+		return ret;
+	}
+	if (ev.type == want)
+		return 0;
+	*what = rdma_event_str(ev.type);
+	switch (ev.type) {
+	case RDMA_CM_EVENT_REJECTED:
+		return -ECONNREFUSED; /* nobody listens there, or the peer refused */
+	case RDMA_CM_EVENT_UNREACHABLE:
+		return -ETIMEDOUT;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		return ev.status < 0 ? ev.status : -EHOSTUNREACH;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		return ev.status < 0 ? ev.status : -ECONNREFUSED;
+	default:
+		return -EPROTO;
+	}
+}
+
+/*
+ * resolve_addr -- a new id of @ch with the address from @src to @dst
+ * resolved, retried with short timeouts until @deadline. The kernel can
+ * miss the neighbour update of an ARP reply that comes before it queued
+ * the request (a veth peer answers at once); the request then completes
+ * only when its own timeout expires. Short attempts keep that wait short.
+ */
+static int resolve_addr(struct rdma_event_channel *ch, struct rdma_cm_id **out,
+                        struct sockaddr *src, const struct sockaddr *dst, uint64_t deadline,
+                        const char **what)
+{
+	int step = VRB_RESOLVE_MS, ret = -ETIMEDOUT;
+
+	*what = "address not resolved in time";
+	for (int i = 0; i < 64; i++) {
+		uint64_t now = lc_now_ns();
+		struct rdma_cm_id *id;
+		int ms;
+
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		ms = (int)((deadline - now) / 1000000ull) + 1;
+		if (ms > step)
+			ms = step;
+		if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) != 0) {
+			*what = "rdma_create_id";
+			return -errno;
+		}
+		if (rdma_resolve_addr(id, src, (struct sockaddr *)dst, ms) != 0) {
+			ret = -errno;
+			*what = "rdma_resolve_addr";
+			rdma_destroy_id(id);
+			return ret;
+		}
+		ret = expect_event(ch, deadline, RDMA_CM_EVENT_ADDR_RESOLVED, what);
+		if (ret == 0) {
+			*out = id;
+			return 0;
+		}
+		rdma_destroy_id(id);
+		if (ret != -ETIMEDOUT && ret != -ENODATA)
+			return ret;
+		step = step < 1000 ? 2 * step : 1000;
+	}
+	return ret;
+}
+
+int vrb_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, const void *priv,
+                size_t priv_len, int timeout_ms, struct fab_link **out)
+{
+	struct vrb_fab *f = to_vrb_fab(fab);
+	uint64_t deadline = fab_deadline_ns(timeout_ms);
+	uint8_t pd[VRB_PRIV_HDR + FAB_PRIV_MAX] = {VRB_PRIV_MAGIC, VRB_PRIV_VERSION,
+	                                           (uint8_t)priv_len};
+	char where[FAB_ADDR_STRLEN] = "?";
+	struct rdma_event_channel *ch;
+	struct rdma_conn_param p;
+	struct rdma_cm_id *id = NULL;
+	struct sockaddr_in src;
+	struct vrb_link *l = NULL;
+	const char *what = "";
+	int ret, ms;
+
+	if (fab_connect_check(peer, priv, priv_len, out) || peer->ss.ss_family != AF_INET)
+		return -EINVAL;
+	fab_addr_format(peer, where, sizeof(where));
+	if (priv_len)
+		memcpy(pd + VRB_PRIV_HDR, priv, priv_len);
+	ch = rdma_create_event_channel();
+	if (ch == NULL) {
+		ret = -errno;
+		lc_log_err("verbs: %s: connect to %s: cannot open an rdma_cm channel: %s", f->dev,
+		           where, strerror(-ret));
+		return ret;
+	}
+	/* from our own address: rdma_cm then resolves to our device */
+	memcpy(&src, &f->addr.ss, sizeof(src));
+	src.sin_port = 0;
+	ms = timeout_ms < 0 ? 3600000 : timeout_ms > 0 ? timeout_ms : 1;
+	ret = resolve_addr(ch, &id, (struct sockaddr *)&src, (const struct sockaddr *)&peer->ss,
+	                   deadline, &what);
+	if (ret)
+		goto err_channel;
+	if (id->verbs != f->ctx) {
+		ret = -EINVAL;
+		what = "the route leaves through another device";
+		goto err_id;
+	}
+	if (rdma_resolve_route(id, ms) != 0) {
+		ret = -errno;
+		what = "rdma_resolve_route";
+		goto err_id;
+	}
+	ret = expect_event(ch, deadline, RDMA_CM_EVENT_ROUTE_RESOLVED, &what);
+	if (ret)
+		goto err_id;
+	l = vrb_link_new(f, id);
+	if (l == NULL) {
+		ret = -ENOMEM;
+		what = "out of memory";
+		goto err_id;
+	}
+	snprintf(l->peer, sizeof(l->peer), "%s", where);
+	ret = vrb_link_create_qp(l);
+	if (ret) {
+		what = "no QP";
+		goto err_link;
+	}
+	l->base.ctx = ctx;
+	id->context = l;
+	conn_param(f, &p, pd, (uint8_t)(VRB_PRIV_HDR + priv_len));
+	if (rdma_connect(id, &p) != 0) {
+		ret = -errno;
+		what = "rdma_connect";
+		goto err_link;
+	}
+	ret = expect_event(ch, deadline, RDMA_CM_EVENT_ESTABLISHED, &what);
+	if (ret)
+		goto err_link;
+	vrb_link_set_rnr(l);
+	/* from now on the fab's event thread sees the link's events (DISCONNECTED) */
+	if (rdma_migrate_id(id, f->ch) != 0) {
+		ret = -errno;
+		what = "rdma_migrate_id";
+		goto err_link;
+	}
+	rdma_destroy_event_channel(ch);
+	vrb_link_add(f, l, VRB_LINK_UP);
+	lc_log_info("verbs: %s: link %u to %s established", f->dev, l->base.id, where);
+	*out = &l->base;
+	return 0;
+
+err_link:
+	vrb_link_free(l); /* destroys the id */
+	id = NULL;
+err_id:
+	if (id != NULL)
+		rdma_destroy_id(id);
+err_channel:
+	rdma_destroy_event_channel(ch);
+	lc_log_info("verbs: %s: connect to %s failed: %s: %s", f->dev, where, what, strerror(-ret));
+	return ret;
+}
+
+int vrb_accept(struct fab *fab, uint64_t ctx, int timeout_ms, struct fab_link **out, void *priv,
+               size_t *priv_len)
+{
+	return fab_acceptq_accept(&to_vrb_fab(fab)->acceptq, ctx, timeout_ms, out, priv, priv_len);
+}
