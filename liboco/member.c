@@ -50,6 +50,8 @@ static void set_link(loco_manager_t *m, uint32_t node, struct fab_link *link)
 	lc_links_set(&m->links, node, link);
 }
 
+static void link_rebuild(loco_manager_t *m, struct lc_member *mb, int cause);
+
 /* conn_alive -- whether @c is still in the list (an earlier event may have dropped it). */
 static int conn_alive(loco_manager_t *m, const struct lc_conn *c)
 {
@@ -590,12 +592,17 @@ uint64_t lc_member_timers(loco_manager_t *m, uint64_t now)
 		m->next_hb_ns = now + limit / 4;
 	}
 	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next) {
-		int cause = mb->link != NULL ? fab_link_state(mb->link) : 0;
+		int cause = mb->link != NULL && mb->conn != NULL && !m->leaving
+		                ? fab_link_state(mb->link)
+		                : 0;
 
+		/*
+		 * A link that went down while its member still talks to us
+		 * (e.g. after a refused access): rebuild it. Whether the member
+		 * itself failed is for its control connection to say.
+		 */
 		if (cause != 0) {
-			pthread_mutex_unlock(&m->lock);
-			lc_member_link_failed(m, mb->info.node, cause);
-			pthread_mutex_lock(&m->lock);
+			link_rebuild(m, mb, cause);
 			break; /* at most one per tick: the list may have changed */
 		}
 	}
