@@ -35,8 +35,10 @@
  * healthy node can read under load is not the question here.
  *
  * Checks (node 1): the peak RSS during the load stays within RSS_MAX_GROWTH
- * of the RSS before it (a judged load announces at least twice that much to
- * node 3 while it is a member: an unbounded queue shows); no call took more
+ * of the RSS before it (a judged load announces at least that much to node
+ * 3, the full load twice that: an unbounded queue shows; the bound leaves
+ * room for the library's 8 MiB queue and, under ASan, its quarantine of
+ * the queue's earlier sizes); no call took more
  * than CALL_MAX_MS (a send that waits for room in the stopped node's socket
  * shows as a call of seconds: either failure mode is caught); at least
  * MIN_CYCLES cycles ran (else there is nothing to judge). Node 2: it sees
@@ -65,7 +67,7 @@
 #define CYCLE_RATE     2400 /* cycles per second at most (~35 MB/s to node 3) */
 #define CHAN_EVERY     8
 #define RSS_EVERY      16
-#define RSS_MAX_GROWTH (16ll << 20)
+#define RSS_MAX_GROWTH (32ll << 20)
 #define CALL_MAX_MS    500
 #define FINAL_MS       5000
 #define BOX_FINAL      1 /* node 1: when it created "final/f" */
