@@ -172,12 +172,7 @@ static noreturn void victim_main(void)
 	SC_ASSERT_OK(
 	    loco_region_create(obj, "buf", WLEN, LOCO_ACCESS_READ | LOCO_ACCESS_WRITE, &reg));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
-	sc_log("victim node %u ready (pid %d)", loco_node_id(m), (int)getpid());
-	sc_report("ready");
-	/* SIGKILL ends us; the alarm fails us if nobody does */
-	for (int i = 0; i < 1000; i++)
-		pause();
-	SC_FAIL("victim node %u was not killed", loco_node_id(m));
+	sc_victim_wait(m);
 }
 
 static pid_t spawn_victim(loco_manager_t *m, uint32_t id, int *report)

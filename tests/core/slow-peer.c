@@ -203,11 +203,7 @@ static noreturn void victim_main(void)
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "slow-bg", 3, &bg));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	SC_ASSERT_OK(loco_channel_join(bg, 20 * SC_NS));
-	sc_log("victim node %u ready (pid %d)", loco_node_id(m), (int)getpid());
-	sc_report("ready");
-	for (int i = 0; i < 1000; i++)
-		pause();
-	SC_FAIL("victim node %u was not killed", loco_node_id(m));
+	sc_victim_wait(m);
 }
 
 static int cmp_i64(const void *a, const void *b)

@@ -563,3 +563,13 @@ loco_object_t *sc_standing_regions(loco_channel_t *ch, const char *name, int n)
 	}
 	return obj;
 }
+
+noreturn void sc_victim_wait(loco_manager_t *m)
+{
+	sc_log("victim node %u ready (pid %d)", loco_node_id(m), (int)getpid());
+	sc_report("ready");
+	/* SIGKILL ends us; the alarm fails us if nobody sends one */
+	for (int i = 0; i < 1000; i++)
+		pause();
+	SC_FAIL("victim node %u was not killed", loco_node_id(m));
+}

@@ -136,6 +136,13 @@ char *sc_ids_str(const uint32_t *ids, int n, char *buf, size_t len);
 pid_t sc_spawn(const char *role, const char *const *env, int *report_fd);
 
 /*
+ * sc_victim_wait -- a node that another one kills: log that it is ready,
+ * report "ready" to its spawner, then wait for the SIGKILL (the alarm
+ * fails it if nobody sends one).
+ */
+noreturn void sc_victim_wait(loco_manager_t *m);
+
+/*
  * sc_standing_regions -- object @name in @ch with @n small regions whose
  * names are long (about 110 bytes): every announcement of the channel
  * then carries them, which makes control-plane traffic heavy on purpose.
