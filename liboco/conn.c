@@ -58,11 +58,12 @@ static int watch(struct lc_conn *c, int op)
 	return epoll_ctl(c->epfd, op, c->fd, &ev) < 0 ? -errno : 0;
 }
 
-int lc_conn_adopt(struct lc_conn *c, int epfd, int evfd)
+int lc_conn_adopt(struct lc_conn *c, int epfd, int evfd, const pthread_t *owner)
 {
 	int ret;
 
 	pthread_mutex_lock(&c->tx_lock);
+	c->owner = owner;
 	c->epfd = epfd;
 	__atomic_store_n(&c->evfd, evfd, __ATOMIC_RELEASE);
 	c->tx_want_out = c->tx_len > 0;
@@ -206,8 +207,15 @@ int lc_conn_send(struct lc_conn *c, struct lc_msg *msg)
 		int was_empty = c->tx_len == 0;
 
 		c->tx_len += (size_t)len;
-		if (was_empty)
+		/*
+		 * The socket is the progress thread's: it writes at once; any
+		 * other thread only asks it to (EPOLLOUT fires at once on a
+		 * socket with room). Unadopted connections are the handshake's.
+		 */
+		if (was_empty && (c->epfd < 0 || pthread_equal(pthread_self(), *c->owner)))
 			ret = tx_push(c);
+		else if (was_empty)
+			want_out(c, 1);
 	}
 	pthread_mutex_unlock(&c->tx_lock);
 	if (ret == -ENOBUFS || ret == -ENOMEM) {

@@ -5,9 +5,9 @@
  *
  * A send never blocks its caller: lc_conn_send() encodes the message
  * straight into the connection's queue (no allocation per message; the
- * queue grows in steps up to LC_CONN_TXQ_MAX), tries one non-blocking
- * send() when the queue was empty, and otherwise leaves the rest to the
- * progress thread, which waits for EPOLLOUT. A peer that stops reading
+ * queue grows in steps up to LC_CONN_TXQ_MAX) and leaves the writing to
+ * the progress thread, which alone touches an adopted connection's
+ * socket: it writes at once when it is the sender, else on EPOLLOUT. A peer that stops reading
  * fills the queue: a message that does not fit marks the connection
  * dead (its member then fails), and so does a queue that made no
  * progress for the failure bound (lc_conn_stalled()). Messages are never
@@ -48,8 +48,9 @@ enum lc_conn_state {
 /* A control-plane connection to another manager. */
 struct lc_conn {
 	int fd;
-	int epfd; /* the progress thread's epoll, once adopted; -1 before */
-	int evfd; /* its wake-up eventfd: a kill wakes it (-1 before adoption) */
+	int epfd;               /* the progress thread's epoll, once adopted; -1 before */
+	int evfd;               /* its wake-up eventfd: a kill wakes it (-1 before adoption) */
+	const pthread_t *owner; /* the progress thread: the only one that writes the socket */
 	int state;
 	int initiator; /* we connected */
 	int dead;      /* atomic: to be dropped by the progress thread */
@@ -82,9 +83,10 @@ void lc_conn_free(struct lc_conn *c);
 
 /*
  * lc_conn_adopt -- watch @c in @epfd (EPOLLIN; EPOLLOUT while its queue
- * waits); @evfd wakes the progress thread when @c is killed. 0 or -errno.
+ * waits); @evfd wakes the progress thread, @owner, when @c is killed.
+ * From then on only @owner reads and writes the socket. 0 or -errno.
  */
-int lc_conn_adopt(struct lc_conn *c, int epfd, int evfd);
+int lc_conn_adopt(struct lc_conn *c, int epfd, int evfd, const pthread_t *owner);
 
 /* lc_conn_unwatch -- take @c out of its epoll (before freeing it). */
 void lc_conn_unwatch(struct lc_conn *c);

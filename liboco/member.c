@@ -78,7 +78,7 @@ static void conn_drop(loco_manager_t *m, struct lc_conn *c)
 
 static int conn_adopt(loco_manager_t *m, struct lc_conn *c)
 {
-	int ret = lc_conn_adopt(c, m->epfd, m->evfd);
+	int ret = lc_conn_adopt(c, m->epfd, m->evfd, &m->progress);
 
 	if (ret == 0) {
 		c->next = m->conns;

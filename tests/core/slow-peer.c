@@ -30,7 +30,9 @@
  *   - every push succeeds (the other node stays a member and a peer);
  *   - with "before" the pushes begun before the stop and "during" those
  *     begun from the stop to the fail timeout + DURING_EXTRA_MS after it:
- *     no push during takes more than PUSH_MAX_MS, and the median during is
+ *     no push during takes more than PUSH_MAX_MS (the stall of a send
+ *     that blocks on the stopped node is 2 s; a loaded 2-core machine
+ *     alone shows up to ~350 ms), and the median during is
  *     <= 2 x the median before + MEDIAN_SLACK_US (each window holds at
  *     least MIN_SAMPLES pushes);
  *   - node 3 disappears from loco_members() and from the peers of "slow"
@@ -70,7 +72,7 @@
 #define DURING_EXTRA_MS 500  /* the "during" window: the fail timeout + this */
 #define DETECT_SLACK_MS 1000 /* node 3 dropped within the fail timeout + this */
 #define MEDIAN_SLACK_US 200
-#define PUSH_MAX_MS     250
+#define PUSH_MAX_MS     1000
 #define MIN_SAMPLES     20
 #define MAX_SAMPLES     (1 << 20)
 #define BOX_START       1 /* node 1: when the pushes start (CLOCK_MONOTONIC ns) */
