@@ -52,10 +52,10 @@ void lc_auth_refuse(struct lc_conn *c, int err, const char *why)
 	lc_conn_send(c, &msg);
 }
 
-/* dial -- a blocking TCP connection to @addr. Returns the fd or -errno. */
-static int dial(const char *addr)
+int lc_auth_connect(loco_manager_t *m, const char *addr, struct lc_conn **out, struct lc_msg *msg)
 {
 	struct fab_addr a;
+	struct lc_conn *c;
 	int fd, ret, one = 1;
 
 	ret = fab_addr_parse(addr, 0, &a);
@@ -63,58 +63,41 @@ static int dial(const char *addr)
 		lc_log_err("manager: bad member address %s", addr);
 		return ret;
 	}
-	fd = socket(a.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = socket(a.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (struct sockaddr *)&a.ss, a.len) < 0) {
+	if (connect(fd, (struct sockaddr *)&a.ss, a.len) < 0 && errno != EINPROGRESS) {
 		ret = -errno;
 		close(fd);
 		return ret;
 	}
-	return fd;
-}
-
-/* expect -- the next message must be @type; a REFUSE gives its error. */
-static int expect(struct lc_conn *c, struct lc_msg *msg, uint8_t *buf, unsigned type,
-                  const char *addr)
-{
-	int ret = lc_conn_recv_sync(c, msg, buf);
-
-	if (ret)
-		return ret;
-	if (msg->type == LC_MSG_REFUSE) {
-		lc_log_err("manager: %s refused us: %s", addr, msg->u.refuse.reason);
-		return -(int)msg->u.refuse.err;
-	}
-	return msg->type == type ? 0 : -EPROTO;
-}
-
-int lc_auth_connect(loco_manager_t *m, const char *addr, struct lc_conn **out, struct lc_msg *msg,
-                    uint8_t *buf)
-{
-	uint8_t want[LC_MAC_LEN];
-	struct lc_conn *c;
-	int fd, ret;
-
-	fd = dial(addr);
-	if (fd < 0)
-		return fd;
 	c = lc_conn_new(fd, 1, m->node_id, m->inc);
 	if (c == NULL) {
 		close(fd);
 		return -ENOMEM;
 	}
+	snprintf(c->peer.ctrl_addr, sizeof(c->peer.ctrl_addr), "%s", addr);
 	memset(msg, 0, sizeof(*msg));
 	msg->type = LC_MSG_HELLO;
 	memcpy(msg->u.hello.nonce, c->nonce_mine, LC_NONCE_LEN);
 	snprintf(msg->u.hello.fabric, sizeof(msg->u.hello.fabric), "%s", m->fabric);
 	lc_self_info(m, &msg->u.hello.self);
-	ret = lc_conn_send_sync(c, msg, buf);
-	if (ret == 0)
-		ret = expect(c, msg, buf, LC_MSG_CHALLENGE, addr);
-	if (ret)
-		goto err_free;
+	/* queued: it goes out once the connection is made (EPOLLOUT) */
+	ret = lc_conn_send(c, msg);
+	if (ret && ret != -EAGAIN) {
+		lc_conn_free(c);
+		return ret;
+	}
+	c->state = LC_CONN_CHALLENGE;
+	*out = c;
+	return 0;
+}
+
+int lc_auth_challenge(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
+{
+	uint8_t want[LC_MAC_LEN];
+
 	c->peer.node = msg->src_node;
 	c->peer.inc = msg->src_inc;
 	memcpy(c->nonce_peer, msg->u.challenge.nonce, LC_NONCE_LEN);
@@ -123,37 +106,15 @@ int lc_auth_connect(loco_manager_t *m, const char *addr, struct lc_conn **out, s
 	if (sodium_memcmp(want, msg->u.challenge.mac, LC_MAC_LEN) != 0) {
 		lc_log_err("manager: node %u at %s failed authentication: wrong cluster secret "
 		           "(LOCO_SECRET)",
-		           c->peer.node, addr);
-		/* say why, so that the member logs the refusal too */
-		memset(msg, 0, sizeof(*msg));
-		msg->type = LC_MSG_REFUSE;
-		msg->u.refuse.err = LOCO_EAUTH;
-		snprintf(msg->u.refuse.reason, sizeof(msg->u.refuse.reason),
-		         "authentication failed");
-		lc_conn_send_sync(c, msg, buf);
-		ret = -LOCO_EAUTH;
-		goto err_free;
+		           c->peer.node, c->peer.ctrl_addr);
+		return -LOCO_EAUTH;
 	}
 	memset(msg, 0, sizeof(*msg));
 	msg->type = LC_MSG_AUTH;
 	mac(m, 'C', c->nonce_mine, c->nonce_peer, m->node_id, m->inc, c->peer.node, c->peer.inc,
 	    msg->u.auth.mac);
-	ret = lc_conn_send_sync(c, msg, buf);
-	if (ret == 0)
-		ret = expect(c, msg, buf, LC_MSG_WELCOME, addr);
-	if (ret)
-		goto err_free;
-	for (uint32_t i = 0; i < msg->u.welcome.n; i++)
-		if (msg->u.welcome.m[i].node == c->peer.node)
-			c->peer = msg->u.welcome.m[i];
-	c->state = LC_CONN_UP;
-	c->last_rx_ns = lc_now_ns();
-	*out = c;
+	c->state = LC_CONN_WELCOME;
 	return 0;
-
-err_free:
-	lc_conn_free(c);
-	return ret;
 }
 
 int lc_auth_hello(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg, uint64_t known_inc,

@@ -13,9 +13,8 @@
  * secret without sending it, bound to both fresh nonces and both
  * identities. A wrong secret is refused and logged on both sides.
  *
- * Thread safety: lc_auth_connect() blocks (bounded) and runs on the
- * dialer or the joining thread, holding no lock; the acceptor's steps run
- * on the progress thread.
+ * Thread safety: every step runs on the progress thread; nothing here
+ * blocks (the connector's connect is non-blocking).
  */
 #ifndef LOCO_LC_AUTH_H
 #define LOCO_LC_AUTH_H
@@ -26,13 +25,19 @@
 #include "ctrl_wire.h"
 
 /*
- * lc_auth_connect -- connect to the manager at @addr and authenticate.
- * Returns 0 with the connection (blocking I/O done, not yet adopted) in
- * *@out and the peer's WELCOME in *@msg; -ECONNREFUSED, -ETIMEDOUT,
- * -LOCO_EAUTH, -EPROTO, or the refusal's error. @buf: LC_CTRL_MAX_MSG bytes.
+ * lc_auth_connect -- start a connection to the manager at @addr: a
+ * non-blocking connect with HELLO queued (@msg is scratch). The progress
+ * thread adopts it; the steps follow as messages arrive. Returns 0 and
+ * *@out (state LC_CONN_CHALLENGE); -errno of socket/connect, -ENOMEM.
  */
-int lc_auth_connect(loco_manager_t *m, const char *addr, struct lc_conn **out, struct lc_msg *msg,
-                    uint8_t *buf);
+int lc_auth_connect(loco_manager_t *m, const char *addr, struct lc_conn **out, struct lc_msg *msg);
+
+/*
+ * lc_auth_challenge -- connector: check the CHALLENGE in @msg; on success
+ * fill @msg with the AUTH to send (state LC_CONN_WELCOME) and return 0;
+ * -LOCO_EAUTH when the acceptor does not know the secret.
+ */
+int lc_auth_challenge(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg);
 
 /*
  * lc_auth_hello -- acceptor: check the HELLO in @msg (@known_inc: the

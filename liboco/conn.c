@@ -291,37 +291,3 @@ int lc_conn_next(struct lc_conn *c, struct lc_msg *msg)
 	c->rx_off += (size_t)len;
 	return 1;
 }
-
-static uint64_t deadline_in(int timeout_ms)
-{
-	return lc_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-}
-
-int lc_conn_send_sync(struct lc_conn *c, struct lc_msg *msg, uint8_t *buf)
-{
-	long len;
-
-	msg->src_node = c->src_node;
-	msg->src_inc = c->src_inc;
-	len = lc_ctrl_encode(msg, buf, LC_CTRL_MAX_MSG);
-	if (len < 0)
-		return (int)len;
-	return lc_sock_io_full(c->fd, buf, (size_t)len, 1, deadline_in(LC_IO_TIMEOUT_MS));
-}
-
-int lc_conn_recv_sync(struct lc_conn *c, struct lc_msg *msg, uint8_t *buf)
-{
-	long len;
-	int ret;
-
-	ret = lc_sock_io_full(c->fd, buf, 4, 0, deadline_in(LC_IO_TIMEOUT_MS));
-	if (ret)
-		return ret;
-	len = lc_ctrl_peek(buf, 4);
-	if (len <= 0)
-		return -EPROTO;
-	ret = lc_sock_io_full(c->fd, buf + 4, (size_t)len - 4, 0, deadline_in(LC_IO_TIMEOUT_MS));
-	if (ret == 0)
-		ret = lc_ctrl_decode(buf, (size_t)len, msg);
-	return ret;
-}

@@ -14,10 +14,9 @@
  * dropped silently: a connection either delivers every message in
  * order or is dropped.
  *
- * The connector's handshake (HELLO .. WELCOME) runs before the
- * connection is adopted, with blocking I/O on its own socket, on the
- * dialer or joining thread; lc_conn_send_sync() / lc_conn_recv_sync()
- * serve it.
+ * Both sides' handshakes (HELLO .. WELCOME, auth.h) run on the progress
+ * thread as messages arrive; a connector's connect is non-blocking and
+ * its HELLO waits in the queue until the connection is made.
  *
  * Thread safety: lc_conn_send() is MT-safe (tx_lock, a leaf lock held
  * only around the queue); input and lc_conn_flush() run on the progress
@@ -38,11 +37,14 @@
 #define LC_IO_TIMEOUT_MS 2000                     /* one step of a handshake */
 
 struct lc_member;
+struct lc_cdial;
 
 enum lc_conn_state {
 	LC_CONN_HELLO = 1, /* acceptor: waiting for HELLO */
 	LC_CONN_AUTH,      /* acceptor: CHALLENGE sent, waiting for AUTH */
 	LC_CONN_UP,        /* authenticated */
+	LC_CONN_CHALLENGE, /* connector: HELLO queued, waiting for CHALLENGE */
+	LC_CONN_WELCOME,   /* connector: AUTH sent, waiting for WELCOME */
 };
 
 /* A control-plane connection to another manager. */
@@ -59,7 +61,9 @@ struct lc_conn {
 	uint8_t nonce_peer[LC_NONCE_LEN];
 	struct lc_member_info peer;
 	struct lc_member *member;
-	uint64_t accepted_ns; /* acceptor: when the connection came */
+	struct lc_cdial *dial; /* connector: the dial it serves (member.c) */
+	int dial_err;          /* connector: why the handshake failed (0: connection lost) */
+	uint64_t accepted_ns;  /* acceptor: when the connection came */
 	uint64_t last_rx_ns;
 	uint8_t *rx;
 	size_t rx_len, rx_off;
@@ -134,9 +138,5 @@ int lc_conn_recv(struct lc_conn *c);
  * the connection must be dropped).
  */
 int lc_conn_next(struct lc_conn *c, struct lc_msg *msg);
-
-/* lc_conn_send_sync / lc_conn_recv_sync -- the connector's handshake: blocking, bounded. */
-int lc_conn_send_sync(struct lc_conn *c, struct lc_msg *msg, uint8_t *buf);
-int lc_conn_recv_sync(struct lc_conn *c, struct lc_msg *msg, uint8_t *buf);
 
 #endif /* LOCO_LC_CONN_H */

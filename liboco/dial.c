@@ -1,25 +1,23 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* dial.c -- the dialer thread and joining (dial.h). */
+/* dial.c -- the dialer thread: data links to members (dial.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "auth.h"
 #include "dial.h"
 #include "log.h"
 #include "manager.h"
 #include "wake.h"
 
-/* A member the dialer must connect to. */
+/* A member the dialer must open a data link to. */
 struct lc_dial {
 	struct lc_member_info info;
 	uint64_t next_ns;  /* next attempt */
 	uint64_t deadline; /* give up after */
 	unsigned delay_ms; /* back-off */
 	int busy;          /* being dialled now */
-	int link_only;     /* a member whose data link must be rebuilt */
 	int cancelled;     /* while busy: drop it when done */
 	struct lc_dial *next;
 };
@@ -32,45 +30,23 @@ struct lc_dials {
 	int stop;
 	struct lc_dial *todo;
 	struct lc_dial_done *done, **done_tail;
-	struct lc_msg *msg; /* the dialer's scratch */
-	uint8_t *buf;
 };
 
-/* finish -- queue a finished dial for the progress thread. d->lock held. */
-static void finish(loco_manager_t *m, struct lc_conn *c, struct fab_link *link,
-                   const struct lc_member_info *info)
+/* finish -- queue a finished data link for the progress thread. d->lock held. */
+static void finish(loco_manager_t *m, struct fab_link *link, const struct lc_member_info *info)
 {
 	struct lc_dials *d = m->dials;
 	struct lc_dial_done *x = calloc(1, sizeof(*x));
 
 	if (x == NULL) {
-		lc_log_err("manager: out of memory: dropping a connection to node %u", info->node);
+		lc_log_err("manager: out of memory: dropping a data link to node %u", info->node);
 		fab_link_close(link);
-		if (c != NULL)
-			lc_conn_free(c);
 		return;
 	}
-	*x = (struct lc_dial_done){.conn = c, .link = link, .info = *info};
+	*x = (struct lc_dial_done){.link = link, .info = *info};
 	*d->done_tail = x;
 	d->done_tail = &x->next;
 	lc_wake(m);
-}
-
-/* connect_member -- handshake and data link with @info. 0 with both, or -errno. */
-static int connect_member(loco_manager_t *m, const struct lc_member_info *info, struct lc_msg *msg,
-                          uint8_t *buf, struct lc_conn **c, struct fab_link **link)
-{
-	int ret = lc_auth_connect(m, info->ctrl_addr, c, msg, buf);
-
-	if (ret)
-		return ret;
-	ret = lc_link_open(m->fab, (*c)->peer.fab_addr, (*c)->peer.node, m->node_id, m->inc,
-	                   (int)m->cfg.fail_timeout_ms, link);
-	if (ret) {
-		lc_conn_free(*c);
-		*c = NULL;
-	}
-	return ret;
 }
 
 /* permanent -- errors that retrying cannot fix. */
@@ -131,7 +107,6 @@ static void *dialer_main(void *arg)
 		struct lc_dial *x = due(d, now, &wake);
 		struct lc_member_info info;
 		struct fab_link *link = NULL;
-		struct lc_conn *c = NULL;
 		int ret;
 
 		if (x == NULL) {
@@ -141,15 +116,12 @@ static void *dialer_main(void *arg)
 		x->busy = 1;
 		info = x->info;
 		pthread_mutex_unlock(&d->lock);
-		if (x->link_only)
-			ret = lc_link_open(m->fab, info.fab_addr, info.node, m->node_id, m->inc,
-			                   (int)m->cfg.fail_timeout_ms, &link);
-		else
-			ret = connect_member(m, &info, d->msg, d->buf, &c, &link);
+		ret = lc_link_open(m->fab, info.fab_addr, info.node, m->node_id, m->inc,
+		                   (int)m->cfg.fail_timeout_ms, &link);
 		pthread_mutex_lock(&d->lock);
 		x->busy = 0;
 		if (ret == 0)
-			finish(m, c, link, c != NULL ? &c->peer : &info);
+			finish(m, link, &info);
 		now = lc_now_ns();
 		if (ret == 0 || x->cancelled || permanent(ret) || now >= x->deadline) {
 			if (ret != 0 && !x->cancelled)
@@ -173,14 +145,6 @@ int lc_dials_start(loco_manager_t *m)
 
 	if (d == NULL)
 		return -ENOMEM;
-	d->msg = malloc(sizeof(*d->msg));
-	d->buf = malloc(LC_CTRL_MAX_MSG);
-	if (d->msg == NULL || d->buf == NULL) {
-		free(d->msg);
-		free(d->buf);
-		free(d);
-		return -ENOMEM;
-	}
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -216,19 +180,15 @@ void lc_dials_stop(loco_manager_t *m)
 
 		d->done = x->next;
 		fab_link_close(x->link);
-		if (x->conn != NULL)
-			lc_conn_free(x->conn);
 		free(x);
 	}
 	pthread_cond_destroy(&d->cond);
 	pthread_mutex_destroy(&d->lock);
-	free(d->msg);
-	free(d->buf);
 	free(d);
 	m->dials = NULL;
 }
 
-void lc_dial_request(loco_manager_t *m, const struct lc_member_info *info, int link_only)
+void lc_dial_link(loco_manager_t *m, const struct lc_member_info *info)
 {
 	struct lc_dials *d = m->dials;
 	struct lc_dial *x;
@@ -248,7 +208,6 @@ void lc_dial_request(loco_manager_t *m, const struct lc_member_info *info, int l
 		d->todo = x;
 	}
 	x->info = *info;
-	x->link_only = link_only;
 	x->cancelled = 0;
 	x->next_ns = 0;
 	x->delay_ms = 10;
@@ -285,68 +244,4 @@ struct lc_dial_done *lc_dial_take(loco_manager_t *m)
 	d->done_tail = &d->done;
 	pthread_mutex_unlock(&d->lock);
 	return list;
-}
-
-/* join_one -- authenticate with the contact @addr and link to it. */
-static int join_one(loco_manager_t *m, const char *addr, struct lc_msg *msg, uint8_t *buf)
-{
-	struct lc_member_info contact = {0};
-	struct fab_link *link = NULL;
-	struct lc_conn *c = NULL;
-	int ret;
-
-	snprintf(contact.ctrl_addr, sizeof(contact.ctrl_addr), "%s", addr);
-	ret = connect_member(m, &contact, msg, buf, &c, &link);
-	if (ret)
-		return ret;
-	pthread_mutex_lock(&m->dials->lock);
-	finish(m, c, link, &c->peer);
-	pthread_mutex_unlock(&m->dials->lock);
-	return 0;
-}
-
-int lc_dial_join(loco_manager_t *m, const char *contacts, struct lc_member_info *list, uint32_t *n)
-{
-	uint64_t deadline = lc_now_ns() + (uint64_t)m->cfg.join_timeout_ms * 1000000ull;
-	struct lc_msg *msg = malloc(sizeof(*msg));
-	uint8_t *buf = malloc(LC_CTRL_MAX_MSG);
-	int ret = -ETIMEDOUT, delay_ms = 10;
-
-	if (msg == NULL || buf == NULL) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	/* try each contact in turn until one admits us or the deadline passes */
-	while (lc_now_ns() < deadline) {
-		const char *p = contacts;
-
-		while (*p != '\0') {
-			size_t len = strcspn(p, ",");
-			char one[LC_ADDR_MAX + 1];
-
-			snprintf(one, sizeof(one), "%.*s",
-			         (int)(len < LC_ADDR_MAX ? len : LC_ADDR_MAX), p);
-			p += len + (p[len] == ',');
-			ret = join_one(m, one, msg, buf);
-			if (ret == 0) {
-				*n = msg->u.welcome.n;
-				memcpy(list, msg->u.welcome.m, *n * sizeof(*list));
-			}
-			if (ret == 0 || permanent(ret))
-				goto out;
-		}
-		struct timespec ts = {.tv_nsec = (long)delay_ms * 1000000L};
-
-		nanosleep(&ts, NULL);
-		delay_ms = delay_ms < 200 ? delay_ms * 2 : 200;
-	}
-out:
-	if (ret == -ETIMEDOUT || ret == -ECONNREFUSED) {
-		lc_log_err("manager: no member answered at %s within %u ms", contacts,
-		           m->cfg.join_timeout_ms);
-		ret = -ETIMEDOUT;
-	}
-	free(msg);
-	free(buf);
-	return ret;
 }

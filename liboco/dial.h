@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * dial.h -- outgoing connections: the dialer thread and joining.
- *
- * The dialer makes the handshakes this node initiates (to members with
- * higher ids, and data links to rebuild), with blocking but bounded I/O,
- * retrying with back-off until the join timeout. It holds no lock of the
- * manager while it waits: a finished connection (authenticated control
- * connection + data link) goes on a queue that the progress thread takes
- * with lc_dial_take(), and the progress thread alone admits it.
+ * dial.h -- the dialer thread: it opens the data links this node
+ * initiates (fab_connect() blocks, bounded by the failure bound; on
+ * verbs it resolves addresses and routes through rdma_cm), retrying with
+ * back-off until the join timeout. Control connections are not its work:
+ * the progress thread makes them without blocking (member.c). It holds no
+ * lock of the manager while it waits: a finished link goes on a queue
+ * that the progress thread takes with lc_dial_take(), and the progress
+ * thread alone attaches it to its member.
  *
  * Thread safety: MT-safe; the dialer's own lock is a leaf.
  */
@@ -20,9 +20,8 @@
 #include "ctrl_wire.h"
 #include "fabric/fabric.h"
 
-/* A finished dial, for the progress thread. */
+/* A finished data link, for the progress thread. */
 struct lc_dial_done {
-	struct lc_conn *conn; /* authenticated, not adopted; NULL: a data link only */
 	struct fab_link *link;
 	struct lc_member_info info;
 	struct lc_dial_done *next;
@@ -31,22 +30,13 @@ struct lc_dial_done {
 int lc_dials_start(loco_manager_t *m);
 void lc_dials_stop(loco_manager_t *m); /* ends the thread, frees what is queued */
 
-/* lc_dial_request -- connect to @info (or, @link_only, open a new data link to it). */
-void lc_dial_request(loco_manager_t *m, const struct lc_member_info *info, int link_only);
+/* lc_dial_link -- open a data link to member @info (first, or rebuilt). */
+void lc_dial_link(loco_manager_t *m, const struct lc_member_info *info);
 
 /* lc_dial_cancel -- nothing more to do for @node (it connected to us, or left). */
 void lc_dial_cancel(loco_manager_t *m, uint32_t node);
 
 /* lc_dial_take -- progress thread: the finished dials, oldest first (caller frees). */
 struct lc_dial_done *lc_dial_take(loco_manager_t *m);
-
-/*
- * lc_dial_join -- the joining thread: authenticate with the first of
- * @contacts that admits us and open a data link to it (queued as a
- * finished dial), retrying until the join timeout. Returns 0 and the
- * contact's member list in @list (LC_MAX_MEMBERS entries) and *@n;
- * -ETIMEDOUT, -LOCO_EAUTH, -EEXIST, -EPROTO, -ENOMEM.
- */
-int lc_dial_join(loco_manager_t *m, const char *contacts, struct lc_member_info *list, uint32_t *n);
 
 #endif /* LOCO_LC_DIAL_H */

@@ -56,9 +56,11 @@ static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 	m->cfg = *cfg;
 	m->rx_msg = malloc(sizeof(*m->rx_msg));
 	m->tx_msg = calloc(1, sizeof(*m->tx_msg));
-	if (m->rx_msg == NULL || m->tx_msg == NULL) {
+	m->join_list = calloc(LC_MAX_MEMBERS, sizeof(*m->join_list));
+	if (m->rx_msg == NULL || m->tx_msg == NULL || m->join_list == NULL) {
 		free(m->rx_msg);
 		free(m->tx_msg);
+		free(m->join_list);
 		free(m);
 		return -ENOMEM;
 	}
@@ -82,6 +84,7 @@ static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 		lc_pollers_fini(m->pollers);
 		free(m->rx_msg);
 		free(m->tx_msg);
+		free(m->join_list);
 		free(m);
 		return ret;
 	}
@@ -114,6 +117,7 @@ static void manager_free(loco_manager_t *m)
 	pthread_mutex_destroy(&m->lock);
 	free(m->rx_msg);
 	free(m->tx_msg);
+	free(m->join_list);
 	free(m);
 }
 
@@ -151,25 +155,80 @@ static int open_endpoints(loco_manager_t *m)
 	return ret;
 }
 
+/*
+ * join_contact -- have the progress thread connect to the contact @addr
+ * (one try) and wait for its answer until @deadline. Returns 0 with the
+ * member list in m->join_list / m->join_n; the handshake's error.
+ */
+static int join_contact(loco_manager_t *m, const char *addr, uint64_t deadline)
+{
+	struct lc_member_info contact = {0};
+	int done = 0, ret = -ETIMEDOUT;
+
+	snprintf(contact.ctrl_addr, sizeof(contact.ctrl_addr), "%s", addr);
+	pthread_mutex_lock(&m->lock);
+	m->join_done = 0;
+	lc_member_dial(m, &contact, 1);
+	pthread_mutex_unlock(&m->lock);
+	/* the handshake is bounded by the progress thread's handshake timeout */
+	while (!done && lc_now_ns() < deadline + 3000000000ull) {
+		usleep(1000);
+		pthread_mutex_lock(&m->lock);
+		done = m->join_done;
+		ret = m->join_ret;
+		pthread_mutex_unlock(&m->lock);
+	}
+	return done ? ret : -ETIMEDOUT;
+}
+
+/* join_any -- try each of @contacts in turn until one admits us or the join timeout passes. */
+static int join_any(loco_manager_t *m, const char *contacts, uint64_t deadline)
+{
+	int ret = -ETIMEDOUT, delay_ms = 10;
+
+	while (lc_now_ns() < deadline) {
+		const char *p = contacts;
+
+		while (*p != '\0') {
+			size_t len = strcspn(p, ",");
+			char one[LC_ADDR_MAX + 1];
+
+			snprintf(one, sizeof(one), "%.*s",
+			         (int)(len < LC_ADDR_MAX ? len : LC_ADDR_MAX), p);
+			p += len + (p[len] == ',');
+			ret = join_contact(m, one, deadline);
+			if (ret == 0 || ret == -LOCO_EAUTH || ret == -EEXIST || ret == -EPROTO ||
+			    ret == -ESTALE || ret == -EPROTONOSUPPORT || ret == -ENOMEM)
+				return ret;
+		}
+		usleep((useconds_t)delay_ms * 1000);
+		delay_ms = delay_ms < 200 ? delay_ms * 2 : 200;
+	}
+	lc_log_err("manager: no member answered at %s within %u ms", contacts,
+	           m->cfg.join_timeout_ms);
+	return -ETIMEDOUT;
+}
+
 /* join_cluster -- through @contacts; then wait (bounded) until every member of its list is up. */
 static int join_cluster(loco_manager_t *m, const char *contacts)
 {
 	uint64_t deadline = lc_now_ns() + (uint64_t)m->cfg.join_timeout_ms * 1000000ull;
 	struct lc_member_info *list = calloc(LC_MAX_MEMBERS, sizeof(*list));
-	uint32_t n = 0;
+	uint32_t n;
 	int ret;
 
 	if (list == NULL)
 		return -ENOMEM;
-	ret = lc_dial_join(m, contacts, list, &n);
+	ret = join_any(m, contacts, deadline);
 	if (ret) {
 		free(list);
 		return ret;
 	}
-	/* connect to the members with higher ids; lower ones connect to us */
-	for (uint32_t i = 0; i < n; i++)
-		if (list[i].node > m->node_id)
-			lc_dial_request(m, &list[i], 0);
+	/* the progress thread connects to the members with higher ids; lower ones come to us */
+	pthread_mutex_lock(&m->lock);
+	n = m->join_n;
+	memcpy(list, m->join_list, n * sizeof(*list));
+	pthread_mutex_unlock(&m->lock);
 	for (;;) {
 		uint32_t missing = 0;
 

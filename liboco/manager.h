@@ -6,8 +6,8 @@
  *   manager.c   loco_init()/loco_fini(), identity, accessors
  *   config.c    the settings table (LOCO_* variables, loco-info -c)
  *   progress.c  the progress thread: reaping, control I/O, timers, pollers
- *   member.c    the member table and its messages (member.h)
- *   dial.c      the dialer thread and joining (dial.h)
+ *   member.c    the member table, its messages and connecting (member.h)
+ *   dial.c      the dialer thread: data links (dial.h)
  *   auth.c      authentication of control connections (auth.h)
  *   conn.c      control connections and their send queues (conn.h)
  *   links.c     the node -> data link table (links.h)
@@ -17,9 +17,9 @@
  *   ack.c, mem.c, poller.c, ctrl_wire.c
  *
  * Threads: application threads post, reap and wait. The progress thread
- * owns membership, control-plane I/O, object callbacks and pollers. The
- * dialer thread makes outgoing handshakes (blocking, bounded) and hands
- * them to the progress thread.
+ * owns membership, all control-plane I/O (handshakes included), object
+ * callbacks and pollers. The dialer thread opens outgoing data links
+ * (fab_connect() blocks, bounded) and hands them to the progress thread.
  *
  * Locking: m->lock (plain, never recursive) guards members, connections,
  * channels, objects and regions; it is never held across a blocking call,
@@ -50,6 +50,7 @@ struct lc_arena;
 struct lc_pollers;
 struct lc_dials;
 struct lc_cb_event;
+struct lc_cdial;
 
 struct loco_manager {
 	pthread_mutex_t lock; /* see above */
@@ -72,6 +73,10 @@ struct loco_manager {
 	struct lc_member *members;
 	struct lc_conn *conns;
 	struct lc_pending_link *pending;
+	struct lc_cdial *cdials;          /* control connections to make */
+	struct lc_member_info *join_list; /* a join's WELCOME list (LC_MAX_MEMBERS) */
+	uint32_t join_n;                  /* m->lock: the list's length */
+	int join_done, join_ret;          /* m->lock: the joining thread's answer */
 	struct lc_member_events ev;
 	uint64_t next_hb_ns;
 	uint64_t hb_seq;

@@ -51,6 +51,152 @@ static void set_link(loco_manager_t *m, uint32_t node, struct fab_link *link)
 }
 
 static void link_rebuild(loco_manager_t *m, struct lc_member *mb, int cause);
+static int conn_adopt(loco_manager_t *m, struct lc_conn *c);
+
+/* ------------------------------------------------------------------ */
+/* connecting: control connections this node initiates               */
+
+/*
+ * A member (or, for a join, a contact) to connect to. The progress thread
+ * starts a non-blocking connect when it is due (lc_member_dials()); the
+ * handshake goes on as messages arrive; a failure retries with back-off
+ * until the join timeout -- except a join's, whose one try reports to
+ * the joining thread (m->join_*), which tries the next contact.
+ */
+struct lc_cdial {
+	struct lc_member_info info; /* info.ctrl_addr; node 0: a contact not known yet */
+	uint64_t next_ns, deadline;
+	unsigned delay_ms;
+	int join;
+	struct lc_conn *conn; /* the attempt under way */
+	struct lc_cdial *next;
+};
+
+/* dial_permanent -- errors that retrying cannot fix. */
+static int dial_permanent(int err)
+{
+	return err == -LOCO_EAUTH || err == -EEXIST || err == -EPROTO || err == -EALREADY ||
+	       err == -ESTALE || err == -EPROTONOSUPPORT;
+}
+
+static void cdial_free(loco_manager_t *m, struct lc_cdial *d)
+{
+	for (struct lc_cdial **pp = &m->cdials; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == d) {
+			*pp = d->next;
+			break;
+		}
+	}
+	if (d->conn != NULL)
+		d->conn->dial = NULL;
+	free(d);
+}
+
+/* cdial_failed -- @d's attempt failed with @err: retry later, or give up. m->lock held. */
+static void cdial_failed(loco_manager_t *m, struct lc_cdial *d, int err)
+{
+	uint64_t now = lc_now_ns();
+
+	d->conn = NULL;
+	if (d->join) {
+		m->join_ret = err;
+		m->join_done = 1;
+		cdial_free(m, d);
+		return;
+	}
+	if (dial_permanent(err) || now >= d->deadline) {
+		lc_log_warn("manager: could not connect to node %u at %s: %s", d->info.node,
+		            d->info.ctrl_addr, strerror(-err));
+		cdial_free(m, d);
+		return;
+	}
+	d->next_ns = now + (uint64_t)d->delay_ms * 1000000ull;
+	d->delay_ms = d->delay_ms < 500 ? d->delay_ms * 2 : 500;
+}
+
+/* cdial_cancel -- nothing to do for @node any more (it is up, or gone). m->lock held. */
+static void cdial_cancel(loco_manager_t *m, uint32_t node)
+{
+	for (struct lc_cdial *d = m->cdials; d != NULL; d = d->next) {
+		if (d->info.node == node && node != 0 && !d->join) {
+			cdial_free(m, d); /* an attempt under way goes on; admission decides */
+			return;
+		}
+	}
+}
+
+void lc_member_dial(loco_manager_t *m, const struct lc_member_info *info, int join)
+{
+	struct lc_cdial *d = NULL;
+
+	if (info->node != 0 && !join)
+		for (d = m->cdials; d != NULL; d = d->next)
+			if (d->info.node == info->node && !d->join)
+				break;
+	if (d == NULL) {
+		d = calloc(1, sizeof(*d));
+		if (d == NULL) {
+			lc_log_err("manager: out of memory: cannot connect to %s", info->ctrl_addr);
+			if (join) {
+				m->join_ret = -ENOMEM;
+				m->join_done = 1;
+			}
+			return;
+		}
+		d->next = m->cdials;
+		m->cdials = d;
+	}
+	d->info = *info;
+	d->join = join;
+	d->next_ns = 0;
+	d->delay_ms = 10;
+	d->deadline = lc_now_ns() + (uint64_t)m->cfg.join_timeout_ms * 1000000ull;
+	lc_wake(m);
+}
+
+/* cdial_start -- connect for @d; the handshake goes on in the progress thread. */
+static void cdial_start(loco_manager_t *m, struct lc_cdial *d)
+{
+	struct lc_conn *c;
+	int ret = lc_auth_connect(m, d->info.ctrl_addr, &c, m->tx_msg);
+
+	if (ret == 0) {
+		c->peer.node = d->info.node;
+		ret = conn_adopt(m, c);
+		if (ret)
+			lc_conn_free(c);
+	}
+	if (ret) {
+		cdial_failed(m, d, ret);
+		return;
+	}
+	c->dial = d;
+	d->conn = c;
+}
+
+/* dials -- start the dials that are due; returns when one is due next. m->lock held. */
+static uint64_t dials(loco_manager_t *m, uint64_t now, uint64_t wake)
+{
+	for (struct lc_cdial *d = m->cdials, *next; d != NULL; d = next) {
+		next = d->next;
+		if (d->conn != NULL)
+			continue;
+		if (d->next_ns <= now) {
+			cdial_start(m, d);
+			next = m->cdials; /* a failure may have freed entries */
+			continue;
+		}
+		if (d->next_ns < wake)
+			wake = d->next_ns;
+	}
+	return wake;
+}
+
+static void cdials_free(loco_manager_t *m)
+{
+	while (m->cdials != NULL)
+		cdial_free(m, m->cdials);
+}
 
 /* conn_alive -- whether @c is still in the list (an earlier event may have dropped it). */
 static int conn_alive(loco_manager_t *m, const struct lc_conn *c)
@@ -73,6 +219,8 @@ static void conn_drop(loco_manager_t *m, struct lc_conn *c)
 	lc_conn_unwatch(c);
 	if (c->member != NULL && c->member->conn == c)
 		c->member->conn = NULL;
+	if (c->dial != NULL)
+		cdial_failed(m, c->dial, c->dial_err ? c->dial_err : -ECONNREFUSED);
 	lc_conn_free(c);
 }
 
@@ -101,6 +249,7 @@ static void member_check_up(loco_manager_t *m, struct lc_member *mb)
 		return;
 	mb->up = 1;
 	set_link(m, mb->info.node, mb->link);
+	cdial_cancel(m, mb->info.node);
 	lc_dial_cancel(m, mb->info.node);
 	lc_log_info("manager: node %u joined (incarnation %llx, control %s)", mb->info.node,
 	            (unsigned long long)mb->info.inc, mb->info.ctrl_addr);
@@ -165,6 +314,7 @@ static void member_remove(loco_manager_t *m, struct lc_member *mb, int graceful,
 	if (mb->link != NULL)
 		fab_link_close(mb->link);
 	mb->link = NULL;
+	cdial_cancel(m, node);
 	lc_dial_cancel(m, node);
 	if (mb->up)
 		m->ev.gone(m, node);
@@ -235,39 +385,15 @@ static struct lc_member *member_admit(loco_manager_t *m, struct lc_conn *c)
 	return mb;
 }
 
-/* admit_dialed -- a connection the dialer (or the join) finished. m->lock held. */
-static void admit_dialed(loco_manager_t *m, struct lc_dial_done *d)
+/* attach_dialed -- a data link the dialer opened (first, or rebuilt). m->lock held. */
+static void attach_dialed(loco_manager_t *m, struct lc_dial_done *d)
 {
-	struct lc_member *mb;
+	struct lc_member *mb = lc_member_find(m, d->info.node);
 
-	if (d->conn == NULL) { /* a rebuilt data link */
-		mb = lc_member_find(m, d->info.node);
-		if (mb != NULL && mb->info.inc == d->info.inc && mb->link == NULL)
-			member_attach_link(m, mb, d->link);
-		else
-			fab_link_close(d->link);
-		return;
-	}
-	d->link->ctx = d->conn->peer.node; /* completions name the node */
-	mb = member_admit(m, d->conn);
-	if (mb == NULL) {
-		fab_link_close(d->link);
-		lc_conn_free(d->conn);
-		return;
-	}
-	if (conn_adopt(m, d->conn) != 0) {
-		mb->conn = NULL;
-		d->conn->member = NULL;
-		lc_conn_free(d->conn);
-		fab_link_close(d->link);
-		member_remove(m, mb, 0, 0, "could not watch its connection");
-		return;
-	}
-	if (mb->link == NULL)
-		mb->link = d->link;
+	if (mb != NULL && mb->info.inc == d->info.inc && mb->link == NULL)
+		member_attach_link(m, mb, d->link);
 	else
-		fab_link_close(d->link); /* the peer linked to us first */
-	member_check_up(m, mb);
+		fab_link_close(d->link);
 }
 
 void lc_member_handoffs(loco_manager_t *m)
@@ -280,7 +406,7 @@ void lc_member_handoffs(loco_manager_t *m)
 	while (d != NULL) {
 		struct lc_dial_done *next = d->next;
 
-		admit_dialed(m, d);
+		attach_dialed(m, d);
 		free(d);
 		d = next;
 	}
@@ -381,7 +507,7 @@ static void on_member_join(loco_manager_t *m, struct lc_msg *msg)
 		return; /* the lower id connects: it will come to us */
 	if (mb != NULL)
 		member_remove(m, mb, 0, 0, "restarted with a new incarnation");
-	lc_dial_request(m, &info, 0);
+	lc_member_dial(m, &info, 0);
 }
 
 /* conn_msg_up -- a message on an authenticated connection. */
@@ -423,9 +549,78 @@ static void conn_msg_up(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg
 	}
 }
 
+/* dial_refused -- the acceptor refused our handshake: its reason, and the dial's error. */
+static void dial_refused(struct lc_conn *c, const struct lc_msg *msg)
+{
+	lc_log_err("manager: %s refused us: %s", c->peer.ctrl_addr, msg->u.refuse.reason);
+	c->dial_err = -(int)msg->u.refuse.err;
+	lc_conn_kill(c, "refused");
+}
+
+/* on_welcome -- our handshake is done: admit the member, open the data link. */
+static void on_welcome(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
+{
+	struct lc_cdial *d = c->dial;
+	int join = d != NULL && d->join;
+	struct lc_member *mb;
+
+	for (uint32_t i = 0; i < msg->u.welcome.n; i++)
+		if (msg->u.welcome.m[i].node == c->peer.node)
+			c->peer = msg->u.welcome.m[i];
+	c->state = LC_CONN_UP;
+	if (join) {
+		/* the joining thread waits for the list; it connects to the others */
+		m->join_n = msg->u.welcome.n;
+		memcpy(m->join_list, msg->u.welcome.m, m->join_n * sizeof(m->join_list[0]));
+		m->join_ret = 0;
+		m->join_done = 1;
+	}
+	if (d != NULL)
+		cdial_free(m, d); /* done: the connection carries on */
+	if (join)
+		for (uint32_t i = 0; i < m->join_n; i++)
+			if (m->join_list[i].node > m->node_id &&
+			    lc_member_find(m, m->join_list[i].node) == NULL)
+				lc_member_dial(m, &m->join_list[i], 0);
+	mb = member_admit(m, c);
+	if (mb == NULL) {
+		lc_conn_kill(c, "not admitted");
+		return;
+	}
+	if (mb->link == NULL)
+		lc_dial_link(m, &mb->info); /* the connector opens the data link */
+	member_check_up(m, mb);
+}
+
+/* conn_msg_connector -- a message on a connection we opened, before it is up. */
+static void conn_msg_connector(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
+{
+	if (msg->type == LC_MSG_REFUSE) {
+		dial_refused(c, msg);
+	} else if (c->state == LC_CONN_CHALLENGE && msg->type == LC_MSG_CHALLENGE) {
+		if (lc_auth_challenge(m, c, msg) != 0) {
+			/* say why, so that the member logs the refusal too */
+			lc_auth_refuse(c, LOCO_EAUTH, "authentication failed");
+			c->dial_err = -LOCO_EAUTH;
+			lc_conn_kill(c, "authentication failed");
+			return;
+		}
+		lc_conn_send(c, msg); /* the AUTH */
+	} else if (c->state == LC_CONN_WELCOME && msg->type == LC_MSG_WELCOME) {
+		on_welcome(m, c, msg);
+	} else {
+		c->dial_err = -EPROTO;
+		lc_conn_kill(c, "protocol error");
+	}
+}
+
 /* conn_msg -- one message from @c. */
 static void conn_msg(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
 {
+	if (c->state == LC_CONN_CHALLENGE || c->state == LC_CONN_WELCOME) {
+		conn_msg_connector(m, c, msg);
+		return;
+	}
 	if (c->state == LC_CONN_HELLO) {
 		if (msg->type != LC_MSG_HELLO)
 			lc_conn_kill(c, "protocol error");
@@ -557,6 +752,9 @@ static void heartbeat(loco_manager_t *m)
 /* check_conns -- drop dead, silent and stalled connections; returns when to look again. */
 static uint64_t check_conns(loco_manager_t *m, uint64_t now, uint64_t limit, uint64_t wake)
 {
+	/* a handshake is a few messages: the failure bound, at least LC_IO_TIMEOUT_MS */
+	uint64_t hs_limit =
+	    limit > LC_IO_TIMEOUT_MS * 1000000ull ? limit : LC_IO_TIMEOUT_MS * 1000000ull;
 	struct lc_conn *c, *next;
 
 	for (c = m->conns; c != NULL; c = next) {
@@ -565,6 +763,10 @@ static uint64_t check_conns(loco_manager_t *m, uint64_t now, uint64_t limit, uin
 		next = c->next;
 		if (lc_conn_is_dead(c)) {
 			snprintf(why, sizeof(why), "%s", lc_conn_dead_why(c));
+		} else if (c->state != LC_CONN_UP && now - c->accepted_ns > hs_limit) {
+			snprintf(why, sizeof(why), "no handshake within %llu ms",
+			         (unsigned long long)(hs_limit / 1000000));
+			c->dial_err = -ETIMEDOUT;
 		} else if (now > c->last_rx_ns && now - c->last_rx_ns > limit) {
 			snprintf(why, sizeof(why), "nothing heard for %u ms",
 			         m->cfg.fail_timeout_ms);
@@ -608,6 +810,7 @@ uint64_t lc_member_timers(loco_manager_t *m, uint64_t now)
 	}
 	/* wake for the next heartbeat, or the moment a silent peer passes the bound */
 	wake = check_conns(m, now, limit, m->next_hb_ns);
+	wake = dials(m, now, wake);
 	pthread_mutex_unlock(&m->lock);
 	return wake;
 }
@@ -659,7 +862,7 @@ static void link_rebuild(loco_manager_t *m, struct lc_member *mb, int cause)
 	fab_link_close(mb->link);
 	mb->link = NULL;
 	if (mb->conn->initiator) {
-		lc_dial_request(m, &mb->info, 1);
+		lc_dial_link(m, &mb->info);
 		return;
 	}
 	link = pending_take(m, mb->info.node, mb->info.inc);
@@ -734,6 +937,7 @@ void lc_self_link(loco_manager_t *m)
 
 void lc_members_free(loco_manager_t *m)
 {
+	cdials_free(m);
 	lc_links_set(&m->links, m->node_id, NULL);
 	if (m->self_link != NULL)
 		fab_link_close(m->self_link);

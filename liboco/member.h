@@ -3,8 +3,10 @@
  * member.h -- the member table, owned by the progress thread.
  *
  * Everything that changes membership runs on the progress thread:
- * admitting an authenticated connection (the dialer hands its finished
- * handshakes over, lc_member_handoff()), attaching data links, removing a
+ * connecting to members (non-blocking connect, then the handshake as
+ * messages arrive, lc_member_dial()), admitting authenticated
+ * connections, attaching data links (the dialer opens them,
+ * lc_member_handoffs()), removing a
  * member (LEAVE, a broken or silent connection, a fabric error reported
  * by any thread through lc_member_link_report()), heartbeats. Changes are
  * raised as events (struct lc_member_events: up, gone, message) that the
@@ -87,7 +89,14 @@ void lc_member_link_errors(loco_manager_t *m);
 /* lc_member_link_failed -- progress thread: act on one failure of a link to @node. */
 void lc_member_link_failed(loco_manager_t *m, uint32_t node, int status);
 
-/* lc_member_handoffs -- progress thread: admit what the dialer finished (dial.h). */
+/*
+ * lc_member_dial -- have the progress thread connect to @info (its
+ * ctrl_addr), retrying until the join timeout; @join: a contact of the
+ * joining thread, tried once, the result in m->join_*. m->lock held.
+ */
+void lc_member_dial(loco_manager_t *m, const struct lc_member_info *info, int join);
+
+/* lc_member_handoffs -- progress thread: attach the data links the dialer opened (dial.h). */
 void lc_member_handoffs(loco_manager_t *m);
 
 /*
