@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* dial.c -- the dialer thread: data links to members (dial.h). */
+/* dial.c -- dialing (dial.h): the control connections to make, and the dialer thread's data links. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,4 +244,101 @@ struct lc_dial_done *lc_dial_take(loco_manager_t *m)
 	d->done_tail = &d->done;
 	pthread_mutex_unlock(&d->lock);
 	return list;
+}
+
+/* ------------------------------------------------------------------ */
+/* control connections to make: the progress thread's list (m->lock)  */
+
+void lc_cdial_free(loco_manager_t *m, struct lc_cdial *d)
+{
+	for (struct lc_cdial **pp = &m->cdials; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == d) {
+			*pp = d->next;
+			break;
+		}
+	}
+	if (d->conn != NULL)
+		d->conn->dial = NULL;
+	free(d);
+}
+
+/* lc_cdial_failed -- @d's attempt failed with @err: retry later, or give up. m->lock held. */
+void lc_cdial_failed(loco_manager_t *m, struct lc_cdial *d, int err)
+{
+	uint64_t now = lc_now_ns();
+
+	d->conn = NULL;
+	if (d->join) {
+		m->join_ret = err;
+		m->join_done = 1;
+		lc_cdial_free(m, d);
+		return;
+	}
+	if (permanent(err) || now >= d->deadline) {
+		lc_log_warn("manager: could not connect to node %u at %s: %s", d->info.node,
+		            d->info.ctrl_addr, strerror(-err));
+		lc_cdial_free(m, d);
+		return;
+	}
+	d->next_ns = now + (uint64_t)d->delay_ms * 1000000ull;
+	d->delay_ms = d->delay_ms < 500 ? d->delay_ms * 2 : 500;
+}
+
+/* lc_cdial_cancel -- nothing to do for @node any more (it is up, or gone). m->lock held. */
+void lc_cdial_cancel(loco_manager_t *m, uint32_t node)
+{
+	for (struct lc_cdial *d = m->cdials; d != NULL; d = d->next) {
+		if (d->info.node == node && node != 0 && !d->join) {
+			lc_cdial_free(m, d); /* an attempt under way goes on; admission decides */
+			return;
+		}
+	}
+}
+
+void lc_dial_ctrl(loco_manager_t *m, const struct lc_member_info *info, int join)
+{
+	struct lc_cdial *d = NULL;
+
+	if (info->node != 0 && !join)
+		for (d = m->cdials; d != NULL; d = d->next)
+			if (d->info.node == info->node && !d->join)
+				break;
+	if (d == NULL) {
+		d = calloc(1, sizeof(*d));
+		if (d == NULL) {
+			lc_log_err("manager: out of memory: cannot connect to %s", info->ctrl_addr);
+			if (join) {
+				m->join_ret = -ENOMEM;
+				m->join_done = 1;
+			}
+			return;
+		}
+		d->next = m->cdials;
+		m->cdials = d;
+	}
+	d->info = *info;
+	d->join = join;
+	d->next_ns = 0;
+	d->delay_ms = 10;
+	d->deadline = lc_now_ns() + (uint64_t)m->cfg.join_timeout_ms * 1000000ull;
+	lc_wake(m);
+}
+
+struct lc_cdial *lc_cdial_due(loco_manager_t *m, uint64_t now, uint64_t *wake)
+{
+	for (struct lc_cdial *d = m->cdials; d != NULL; d = d->next) {
+		if (d->conn != NULL)
+			continue;
+		if (d->next_ns <= now)
+			return d;
+		if (d->next_ns < *wake)
+			*wake = d->next_ns;
+	}
+	return NULL;
+}
+
+void lc_cdials_free(loco_manager_t *m)
+{
+	while (m->cdials != NULL)
+		lc_cdial_free(m, m->cdials);
 }

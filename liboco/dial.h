@@ -39,4 +39,37 @@ void lc_dial_cancel(loco_manager_t *m, uint32_t node);
 /* lc_dial_take -- progress thread: the finished dials, oldest first (caller frees). */
 struct lc_dial_done *lc_dial_take(loco_manager_t *m);
 
+/*
+ * The control connections this node must make (members with higher ids, a
+ * join's contact), on the progress thread's list m->cdials (m->lock held
+ * for every call below). member.c starts them (a non-blocking connect)
+ * when lc_cdial_due() says so and reports each attempt's end; a failure
+ * is retried with back-off until the join timeout, except a join's: its
+ * one try answers the joining thread (m->join_ret, m->join_done).
+ */
+struct lc_cdial {
+	struct lc_member_info info; /* info.ctrl_addr; node 0: a contact not known yet */
+	uint64_t next_ns, deadline;
+	unsigned delay_ms;
+	int join;
+	struct lc_conn *conn; /* the attempt under way */
+	struct lc_cdial *next;
+};
+
+/* lc_dial_ctrl -- connect to @info (its ctrl_addr); @join: the joining thread's contact. */
+void lc_dial_ctrl(loco_manager_t *m, const struct lc_member_info *info, int join);
+
+/* lc_cdial_due -- a dial to start now, or NULL (and *@wake lowered to the next one). */
+struct lc_cdial *lc_cdial_due(loco_manager_t *m, uint64_t now, uint64_t *wake);
+
+/* lc_cdial_failed -- @d's attempt ended with @err: retried later, or given up (freed). */
+void lc_cdial_failed(loco_manager_t *m, struct lc_cdial *d, int err);
+
+/* lc_cdial_cancel -- nothing to do for @node any more (up, or gone). */
+void lc_cdial_cancel(loco_manager_t *m, uint32_t node);
+
+/* lc_cdial_free -- forget @d (its connection, if any, goes on without it). */
+void lc_cdial_free(loco_manager_t *m, struct lc_cdial *d);
+void lc_cdials_free(loco_manager_t *m);
+
 #endif /* LOCO_LC_DIAL_H */

@@ -53,107 +53,6 @@ static void set_link(loco_manager_t *m, uint32_t node, struct fab_link *link)
 static void link_rebuild(loco_manager_t *m, struct lc_member *mb, int cause);
 static int conn_adopt(loco_manager_t *m, struct lc_conn *c);
 
-/* ------------------------------------------------------------------ */
-/* connecting: control connections this node initiates               */
-
-/*
- * A member (or, for a join, a contact) to connect to. The progress thread
- * starts a non-blocking connect when it is due (lc_member_dials()); the
- * handshake goes on as messages arrive; a failure retries with back-off
- * until the join timeout -- except a join's, whose one try reports to
- * the joining thread (m->join_*), which tries the next contact.
- */
-struct lc_cdial {
-	struct lc_member_info info; /* info.ctrl_addr; node 0: a contact not known yet */
-	uint64_t next_ns, deadline;
-	unsigned delay_ms;
-	int join;
-	struct lc_conn *conn; /* the attempt under way */
-	struct lc_cdial *next;
-};
-
-/* dial_permanent -- errors that retrying cannot fix. */
-static int dial_permanent(int err)
-{
-	return err == -LOCO_EAUTH || err == -EEXIST || err == -EPROTO || err == -EALREADY ||
-	       err == -ESTALE || err == -EPROTONOSUPPORT;
-}
-
-static void cdial_free(loco_manager_t *m, struct lc_cdial *d)
-{
-	for (struct lc_cdial **pp = &m->cdials; *pp != NULL; pp = &(*pp)->next) {
-		if (*pp == d) {
-			*pp = d->next;
-			break;
-		}
-	}
-	if (d->conn != NULL)
-		d->conn->dial = NULL;
-	free(d);
-}
-
-/* cdial_failed -- @d's attempt failed with @err: retry later, or give up. m->lock held. */
-static void cdial_failed(loco_manager_t *m, struct lc_cdial *d, int err)
-{
-	uint64_t now = lc_now_ns();
-
-	d->conn = NULL;
-	if (d->join) {
-		m->join_ret = err;
-		m->join_done = 1;
-		cdial_free(m, d);
-		return;
-	}
-	if (dial_permanent(err) || now >= d->deadline) {
-		lc_log_warn("manager: could not connect to node %u at %s: %s", d->info.node,
-		            d->info.ctrl_addr, strerror(-err));
-		cdial_free(m, d);
-		return;
-	}
-	d->next_ns = now + (uint64_t)d->delay_ms * 1000000ull;
-	d->delay_ms = d->delay_ms < 500 ? d->delay_ms * 2 : 500;
-}
-
-/* cdial_cancel -- nothing to do for @node any more (it is up, or gone). m->lock held. */
-static void cdial_cancel(loco_manager_t *m, uint32_t node)
-{
-	for (struct lc_cdial *d = m->cdials; d != NULL; d = d->next) {
-		if (d->info.node == node && node != 0 && !d->join) {
-			cdial_free(m, d); /* an attempt under way goes on; admission decides */
-			return;
-		}
-	}
-}
-
-void lc_member_dial(loco_manager_t *m, const struct lc_member_info *info, int join)
-{
-	struct lc_cdial *d = NULL;
-
-	if (info->node != 0 && !join)
-		for (d = m->cdials; d != NULL; d = d->next)
-			if (d->info.node == info->node && !d->join)
-				break;
-	if (d == NULL) {
-		d = calloc(1, sizeof(*d));
-		if (d == NULL) {
-			lc_log_err("manager: out of memory: cannot connect to %s", info->ctrl_addr);
-			if (join) {
-				m->join_ret = -ENOMEM;
-				m->join_done = 1;
-			}
-			return;
-		}
-		d->next = m->cdials;
-		m->cdials = d;
-	}
-	d->info = *info;
-	d->join = join;
-	d->next_ns = 0;
-	d->delay_ms = 10;
-	d->deadline = lc_now_ns() + (uint64_t)m->cfg.join_timeout_ms * 1000000ull;
-	lc_wake(m);
-}
-
 /* cdial_start -- connect for @d; the handshake goes on in the progress thread. */
 static void cdial_start(loco_manager_t *m, struct lc_cdial *d)
 {
@@ -167,7 +66,7 @@ static void cdial_start(loco_manager_t *m, struct lc_cdial *d)
 			lc_conn_free(c);
 	}
 	if (ret) {
-		cdial_failed(m, d, ret);
+		lc_cdial_failed(m, d, ret);
 		return;
 	}
 	c->dial = d;
@@ -177,25 +76,12 @@ static void cdial_start(loco_manager_t *m, struct lc_cdial *d)
 /* dials -- start the dials that are due; returns when one is due next. m->lock held. */
 static uint64_t dials(loco_manager_t *m, uint64_t now, uint64_t wake)
 {
-	for (struct lc_cdial *d = m->cdials, *next; d != NULL; d = next) {
-		next = d->next;
-		if (d->conn != NULL)
-			continue;
-		if (d->next_ns <= now) {
-			cdial_start(m, d);
-			next = m->cdials; /* a failure may have freed entries */
-			continue;
-		}
-		if (d->next_ns < wake)
-			wake = d->next_ns;
-	}
-	return wake;
-}
+	struct lc_cdial *d;
 
-static void cdials_free(loco_manager_t *m)
-{
-	while (m->cdials != NULL)
-		cdial_free(m, m->cdials);
+	/* each start either is under way or failed (due later, or freed): this ends */
+	while ((d = lc_cdial_due(m, now, &wake)) != NULL)
+		cdial_start(m, d);
+	return wake;
 }
 
 /* conn_alive -- whether @c is still in the list (an earlier event may have dropped it). */
@@ -220,7 +106,7 @@ static void conn_drop(loco_manager_t *m, struct lc_conn *c)
 	if (c->member != NULL && c->member->conn == c)
 		c->member->conn = NULL;
 	if (c->dial != NULL)
-		cdial_failed(m, c->dial, c->dial_err ? c->dial_err : -ECONNREFUSED);
+		lc_cdial_failed(m, c->dial, c->dial_err ? c->dial_err : -ECONNREFUSED);
 	lc_conn_free(c);
 }
 
@@ -249,7 +135,7 @@ static void member_check_up(loco_manager_t *m, struct lc_member *mb)
 		return;
 	mb->up = 1;
 	set_link(m, mb->info.node, mb->link);
-	cdial_cancel(m, mb->info.node);
+	lc_cdial_cancel(m, mb->info.node);
 	lc_dial_cancel(m, mb->info.node);
 	lc_log_info("manager: node %u joined (incarnation %llx, control %s)", mb->info.node,
 	            (unsigned long long)mb->info.inc, mb->info.ctrl_addr);
@@ -314,7 +200,7 @@ static void member_remove(loco_manager_t *m, struct lc_member *mb, int graceful,
 	if (mb->link != NULL)
 		fab_link_close(mb->link);
 	mb->link = NULL;
-	cdial_cancel(m, node);
+	lc_cdial_cancel(m, node);
 	lc_dial_cancel(m, node);
 	if (mb->up)
 		m->ev.gone(m, node);
@@ -507,7 +393,7 @@ static void on_member_join(loco_manager_t *m, struct lc_msg *msg)
 		return; /* the lower id connects: it will come to us */
 	if (mb != NULL)
 		member_remove(m, mb, 0, 0, "restarted with a new incarnation");
-	lc_member_dial(m, &info, 0);
+	lc_dial_ctrl(m, &info, 0);
 }
 
 /* conn_msg_up -- a message on an authenticated connection. */
@@ -576,12 +462,12 @@ static void on_welcome(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
 		m->join_done = 1;
 	}
 	if (d != NULL)
-		cdial_free(m, d); /* done: the connection carries on */
+		lc_cdial_free(m, d); /* done: the connection carries on */
 	if (join)
 		for (uint32_t i = 0; i < m->join_n; i++)
 			if (m->join_list[i].node > m->node_id &&
 			    lc_member_find(m, m->join_list[i].node) == NULL)
-				lc_member_dial(m, &m->join_list[i], 0);
+				lc_dial_ctrl(m, &m->join_list[i], 0);
 	mb = member_admit(m, c);
 	if (mb == NULL) {
 		lc_conn_kill(c, "not admitted");
@@ -937,7 +823,7 @@ void lc_self_link(loco_manager_t *m)
 
 void lc_members_free(loco_manager_t *m)
 {
-	cdials_free(m);
+	lc_cdials_free(m);
 	lc_links_set(&m->links, m->node_id, NULL);
 	if (m->self_link != NULL)
 		fab_link_close(m->self_link);

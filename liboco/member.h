@@ -89,13 +89,6 @@ void lc_member_link_errors(loco_manager_t *m);
 /* lc_member_link_failed -- progress thread: act on one failure of a link to @node. */
 void lc_member_link_failed(loco_manager_t *m, uint32_t node, int status);
 
-/*
- * lc_member_dial -- have the progress thread connect to @info (its
- * ctrl_addr), retrying until the join timeout; @join: a contact of the
- * joining thread, tried once, the result in m->join_*. m->lock held.
- */
-void lc_member_dial(loco_manager_t *m, const struct lc_member_info *info, int join);
-
 /* lc_member_handoffs -- progress thread: attach the data links the dialer opened (dial.h). */
 void lc_member_handoffs(loco_manager_t *m);
 
