@@ -3,7 +3,7 @@
  * initiator.c -- the NIC's initiator role: posting work requests and
  * RECVs, issuing them as frames within the peer's limits, and completing
  * them from the peer's responses (ACK, READ data, atomic value, NAK,
- * credits), or flushing them when the link fails.
+ * credits). Flushing them when the link fails is in state.c.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -30,42 +30,6 @@ static void complete_upto(struct tcp_link *l, uint32_t psn)
 		l->sq_done++;
 	}
 	__atomic_store_n(&l->sq_free, l->sq_done, __ATOMIC_RELEASE);
-}
-
-/*
- * tcp_flush_sq -- fail every request not yet completed: the one at fault
- * (l->fault_psn when set, else the oldest) with @first_err, the others
- * with @err.
- */
-void tcp_flush_sq(struct tcp_link *l, int first_err, int err)
-{
-	uint32_t prod = __atomic_load_n(&l->sq_prod, __ATOMIC_ACQUIRE);
-	uint32_t fault = l->has_fault ? l->fault_psn : l->sq_done;
-	struct tcp_fab *f = l->fab;
-
-	for (; tcp_psn_before(l->sq_done, prod); l->sq_done++) {
-		struct tcp_sqe *e = &l->sq[l->sq_done & l->sq_mask];
-
-		tcp_cq_push(f, l, e->wr.wrid, e->wr.opcode, l->sq_done == fault ? first_err : err,
-		            0, 0, 0);
-	}
-	l->has_fault = 0;
-	l->sq_issue = l->sq_done;
-	l->read_inflight = 0;
-	l->atomics_inflight = 0;
-	__atomic_store_n(&l->sq_free, l->sq_done, __ATOMIC_RELEASE);
-}
-
-void tcp_flush_rq(struct tcp_link *l)
-{
-	uint32_t prod = __atomic_load_n(&l->rq_prod, __ATOMIC_ACQUIRE);
-
-	for (; l->rq_cons != prod; l->rq_cons++) {
-		struct fab_recv_wr *r = &l->rq[l->rq_cons & l->rq_mask];
-
-		tcp_cq_push(l->fab, l, r->wrid, FAB_OP_RECV, -ECANCELED, 0, 0, 0);
-	}
-	__atomic_store_n(&l->rq_free, l->rq_cons, __ATOMIC_RELEASE);
 }
 
 static int local_ok(struct tcp_link *l, const struct fab_wr *wr, unsigned access)

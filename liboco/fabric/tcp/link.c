@@ -20,40 +20,6 @@
 #include "../../sock.h"
 #include "tcp.h"
 
-/*
- * tcp_link_fail -- take @l down: the first outstanding request completes with
- * @first_err, the others and every posted RECV with @err; later posts are
- * flushed with @err. The socket is closed: the peer sees the link die.
- */
-void tcp_link_fail(struct tcp_link *l, int first_err, int err, const char *why)
-{
-	if (l->state == TCP_LINK_DOWN)
-		return;
-	if (why != NULL)
-		lc_log_warn("tcp: link %u down: %s", l->base.id, why);
-	l->state = TCP_LINK_DOWN;
-	__atomic_store_n(&l->cause, first_err, __ATOMIC_RELEASE);
-	__atomic_store_n(&l->err, err, __ATOMIC_RELEASE);
-	tcp_flush_sq(l, first_err, err);
-	tcp_flush_rq(l);
-	if (l->nak_sent && l->fd >= 0) {
-		/*
-		 * Closing with the peer's later requests unread would send a RST,
-		 * which may destroy the NAK before the peer reads it: half-close
-		 * once the NAK is out and read until the peer closes (tcp_drain()).
-		 */
-		l->draining = 1;
-		l->drain_deadline =
-		    lc_now_ns() + (uint64_t)l->fab->base.attr.timeout_ms * 1000000ull;
-		tcp_link_set_out(l, tcp_tx_used(l) > 0);
-	} else if (l->fd >= 0) {
-		epoll_ctl(l->fab->epfd, EPOLL_CTL_DEL, l->fd, NULL);
-		close(l->fd);
-		l->fd = -1;
-	}
-	tcp_cq_wake(l->fab);
-}
-
 static int set_sock_opts(int fd)
 {
 	int one = 1;

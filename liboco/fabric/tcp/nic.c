@@ -15,14 +15,6 @@
 #include "../../log.h"
 #include "tcp.h"
 
-void tcp_nic_kick(struct tcp_fab *f)
-{
-	uint64_t one = 1;
-
-	if (write(f->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		lc_log_warn("tcp: cannot wake the NIC thread: %s", strerror(errno));
-}
-
 /* link_input -- read what the socket has and process whole frames. */
 static void link_input(struct tcp_link *l)
 {

@@ -30,8 +30,10 @@
  * within a line and a pause of <ns> between words.
  *
  * Files: fab.c (open, close, the ops table), link.c (link lifecycle:
- * connect, accept, HELLO, failure, close), nic.c (the NIC thread), tx.c
- * (a link's output), initiator.c (post, issue, responses), target.c
+ * connect, accept, HELLO, close), nic.c (the NIC thread), state.c
+ * (a link's output, its failure and the flushes of its queues, the NIC's
+ * doorbell: the bottom, called by all), initiator.c (post, issue,
+ * responses), target.c
  * (executing the peer's requests), cq.c (completion queue, wait fd),
  * mr.c (memory registration), wire.[ch] (the frame format).
  */
@@ -188,8 +190,6 @@ int tcp_arm(struct fab *fab);
 int tcp_wait(struct fab *fab, int timeout_ms);
 
 /* initiator.c */
-void tcp_flush_sq(struct tcp_link *l, int first_err, int err);
-void tcp_flush_rq(struct tcp_link *l);
 int tcp_link_issue(struct tcp_link *l);
 void tcp_on_response(struct tcp_link *l, const struct tcp_frame *f, const uint8_t *data);
 int tcp_post(struct fab_link *link, const struct fab_wr *wr, int n);
@@ -200,7 +200,11 @@ void tcp_copy_out(void *dst, const void *src, size_t len);
 void tcp_send_acks(struct tcp_link *l);
 void tcp_exec_request(struct tcp_link *l, const struct tcp_frame *f, const uint8_t *data);
 
-/* tx.c */
+/* state.c */
+void tcp_nic_kick(struct tcp_fab *f);
+void tcp_flush_sq(struct tcp_link *l, int first_err, int err);
+void tcp_flush_rq(struct tcp_link *l);
+void tcp_link_fail(struct tcp_link *l, int first_err, int err, const char *why);
 void tcp_link_set_out(struct tcp_link *l, int want);
 uint8_t *tcp_tx_frame(struct tcp_link *l, const struct tcp_frame *f);
 uint8_t *tcp_tx_response(struct tcp_link *l, const struct tcp_frame *f);
@@ -208,7 +212,6 @@ void tcp_tx_flush(struct tcp_link *l);
 void tcp_drain(struct tcp_link *l, int timed_out);
 
 /* link.c */
-void tcp_link_fail(struct tcp_link *l, int first_err, int err, const char *why);
 void tcp_link_free(struct tcp_link *l);
 void tcp_on_hello(struct tcp_link *l, const struct tcp_frame *fr, const uint8_t *data);
 void tcp_nic_accept(struct tcp_fab *f);
@@ -220,7 +223,6 @@ int tcp_link_close(struct fab_link *link);
 int tcp_link_state(struct fab_link *link);
 
 /* nic.c */
-void tcp_nic_kick(struct tcp_fab *f);
 void *tcp_nic_main(void *arg);
 
 /* mr.c */

@@ -29,14 +29,6 @@ static void conn_param(const struct vrb_fab *f, struct rdma_conn_param *p, const
 	};
 }
 
-void vrb_kick(struct vrb_fab *f)
-{
-	uint64_t one = 1;
-
-	if (write(f->ctl_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		lc_log_warn("verbs: %s: cannot wake the event thread: %s", f->dev, strerror(errno));
-}
-
 /* A copy of an event, taken before it is acked. */
 struct vrb_event {
 	enum rdma_cm_event_type type;

@@ -5,6 +5,7 @@
  * state), close (the close marker), and zombies freed once drained.
  */
 #include <errno.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,6 +14,15 @@
 
 #include "../../log.h"
 #include "verbs.h"
+
+/* vrb_kick -- wake the event thread (it frees zombies, watches the CM). */
+void vrb_kick(struct vrb_fab *f)
+{
+	uint64_t one = 1;
+
+	if (write(f->ctl_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		lc_log_warn("verbs: %s: cannot wake the event thread: %s", f->dev, strerror(errno));
+}
 
 /* vrb_addr_str -- "ip:port" of @sa into @buf, or "?" when it is not IPv4. */
 void vrb_addr_str(const struct sockaddr *sa, char *buf, size_t len)

@@ -30,7 +30,7 @@
  *
  * Files: fab.c (open, close, the ops table), device.c (device, port and
  * listener setup), cm.c (rdma_cm: the event thread, connect, accept),
- * link.c (link lifecycle, QP, zombies), post.c (posting), cq.c
+ * link.c (link lifecycle, QP, zombies, the event thread's doorbell), post.c (posting), cq.c
  * (completions, the wait fd), mr.c (memory registration).
  */
 #ifndef LOCO_FABRIC_VERBS_H
@@ -215,9 +215,9 @@ void vrb_link_unlink(struct vrb_fab *f, struct vrb_link *l);
 void vrb_reap_zombies(struct vrb_fab *f);
 int vrb_link_close(struct fab_link *link);
 int vrb_link_state(struct fab_link *link);
+void vrb_kick(struct vrb_fab *f);
 
 /* cm.c */
-void vrb_kick(struct vrb_fab *f);
 void *vrb_event_main(void *arg);
 int vrb_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, const void *priv,
                 size_t priv_len, int timeout_ms, struct fab_link **out);

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * tx.c -- a link's output: the linear tx buffer, framing into it,
- * non-blocking sends with EPOLLOUT when the socket is full, and the tcp_drain
- * of a link that went down after our NAK.
+ * state.c -- a link's state below the initiator and the target: its
+ * output (the linear tx buffer, framing into it, non-blocking sends with
+ * EPOLLOUT when the socket is full, the drain of a link that went down
+ * after our NAK), its failure (tcp_link_fail() and the flushes of its
+ * queues), and the NIC thread's doorbell. The files above call down into
+ * it; it calls nothing of theirs.
  */
 #include <errno.h>
 #include <string.h>
@@ -118,4 +121,82 @@ void tcp_drain(struct tcp_link *l, int timed_out)
 	close(l->fd);
 	l->fd = -1;
 	l->draining = 0;
+}
+
+void tcp_nic_kick(struct tcp_fab *f)
+{
+	uint64_t one = 1;
+
+	if (write(f->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		lc_log_warn("tcp: cannot wake the NIC thread: %s", strerror(errno));
+}
+
+/*
+ * tcp_flush_sq -- fail every request not yet completed: the one at fault
+ * (l->fault_psn when set, else the oldest) with @first_err, the others
+ * with @err.
+ */
+void tcp_flush_sq(struct tcp_link *l, int first_err, int err)
+{
+	uint32_t prod = __atomic_load_n(&l->sq_prod, __ATOMIC_ACQUIRE);
+	uint32_t fault = l->has_fault ? l->fault_psn : l->sq_done;
+	struct tcp_fab *f = l->fab;
+
+	for (; tcp_psn_before(l->sq_done, prod); l->sq_done++) {
+		struct tcp_sqe *e = &l->sq[l->sq_done & l->sq_mask];
+
+		tcp_cq_push(f, l, e->wr.wrid, e->wr.opcode, l->sq_done == fault ? first_err : err,
+		            0, 0, 0);
+	}
+	l->has_fault = 0;
+	l->sq_issue = l->sq_done;
+	l->read_inflight = 0;
+	l->atomics_inflight = 0;
+	__atomic_store_n(&l->sq_free, l->sq_done, __ATOMIC_RELEASE);
+}
+
+void tcp_flush_rq(struct tcp_link *l)
+{
+	uint32_t prod = __atomic_load_n(&l->rq_prod, __ATOMIC_ACQUIRE);
+
+	for (; l->rq_cons != prod; l->rq_cons++) {
+		struct fab_recv_wr *r = &l->rq[l->rq_cons & l->rq_mask];
+
+		tcp_cq_push(l->fab, l, r->wrid, FAB_OP_RECV, -ECANCELED, 0, 0, 0);
+	}
+	__atomic_store_n(&l->rq_free, l->rq_cons, __ATOMIC_RELEASE);
+}
+
+/*
+ * tcp_link_fail -- take @l down: the first outstanding request completes with
+ * @first_err, the others and every posted RECV with @err; later posts are
+ * flushed with @err. The socket is closed: the peer sees the link die.
+ */
+void tcp_link_fail(struct tcp_link *l, int first_err, int err, const char *why)
+{
+	if (l->state == TCP_LINK_DOWN)
+		return;
+	if (why != NULL)
+		lc_log_warn("tcp: link %u down: %s", l->base.id, why);
+	l->state = TCP_LINK_DOWN;
+	__atomic_store_n(&l->cause, first_err, __ATOMIC_RELEASE);
+	__atomic_store_n(&l->err, err, __ATOMIC_RELEASE);
+	tcp_flush_sq(l, first_err, err);
+	tcp_flush_rq(l);
+	if (l->nak_sent && l->fd >= 0) {
+		/*
+		 * Closing with the peer's later requests unread would send a RST,
+		 * which may destroy the NAK before the peer reads it: half-close
+		 * once the NAK is out and read until the peer closes (tcp_drain()).
+		 */
+		l->draining = 1;
+		l->drain_deadline =
+		    lc_now_ns() + (uint64_t)l->fab->base.attr.timeout_ms * 1000000ull;
+		tcp_link_set_out(l, tcp_tx_used(l) > 0);
+	} else if (l->fd >= 0) {
+		epoll_ctl(l->fab->epfd, EPOLL_CTL_DEL, l->fd, NULL);
+		close(l->fd);
+		l->fd = -1;
+	}
+	tcp_cq_wake(l->fab);
 }
