@@ -19,9 +19,9 @@
  *                      loco_write of the episode to every peer, polling
  *                      every peer's word, ack wait.
  * Each row: median and p99 of one operation (us), and operations per
- * second (1 / mean). The owned_var and sst rows time the object's
- * operation and its raw operation alternately, one of each in turn, so
- * that the ratio holds when the machine's speed drifts. Prints a table and writes JSON
+ * second (1 / mean). Every row times the object's operation and its raw
+ * operation alternately, one of each in turn (the barrier rounds too, on
+ * every node), so that the ratio holds when the machine's speed drifts. Prints a table and writes JSON
  * (default bench/results/objects-<provider>.json).
  */
 #include <errno.h>
@@ -47,7 +47,6 @@
 #define WAIT_NS    (30ll * 1000000000)
 #define OWNER      1
 #define ENC_MAX    (16 + 4096)
-#define BAR_ROUNDS 2 /* raw, then loco; plus one final episode each */
 
 static const size_t sizes[NSIZES] = {8, 48, 4096};
 static const size_t enc_len[NSIZES] = {8, 64, 16 + 4096}; /* loco_owned_var(3) encodings */
@@ -91,23 +90,6 @@ static void stats(double *lat, long n, double total_us, double *med, double *p99
 	*med = lat[n / 2];
 	*p99 = lat[(long)((double)n * 0.99)];
 	*ops = (double)n / (total_us / 1e6);
-}
-
-/* timed -- run @fn @iters times after WARMUP, one at a time; fill median, p99, rate. */
-static void timed(struct bench *b, void (*fn)(struct bench *, int), int arg, double *med,
-                  double *p99, double *ops)
-{
-	double t0, t;
-
-	for (int i = 0; i < WARMUP; i++)
-		fn(b, arg);
-	t0 = bench_now_us();
-	for (long i = 0; i < b->iters; i++) {
-		t = bench_now_us();
-		fn(b, arg);
-		b->lat[i] = bench_now_us() - t;
-	}
-	stats(b->lat, b->iters, bench_now_us() - t0, med, p99, ops);
 }
 
 /*
@@ -315,23 +297,12 @@ static void go_wait(struct bench *b)
 		bench_die("waiting for node 1", -ETIMEDOUT);
 }
 
-/* barriers -- the raw and the loco barrier rounds, on every node (same count). */
+/* barriers -- the raw and the loco barrier rounds, in turn, on every node (same count). */
 static void barriers(struct bench *b, struct result *r)
 {
-	double med, p99, ops;
+	struct result tmp;
 
-	timed(b, raw_bar_wait, 0, &med, &p99, &ops);
-	if (r) {
-		r->raw_med_us = med;
-		r->raw_p99_us = p99;
-		r->raw_ops_s = ops;
-	}
-	timed(b, bar_wait, 0, &med, &p99, &ops);
-	if (r) {
-		r->med_us = med;
-		r->p99_us = p99;
-		r->ops_s = ops;
-	}
+	timed_pair(b, bar_wait, raw_bar_wait, 0, r != NULL ? r : &tmp);
 	bar_wait(b, 0); /* nobody leaves while a peer still waits */
 }
 
