@@ -51,6 +51,7 @@ struct loco_channel {
 	uint32_t fence_gen;     /* atomic: bumped by loco_channel_fence() */
 	uint32_t fence_pending; /* atomic: peers whose next operation must carry the fence */
 	uint64_t region_used;   /* local region indexes taken (m->lock) */
+	uint32_t cb_pending;    /* m->lock: callbacks queued or running for this channel */
 	struct loco_object *objects;
 	struct lc_peer *peer[LC_CHAN_PEERS]; /* atomic pointers; open-addressed by node */
 	loco_channel_t *next;

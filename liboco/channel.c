@@ -237,6 +237,7 @@ static void cb_queue(loco_manager_t *m, loco_channel_t *ch, uint32_t node, int j
 		return;
 	}
 	*e = (struct lc_cb_event){.chan = ch->id, .seq = ++m->seq, .node = node, .join = join};
+	ch->cb_pending++; /* loco_channel_join() returns once they ran */
 	*m->cb_tail = e;
 	m->cb_tail = &e->next;
 }
@@ -370,6 +371,8 @@ static void run_event(loco_manager_t *m, const struct lc_cb_event *e)
 
 void lc_chan_dispatch(loco_manager_t *m)
 {
+	loco_channel_t *ch;
+
 	if (__atomic_load_n(&m->cb_head, __ATOMIC_RELAXED) == NULL)
 		return; /* only this thread queues events, under m->lock */
 	pthread_mutex_lock(&m->lock);
@@ -380,6 +383,9 @@ void lc_chan_dispatch(loco_manager_t *m)
 		if (m->cb_head == NULL)
 			m->cb_tail = &m->cb_head;
 		run_event(m, e);
+		ch = chan_by_id(m, e->chan);
+		if (ch != NULL)
+			ch->cb_pending--;
 		free(e);
 	}
 	pthread_mutex_unlock(&m->lock);
@@ -459,12 +465,14 @@ int loco_channel_join(loco_channel_t *ch, int64_t timeout_ns)
 	}
 	pthread_mutex_unlock(&m->lock);
 	for (;;) {
-		uint32_t n;
+		uint32_t n, pending;
 
 		pthread_mutex_lock(&m->lock);
 		n = chan_npeers(ch);
+		pending = ch->cb_pending;
 		pthread_mutex_unlock(&m->lock);
-		if (n + 1 >= ch->nodes)
+		/* paired, and the objects heard of it: their peer_join callbacks ran */
+		if (n + 1 >= ch->nodes && pending == 0)
 			return 0;
 		if (timeout_ns >= 0 && lc_now_ns() - start >= (uint64_t)timeout_ns) {
 			lc_log_info("manager: channel %s: %u of %u node(s) after the timeout",
