@@ -40,13 +40,13 @@
 
 #include "bench.h"
 
-#define MAX_PEERS  16
-#define NSIZES     3
-#define WARMUP     200
-#define RAW_SLOT   64 /* bytes between two nodes' words of the raw barrier */
-#define WAIT_NS    (30ll * 1000000000)
-#define OWNER      1
-#define ENC_MAX    (16 + 4096)
+#define MAX_PEERS 16
+#define NSIZES    3
+#define WARMUP    200
+#define RAW_SLOT  64 /* bytes between two nodes' words of the raw barrier */
+#define WAIT_NS   (30ll * 1000000000)
+#define OWNER     1
+#define ENC_MAX   (16 + 4096)
 
 static const size_t sizes[NSIZES] = {8, 48, 4096};
 static const size_t enc_len[NSIZES] = {8, 64, 16 + 4096}; /* loco_owned_var(3) encodings */
