@@ -223,7 +223,7 @@ int lc_conn_send(struct lc_conn *c, struct lc_msg *msg)
 		            "queued): dropping it",
 		            c->peer.node, lc_conn_queued(c));
 		lc_conn_kill(c, "control connection not read");
-	} else if (ret && ret != -ECONNRESET && ret != -EPIPE) {
+	} else if (ret && ret != -ECONNRESET && ret != -EPIPE && ret != -ECONNREFUSED) {
 		lc_log_err("manager: cannot send %s: %s", lc_msg_type_str(msg->type),
 		           strerror(-ret));
 	}
