@@ -8,47 +8,7 @@
  * process group, and the launcher is a child subreaper, so whatever a node forks and orphans in
  * its group is reaped here and the launcher can tell when a group is empty. Only libc is used.
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/prctl.h>
-#include <sys/random.h>
-#include <sys/resource.h>
-#include <sys/signalfd.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <arpa/inet.h>
-#include <time.h>
-#include <unistd.h>
-
-#define LR_MAX_NODES     1024  /* each node costs two pipes and two line buffers */
-#define LR_LINE_MAX      65536 /* a longer line is split, each piece ending in '\n' */
-#define LR_PREFIX_MAX    16    /* "[4294967295] " */
-#define LR_OUT_CAP       (2 * (LR_LINE_MAX + LR_PREFIX_MAX + 1))
-#define LR_GRACE_MS      2000            /* SIGTERM -> SIGKILL */
-#define LR_GIVE_UP_MS    10000           /* SIGKILL -> report what would not die */
-#define LR_RECHECK_MS    100             /* while ending, look at the groups at least this often */
-#define LR_REAP_MAX      4096            /* waitpid() calls per group per pass */
-#define LR_DRAIN_MAX     1024            /* reads per stream after the last process is gone */
-#define LR_TIMEOUT_MAX   (86400.0 * 365) /* --timeout above a year is a typo */
-#define LR_EXIT_USAGE    2
-#define LR_EXIT_INTERNAL 125
-#define LR_EXIT_TIMEOUT  124
-#define LR_EXIT_NOEXEC   127
-#define LR_LOCALHOST     "127.0.0.1"
-#define LR_MAX_HOSTS     16
+#include "loco-run.h"
 
 enum lr_reason {
 	LR_RUNNING,  /* no node has failed; nothing is being ended yet */
@@ -56,18 +16,6 @@ enum lr_reason {
 	LR_TIMEDOUT, /* --timeout expired */
 	LR_SIGNALED, /* the launcher got SIGINT/SIGTERM/SIGHUP */
 	LR_INTERNAL, /* the launcher itself failed (pipe, fork...) */
-};
-
-struct lr_opts {
-	unsigned long n;
-	unsigned long first_id;
-	double timeout;                            /* seconds; 0 = none */
-	const char *fabric;                        /* NULL: inherit LOCO_FABRIC */
-	const char *join;                          /* NULL: a fresh job */
-	char hosts[LR_MAX_HOSTS][INET_ADDRSTRLEN]; /* node k gets hosts[k % nhosts] */
-	int nhosts;
-	bool no_prefix;
-	char **argv; /* PROGRAM ARGS..., NULL-terminated */
 };
 
 /* One of a node's two output pipes. */
@@ -127,17 +75,8 @@ struct lr_run {
 
 static struct lr_out lr_outs[2] = {{.fd = STDOUT_FILENO}, {.fd = STDERR_FILENO}};
 
-/* usage -- the synopsis, to @f. */
-static void usage(FILE *f)
-{
-	fputs("usage: loco-run -n N [--fabric NAME] [--timeout SEC] [--join ADDR] [--first-id K]\n"
-	      "                [--hosts IP[,IP...]] [--no-prefix] [--] PROGRAM [ARGS...]\n"
-	      "Start N copies of PROGRAM as local LOCO nodes; see loco-run(1).\n",
-	      f);
-}
-
 /* lr_msg -- a "loco-run: " message on stderr, written directly (never interleaved). */
-static void lr_msg(const char *fmt, ...)
+void lr_msg(const char *fmt, ...)
 {
 	char line[512];
 	va_list ap;
@@ -161,224 +100,6 @@ static int64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* parse_ulong -- a decimal in [@min, @max] with nothing after it; 0 or -EINVAL. */
-static int parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out)
-{
-	unsigned long v;
-	char *end;
-
-	if (s[0] < '0' || s[0] > '9')
-		return -EINVAL; /* no sign, no blanks: strtoul() would take "-1" */
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v < min || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-/* parse_timeout -- seconds, fractions allowed, 0 = none; 0 or -EINVAL. */
-static int parse_timeout(const char *s, double *out)
-{
-	double v;
-	char *end;
-
-	if ((s[0] < '0' || s[0] > '9') && s[0] != '.')
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || *end != '\0' || !(v >= 0 && v <= LR_TIMEOUT_MAX)) /* also NaN, inf */
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-/*
- * parse_hosts -- "IP[,IP...]" (IPv4 addresses, at most LR_MAX_HOSTS) into
- * @o->hosts; 0 or -EINVAL after a message.
- */
-static int parse_hosts(const char *list, const char *what, struct lr_opts *o)
-{
-	const char *p = list;
-
-	o->nhosts = 0;
-	while (*p != '\0') {
-		size_t len = strcspn(p, ",");
-		struct in_addr a;
-		char ip[INET_ADDRSTRLEN];
-
-		if (len == 0 || len >= sizeof(ip) || o->nhosts == LR_MAX_HOSTS) {
-			lr_msg("%s: expected up to %d IPv4 addresses separated by ',', got '%s'",
-			       what, LR_MAX_HOSTS, list);
-			return -EINVAL;
-		}
-		memcpy(ip, p, len);
-		ip[len] = '\0';
-		if (inet_pton(AF_INET, ip, &a) != 1) {
-			lr_msg("%s: '%s' is not an IPv4 address", what, ip);
-			return -EINVAL;
-		}
-		memcpy(o->hosts[o->nhosts++], ip, len + 1);
-		p += len + (p[len] == ',');
-	}
-	return 0;
-}
-
-/* parse_opts -- fill @o from the command line; 0, 1 for --help, -EINVAL after a message. */
-static int parse_opts(int argc, char **argv, struct lr_opts *o)
-{
-	enum {
-		OPT_FABRIC = 256,
-		OPT_TIMEOUT,
-		OPT_JOIN,
-		OPT_FIRST_ID,
-		OPT_HOSTS,
-		OPT_NO_PREFIX
-	};
-	static const struct option longopts[] = {
-	    {"nodes", required_argument, NULL, 'n'},
-	    {"fabric", required_argument, NULL, OPT_FABRIC},
-	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-	    {"join", required_argument, NULL, OPT_JOIN},
-	    {"first-id", required_argument, NULL, OPT_FIRST_ID},
-	    {"hosts", required_argument, NULL, OPT_HOSTS},
-	    {"no-prefix", no_argument, NULL, OPT_NO_PREFIX},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	bool have_n = false;
-	int c;
-
-	*o = (struct lr_opts){.first_id = 1};
-	/* '+': stop at PROGRAM, so its own options are left alone; every call consumes input */
-	while ((c = getopt_long(argc, argv, "+n:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'n':
-			if (parse_ulong(optarg, 1, LR_MAX_NODES, &o->n)) {
-				lr_msg("-n: expected a node count from 1 to %d, got '%s'",
-				       LR_MAX_NODES, optarg);
-				return -EINVAL;
-			}
-			have_n = true;
-			break;
-		case OPT_FABRIC:
-			if (optarg[0] == '\0') {
-				lr_msg("--fabric: empty provider name");
-				return -EINVAL;
-			}
-			o->fabric = optarg;
-			break;
-		case OPT_TIMEOUT:
-			if (parse_timeout(optarg, &o->timeout)) {
-				lr_msg("--timeout: expected seconds >= 0, got '%s'", optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_JOIN:
-			if (strchr(optarg, ':') == NULL || optarg[0] == ':') {
-				lr_msg("--join: expected HOST:PORT, got '%s'", optarg);
-				return -EINVAL;
-			}
-			o->join = optarg;
-			break;
-		case OPT_FIRST_ID:
-			if (parse_ulong(optarg, 1, UINT32_MAX, &o->first_id)) {
-				lr_msg("--first-id: expected a node id from 1 to %" PRIu32
-				       ", got '%s'",
-				       UINT32_MAX, optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_HOSTS:
-			if (parse_hosts(optarg, "--hosts", o))
-				return -EINVAL;
-			break;
-		case OPT_NO_PREFIX:
-			o->no_prefix = true;
-			break;
-		case 'h':
-			return 1;
-		default:
-			return -EINVAL; /* getopt_long() has said what is wrong */
-		}
-	}
-	if (!have_n) {
-		lr_msg("-n N is required");
-		return -EINVAL;
-	}
-	if (o->nhosts == 0 && getenv("LOCO_RUN_HOSTS") != NULL && getenv("LOCO_RUN_HOSTS")[0] &&
-	    parse_hosts(getenv("LOCO_RUN_HOSTS"), "LOCO_RUN_HOSTS", o))
-		return -EINVAL;
-	if (o->nhosts == 0) {
-		memcpy(o->hosts[0], LR_LOCALHOST, sizeof(LR_LOCALHOST));
-		o->nhosts = 1;
-	}
-	if (optind >= argc) {
-		lr_msg("no PROGRAM given");
-		return -EINVAL;
-	}
-	if (o->first_id + o->n - 1 > UINT32_MAX) {
-		lr_msg("--first-id %lu with -n %lu: node ids past %" PRIu32, o->first_id, o->n,
-		       UINT32_MAX);
-		return -EINVAL;
-	}
-	o->argv = argv + optind;
-	return 0;
-}
-
-/* check_exec -- 0 when @path is an executable regular file, else a positive errno. */
-static int check_exec(const char *path)
-{
-	struct stat st;
-
-	if (stat(path, &st) < 0)
-		return errno;
-	if (S_ISDIR(st.st_mode))
-		return EISDIR;
-	if (!S_ISREG(st.st_mode) || access(path, X_OK) < 0)
-		return EACCES;
-	return 0;
-}
-
-/*
- * find_program -- 0 when execvp(@prog) can find something to run, as it searches: a name with a
- * '/' as is, any other name in each $PATH entry (unset: glibc's /bin:/usr/bin). Else an errno.
- */
-static int find_program(const char *prog)
-{
-	const char *path = getenv("PATH");
-	char full[4096];
-	int best = ENOENT;
-
-	if (prog[0] == '\0')
-		return ENOENT;
-	if (strchr(prog, '/') != NULL)
-		return check_exec(prog);
-	if (path == NULL)
-		path = "/bin:/usr/bin";
-	/* one entry per pass; each pass moves past a ':' or ends */
-	for (size_t guard = strlen(path) + 1; guard > 0; guard--) {
-		const char *colon = strchr(path, ':');
-		size_t dlen = colon != NULL ? (size_t)(colon - path) : strlen(path);
-		int k, err;
-
-		/* an empty entry is the current directory */
-		k = snprintf(full, sizeof(full), "%.*s%s%s", (int)dlen, path, dlen ? "/" : "",
-		             prog);
-		if (k > 0 && (size_t)k < sizeof(full)) {
-			err = check_exec(full);
-			if (err == 0)
-				return 0;
-			if (err != ENOENT && err != ENOTDIR)
-				best = err; /* as execvp: EACCES beats "not found" */
-		}
-		if (colon == NULL)
-			break;
-		path = colon + 1;
-	}
-	return best;
 }
 
 /* make_secret -- 32 hex chars from getrandom() into @hex (33 bytes); 0 or -errno. */
@@ -1048,16 +769,16 @@ int main(int argc, char **argv)
 	int ret, err;
 
 	std_fds();
-	ret = parse_opts(argc, argv, &o);
+	ret = lr_parse_opts(argc, argv, &o);
 	if (ret == 1) {
-		usage(stdout);
+		lr_usage(stdout);
 		return 0;
 	}
 	if (ret) {
-		usage(stderr);
+		lr_usage(stderr);
 		return LR_EXIT_USAGE;
 	}
-	err = find_program(o.argv[0]);
+	err = lr_find_program(o.argv[0]);
 	if (err) {
 		if (err == ENOENT && strchr(o.argv[0], '/') == NULL)
 			lr_msg("%s: command not found", o.argv[0]);
