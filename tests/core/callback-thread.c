@@ -177,12 +177,7 @@ static noreturn void victim_main(void)
 
 static pid_t spawn_victim(loco_manager_t *m, uint32_t id, int *report)
 {
-	char join[96], node[32];
-	const char *env[] = {join, node, "LOCO_ADDR=127.0.0.1:0", NULL};
-
-	snprintf(join, sizeof(join), "LOCO_JOIN=%s", loco_addr(m));
-	snprintf(node, sizeof(node), "LOCO_NODE_ID=%u", id);
-	return sc_spawn("victim", env, report);
+	return sc_spawn_node(m, "victim", id, report);
 }
 
 /* victim_ready -- the victim's "ready" line (it joined its channel). */

@@ -298,14 +298,9 @@ int main(int argc, char **argv)
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "cq-final", 2, &fch));
 	if (me == 1) {
-		char join[96], node[32];
-		const char *env[] = {join, node, "LOCO_ADDR=127.0.0.1:0", NULL};
-
 		SC_ASSERT_OK(loco_channel_create(m, NULL, "cq", 2, &ch));
 		bobj = base_object(ch, me);
-		snprintf(join, sizeof(join), "LOCO_JOIN=%s", loco_addr(m));
-		snprintf(node, sizeof(node), "LOCO_NODE_ID=%u", VICTIM);
-		pid = sc_spawn("victim", env, &report);
+		pid = sc_spawn_node(m, "victim", VICTIM, &report);
 		SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 		sc_read_line(report, line, sizeof(line), SC_WAIT_MS);
 		close(report);

@@ -300,12 +300,7 @@ int main(int argc, char **argv)
 	bgobj = bg_base(bgch, me);
 	SC_ASSERT_OK(loco_ack_key_create(m, &ack));
 	if (me == 1) {
-		char join[96], node[32];
-		const char *env[] = {join, node, "LOCO_ADDR=127.0.0.1:0", NULL};
-
-		snprintf(join, sizeof(join), "LOCO_JOIN=%s", loco_addr(m));
-		snprintf(node, sizeof(node), "LOCO_NODE_ID=%u", VICTIM);
-		pid = sc_spawn("victim", env, &report);
+		pid = sc_spawn_node(m, "victim", VICTIM, &report);
 	}
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	SC_ASSERT_OK(loco_channel_join(bgch, 20 * SC_NS));

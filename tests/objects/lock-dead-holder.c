@@ -51,12 +51,7 @@
 
 static pid_t spawn_extra(loco_manager_t *m, uint32_t id, const char *role, int *report)
 {
-	char join[96], node[32];
-	const char *env[] = {join, node, "LOCO_ADDR=127.0.0.1:0", NULL};
-
-	snprintf(join, sizeof(join), "LOCO_JOIN=%s", loco_addr(m));
-	snprintf(node, sizeof(node), "LOCO_NODE_ID=%u", id);
-	return sc_spawn(role, env, report);
+	return sc_spawn_node(m, role, id, report);
 }
 
 /* holder_main -- node 9: join "lk-dead", take L, report, wait for SIGKILL. */

@@ -216,12 +216,7 @@ static int extra_main(void)
 
 static pid_t spawn_extra(loco_manager_t *m, uint32_t id, int *fd)
 {
-	char join[96], node[32];
-	const char *env[] = {join, node, "LOCO_ADDR=127.0.0.1:0", NULL};
-
-	snprintf(join, sizeof(join), "LOCO_JOIN=%s", loco_addr(m));
-	snprintf(node, sizeof(node), "LOCO_NODE_ID=%u", id);
-	return sc_spawn("extra", env, fd);
+	return sc_spawn_node(m, "extra", id, fd);
 }
 
 static void errors(loco_channel_t *ch, uint32_t me)

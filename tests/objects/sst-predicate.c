@@ -225,12 +225,7 @@ static int extra_main(void)
 
 static pid_t spawn_extra(loco_manager_t *m, int *fd)
 {
-	char join[96], node[32];
-	const char *env[] = {join, node, "LOCO_ADDR=127.0.0.1:0", NULL};
-
-	snprintf(join, sizeof(join), "LOCO_JOIN=%s", loco_addr(m));
-	snprintf(node, sizeof(node), "LOCO_NODE_ID=%u", KILLED);
-	return sc_spawn("extra", env, fd);
+	return sc_spawn_node(m, "extra", KILLED, fd);
 }
 
 /* wait_seen -- until every live predicate of @ps has read row 1 at @count. */

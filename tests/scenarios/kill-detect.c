@@ -43,12 +43,7 @@ static noreturn void extra_main(void)
 
 static pid_t spawn_extra(loco_manager_t *m, uint32_t id)
 {
-	char join[96], node[32];
-	const char *env[] = {join, node, "LOCO_ADDR=127.0.0.1:0", NULL};
-
-	snprintf(join, sizeof(join), "LOCO_JOIN=%s", loco_addr(m));
-	snprintf(node, sizeof(node), "LOCO_NODE_ID=%u", id);
-	return sc_spawn("extra", env, NULL);
+	return sc_spawn_node(m, "extra", id, NULL);
 }
 
 /* detect -- wait until @node is no member; return the ms since the time in mailbox @box. */

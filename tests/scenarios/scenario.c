@@ -573,3 +573,13 @@ noreturn void sc_victim_wait(loco_manager_t *m)
 		pause();
 	SC_FAIL("victim node %u was not killed", loco_node_id(m));
 }
+
+pid_t sc_spawn_node(loco_manager_t *m, const char *role, uint32_t id, int *report_fd)
+{
+	char join[96], node[32];
+	const char *env[] = {join, node, "LOCO_ADDR=127.0.0.1:0", NULL};
+
+	snprintf(join, sizeof(join), "LOCO_JOIN=%s", loco_addr(m));
+	snprintf(node, sizeof(node), "LOCO_NODE_ID=%u", id);
+	return sc_spawn(role, env, report_fd);
+}

@@ -136,6 +136,13 @@ char *sc_ids_str(const uint32_t *ids, int n, char *buf, size_t len);
 pid_t sc_spawn(const char *role, const char *const *env, int *report_fd);
 
 /*
+ * sc_spawn_node -- sc_spawn() this program as @role, a node with id @id
+ * that joins through this node's manager @m (LOCO_JOIN, LOCO_NODE_ID,
+ * LOCO_ADDR on loopback). Returns its PID; @report_fd as sc_spawn().
+ */
+pid_t sc_spawn_node(loco_manager_t *m, const char *role, uint32_t id, int *report_fd);
+
+/*
  * sc_victim_wait -- a node that another one kills: log that it is ready,
  * report "ready" to its spawner, then wait for the SIGKILL (the alarm
  * fails it if nobody sends one).
