@@ -26,6 +26,7 @@ enum loco_errno {
 	LOCO_EAUTH = LOCO_ERRNO_BASE + 1, /* the peer failed authentication */
 	LOCO_EFABRIC,                     /* the fabric reported an error; see the log */
 	LOCO_ETORN,                       /* a value stayed unstable past the retry bound */
+	LOCO_EPARTITION, /* this node cannot reach a majority of its view: it stopped acting */
 	LOCO_ELAST_,
 };
 

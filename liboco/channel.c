@@ -33,6 +33,7 @@
 struct lc_cb_event {
 	uint64_t chan;
 	uint64_t seq;
+	uint64_t view; /* the membership view that made the change */
 	uint32_t node;
 	int join;
 	struct lc_cb_event *next;
@@ -236,7 +237,8 @@ static void cb_queue(loco_manager_t *m, loco_channel_t *ch, uint32_t node, int j
 		           ch->name, node);
 		return;
 	}
-	*e = (struct lc_cb_event){.chan = ch->id, .seq = ++m->seq, .node = node, .join = join};
+	*e = (struct lc_cb_event){
+	    .chan = ch->id, .seq = ++m->seq, .view = m->view_id, .node = node, .join = join};
 	ch->cb_pending++; /* loco_channel_join() returns once they ran */
 	*m->cb_tail = e;
 	m->cb_tail = &e->next;
@@ -352,7 +354,7 @@ static void run_event(loco_manager_t *m, const struct lc_cb_event *e)
 	for (;;) {
 		loco_channel_t *ch = chan_by_id(m, e->chan);
 		loco_object_t *o = ch != NULL ? next_object(ch, e, after) : NULL;
-		void (*fn)(loco_object_t *, uint32_t, void *);
+		void (*fn)(loco_object_t *, uint32_t, uint64_t, void *);
 
 		if (o == NULL)
 			return;
@@ -362,7 +364,7 @@ static void run_event(loco_manager_t *m, const struct lc_cb_event *e)
 			continue;
 		m->cb_obj = o;
 		pthread_mutex_unlock(&m->lock);
-		fn(o, e->node, o->arg);
+		fn(o, e->node, e->view, o->arg);
 		pthread_mutex_lock(&m->lock);
 		m->cb_obj = NULL;
 		pthread_cond_broadcast(&m->cond); /* a destroy may wait for this call */

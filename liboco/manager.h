@@ -77,6 +77,7 @@ struct loco_manager {
 	struct lc_member_info *join_list; /* a join's WELCOME list (LC_MAX_MEMBERS) */
 	uint32_t join_n;                  /* m->lock: the list's length */
 	int join_done, join_ret;          /* m->lock: the joining thread's answer */
+	uint64_t view_id;                 /* m->lock: the installed membership view's number */
 	struct lc_member_events ev;
 	uint64_t next_hb_ns;
 	uint64_t hb_seq;

@@ -25,6 +25,8 @@ const char *loco_strerror(int err)
 		return "fabric error (see the log)";
 	case LOCO_ETORN:
 		return "value unstable past the retry bound";
+	case LOCO_EPARTITION:
+		return "partitioned: no majority of the cluster's view is reachable";
 	default:
 		/* strerror() of glibc returns static strings for known codes */
 		return err < LOCO_ERRNO_BASE ? strerror(err) : "unknown loco error";

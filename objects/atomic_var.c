@@ -58,11 +58,11 @@ struct loco_atomic_var {
 };
 
 /* av_peer_leave -- on the progress thread: the host's word is gone. */
-static void av_peer_leave(loco_object_t *obj, uint32_t node, void *arg)
+static void av_peer_leave(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
 	loco_atomic_var_t *av = arg;
 
-	(void)obj;
+	(void)obj, (void)view;
 	if (node == av->host)
 		host_path_lose(&av->hp);
 }

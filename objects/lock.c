@@ -89,13 +89,13 @@ static uint64_t *res_ptr(const loco_lock_t *lk, unsigned slot)
  * path's lock (a thread holding that may wait for the manager's lock in
  * loco_region_remote()), so it looks the host's path up itself.
  */
-static void lk_peer_leave(loco_object_t *obj, uint32_t node, void *arg)
+static void lk_peer_leave(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
 	loco_lock_t *lk = arg;
 	loco_rref_t rr;
 	uint64_t *w, v;
 
-	(void)obj;
+	(void)obj, (void)view;
 	if (node == lk->host) {
 		host_path_lose(&lk->hp);
 		return;

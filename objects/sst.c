@@ -93,23 +93,23 @@ static inline int row_state(const loco_sst_t *sst, uint32_t node)
 }
 
 /* sst_peer_join -- on the progress thread: @node's row appears. */
-static void sst_peer_join(loco_object_t *obj, uint32_t node, void *arg)
+static void sst_peer_join(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
 	loco_sst_t *sst = arg;
 
-	(void)obj;
+	(void)obj, (void)view;
 	if (node == 0 || node > sst->max_rows || node == sst->me)
 		return;
 	__atomic_store_n(&sst->state[node - 1], ROW_PRESENT, __ATOMIC_RELEASE);
 }
 
 /* sst_peer_leave -- on the progress thread: @node's row vanishes, and is zeroed. */
-static void sst_peer_leave(loco_object_t *obj, uint32_t node, void *arg)
+static void sst_peer_leave(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
 	loco_sst_t *sst = arg;
 	loco_region_t *rows;
 
-	(void)obj;
+	(void)obj, (void)view;
 	if (node == 0 || node > sst->max_rows || node == sst->me)
 		return;
 	/* absent first: readers that look now skip it, and those reading it validate */

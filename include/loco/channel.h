@@ -98,10 +98,15 @@ loco_manager_t *loco_channel_manager(const loco_channel_t *ch);
  */
 int loco_channel_peers(loco_channel_t *ch, uint32_t *ids, size_t max);
 
-/* Callbacks of an object: a peer paired in the channel, or left it. */
+/*
+ * Callbacks of an object: a peer paired in the channel, or left it.
+ * @view: the number of the membership view that made the change (views
+ * grow by one with every join, leave or failure the cluster agreed on;
+ * a pairing made within one view carries that view's number).
+ */
 struct loco_object_ops {
-	void (*peer_join)(loco_object_t *obj, uint32_t node, void *arg);
-	void (*peer_leave)(loco_object_t *obj, uint32_t node, void *arg);
+	void (*peer_join)(loco_object_t *obj, uint32_t node, uint64_t view, void *arg);
+	void (*peer_leave)(loco_object_t *obj, uint32_t node, uint64_t view, void *arg);
 };
 
 /*

@@ -105,6 +105,12 @@ static int stub_post_recv(struct fab_link *l, const struct fab_recv_wr *wr, int 
 	return -EOPNOTSUPP;
 }
 
+static int stub_link_peer(struct fab_link *l, struct fab_addr *out)
+{
+	(void)l, (void)out;
+	return -EOPNOTSUPP;
+}
+
 static int stub_fab(struct fab *f)
 {
 	(void)f;
@@ -131,7 +137,9 @@ void fab_ops_fill(struct fab_ops *dst, const struct fab_ops *src)
 	    .close = src->close,
 	    .connect = src->connect ? src->connect : stub_connect,
 	    .get_addr = src->get_addr ? src->get_addr : stub_get_addr,
+	    .link_admit = src->link_admit ? src->link_admit : stub_link,
 	    .link_close = src->link_close ? src->link_close : stub_link,
+	    .link_peer = src->link_peer ? src->link_peer : stub_link_peer,
 	    .link_state = src->link_state ? src->link_state : stub_link,
 	    .mr_dereg = src->mr_dereg ? src->mr_dereg : stub_mr_dereg,
 	    .mr_reg = src->mr_reg ? src->mr_reg : stub_mr_reg,

@@ -158,7 +158,9 @@ struct fab_ops {
 	int (*connect)(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, const void *priv,
 	               size_t priv_len, int timeout_ms, struct fab_link **out);
 	int (*get_addr)(struct fab *fab, struct fab_addr *out);
+	int (*link_admit)(struct fab_link *link);
 	int (*link_close)(struct fab_link *link);
+	int (*link_peer)(struct fab_link *link, struct fab_addr *out);
 	int (*link_state)(struct fab_link *link);
 	int (*mr_dereg)(struct fab_mr *mr);
 	int (*mr_reg)(struct fab *fab, void *addr, size_t len, unsigned access,
@@ -231,8 +233,12 @@ static inline int fab_connect(struct fab *fab, const struct fab_addr *peer, uint
 
 /*
  * fab_accept -- take the next link a peer opened to us, waiting up to
- * @timeout_ms (0: do not wait). The link serves the peer's one-sided
- * requests from the moment it is established, before it is accepted.
+ * @timeout_ms (0: do not wait). The link is held: it serves none of the
+ * peer's requests, and the peer's fab_connect() does not return, until
+ * the caller checked @priv and called fab_link_admit(); fab_link_close()
+ * refuses it instead (the peer's fab_connect() fails with -ECONNREFUSED).
+ * A link neither admitted nor closed within the provider's bound is
+ * refused by the provider, and is then reported by fab_link_state().
  * @priv receives the connector's private data (FAB_PRIV_MAX bytes of room),
  * *@priv_len its length. Returns 0 and sets *@out; -EAGAIN (none yet).
  */
@@ -295,6 +301,22 @@ static inline int fab_wait_fd(struct fab *fab)
 static inline int fab_arm(struct fab *fab)
 {
 	return fab->ops->arm(fab);
+}
+
+/*
+ * fab_link_admit -- serve the held link @link (from fab_accept()) from
+ * now on, and let its connector's fab_connect() return. 0, or the error
+ * that took the link down meanwhile (close it then).
+ */
+static inline int fab_link_admit(struct fab_link *link)
+{
+	return link->fab->ops->link_admit(link);
+}
+
+/* fab_link_peer -- the address the peer of @link connects from (for logs). 0, -ENOTCONN. */
+static inline int fab_link_peer(struct fab_link *link, struct fab_addr *out)
+{
+	return link->fab->ops->link_peer(link, out);
 }
 
 /* fab_link_state -- 0 while the link is up, else the error that took it down. */

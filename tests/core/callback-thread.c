@@ -109,8 +109,9 @@ static void seen_thread(struct watch *w, uint32_t node)
 		__atomic_add_fetch(&w->on_main[node], 1, __ATOMIC_RELAXED);
 }
 
-static void on_join(loco_object_t *obj, uint32_t node, void *arg)
+static void on_join(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
+	(void)view;
 	struct watch *w = arg;
 
 	(void)obj;
@@ -120,8 +121,9 @@ static void on_join(loco_object_t *obj, uint32_t node, void *arg)
 	__atomic_add_fetch(&w->joins[node], 1, __ATOMIC_RELEASE);
 }
 
-static void on_leave(loco_object_t *obj, uint32_t node, void *arg)
+static void on_leave(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
+	(void)view;
 	struct watch *w = arg;
 	int64_t zero = 0;
 

@@ -22,8 +22,9 @@
 
 static unsigned joins, leaves; /* atomic: counted by the callbacks */
 
-static void on_join(loco_object_t *obj, uint32_t node, void *arg)
+static void on_join(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
+	(void)view;
 	struct timespec ts = {.tv_nsec = SLOW_MS * 1000000L};
 
 	(void)obj;
@@ -33,8 +34,9 @@ static void on_join(loco_object_t *obj, uint32_t node, void *arg)
 	__atomic_add_fetch(&joins, 1, __ATOMIC_RELEASE);
 }
 
-static void on_leave(loco_object_t *obj, uint32_t node, void *arg)
+static void on_leave(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
+	(void)view;
 	(void)obj;
 	(void)arg;
 	if (node == 2)

@@ -48,18 +48,22 @@ struct counts {
 
 static struct counts ev;
 
-static void on_join(loco_object_t *obj, uint32_t node, void *arg)
+static void on_join(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
 	struct counts *c = arg;
+
+	(void)view;
 
 	(void)obj;
 	if (node < SC_MAX_NODES)
 		__atomic_fetch_add(&c->joins[node], 1, __ATOMIC_RELEASE);
 }
 
-static void on_leave(loco_object_t *obj, uint32_t node, void *arg)
+static void on_leave(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
 	struct counts *c = arg;
+
+	(void)view;
 
 	(void)obj;
 	if (node < SC_MAX_NODES)

@@ -48,15 +48,17 @@ static void record(uint32_t node, char what)
 	}
 }
 
-static void on_join(loco_object_t *obj, uint32_t node, void *arg)
+static void on_join(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
+	(void)view;
 	(void)obj;
 	(void)arg;
 	record(node, 'J');
 }
 
-static void on_leave(loco_object_t *obj, uint32_t node, void *arg)
+static void on_leave(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
+	(void)view;
 	(void)obj;
 	(void)arg;
 	record(node, 'L');

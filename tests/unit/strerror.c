@@ -43,7 +43,7 @@ static void strerror__errno_either_sign(void **state)
 
 static void strerror__loco_codes_have_own_text(void **state)
 {
-	const int codes[] = {LOCO_EAUTH, LOCO_EFABRIC, LOCO_ETORN};
+	const int codes[] = {LOCO_EAUTH, LOCO_EFABRIC, LOCO_ETORN, LOCO_EPARTITION};
 	const char *s[NELEM(codes)];
 
 	(void)state;

@@ -158,6 +158,7 @@ const struct fab_ops fab_tcp_ops = {
     .close = tcp_close,
     .connect = tcp_connect,
     .get_addr = tcp_get_addr,
+    .link_admit = tcp_link_admit,
     .link_close = tcp_link_close,
     .link_state = tcp_link_state,
     .mr_dereg = tcp_mr_dereg,

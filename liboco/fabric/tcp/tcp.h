@@ -219,6 +219,7 @@ int tcp_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, cons
                 size_t priv_len, int timeout_ms, struct fab_link **out);
 int tcp_accept(struct fab *fab, uint64_t ctx, int timeout_ms, struct fab_link **out, void *priv,
                size_t *priv_len);
+int tcp_link_admit(struct fab_link *link);
 int tcp_link_close(struct fab_link *link);
 int tcp_link_state(struct fab_link *link);
 

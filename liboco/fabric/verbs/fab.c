@@ -132,6 +132,7 @@ const struct fab_ops fab_verbs_ops = {
     .close = vrb_close,
     .connect = vrb_connect,
     .get_addr = vrb_get_addr,
+    .link_admit = vrb_link_admit,
     .link_close = vrb_link_close,
     .link_state = vrb_link_state,
     .mr_dereg = vrb_mr_dereg,

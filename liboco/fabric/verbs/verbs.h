@@ -213,6 +213,7 @@ void vrb_link_set_rnr(struct vrb_link *l);
 void vrb_link_add(struct vrb_fab *f, struct vrb_link *l, int state);
 void vrb_link_unlink(struct vrb_fab *f, struct vrb_link *l);
 void vrb_reap_zombies(struct vrb_fab *f);
+int vrb_link_admit(struct fab_link *link);
 int vrb_link_close(struct fab_link *link);
 int vrb_link_state(struct fab_link *link);
 void vrb_kick(struct vrb_fab *f);
