@@ -272,8 +272,8 @@ static int lk_op(loco_lock_t *lk, int op, uint64_t a, uint64_t b, unsigned slot,
 	if (ret)
 		return ret;
 	ret = loco_ack_wait(ack, op == LK_READ2 ? timeout_ns : OP_CAP_NS);
-	if (op == LK_CAS && ret == -ETIMEDOUT && loco_ack_outstanding(ack) > 0) {
-		/* the fabric broke its bound: we cannot tell what the word holds */
+	if (op != LK_READ2 && ret == -ETIMEDOUT && loco_ack_outstanding(ack) > 0) {
+		/* the fabric broke its bound: we cannot tell what the words hold */
 		host_path_lose(&lk->hp);
 		return -ECONNRESET;
 	}
@@ -592,7 +592,8 @@ int loco_lock_recovered(const loco_lock_t *lk)
 
 int loco_lock_holder(loco_lock_t *lk, uint32_t *node, int64_t timeout_ns)
 {
-	int64_t deadline = obj_deadline(timeout_ns);
+	/* an owner word that never comes (its holder died first) waits for no more than T */
+	int64_t deadline = obj_deadline(timeout_ns), owner_by = obj_deadline(lk->takeover_ns);
 	uint64_t v[2] = {0, 0};
 	int ret;
 
@@ -612,11 +613,11 @@ int loco_lock_holder(loco_lock_t *lk, uint32_t *node, int64_t timeout_ns)
 		/* HELD, and the owner word is that grant's: or its holder has yet to write it */
 		if (W_STATE(v[0]) == ST_FREE || v[1] >> 32 == (uint32_t)W_TOKEN(v[0]))
 			break;
-		if (deadline >= 0 && obj_now_ns() >= deadline) {
+		if ((deadline >= 0 && obj_now_ns() >= deadline) || obj_now_ns() >= owner_by) {
 			ret = -EAGAIN;
 			break;
 		}
-		sched_yield();
+		nanosleep(&(struct timespec){.tv_nsec = 100000}, NULL);
 	}
 	pthread_mutex_unlock(&lk->query_lock);
 	if (ret == 0)
