@@ -132,7 +132,8 @@ int loco_lock_recovered(const loco_lock_t *lk);
 /*
  * loco_lock_holder -- read the lock: *@node = the holder's id, or 0 when
  * free. Returns 0; -EAGAIN (held, but the holder had not published its id
- * within @timeout_ns: it just took the lock, or died doing so); -ENOENT,
+ * within @timeout_ns, or the takeover time: it died right after its
+ * grant); -ENOENT,
  * -ECONNRESET, -ENOTCONN, -ETIMEDOUT.
  */
 int loco_lock_holder(loco_lock_t *lk, uint32_t *node, int64_t timeout_ns);
