@@ -1,25 +1,37 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * lock.c -- a distributed lock: one word on a host node, taken with a
- * fabric CAS and bounded exponential back-off. Built only on the public
- * object-author API (loco/channel.h).
+ * lock.c -- a distributed lock with leases and fencing tokens: two words
+ * on a host node, taken with a fabric CAS and bounded exponential
+ * back-off, one-sided (the host's CPU takes no part). Built only on the
+ * public object-author API (loco/channel.h).
  *
- * The word: LK_FREE (0); LK_RECOVERED (1): free, and its last holder died
- * holding it; or a holder's tag, (node id << 32) | 32 bits of its
- * incarnation (>= 1 << 32, since ids are >= 1). Acquire CASes FREE -> tag;
- * a CAS that fails returns the word, which says whether to retry at once
- * (RECOVERED -> tag) or back off. Release CASes tag -> FREE, so that a node
- * the host has given up on cannot free the lock of the node that took it
- * over.
+ * The lock word W: token (44 bits) | renewal counter (16 bits) | state (4
+ * bits: FREE or HELD). Every grant CASes the word to {token + 1, 0, HELD},
+ * so tokens grow strictly with every grant and never repeat; a release
+ * CASes this node's exact word to {token, 0, FREE}; a renewal CASes it to
+ * {token, renew + 1, HELD}. The owner word O: (token's low 32 bits) << 32
+ * | the holder's node id, written by the holder right after its grant,
+ * only for loco_lock_holder() (node ids take 32 bits: no room in W).
  *
- * A dead holder: the host's object hears peer_leave(X). If the word's
- * holder is X, it CASes the word from X's tag to LK_RECOVERED: on the
- * progress thread, without waiting (with no fabric path to itself, the
- * host runs it as a CPU atomic, which the tcp NIC thread serializes with
- * the fabric's). The next acquirer's CAS(FREE) then fails with RECOVERED,
- * and its CAS(RECOVERED -> tag) takes the lock: loco_lock_recovered() says
- * so. No CAS of X's still in flight can land after the check: the library
- * closes X's data link before it calls peer_leave (member_remove()).
+ * Leases. The holder's lease runs for L (lease_ns) from the moment it
+ * POSTED the CAS that granted or renewed it (its CLOCK_MONOTONIC, before
+ * the CAS executed at the host). A waiter may take over a HELD word only
+ * after it has seen the SAME value continuously for T (takeover_ns) on its
+ * own clock, counted from the completion of the first operation that
+ * returned it (after the holder's CAS executed, so after its post); its
+ * CAS expects that exact value, so a renewal or a release in between
+ * defeats it, and it writes token + 1. With T >= L * (1 + LK_DRIFT) +
+ * LK_MARGIN_NS, checked at create, the holder's lease has ended on its own
+ * clock before the waiter's takeover CAS is even posted: leases never
+ * overlap, and a holder that checks loco_lock_held() before it acts learns
+ * that its lease expired before anyone else can be granted the lock. A
+ * waiter restarts its count when it has not seen the word for LK_GAP(T):
+ * with at most LK_RENEW_MAX renewals per L, the 16-bit renewal counter
+ * cannot wrap around unseen (no ABA).
+ *
+ * A dead or stopped holder is recovered by the lease alone: no peer_leave
+ * needed, and no lock is freed under a holder that was declared failed
+ * while it still ran. The takeover is what loco_lock_recovered() reports.
  *
  * A dead host: the other nodes hear peer_leave(host) and mark the lock
  * lost: every later call returns -ECONNRESET, so that a host restarted
@@ -28,7 +40,8 @@
  * Locally, one thread of the node at a time runs acquire/try/release (the
  * "claim" flag, taken by acquire and try, dropped by release or a failed
  * attempt): the lock is the node's, and the attempts share one ack key and
- * one result slot.
+ * one result slot. Renewal and release, which any thread of the holder may
+ * call, are serialized by hold_lock.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -43,22 +56,42 @@
 #include "host_path.h"
 #include "obj_util.h"
 
-#define LK_FREE      0ull
-#define LK_RECOVERED 1ull
+#define ST_FREE 0ull
+#define ST_HELD 1ull
 
-#define WORD_LEN       64 /* one line for the word */
-#define RES_OP         0  /* result slots: acquire/try/release */
-#define RES_HOLDER     1  /* loco_lock_holder() */
-#define RES_RECOVER    2  /* the host's recovery CAS, when it goes through the fabric */
-#define RES_LEN        (3 * sizeof(uint64_t))
+#define W_TOKEN(w)      ((w) >> 20)
+#define W_RENEW(w)      ((w) >> 4 & 0xffffull)
+#define W_STATE(w)      ((w)&0xfull)
+#define W_MAKE(t, r, s) ((uint64_t)(t) << 20 | ((uint64_t)(r)&0xffffull) << 4 | (uint64_t)(s))
+#define TOKEN_MAX       ((1ull << 44) - 1)
+#define O_MAKE(t, n)    ((uint64_t)(t) << 32 | (uint32_t)(n))
+
+#define WORD_LEN       64 /* one line for W (offset 0) and O (offset 8) */
+#define W_OFF          0
+#define O_OFF          8
+#define RES_OP         0 /* result slots: acquire/try/renew/release */
+#define RES_HOLDER     1 /* loco_lock_holder(): W and O, 2 slots */
+#define RES_OWNER      3 /* the source of the owner write */
+#define RES_LEN        (4 * sizeof(uint64_t))
 #define BACKOFF_MIN_NS 2000ll
 #define BACKOFF_MAX_NS 1000000ll
 /* an attempt in flight is waited for: the fabric fails it within its dead-peer bound */
 #define OP_CAP_NS (60ll * 1000000000ll)
 
+#define SEC_NS             1000000000ll
+#define LK_DEFAULT_LEASE   (2 * SEC_NS)
+#define LK_DEFAULT_TAKEOVR (3 * SEC_NS)
+#define LK_LEASE_MAX       (3600 * SEC_NS)
+/* the clock-rate bound: each clock runs within 1e-3 of real time, so T > L (1 + 2e-3) */
+#define LK_DRIFT_DIV 500
+#define LK_MARGIN_NS (10ll * 1000000ll)
+#define LK_RENEW_MAX 64 /* renewals per lease at most: closer ones are no-ops */
+#define LK_GAP(t)    ((t) / 4)
+
 enum lk_op {
-	LK_CAS,
-	LK_READ
+	LK_CAS,   /* W: a -> b */
+	LK_READ2, /* W and O, into old[0], old[1] */
+	LK_WRITEO /* O := a */
 };
 
 struct loco_lock {
@@ -67,15 +100,22 @@ struct loco_lock {
 	loco_region_t *res;
 	uint32_t host;
 	uint32_t me;
-	uint64_t tag;
-	loco_ack_key_t *ack;  /* acquire/try/release: under the claim */
+	int64_t lease_ns;
+	int64_t takeover_ns;
+	loco_ack_key_t *ack;  /* acquire/try/renew/release: under the claim (and hold_lock) */
 	loco_ack_key_t *qack; /* loco_lock_holder(): under query_lock */
 	pthread_mutex_t query_lock;
-	struct host_path hp; /* to the host's word; lost for good when the host left */
-	int claimed;         /* a thread of this node is acquiring or holds */
-	int held;            /* this node holds the lock (it has the claim too) */
-	int recovered;       /* ... taken over from a dead holder */
-	uint64_t rng;        /* back-off jitter (under the claim) */
+	pthread_mutex_t hold_lock; /* renew vs release */
+	struct host_path hp;       /* to the host's word; lost for good when the host left */
+	int claimed;               /* a thread of this node is acquiring or holds */
+	int held;                  /* this node holds the lock (it has the claim too) */
+	int recovered;             /* ... taken over from an expired lease */
+	uint64_t cur;              /* the word as this node's grant or last renewal set it */
+	uint64_t token;            /* atomic: cur's token, for loco_lock_token() */
+	int64_t lease_end;         /* atomic: obj_now_ns() time the lease ends */
+	int64_t renew_post;        /* post time of the last grant or renewal */
+	uint64_t seen;             /* the last word seen: the next acquire's first guess */
+	uint64_t rng;              /* back-off jitter (under the claim) */
 };
 
 static uint64_t *res_ptr(const loco_lock_t *lk, unsigned slot)
@@ -84,43 +124,39 @@ static uint64_t *res_ptr(const loco_lock_t *lk, unsigned slot)
 }
 
 /*
- * lk_peer_leave -- on the progress thread, under the manager's lock: free
- * a dead holder's lock, or lose the host. It must not take the host
- * path's lock (a thread holding that may wait for the manager's lock in
- * loco_region_remote()), so it looks the host's path up itself.
+ * lk_partitioned -- 1 when this node cannot reach a majority of its view,
+ * so that the lock's waits stop with -LOCO_EPARTITION.
+ * TODO(step 6): return loco_channel_partitioned(loco_object_channel(obj))
+ * (or loco_manager_partitioned()) once the membership rewrite provides it.
+ */
+static int lk_partitioned(const loco_lock_t *lk)
+{
+	(void)lk;
+	return 0;
+}
+
+/*
+ * lk_peer_leave -- on the progress thread, under the manager's lock: lose
+ * the host. A holder that leaves is recovered by its lease, not here: it
+ * may still run (declared failed while only slow or cut off).
  */
 static void lk_peer_leave(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
 	loco_lock_t *lk = arg;
-	loco_rref_t rr;
-	uint64_t *w, v;
 
 	(void)obj, (void)view;
-	if (node == lk->host) {
+	if (node == lk->host)
 		host_path_lose(&lk->hp);
-		return;
-	}
-	if (lk->me != lk->host)
-		return;
-	/* the host's own copy: an aligned word, never torn */
-	w = loco_region_ptr(lk->word);
-	v = __atomic_load_n(w, __ATOMIC_SEQ_CST);
-	if (v >> 32 != node)
-		return;
-	if (loco_region_remote(lk->word, lk->me, &rr) == 0)
-		loco_cas(lk->res, RES_RECOVER * sizeof(uint64_t), &rr, 0, v, LK_RECOVERED,
-		         NULL); /* no waiting here; a failed CAS means the word moved on */
-	else
-		__atomic_compare_exchange_n(w, &v, LK_RECOVERED, false, __ATOMIC_SEQ_CST,
-		                            __ATOMIC_SEQ_CST); /* serializes with the NIC's CAS */
 }
 
 static const struct loco_object_ops lk_ops = {
     .peer_leave = lk_peer_leave,
 };
 
-int loco_lock_create(loco_channel_t *ch, const char *name, uint32_t host, loco_lock_t **out)
+int loco_lock_create_config(loco_channel_t *ch, const char *name, uint32_t host,
+                            const loco_lock_config_t *cfg, loco_lock_t **out)
 {
+	int64_t lease = LK_DEFAULT_LEASE, takeover = LK_DEFAULT_TAKEOVR;
 	loco_manager_t *m;
 	loco_lock_t *lk;
 	uint64_t inc;
@@ -128,6 +164,13 @@ int loco_lock_create(loco_channel_t *ch, const char *name, uint32_t host, loco_l
 
 	if (ch == NULL || name == NULL || host == 0 || out == NULL)
 		return -EINVAL;
+	if (cfg != NULL && (cfg->lease_ns != 0 || cfg->takeover_ns != 0)) {
+		lease = cfg->lease_ns;
+		takeover = cfg->takeover_ns;
+		if (lease <= 0 || lease > LK_LEASE_MAX || takeover <= 0 ||
+		    takeover < lease + lease / LK_DRIFT_DIV + LK_MARGIN_NS)
+			return -EINVAL;
+	}
 	lk = calloc(1, sizeof(*lk));
 	if (lk == NULL)
 		return -ENOMEM;
@@ -135,9 +178,11 @@ int loco_lock_create(loco_channel_t *ch, const char *name, uint32_t host, loco_l
 	inc = loco_incarnation(m);
 	lk->host = host;
 	lk->me = loco_node_id(m);
-	lk->tag = (uint64_t)lk->me << 32 | (uint32_t)(inc ^ inc >> 32);
+	lk->lease_ns = lease;
+	lk->takeover_ns = takeover;
 	lk->rng = inc | 1;
 	pthread_mutex_init(&lk->query_lock, NULL);
+	pthread_mutex_init(&lk->hold_lock, NULL);
 	host_path_init(&lk->hp);
 	ret = loco_ack_key_create(m, &lk->ack);
 	if (ret)
@@ -148,9 +193,10 @@ int loco_lock_create(loco_channel_t *ch, const char *name, uint32_t host, loco_l
 	ret = loco_object_create(ch, name, &lk_ops, lk, &lk->obj);
 	if (ret)
 		goto err_destroy_qack;
-	ret = loco_region_create(lk->obj, "word", WORD_LEN,
-	                         host == lk->me ? LOCO_ACCESS_READ | LOCO_ACCESS_ATOMIC : 0,
-	                         &lk->word);
+	ret = loco_region_create(
+	    lk->obj, "word", WORD_LEN,
+	    host == lk->me ? LOCO_ACCESS_READ | LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC : 0,
+	    &lk->word);
 	if (ret)
 		goto err_destroy_obj;
 	ret = loco_region_create(lk->obj, "res", RES_LEN, 0, &lk->res);
@@ -167,17 +213,23 @@ err_destroy_ack:
 	loco_ack_key_destroy(lk->ack);
 err_free:
 	host_path_fini(&lk->hp);
+	pthread_mutex_destroy(&lk->hold_lock);
 	pthread_mutex_destroy(&lk->query_lock);
 	free(lk);
 	return ret;
 }
 
+int loco_lock_create(loco_channel_t *ch, const char *name, uint32_t host, loco_lock_t **out)
+{
+	return loco_lock_create_config(ch, name, host, NULL, out);
+}
+
 /*
- * lk_op -- one CAS (@a -> @b) or READ of the host's word through result
- * slot @slot and @ack; the old value in *@old. A CAS is waited for until
- * it completes (the fabric completes or fails it within its dead-peer
- * bound), so that the caller always knows what it did; a READ is waited
- * for up to @timeout_ns.
+ * lk_op -- one CAS of W (@a -> @b; the old value in *@old), READ of W and
+ * O (into old[0], old[1]) or WRITE of O (:= @a), through result slot @slot
+ * and @ack. A CAS or WRITE is waited for until it completes (the fabric
+ * completes or fails it within its dead-peer bound), so that the caller
+ * always knows what it did; a READ is waited for up to @timeout_ns.
  */
 static int lk_op(loco_lock_t *lk, int op, uint64_t a, uint64_t b, unsigned slot,
                  loco_ack_key_t *ack, uint64_t *old, int64_t timeout_ns)
@@ -191,34 +243,46 @@ static int lk_op(loco_lock_t *lk, int op, uint64_t a, uint64_t b, unsigned slot,
 		uint64_t *w = loco_region_ptr(lk->word);
 
 		/* seq_cst, as the tcp NIC thread's atomics on the same word */
-		if (op == LK_READ) {
-			*old = __atomic_load_n(w, __ATOMIC_SEQ_CST);
+		if (op == LK_READ2) {
+			old[0] = __atomic_load_n(&w[W_OFF / 8], __ATOMIC_SEQ_CST);
+			old[1] = __atomic_load_n(&w[O_OFF / 8], __ATOMIC_SEQ_CST);
+		} else if (op == LK_WRITEO) {
+			__atomic_store_n(&w[O_OFF / 8], a, __ATOMIC_SEQ_CST);
 		} else {
 			*old = a;
-			__atomic_compare_exchange_n(w, old, b, false, __ATOMIC_SEQ_CST,
+			__atomic_compare_exchange_n(&w[W_OFF / 8], old, b, false, __ATOMIC_SEQ_CST,
 			                            __ATOMIC_SEQ_CST);
 		}
 		return 0;
 	}
+	if (op == LK_WRITEO)
+		__atomic_store_n(res_ptr(lk, slot), a, __ATOMIC_RELEASE);
 	for (;;) {
-		if (op == LK_READ)
-			ret = loco_read(lk->res, loff, &lk->hp.rref, 0, sizeof(uint64_t), ack);
+		if (op == LK_READ2)
+			ret = loco_read(lk->res, loff, &lk->hp.rref, W_OFF, 2 * sizeof(uint64_t),
+			                ack);
+		else if (op == LK_WRITEO)
+			ret = loco_write(lk->res, loff, &lk->hp.rref, O_OFF, sizeof(uint64_t), ack);
 		else
-			ret = loco_cas(lk->res, loff, &lk->hp.rref, 0, a, b, ack);
+			ret = loco_cas(lk->res, loff, &lk->hp.rref, W_OFF, a, b, ack);
 		if (ret != -EAGAIN)
 			break;
 		sched_yield();
 	}
 	if (ret)
 		return ret;
-	ret = loco_ack_wait(ack, op == LK_READ ? timeout_ns : OP_CAP_NS);
-	if (op == LK_CAS && ret == -ETIMEDOUT && loco_ack_outstanding(ack) > 0) {
-		/* the fabric broke its bound: we cannot tell what the word holds */
+	ret = loco_ack_wait(ack, op == LK_READ2 ? timeout_ns : OP_CAP_NS);
+	if (op != LK_READ2 && ret == -ETIMEDOUT && loco_ack_outstanding(ack) > 0) {
+		/* the fabric broke its bound: we cannot tell what the words hold */
 		host_path_lose(&lk->hp);
 		return -ECONNRESET;
 	}
-	if (ret == 0)
+	if (ret == 0 && op == LK_CAS)
 		*old = __atomic_load_n(res_ptr(lk, slot), __ATOMIC_ACQUIRE);
+	if (ret == 0 && op == LK_READ2) {
+		old[0] = __atomic_load_n(res_ptr(lk, slot), __ATOMIC_ACQUIRE);
+		old[1] = __atomic_load_n(res_ptr(lk, slot + 1), __ATOMIC_ACQUIRE);
+	}
 	return ret;
 }
 
@@ -272,35 +336,103 @@ static void backoff(loco_lock_t *lk, int64_t *delay, int64_t deadline)
 	*delay = *delay * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : *delay * 2;
 }
 
+/* what an acquire has seen of a HELD word: the value and since when, unbroken */
+struct lk_watch {
+	uint64_t val;   /* 0: nothing watched (0 is FREE, never watched) */
+	int64_t since;  /* completion time of the first operation that returned val */
+	int64_t last;   /* ... of the latest one */
+	bool may_steal; /* acquire (not try): a takeover is allowed */
+};
+
+/* watch -- note that the word was @v at @now; 1 when it has been so for T. */
+static int watch(const loco_lock_t *lk, struct lk_watch *w, uint64_t v, int64_t now)
+{
+	if (v != w->val || now - w->last > LK_GAP(lk->takeover_ns)) {
+		w->val = v;
+		w->since = now;
+	}
+	w->last = now;
+	return w->may_steal && now - w->since >= lk->takeover_ns;
+}
+
 /*
- * attempt -- CAS the word from a free state to our tag: 1 when taken, 0
- * when another node holds it, or an error. @expect is the free state to
- * try first; it is updated to what the word turned out to hold.
+ * grant -- our CAS to @word, posted at @t_post, succeeded: take the hold,
+ * publish the owner word. 1 when held; 0 when the CAS completed too late
+ * (the lease had already run out: given back, try again); or an error,
+ * the lock given back as far as possible.
  */
-static int attempt(loco_lock_t *lk, uint64_t *expect)
+static int grant(loco_lock_t *lk, uint64_t word, int64_t t_post, bool stolen)
+{
+	uint64_t old = 0;
+	int ret;
+
+	lk->seen = word;
+	ret = lk_op(lk, LK_WRITEO, O_MAKE(W_TOKEN(word), lk->me), 0, RES_OWNER, lk->ack, NULL, -1);
+	if (ret == 0 && obj_now_ns() - t_post < lk->lease_ns) {
+		lk->cur = word;
+		lk->renew_post = t_post;
+		__atomic_store_n(&lk->token, W_TOKEN(word), __ATOMIC_RELAXED);
+		__atomic_store_n(&lk->lease_end, t_post + lk->lease_ns, __ATOMIC_RELAXED);
+		__atomic_store_n(&lk->recovered, stolen, __ATOMIC_RELAXED);
+		__atomic_store_n(&lk->held, 1, __ATOMIC_RELEASE);
+		return 1;
+	}
+	/* give it back: exactly our word, so never someone else's grant */
+	if (lk_op(lk, LK_CAS, word, W_MAKE(W_TOKEN(word), 0, ST_FREE), RES_OP, lk->ack, &old, -1) ==
+	        0 &&
+	    old == word)
+		lk->seen = W_MAKE(W_TOKEN(word), 0, ST_FREE);
+	return ret;
+}
+
+/*
+ * attempt -- one CAS toward a grant: of *@expect when it is FREE, or, when
+ * it has been HELD unchanged for T (@w), a takeover. 1 when taken, 0 when
+ * not (*@expect updated to what the word holds), or an error.
+ */
+static int attempt(loco_lock_t *lk, uint64_t *expect, struct lk_watch *w)
 {
 	for (int i = 0; i < 2; i++) {
-		uint64_t old = 0;
-		int ret = lk_op(lk, LK_CAS, *expect, lk->tag, RES_OP, lk->ack, &old, -1);
+		uint64_t old = 0, guess = *expect, want;
+		bool steal = false;
+		int64_t t_post, now;
+		int ret;
 
+		if (W_STATE(guess) != ST_FREE) {
+			steal = watch(lk, w, guess, w->last);
+			if (!steal) /* poll: the free word the holder's release leaves */
+				guess = W_MAKE(W_TOKEN(guess), 0, ST_FREE);
+		}
+		if (W_TOKEN(guess) >= TOKEN_MAX)
+			return -EOVERFLOW; /* 2^44 grants: not in this universe's lifetime */
+		want = W_MAKE(W_TOKEN(guess) + 1, 0, ST_HELD);
+		t_post = obj_now_ns();
+		ret = lk_op(lk, LK_CAS, guess, want, RES_OP, lk->ack, &old, -1);
 		if (ret)
 			return ret;
-		if (old == *expect || old == lk->tag) {
-			__atomic_store_n(&lk->recovered, *expect == LK_RECOVERED, __ATOMIC_RELAXED);
-			__atomic_store_n(&lk->held, 1, __ATOMIC_RELEASE);
-			return 1;
+		now = obj_now_ns();
+		if (old == guess) {
+			ret = grant(lk, want, t_post, steal);
+			if (ret != 0)
+				return ret;
+			old = lk->seen; /* too late: given back */
 		}
 		*expect = old;
-		if (old != LK_FREE && old != LK_RECOVERED)
-			return 0; /* held by another node */
+		lk->seen = old;
+		if (W_STATE(old) != ST_FREE) {
+			if (watch(lk, w, old, now))
+				continue; /* unchanged for T: take it over now */
+			return 0;         /* held by another node */
+		}
 	}
-	return 0; /* it went FREE <-> RECOVERED under us: count it as busy */
+	return 0; /* it changed under us twice: count it as busy */
 }
 
 int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 {
 	int64_t deadline, delay = BACKOFF_MIN_NS;
-	uint64_t expect = LK_FREE;
+	struct lk_watch w = {.may_steal = true};
+	uint64_t expect;
 	int ret;
 
 	if (lk == NULL)
@@ -309,14 +441,17 @@ int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 	ret = claim(lk, deadline);
 	if (ret)
 		return ret;
+	expect = lk->seen;
 	for (;;) {
-		ret = attempt(lk, &expect);
+		if (lk_partitioned(lk)) {
+			ret = -LOCO_EPARTITION;
+			break;
+		}
+		ret = attempt(lk, &expect, &w);
 		if (ret == 1)
 			return 0; /* the claim stays with the hold */
 		if (ret < 0)
 			break;
-		if (expect != LK_FREE && expect != LK_RECOVERED)
-			expect = LK_FREE; /* the holder will free it */
 		if (deadline >= 0 && obj_now_ns() >= deadline) {
 			ret = -ETIMEDOUT;
 			break;
@@ -329,7 +464,8 @@ int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 
 int loco_lock_try_acquire(loco_lock_t *lk)
 {
-	uint64_t expect = LK_FREE;
+	struct lk_watch w = {.may_steal = false};
+	uint64_t expect;
 	int ret;
 
 	if (lk == NULL)
@@ -337,29 +473,115 @@ int loco_lock_try_acquire(loco_lock_t *lk)
 	ret = claim(lk, 0);
 	if (ret)
 		return ret;
-	ret = attempt(lk, &expect);
+	expect = lk->seen;
+	ret = lk_partitioned(lk) ? -LOCO_EPARTITION : attempt(lk, &expect, &w);
 	if (ret == 1)
 		return 0;
 	unclaim(lk);
 	return ret < 0 ? ret : -EBUSY;
 }
 
-int loco_lock_release(loco_lock_t *lk)
+int loco_lock_renew(loco_lock_t *lk)
 {
-	uint64_t old = 0;
+	uint64_t old = 0, want;
+	int64_t t_post;
 	int ret;
 
 	if (lk == NULL)
 		return -EINVAL;
+	pthread_mutex_lock(&lk->hold_lock);
+	if (!__atomic_load_n(&lk->held, __ATOMIC_ACQUIRE)) {
+		ret = -EPERM;
+		goto out;
+	}
+	t_post = obj_now_ns();
+	if (t_post >= __atomic_load_n(&lk->lease_end, __ATOMIC_RELAXED)) {
+		ret = -ETIMEDOUT; /* expired: others may take it over; release it */
+		goto out;
+	}
+	if (lk_partitioned(lk)) {
+		ret = -LOCO_EPARTITION;
+		goto out;
+	}
+	if (t_post - lk->renew_post < lk->lease_ns / LK_RENEW_MAX) {
+		ret = 0; /* renewed a moment ago: the counter must not wrap unseen */
+		goto out;
+	}
+	want = W_MAKE(W_TOKEN(lk->cur), W_RENEW(lk->cur) + 1, ST_HELD);
+	ret = lk_op(lk, LK_CAS, lk->cur, want, RES_OP, lk->ack, &old, -1);
+	if (ret)
+		goto out;
+	if (old != lk->cur) {
+		/* taken over: only a clock that broke the drift bound gets here */
+		__atomic_store_n(&lk->lease_end, 0, __ATOMIC_RELAXED);
+		lk->seen = old;
+		ret = -ESTALE;
+		goto out;
+	}
+	lk->cur = want;
+	lk->renew_post = t_post;
+	__atomic_store_n(&lk->lease_end, t_post + lk->lease_ns, __ATOMIC_RELAXED);
+out:
+	pthread_mutex_unlock(&lk->hold_lock);
+	return ret;
+}
+
+int loco_lock_release(loco_lock_t *lk)
+{
+	uint64_t old = 0, freed;
+	bool expired;
+	int ret;
+
+	if (lk == NULL)
+		return -EINVAL;
+	pthread_mutex_lock(&lk->hold_lock);
 	/* the claim is ours while held: another thread of the node waits in claim() */
-	if (!__atomic_exchange_n(&lk->held, 0, __ATOMIC_ACQ_REL))
+	if (!__atomic_exchange_n(&lk->held, 0, __ATOMIC_ACQ_REL)) {
+		pthread_mutex_unlock(&lk->hold_lock);
 		return -EPERM; /* one release per hold, whichever thread makes it */
-	ret = lk_op(lk, LK_CAS, lk->tag, LK_FREE, RES_OP, lk->ack, &old, -1);
-	if (ret == 0 && old != lk->tag)
-		ret = -ENOLCK; /* the host freed it for a failed node: us */
+	}
+	expired = obj_now_ns() >= __atomic_load_n(&lk->lease_end, __ATOMIC_RELAXED);
+	freed = W_MAKE(W_TOKEN(lk->cur), 0, ST_FREE);
+	/* exactly our word: a release never frees the grant of a node that took over */
+	ret = lk_op(lk, LK_CAS, lk->cur, freed, RES_OP, lk->ack, &old, -1);
+	if (ret == 0) {
+		lk->seen = old == lk->cur ? freed : old;
+		if (old != lk->cur)
+			ret = -ESTALE; /* our lease expired and another node took the lock over */
+		else if (expired)
+			ret = -ETIMEDOUT; /* freed, but the hold had outlived its lease */
+	}
+	__atomic_store_n(&lk->lease_end, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&lk->recovered, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&lk->hold_lock);
 	unclaim(lk);
 	return ret;
+}
+
+int loco_lock_held(const loco_lock_t *lk)
+{
+	return lk != NULL && __atomic_load_n(&lk->held, __ATOMIC_ACQUIRE) &&
+	       obj_now_ns() < __atomic_load_n(&lk->lease_end, __ATOMIC_RELAXED);
+}
+
+int64_t loco_lock_lease_left(const loco_lock_t *lk)
+{
+	int64_t left;
+
+	if (lk == NULL || !__atomic_load_n(&lk->held, __ATOMIC_ACQUIRE))
+		return 0;
+	left = __atomic_load_n(&lk->lease_end, __ATOMIC_RELAXED) - obj_now_ns();
+	return left > 0 ? left : 0;
+}
+
+int loco_lock_token(const loco_lock_t *lk, uint64_t *token)
+{
+	if (lk == NULL || token == NULL)
+		return -EINVAL;
+	if (!__atomic_load_n(&lk->held, __ATOMIC_ACQUIRE))
+		return -EPERM;
+	*token = __atomic_load_n(&lk->token, __ATOMIC_RELAXED);
+	return 0;
 }
 
 int loco_lock_recovered(const loco_lock_t *lk)
@@ -370,20 +592,36 @@ int loco_lock_recovered(const loco_lock_t *lk)
 
 int loco_lock_holder(loco_lock_t *lk, uint32_t *node, int64_t timeout_ns)
 {
-	uint64_t v = 0;
+	/* an owner word that never comes (its holder died first) waits for no more than T */
+	int64_t deadline = obj_deadline(timeout_ns), owner_by = obj_deadline(lk->takeover_ns);
+	uint64_t v[2] = {0, 0};
 	int ret;
 
 	if (lk == NULL || node == NULL)
 		return -EINVAL;
 	pthread_mutex_lock(&lk->query_lock);
-	/* a READ that timed out earlier may still land in the slot: settle it first */
-	if (loco_ack_wait(lk->qack, timeout_ns) == -ETIMEDOUT && loco_ack_outstanding(lk->qack) > 0)
-		ret = -ETIMEDOUT;
-	else
-		ret = lk_op(lk, LK_READ, 0, 0, RES_HOLDER, lk->qack, &v, timeout_ns);
+	for (;;) {
+		/* a READ that timed out earlier may still land in the slots: settle it first */
+		if (loco_ack_wait(lk->qack, obj_left_ns(deadline)) == -ETIMEDOUT &&
+		    loco_ack_outstanding(lk->qack) > 0) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		ret = lk_op(lk, LK_READ2, 0, 0, RES_HOLDER, lk->qack, v, obj_left_ns(deadline));
+		if (ret)
+			break;
+		/* HELD, and the owner word is that grant's: or its holder has yet to write it */
+		if (W_STATE(v[0]) == ST_FREE || v[1] >> 32 == (uint32_t)W_TOKEN(v[0]))
+			break;
+		if ((deadline >= 0 && obj_now_ns() >= deadline) || obj_now_ns() >= owner_by) {
+			ret = -EAGAIN;
+			break;
+		}
+		nanosleep(&(struct timespec){.tv_nsec = 100000}, NULL);
+	}
 	pthread_mutex_unlock(&lk->query_lock);
 	if (ret == 0)
-		*node = (uint32_t)(v >> 32);
+		*node = W_STATE(v[0]) == ST_FREE ? 0 : (uint32_t)v[1];
 	return ret;
 }
 
@@ -397,6 +635,7 @@ void loco_lock_destroy(loco_lock_t *lk)
 	loco_ack_key_destroy(lk->ack);
 	loco_object_destroy(lk->obj);
 	host_path_fini(&lk->hp);
+	pthread_mutex_destroy(&lk->hold_lock);
 	pthread_mutex_destroy(&lk->query_lock);
 	free(lk);
 }

@@ -1,25 +1,26 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * lock-dead-holder.c -- a lock whose holder is killed is recovered; a lock
- * (and an atomic_var) whose host is killed fails loudly, never silently.
+ * lock-dead-holder.c -- a lock whose holder is killed or stopped is taken
+ * over when its lease runs out (never sooner); a lock (and an atomic_var)
+ * whose host is killed fails loudly, never silently.
  *
  * loco-run -n 3. Nodes 1..3 hold channel "lk-dead" with lock "L" hosted on
  * node 1, and channel "lk-host" with lock "H" and atomic_var "C", both
- * hosted on node 10.
+ * hosted on node 10. L has a 1 s lease and a 1.5 s takeover time (T).
  *
  * 1. Dead holder. Node 1 spawns node 9 (this program, role "holder"): it
  *    joins "lk-dead", takes L, reports "held" through a pipe and waits.
  *    Every base node sees loco_lock_holder() = 9 and try_acquire() = -EBUSY.
  *    Node 1 SIGKILLs node 9 by PID and publishes the kill time. Then each
- *    base node acquires L with a timeout of the fail timeout + 2 s: it must
- *    succeed, within the fail timeout + 1 s of the kill. Exactly one base
- *    node (the first to take it) sees loco_lock_recovered() = 1. Then 50
- *    more rounds each of acquire/release show that the lock still works.
+ *    base node acquires L with a timeout of T + 2 s: it must succeed, no
+ *    sooner than T after the kill (its watch of the dead holder's word
+ *    starts after it) and within T + 1 s. Exactly one base node (the first
+ *    to take it) sees loco_lock_recovered() = 1, with a greater token. Then
+ *    50 more rounds each of acquire/release show that the lock still works.
  *
- * 1b. Stopped holder. The same with node 11, SIGSTOPped instead: no socket
- *    closes, only the missing heartbeats tell. Each base node must get L
- *    no sooner than half the fail timeout (nobody may take it from a node
- *    that may only be slow) and no later than the fail timeout + 1 s.
+ * 1b. Stopped holder. The same with node 11, SIGSTOPped instead: nobody
+ *    may take L from it before T (it may only be slow), and each base node
+ *    gets it within T + 1 s.
  *
  * 2. Dead host. Node 1 spawns node 10 (role "host"): it joins "lk-host"
  *    (4 nodes) and waits. Every base node adds to C; node 2 takes H. Node 1
@@ -45,9 +46,15 @@
 #define BOX_T2   6 /* node 1's kill time of node 10 */
 #define BOX_T1B  7 /* node 1's stop time of node 11 */
 #define STOPPED  11
+#define BOX_TOK  8 /* node 9's token */
 #define SLACK_MS 1000
 #define ROUNDS   50
 #define TMO      (10 * SC_NS)
+#define LEASE_MS 1000
+#define TAKE_MS  1500
+
+/* L's lease: the same on every node */
+static const loco_lock_config_t lcfg = {LEASE_MS * 1000000ll, TAKE_MS * 1000000ll};
 
 static pid_t spawn_extra(loco_manager_t *m, uint32_t id, const char *role, int *report)
 {
@@ -60,13 +67,16 @@ static noreturn void holder_main(void)
 	loco_manager_t *m = sc_start();
 	loco_channel_t *ch;
 	loco_lock_t *lk;
+	uint64_t token;
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "lk-dead", 4, &ch));
-	SC_ASSERT_OK(loco_lock_create(ch, "L", 1, &lk));
+	SC_ASSERT_OK(loco_lock_create_config(ch, "L", 1, &lcfg, &lk));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	SC_ASSERT_OK(loco_lock_acquire(lk, TMO));
-	sc_log("node %u holds L (pid %d)", loco_node_id(m), (int)getpid());
-	sc_report("held");
+	SC_ASSERT_OK(loco_lock_token(lk, &token));
+	sc_log("node %u holds L with token %llu (pid %d)", loco_node_id(m),
+	       (unsigned long long)token, (int)getpid());
+	sc_report("held %llu", (unsigned long long)token);
 	for (;;)
 		pause(); /* SIGKILL ends us; the alarm fails us if nobody does */
 }
@@ -99,9 +109,10 @@ int main(int argc, char **argv)
 	struct sc_sync sync;
 	char line[64];
 	uint32_t me, ft, holder;
-	uint64_t old, recovered_total = 0;
+	uint64_t old, recovered_total = 0, token, token9;
 	pid_t pid = 0;
 	int report = -1, ret;
+	unsigned long long tok;
 	int64_t t_kill, t_got;
 	double ms;
 
@@ -118,7 +129,7 @@ int main(int argc, char **argv)
 	SC_WAIT_UNTIL(sc_members_are(m, base, 3), SC_WAIT_MS, "members {1, 2, 3}");
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "lk-dead", 3, &ch_dead));
-	SC_ASSERT_OK(loco_lock_create(ch_dead, "L", 1, &lk));
+	SC_ASSERT_OK(loco_lock_create_config(ch_dead, "L", 1, &lcfg, &lk));
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "lk-host", 4, &ch_host));
 	SC_ASSERT_OK(loco_lock_create(ch_host, "H", HOST, &hl));
 	SC_ASSERT_OK(loco_atomic_var_create(ch_host, "C", HOST, &av));
@@ -130,10 +141,13 @@ int main(int argc, char **argv)
 	if (me == 1) {
 		pid = spawn_extra(m, HOLDER, "holder", &report);
 		sc_read_line(report, line, sizeof(line), SC_WAIT_MS);
-		SC_ASSERT(strcmp(line, "held") == 0);
+		SC_ASSERT(sscanf(line, "held %llu", &tok) == 1);
 		close(report);
+		sc_sync_put(&sync, BOX_TOK, (uint64_t)tok);
 	}
 	sc_sync_wait(&sync, "node 9 holds L", SC_WAIT_MS);
+	token9 = sc_sync_get(&sync, BOX_TOK);
+	SC_ASSERT(token9 >= 1);
 	SC_WAIT_UNTIL(sc_is_peer(ch_dead, HOLDER), SC_WAIT_MS, "node 9 to pair in lk-dead");
 	SC_ASSERT_OK(loco_lock_holder(lk, &holder, TMO));
 	SC_ASSERT_EQ(holder, HOLDER);
@@ -146,15 +160,18 @@ int main(int argc, char **argv)
 	}
 	SC_WAIT_UNTIL(sc_sync_get(&sync, BOX_T) != 0, SC_WAIT_MS, "node 1's kill time");
 	t_kill = (int64_t)sc_sync_get(&sync, BOX_T);
-	ret = loco_lock_acquire(lk, (int64_t)(ft + 2 * SLACK_MS) * 1000000);
+	ret = loco_lock_acquire(lk, (int64_t)(TAKE_MS + 2 * SLACK_MS) * 1000000);
 	t_got = sc_now_ns();
 	if (ret)
 		SC_FAIL("acquire after the holder's kill: %s", loco_strerror(ret));
 	ms = (double)(t_got - t_kill) / 1e6;
-	sc_log("took L %.1f ms after node 9's kill (fail timeout %u ms), recovered %d", ms, ft,
-	       loco_lock_recovered(lk));
-	if (ms > ft + SLACK_MS)
-		SC_FAIL("L taken %.1f ms after the kill, more than %u + %d ms", ms, ft, SLACK_MS);
+	SC_ASSERT_OK(loco_lock_token(lk, &token));
+	sc_log("took L %.1f ms after node 9's kill (takeover %d ms), recovered %d, token %llu", ms,
+	       TAKE_MS, loco_lock_recovered(lk), (unsigned long long)token);
+	if (ms < TAKE_MS || ms > TAKE_MS + SLACK_MS)
+		SC_FAIL("L taken %.1f ms after the kill: not within [%d, %d] ms", ms, TAKE_MS,
+		        TAKE_MS + SLACK_MS);
+	SC_ASSERT(token > token9);
 	sc_sync_put(&sync, BOX_REC + me, 1 + (uint64_t)loco_lock_recovered(lk));
 	SC_ASSERT_OK(loco_lock_release(lk));
 	SC_ASSERT_EQ(loco_lock_recovered(lk), 0);
@@ -176,7 +193,8 @@ int main(int argc, char **argv)
 	if (me == 1) {
 		pid = spawn_extra(m, STOPPED, "holder", &report);
 		sc_read_line(report, line, sizeof(line), SC_WAIT_MS);
-		SC_ASSERT(strcmp(line, "held") == 0);
+		SC_ASSERT(sscanf(line, "held %llu", &tok) == 1);
+		SC_ASSERT(tok > token9);
 		close(report);
 	}
 	sc_sync_wait(&sync, "node 11 holds L", SC_WAIT_MS);
@@ -190,16 +208,16 @@ int main(int argc, char **argv)
 	}
 	SC_WAIT_UNTIL(sc_sync_get(&sync, BOX_T1B) != 0, SC_WAIT_MS, "node 1's stop time");
 	t_kill = (int64_t)sc_sync_get(&sync, BOX_T1B);
-	ret = loco_lock_acquire(lk, (int64_t)(ft + 2 * SLACK_MS) * 1000000);
+	ret = loco_lock_acquire(lk, (int64_t)(TAKE_MS + 2 * SLACK_MS) * 1000000);
 	t_got = sc_now_ns();
 	if (ret)
 		SC_FAIL("acquire after the holder stopped: %s", loco_strerror(ret));
 	ms = (double)(t_got - t_kill) / 1e6;
-	sc_log("took L %.1f ms after node 11 stopped (fail timeout %u ms), recovered %d", ms, ft,
+	sc_log("took L %.1f ms after node 11 stopped (takeover %d ms), recovered %d", ms, TAKE_MS,
 	       loco_lock_recovered(lk));
-	if (ms > ft + SLACK_MS || ms < ft / 2)
-		SC_FAIL("L taken %.1f ms after node 11 stopped: not within [%u, %u] ms", ms, ft / 2,
-		        ft + SLACK_MS);
+	if (ms < TAKE_MS || ms > TAKE_MS + SLACK_MS)
+		SC_FAIL("L taken %.1f ms after node 11 stopped: not within [%d, %d] ms", ms,
+		        TAKE_MS, TAKE_MS + SLACK_MS);
 	SC_ASSERT_OK(loco_lock_release(lk));
 	sc_sync_wait(&sync, "L taken after the stop", SC_WAIT_MS);
 	if (me == 1)
