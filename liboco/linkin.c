@@ -225,13 +225,13 @@ struct fab_link *lc_linkin_take(loco_manager_t *m, uint32_t node, uint64_t inc)
 	return found;
 }
 
-void lc_linkin_forget(loco_manager_t *m, uint32_t node)
+void lc_linkin_forget(loco_manager_t *m, uint32_t node, uint64_t inc)
 {
 	for (struct lc_pending_link **pp = &m->linkin.pending; *pp != NULL;) {
 		struct lc_pending_link *p = *pp;
 		struct fab_link *link = p->link;
 
-		if (p->priv.node != node) {
+		if (p->priv.node != node || p->priv.inc > inc) {
 			pp = &p->next;
 			continue;
 		}

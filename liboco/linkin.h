@@ -70,8 +70,12 @@ void lc_member_accept_links(loco_manager_t *m);
  */
 struct fab_link *lc_linkin_take(loco_manager_t *m, uint32_t node, uint64_t inc);
 
-/* lc_linkin_forget -- m->lock held: @node is gone: refuse its waiting links. */
-void lc_linkin_forget(loco_manager_t *m, uint32_t node);
+/*
+ * lc_linkin_forget -- m->lock held: incarnation @inc of @node is gone:
+ * close the links of it (and of older ones) that wait; a newer
+ * incarnation's links wait on.
+ */
+void lc_linkin_forget(loco_manager_t *m, uint32_t node, uint64_t inc);
 
 /* lc_linkin_free -- after the threads stopped: close every waiting link. */
 void lc_linkin_free(loco_manager_t *m);

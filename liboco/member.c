@@ -202,7 +202,7 @@ static void member_remove(loco_manager_t *m, struct lc_member *mb, int graceful,
 	mb->link = NULL;
 	lc_cdial_cancel(m, node);
 	lc_dial_cancel(m, node);
-	lc_linkin_forget(m, node);
+	lc_linkin_forget(m, node, inc);
 	if (mb->up)
 		m->ev.gone(m, node);
 	if (mb->conn != NULL) {
