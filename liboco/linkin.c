@@ -18,6 +18,19 @@ static uint64_t hs_limit(const loco_manager_t *m)
 	return limit > LC_IO_TIMEOUT_MS * 1000000ull ? limit : LC_IO_TIMEOUT_MS * 1000000ull;
 }
 
+/* log_window -- a new second: say how many refusals the last one kept quiet. */
+static void log_window(loco_manager_t *m, uint64_t sec)
+{
+	if (sec == m->linkin.log_sec)
+		return;
+	if (m->linkin.log_quiet > 0)
+		lc_log_warn("manager: %u more data link(s) refused in the last second",
+		            m->linkin.log_quiet);
+	m->linkin.log_sec = sec;
+	m->linkin.log_n = 0;
+	m->linkin.log_quiet = 0;
+}
+
 /*
  * refuse -- close @link, which claims @node/@inc (0: nothing readable),
  * and say why with its real address; rate-limited (linkin.h).
@@ -30,14 +43,7 @@ static void refuse(loco_manager_t *m, struct fab_link *link, uint32_t node, uint
 	struct fab_addr fa;
 
 	m->linkin.refused++;
-	if (sec != m->linkin.log_sec) {
-		if (m->linkin.log_quiet > 0)
-			lc_log_warn("manager: %u more data link(s) refused in the last second",
-			            m->linkin.log_quiet);
-		m->linkin.log_sec = sec;
-		m->linkin.log_n = 0;
-		m->linkin.log_quiet = 0;
-	}
+	log_window(m, sec);
 	if (m->linkin.log_n < LC_LINKIN_LOG_MAX) {
 		m->linkin.log_n++;
 		if (fab_link_peer(link, &fa) != 0 || fab_addr_format(&fa, addr, sizeof(addr)) != 0)
@@ -339,6 +345,8 @@ void lc_member_accept_links(loco_manager_t *m)
 		accept_one(m, link, priv, plen);
 	if (m->linkin.pending != NULL)
 		expire(m, lc_now_ns());
+	if (m->linkin.log_quiet > 0)
+		log_window(m, lc_now_ns() / 1000000000ull);
 	pthread_mutex_unlock(&m->lock);
 }
 
