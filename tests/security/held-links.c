@@ -13,6 +13,7 @@
  * its 120 sockets), nothing waits any more, and node 1's refusals say
  * why.
  */
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -27,8 +28,14 @@
 #define N1 80 /* 8 per node, 10 nodes */
 #define N2 40 /* 1 per node, 40 nodes */
 
-static int open_claim(const char *addr, uint32_t node)
+/*
+ * open_claim -- a raw data link to @addr from 127.0.0.(2 + @src % 8)
+ * (the fabric holds at most 16 links not admitted per source address:
+ * spread over 8, the node's own bound is the one met), claiming @node.
+ */
+static int open_claim(const char *addr, uint32_t node, unsigned src)
 {
+	struct sockaddr_in from = {.sin_family = AF_INET};
 	struct tcp_hello h = {.magic = TCP_MAGIC, .version = TCP_VERSION, .sq_depth = 16};
 	struct tcp_frame f = {.type = TCP_F_HELLO, .len = TCP_HELLO_LEN};
 	uint8_t buf[TCP_HDR_LEN + TCP_HELLO_LEN];
@@ -46,6 +53,8 @@ static int open_claim(const char *addr, uint32_t node)
 	T_ASSERT_OK(fab_addr_parse(addr, 0, &fa));
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	T_ASSERT(fd >= 0);
+	from.sin_addr.s_addr = htonl(0x7f000002u + src % 8);
+	T_ASSERT(bind(fd, (struct sockaddr *)&from, sizeof(from)) == 0);
 	T_ASSERT(connect(fd, (struct sockaddr *)&fa.ss, fa.len) == 0);
 	T_ASSERT(send(fd, buf, sizeof(buf), MSG_NOSIGNAL) == (ssize_t)sizeof(buf));
 	return fd;
@@ -103,10 +112,10 @@ int main(void)
 	sec_log_start();
 	m = sec_node(1, NULL, "held-links secret");
 	for (int i = 0; i < N1; i++)
-		fd[i] = open_claim(sec_fab_addr(m), 100 + (uint32_t)i / 8);
+		fd[i] = open_claim(sec_fab_addr(m), 100 + (uint32_t)i / 8, (unsigned)i);
 	t0 = t_now_ms();
 	for (int i = 0; i < N2; i++)
-		fd[N1 + i] = open_claim(sec_fab_addr(m), 200 + (uint32_t)i);
+		fd[N1 + i] = open_claim(sec_fab_addr(m), 200 + (uint32_t)i, (unsigned)i);
 	/* let node 1 take them all */
 	for (int64_t end = t_now_ms() + 1000; t_now_ms() < end;) {
 		t_sleep_ms(20);
