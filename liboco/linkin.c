@@ -181,11 +181,10 @@ static void expire(loco_manager_t *m, uint64_t now)
 			continue;
 		}
 		pending_unlink(m, pp);
-		if (down != 0)
-			fab_link_close(link); /* the connector gave up: nothing to say */
-		else
-			refuse(m, link, priv.node, priv.inc,
-			       "no authenticated session within the handshake bound");
+		/* down: the connector gave up, or the fabric's own hold bound passed */
+		refuse(m, link, priv.node, priv.inc,
+		       down != 0 ? "went down before its member's session was authenticated"
+		                 : "no authenticated session within the handshake bound");
 	}
 }
 
