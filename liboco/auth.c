@@ -43,6 +43,120 @@ static void mac(const loco_manager_t *m, char role, const uint8_t *nonce_c, cons
 	crypto_auth_hmacsha256(out, msg, sizeof(msg), m->key);
 }
 
+static uint8_t *put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		*p++ = (uint8_t)(v >> (8 * i));
+	return p;
+}
+
+static uint8_t *put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		*p++ = (uint8_t)(v >> (8 * i));
+	return p;
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v = 0;
+
+	for (int i = 3; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+void lc_auth_link_key(const uint8_t key[32], const uint8_t *nonce_c, const uint8_t *nonce_s,
+                      uint32_t node_c, uint64_t inc_c, uint32_t node_s, uint64_t inc_s,
+                      uint8_t out[LC_LINK_KEY_LEN])
+{
+	static const char label[] = "loco link key";
+	uint8_t msg[sizeof(label) - 1 + 2 * LC_NONCE_LEN + 2 * 12], *p = msg;
+
+	memcpy(p, label, sizeof(label) - 1);
+	p += sizeof(label) - 1;
+	memcpy(p, nonce_c, LC_NONCE_LEN);
+	p += LC_NONCE_LEN;
+	memcpy(p, nonce_s, LC_NONCE_LEN);
+	p += LC_NONCE_LEN;
+	p = put32(p, node_c);
+	p = put64(p, inc_c);
+	p = put32(p, node_s);
+	put64(p, inc_s);
+	crypto_generichash(out, LC_LINK_KEY_LEN, msg, sizeof(msg), key, 32);
+}
+
+/* link_tag -- the tag of auth.h over @proof's ends and @counter. */
+static void link_tag(const struct lc_link_proof *proof, uint64_t counter,
+                     uint8_t out[LC_LINK_TAG_LEN])
+{
+	static const char label[] = "loco link v1";
+	uint8_t msg[sizeof(label) - 1 + 2 * 12 + 8], *p = msg;
+
+	memcpy(p, label, sizeof(label) - 1);
+	p += sizeof(label) - 1;
+	p = put32(p, proof->from_node);
+	p = put64(p, proof->from_inc);
+	p = put32(p, proof->to_node);
+	p = put64(p, proof->to_inc);
+	put64(p, counter);
+	crypto_generichash(out, LC_LINK_TAG_LEN, msg, sizeof(msg), proof->key, LC_LINK_KEY_LEN);
+}
+
+void lc_link_priv_make(const struct lc_link_proof *proof, uint64_t counter,
+                       uint8_t out[LC_LINK_PRIV_LEN])
+{
+	uint8_t *p = out;
+
+	*p++ = LC_LINK_PRIV_VERSION;
+	*p++ = 0;
+	*p++ = 0;
+	*p++ = 0;
+	p = put32(p, proof->from_node);
+	p = put64(p, proof->from_inc);
+	p = put64(p, counter);
+	link_tag(proof, counter, p);
+}
+
+int lc_link_priv_decode(const void *buf, size_t len, struct lc_link_priv *out)
+{
+	const uint8_t *p = buf;
+
+	if (buf == NULL || len != LC_LINK_PRIV_LEN || p[0] != LC_LINK_PRIV_VERSION || p[1] != 0 ||
+	    p[2] != 0 || p[3] != 0)
+		return -EPROTO;
+	out->node = get32(p + 4);
+	out->inc = get64(p + 8);
+	out->counter = get64(p + 16);
+	memcpy(out->tag, p + 24, LC_LINK_TAG_LEN);
+	return 0;
+}
+
+int lc_link_priv_check(const struct lc_link_proof *proof, const struct lc_link_priv *priv,
+                       uint64_t seen)
+{
+	uint8_t want[LC_LINK_TAG_LEN];
+	int ok;
+
+	if (priv->node != proof->from_node || priv->inc != proof->from_inc)
+		return -EACCES;
+	link_tag(proof, priv->counter, want);
+	ok = sodium_memcmp(want, priv->tag, LC_LINK_TAG_LEN) == 0;
+	sodium_memzero(want, sizeof(want));
+	if (!ok)
+		return -EACCES;
+	return priv->counter > seen ? 0 : -ESTALE;
+}
+
 void lc_auth_refuse(struct lc_conn *c, int err, const char *why)
 {
 	struct lc_msg msg = {.type = LC_MSG_REFUSE};
@@ -109,6 +223,11 @@ int lc_auth_challenge(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
 		           c->peer.node, c->peer.ctrl_addr);
 		return -LOCO_EAUTH;
 	}
+	/* the acceptor proved the secret: the session's data-link key (auth.h) */
+	lc_auth_link_key(m->key, c->nonce_mine, c->nonce_peer, m->node_id, m->inc, c->peer.node,
+	                 c->peer.inc, c->link_key);
+	c->link_key_set = 1;
+	c->link_ctr_seen = 0;
 	memset(msg, 0, sizeof(*msg));
 	msg->type = LC_MSG_AUTH;
 	mac(m, 'C', c->nonce_mine, c->nonce_peer, m->node_id, m->inc, c->peer.node, c->peer.inc,
@@ -162,6 +281,10 @@ int lc_auth_check(loco_manager_t *m, struct lc_conn *c, const struct lc_msg *msg
 		           c->peer.node, c->peer.ctrl_addr);
 		return -LOCO_EAUTH;
 	}
+	lc_auth_link_key(m->key, c->nonce_peer, c->nonce_mine, c->peer.node, c->peer.inc,
+	                 m->node_id, m->inc, c->link_key);
+	c->link_key_set = 1;
+	c->link_ctr_seen = 0;
 	c->state = LC_CONN_UP;
 	return 0;
 }

@@ -35,6 +35,7 @@
 #define LC_CONN_TXQ_MIN  (16u * 1024)             /* first size of a send queue */
 #define LC_CONN_TXQ_MAX  (128u * LC_CTRL_MAX_MSG) /* 8 MiB: a peer this far behind is dropped */
 #define LC_IO_TIMEOUT_MS 2000                     /* one step of a handshake */
+#define LC_LINK_KEY_LEN  32                       /* a session's data-link key (auth.h) */
 
 struct lc_member;
 struct lc_cdial;
@@ -59,6 +60,9 @@ struct lc_conn {
 	const char *dead_why;
 	uint8_t nonce_mine[LC_NONCE_LEN];
 	uint8_t nonce_peer[LC_NONCE_LEN];
+	uint8_t link_key[LC_LINK_KEY_LEN]; /* the session's data-link key, once authenticated */
+	int link_key_set;
+	uint64_t link_ctr_seen; /* highest counter of a data link admitted on this session */
 	struct lc_member_info peer;
 	struct lc_member *member;
 	struct lc_cdial *dial; /* connector: the dial it serves (member.c) */

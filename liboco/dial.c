@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* dial.c -- dialing (dial.h): the control connections to make, and the dialer thread's data links. */
 #include <errno.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +15,12 @@
 /* A member the dialer must open a data link to. */
 struct lc_dial {
 	struct lc_member_info info;
-	uint64_t next_ns;  /* next attempt */
-	uint64_t deadline; /* give up after */
-	unsigned delay_ms; /* back-off */
-	int busy;          /* being dialled now */
-	int cancelled;     /* while busy: drop it when done */
+	struct lc_link_proof proof; /* from the member's authenticated session (auth.h) */
+	uint64_t next_ns;           /* next attempt */
+	uint64_t deadline;          /* give up after */
+	unsigned delay_ms;          /* back-off */
+	int busy;                   /* being dialled now */
+	int cancelled;              /* while busy: drop it when done */
 	struct lc_dial *next;
 };
 
@@ -64,6 +66,7 @@ static void unlink_dial(struct lc_dials *d, struct lc_dial *x)
 			break;
 		}
 	}
+	sodium_memzero(x, sizeof(*x)); /* its session key */
 	free(x);
 }
 
@@ -106,6 +109,7 @@ static void *dialer_main(void *arg)
 		uint64_t now = lc_now_ns(), wake;
 		struct lc_dial *x = due(d, now, &wake);
 		struct lc_member_info info;
+		struct lc_link_proof proof;
 		struct fab_link *link = NULL;
 		int ret;
 
@@ -115,9 +119,12 @@ static void *dialer_main(void *arg)
 		}
 		x->busy = 1;
 		info = x->info;
+		proof = x->proof;
 		pthread_mutex_unlock(&d->lock);
-		ret = lc_link_open(m->fab, info.fab_addr, info.node, m->node_id, m->inc,
+		/* a fresh counter each attempt: the acceptor admits each one once */
+		ret = lc_link_open(m->fab, info.fab_addr, &proof, lc_linkin_counter(m),
 		                   (int)m->cfg.fail_timeout_ms, &link);
+		sodium_memzero(&proof, sizeof(proof));
 		pthread_mutex_lock(&d->lock);
 		x->busy = 0;
 		if (ret == 0)
@@ -191,8 +198,15 @@ void lc_dials_stop(loco_manager_t *m)
 void lc_dial_link(loco_manager_t *m, const struct lc_member_info *info)
 {
 	struct lc_dials *d = m->dials;
+	struct lc_link_proof proof;
 	struct lc_dial *x;
 
+	/* m->lock held: the proof comes from the member's authenticated session */
+	if (lc_linkin_proof(m, info->node, info->inc, &proof) != 0) {
+		lc_log_warn("manager: no authenticated session with node %u: no data link to it",
+		            info->node);
+		return;
+	}
 	pthread_mutex_lock(&d->lock);
 	for (x = d->todo; x != NULL; x = x->next)
 		if (x->info.node == info->node)
@@ -208,6 +222,8 @@ void lc_dial_link(loco_manager_t *m, const struct lc_member_info *info)
 		d->todo = x;
 	}
 	x->info = *info;
+	x->proof = proof;
+	sodium_memzero(&proof, sizeof(proof));
 	x->cancelled = 0;
 	x->next_ns = 0;
 	x->delay_ms = 10;

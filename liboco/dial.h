@@ -30,7 +30,11 @@ struct lc_dial_done {
 int lc_dials_start(loco_manager_t *m);
 void lc_dials_stop(loco_manager_t *m); /* ends the thread, frees what is queued */
 
-/* lc_dial_link -- open a data link to member @info (first, or rebuilt). */
+/*
+ * lc_dial_link -- open a data link to member @info (first, or rebuilt),
+ * proving who we are with the key of our authenticated session with it
+ * (auth.h; m->lock held). Without such a session it logs and does nothing.
+ */
 void lc_dial_link(loco_manager_t *m, const struct lc_member_info *info);
 
 /* lc_dial_cancel -- nothing more to do for @node (it connected to us, or left). */

@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <string.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "links.h"
 #include "log.h"
@@ -93,18 +94,19 @@ int lc_links_has(struct lc_links *t, uint32_t node)
 	return s != NULL && __atomic_load_n(&s->link, __ATOMIC_ACQUIRE) != NULL;
 }
 
-int lc_link_open(struct fab *fab, const char *fab_addr, uint32_t peer, uint32_t node, uint64_t inc,
-                 int timeout_ms, struct fab_link **out)
+int lc_link_open(struct fab *fab, const char *fab_addr, const struct lc_link_proof *proof,
+                 uint64_t counter, int timeout_ms, struct fab_link **out)
 {
-	struct lc_link_priv priv = {.node = node, .inc = inc};
+	uint8_t priv[LC_LINK_PRIV_LEN];
 	struct fab_addr fa;
 	int ret;
 
+	lc_link_priv_make(proof, counter, priv);
 	ret = fab_addr_parse(fab_addr, 0, &fa);
 	if (ret == 0)
-		ret = fab_connect(fab, &fa, peer, &priv, sizeof(priv), timeout_ms, out);
+		ret = fab_connect(fab, &fa, proof->to_node, priv, sizeof(priv), timeout_ms, out);
 	if (ret)
-		lc_log_warn("manager: data link to node %u (%s) failed: %s", peer, fab_addr,
-		            strerror(-ret));
+		lc_log_warn("manager: data link to node %u (%s) failed: %s", proof->to_node,
+		            fab_addr, strerror(-ret));
 	return ret;
 }

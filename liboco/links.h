@@ -53,16 +53,32 @@ int lc_links_post(struct lc_links *t, uint32_t node, const struct fab_wr *wr);
 int lc_links_has(struct lc_links *t, uint32_t node);
 
 /*
- * lc_link_open -- connect to the data endpoint @fab_addr, announcing
- * ourselves (@node, @inc) in the private data, blocking up to @timeout_ms.
+ * The private data a connector sends (auth.h says why it proves who it
+ * is): LC_LINK_PRIV_LEN bytes, little-endian,
+ *   [0] version (LC_LINK_PRIV_VERSION)  [1..3] zero  [4..7] node
+ *   [8..15] incarnation  [16..23] counter  [24..39] tag
+ * struct lc_link_priv is its decoded form (lc_link_priv_decode(), auth.h).
  */
-int lc_link_open(struct fab *fab, const char *fab_addr, uint32_t peer, uint32_t node, uint64_t inc,
-                 int timeout_ms, struct fab_link **out);
+#define LC_LINK_PRIV_VERSION 1
+#define LC_LINK_PRIV_LEN     40
+#define LC_LINK_TAG_LEN      16
 
-/* The private data a connector sends: who it says it is. */
 struct lc_link_priv {
-	uint32_t node;
+	uint32_t node; /* who the connector says it is */
 	uint64_t inc;
-} __attribute__((packed));
+	uint64_t counter; /* one-time: grows with every link its node opens */
+	uint8_t tag[LC_LINK_TAG_LEN];
+};
+
+struct lc_link_proof;
+
+/*
+ * lc_link_open -- connect to the data endpoint @fab_addr as @proof says
+ * (from, to, the session key; auth.h) with one-time @counter, blocking up
+ * to @timeout_ms. Completions of the link carry @proof->to_node.
+ * Returns 0 and *@out; fab_connect()'s error (logged).
+ */
+int lc_link_open(struct fab *fab, const char *fab_addr, const struct lc_link_proof *proof,
+                 uint64_t counter, int timeout_ms, struct fab_link **out);
 
 #endif /* LOCO_LC_LINKS_H */

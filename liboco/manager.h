@@ -11,6 +11,7 @@
  *   auth.c      authentication of control connections (auth.h)
  *   conn.c      control connections and their send queues (conn.h)
  *   links.c     the node -> data link table (links.h)
+ *   linkin.c    data links others open to us: checked, then admitted (linkin.h)
  *   channel.c   channels and pairing; object callbacks (chan.h)
  *   region.c    objects and registered regions
  *   rop.c       remote operations and fences
@@ -42,6 +43,7 @@
 #include "config.h"
 #include "ctrl_wire.h"
 #include "fabric/fabric.h"
+#include "linkin.h"
 #include "links.h"
 #include "member.h"
 #include "util.h"
@@ -72,7 +74,6 @@ struct loco_manager {
 	/* member.c (progress thread; m->lock for readers elsewhere) */
 	struct lc_member *members;
 	struct lc_conn *conns;
-	struct lc_pending_link *pending;
 	struct lc_cdial *cdials;          /* control connections to make */
 	struct lc_member_info *join_list; /* a join's WELCOME list (LC_MAX_MEMBERS) */
 	uint32_t join_n;                  /* m->lock: the list's length */
@@ -90,6 +91,9 @@ struct loco_manager {
 	struct lc_links links;
 	struct fab_link *self_link;   /* to our own endpoint: operations on our own memory */
 	struct fab_link *self_served; /* its accepted end */
+
+	/* linkin.c: data links others open to us (m->lock) */
+	struct lc_linkin linkin;
 
 	/* dial.c */
 	struct lc_dials *dials;

@@ -23,6 +23,8 @@
 
 #define LC_CHUNK (2u << 20)
 #define LC_ALIGN 64u
+/* the longest region: its rounding and map_aligned()'s span (len + LC_CHUNK) cannot wrap */
+#define LC_MEM_MAX (SIZE_MAX - 2 * (size_t)LC_CHUNK)
 
 struct lc_block { /* a free block; kept in address order */
 	uintptr_t addr;
@@ -136,6 +138,8 @@ int lc_mem_alloc(loco_manager_t *m, size_t len, void **out)
 
 	if (len == 0)
 		return -EINVAL;
+	if (len > LC_MEM_MAX)
+		return -ENOMEM;
 	len = round_len(len);
 	if (len > LC_CHUNK / 2) {
 		p = map_aligned(len, node);
@@ -181,7 +185,7 @@ int lc_mem_alloc(loco_manager_t *m, size_t len, void **out)
 
 void lc_mem_free(loco_manager_t *m, void *p, size_t len)
 {
-	if (p == NULL)
+	if (p == NULL || len > LC_MEM_MAX)
 		return;
 	len = round_len(len);
 	if (len > LC_CHUNK / 2) {

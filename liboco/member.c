@@ -142,8 +142,8 @@ static void member_check_up(loco_manager_t *m, struct lc_member *mb)
 	m->ev.up(m, mb);
 }
 
-/* member_attach_link -- @link is @mb's data link now (first, or rebuilt). */
-static void member_attach_link(loco_manager_t *m, struct lc_member *mb, struct fab_link *link)
+/* lc_member_attach_link -- @link is @mb's data link now (first, or rebuilt). */
+void lc_member_attach_link(loco_manager_t *m, struct lc_member *mb, struct fab_link *link)
 {
 	mb->link = link;
 	if (mb->up) {
@@ -202,6 +202,7 @@ static void member_remove(loco_manager_t *m, struct lc_member *mb, int graceful,
 	mb->link = NULL;
 	lc_cdial_cancel(m, node);
 	lc_dial_cancel(m, node);
+	lc_linkin_forget(m, node, inc);
 	if (mb->up)
 		m->ev.gone(m, node);
 	if (mb->conn != NULL) {
@@ -211,23 +212,6 @@ static void member_remove(loco_manager_t *m, struct lc_member *mb, int graceful,
 	free(mb);
 	if (announce && !graceful)
 		announce_failed(m, node, inc);
-}
-
-/* pending_take -- a data link that arrived before its member authenticated. */
-static struct fab_link *pending_take(loco_manager_t *m, uint32_t node, uint64_t inc)
-{
-	for (struct lc_pending_link **pp = &m->pending; *pp != NULL; pp = &(*pp)->next) {
-		struct lc_pending_link *p = *pp;
-
-		if (p->node == node && p->inc == inc) {
-			struct fab_link *l = p->link;
-
-			*pp = p->next;
-			free(p);
-			return l;
-		}
-	}
-	return NULL;
 }
 
 /*
@@ -267,7 +251,7 @@ static struct lc_member *member_admit(loco_manager_t *m, struct lc_conn *c)
 	mb->conn = c;
 	c->member = mb;
 	if (mb->link == NULL)
-		mb->link = pending_take(m, c->peer.node, c->peer.inc);
+		mb->link = lc_linkin_take(m, c->peer.node, c->peer.inc);
 	return mb;
 }
 
@@ -277,7 +261,7 @@ static void attach_dialed(loco_manager_t *m, struct lc_dial_done *d)
 	struct lc_member *mb = lc_member_find(m, d->info.node);
 
 	if (mb != NULL && mb->info.inc == d->info.inc && mb->link == NULL)
-		member_attach_link(m, mb, d->link);
+		lc_member_attach_link(m, mb, d->link);
 	else
 		fab_link_close(d->link);
 }
@@ -582,47 +566,6 @@ void lc_member_input(loco_manager_t *m, struct lc_conn *c, unsigned events)
 	pthread_mutex_unlock(&m->lock);
 }
 
-void lc_member_accept_links(loco_manager_t *m)
-{
-	struct lc_link_priv priv;
-	struct fab_link *link;
-	size_t plen;
-
-	pthread_mutex_lock(&m->lock);
-	while (fab_accept(m->fab, 0, 0, &link, &priv, &plen) == 0) {
-		struct lc_pending_link *p;
-		struct lc_member *mb;
-
-		if (plen != sizeof(priv)) {
-			lc_log_warn("manager: data link without a node id: closed");
-			fab_link_close(link);
-			continue;
-		}
-		link->ctx = priv.node; /* completions name the node */
-		if (priv.node == m->node_id && priv.inc == m->inc && m->self_served == NULL) {
-			m->self_served = link; /* the far end of our self link */
-			continue;
-		}
-		mb = lc_member_find(m, priv.node);
-		if (mb != NULL && mb->info.inc == priv.inc && mb->link == NULL) {
-			member_attach_link(m, mb, link);
-			continue;
-		}
-		p = calloc(1, sizeof(*p));
-		if (p == NULL) {
-			fab_link_close(link);
-			continue;
-		}
-		*p = (struct lc_pending_link){.link = link,
-		                              .node = priv.node,
-		                              .inc = priv.inc,
-		                              .since_ns = lc_now_ns(),
-		                              .next = m->pending};
-		m->pending = p;
-	}
-	pthread_mutex_unlock(&m->lock);
-}
-
 /* heartbeat -- to every authenticated connection, from the preallocated message. */
 static void heartbeat(loco_manager_t *m)
 {
@@ -735,7 +678,7 @@ void lc_member_link_errors(loco_manager_t *m)
  * link_rebuild -- @mb's data link went down (a refused access puts an RC
  * link in the error state) while the member itself is alive: drop the
  * link; the side that opened the control connection opens a new one, the
- * other side takes it in lc_member_accept_links(). m->lock held.
+ * other side takes it in lc_member_accept_links() (linkin.c). m->lock held.
  */
 static void link_rebuild(loco_manager_t *m, struct lc_member *mb, int cause)
 {
@@ -751,9 +694,9 @@ static void link_rebuild(loco_manager_t *m, struct lc_member *mb, int cause)
 		lc_dial_link(m, &mb->info);
 		return;
 	}
-	link = pending_take(m, mb->info.node, mb->info.inc);
+	link = lc_linkin_take(m, mb->info.node, mb->info.inc);
 	if (link != NULL)
-		member_attach_link(m, mb, link);
+		lc_member_attach_link(m, mb, link);
 }
 
 void lc_member_link_failed(loco_manager_t *m, uint32_t node, int status)
@@ -801,26 +744,6 @@ int lc_members_sent(loco_manager_t *m)
 	return all;
 }
 
-/*
- * lc_self_link -- a data link from this node to its own endpoint, so that
- * operations on its own memory go through its NIC like everyone else's
- * (fabric atomics are atomic only with respect to fabric atomics). A
- * failure is logged and leaves the node without one (loco_region_remote()
- * of itself then fails).
- */
-void lc_self_link(loco_manager_t *m)
-{
-	struct fab_link *link;
-
-	if (lc_link_open(m->fab, m->fab_addr, m->node_id, m->node_id, m->inc,
-	                 (int)m->cfg.fail_timeout_ms, &link) != 0)
-		return;
-	pthread_mutex_lock(&m->lock);
-	m->self_link = link;
-	set_link(m, m->node_id, link);
-	pthread_mutex_unlock(&m->lock);
-}
-
 void lc_members_free(loco_manager_t *m)
 {
 	lc_cdials_free(m);
@@ -845,13 +768,7 @@ void lc_members_free(loco_manager_t *m)
 		m->conns = c->next;
 		lc_conn_free(c);
 	}
-	while (m->pending != NULL) {
-		struct lc_pending_link *p = m->pending;
-
-		m->pending = p->next;
-		fab_link_close(p->link);
-		free(p);
-	}
+	lc_linkin_free(m);
 }
 
 int lc_member_listen(loco_manager_t *m, const char *addr)

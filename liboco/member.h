@@ -41,15 +41,6 @@ struct lc_member {
 	struct lc_member *next;
 };
 
-/* A data link accepted before its member finished authenticating. */
-struct lc_pending_link {
-	struct fab_link *link;
-	uint32_t node;
-	uint64_t inc;
-	uint64_t since_ns;
-	struct lc_pending_link *next;
-};
-
 /* What membership raises, on the progress thread with m->lock held. */
 struct lc_member_events {
 	void (*up)(loco_manager_t *m, struct lc_member *mb);
@@ -69,9 +60,11 @@ int lc_member_listen(loco_manager_t *m, const char *addr);
 /* lc_member_input -- progress thread: @c is readable and/or writable (LC_EV_*). */
 void lc_member_input(loco_manager_t *m, struct lc_conn *c, unsigned events);
 
-/* lc_member_accept -- progress thread: take new control connections and data links. */
+/* lc_member_accept -- progress thread: take new control connections (data links: linkin.h). */
 void lc_member_accept(loco_manager_t *m);
-void lc_member_accept_links(loco_manager_t *m);
+
+/* lc_member_attach_link -- m->lock held: @link (checked, admitted) is @mb's data link now. */
+void lc_member_attach_link(loco_manager_t *m, struct lc_member *mb, struct fab_link *link);
 
 /* lc_member_timers -- progress thread: heartbeats, failure bounds; returns when to call again. */
 uint64_t lc_member_timers(loco_manager_t *m, uint64_t now);
@@ -101,8 +94,5 @@ int lc_members_sent(loco_manager_t *m);
 
 /* lc_members_free -- after the threads stopped: close every link and connection. */
 void lc_members_free(loco_manager_t *m);
-
-/* lc_self_link -- open the link from this node to its own endpoint. */
-void lc_self_link(loco_manager_t *m);
 
 #endif /* LOCO_LC_MEMBER_H */

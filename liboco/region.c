@@ -12,6 +12,13 @@
 #include "chan.h"
 #include "log.h"
 
+/*
+ * The longest region: one fabric request moves at most 4 GiB - 1 bytes
+ * (struct fab_wr's u32 length), so a region is at most 4 GiB; this also
+ * keeps the arena's rounding far from SIZE_MAX.
+ */
+#define LC_REGION_MAX (4ull << 30)
+
 static int name_ok(const char *name)
 {
 	size_t n = name != NULL ? strlen(name) : 0;
@@ -159,7 +166,7 @@ int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigne
 	struct loco_region *r;
 	int ret, n;
 
-	if (obj == NULL || out == NULL || !name_ok(name) || len == 0 ||
+	if (obj == NULL || out == NULL || !name_ok(name) || len == 0 || len > LC_REGION_MAX ||
 	    (access & ~(unsigned)(LOCO_ACCESS_READ | LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC)))
 		return -EINVAL;
 	m = obj->ch->m;

@@ -88,9 +88,9 @@ if [[ $do_build = 1 ]]; then
 	rm -f "$build.compile.log"
 fi
 
-# the *-verbs tests of the fabric, scenario, core and objects suites ("loco:fabric+verbs / NAME")
+# the *-verbs tests of the fabric, scenario, core, objects and security suites ("loco:fabric+verbs / NAME")
 mapfile -t all < <(meson test -C "$build" --no-rebuild --list 2>/dev/null |
-	sed -n 's#^[^ ]*:\(fabric\|scenario\|core\|objects\)+verbs / \(.*-verbs\)$#\2#p')
+	sed -n 's#^[^ ]*:\(fabric\|scenario\|core\|objects\|security\)+verbs / \(.*-verbs\)$#\2#p')
 if [[ ${#all[@]} -eq 0 ]]; then
 	echo "run-verbs-suite: no verbs variant in the fabric suite of $build" >&2
 	echo "0 passed, 1 failed"
