@@ -46,6 +46,7 @@ void lc_conn_free(struct lc_conn *c)
 	pthread_mutex_destroy(&c->tx_lock);
 	free(c->tx);
 	free(c->rx);
+	sodium_memzero(c->link_key, sizeof(c->link_key)); /* the session's key dies with it */
 	free(c);
 }
 
