@@ -36,7 +36,8 @@ static void link_input(struct tcp_link *l)
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				tcp_link_fail(l, -ECONNRESET, -ECONNRESET, strerror(errno));
+				tcp_link_fail(l, -ECONNRESET, -ECONNRESET,
+				              l->state == TCP_LINK_UP ? strerror(errno) : NULL);
 			break;
 		}
 		l->rx_len += (size_t)n;
