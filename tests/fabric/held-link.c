@@ -25,7 +25,8 @@
 int main(void)
 {
 	static const char hello[] = "held-link";
-	struct t_connect_async c = {.ctx = 7, .priv = hello, .priv_len = sizeof(hello)};
+	struct t_connect_async c = {
+	    .ctx = 7, .priv = hello, .priv_len = sizeof(hello), .timeout_ms = TMO};
 	struct fab *a, *b;
 	struct fab_mr *amr, *bmr;
 	struct fab_link *held;
