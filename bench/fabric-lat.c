@@ -209,6 +209,9 @@ report:
 
 		if (link == NULL) {
 			ret = fab_accept(fab, 1, 100, &link, priv, &priv_len);
+			if (ret == 0 &&
+			    fab_link_admit(link) != 0) /* links are held until admitted */
+				break;
 			if (ret != 0 && ret != -EAGAIN && ret != -ETIMEDOUT)
 				break;
 			if (poll(&pfd, 1, 0) > 0)

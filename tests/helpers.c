@@ -599,7 +599,53 @@ struct fab_link *t_accept(struct fab *fab, uint64_t ctx, int timeout_ms, void *p
 		T_FAIL("fab_accept returned %d (%s)", ret, t_errname(ret));
 	T_ASSERT(link != NULL);
 	T_ASSERT_EQX(link->ctx, ctx);
+	ret = fab_link_admit(link);
+	if (ret != 0)
+		T_FAIL("fab_link_admit returned %d (%s)", ret, t_errname(ret));
 	return link;
+}
+
+struct fab_link *t_accept_held(struct fab *fab, uint64_t ctx, int timeout_ms, void *priv,
+                               size_t *priv_len)
+{
+	struct fab_link *link = NULL;
+	uint8_t scratch[FAB_PRIV_MAX];
+	size_t slen = 0;
+	int ret;
+
+	ret = fab_accept(fab, ctx, timeout_ms, &link, priv ? priv : scratch,
+	                 priv_len ? priv_len : &slen);
+	if (ret != 0)
+		T_FAIL("fab_accept returned %d (%s)", ret, t_errname(ret));
+	T_ASSERT(link != NULL);
+	T_ASSERT_EQX(link->ctx, ctx);
+	return link;
+}
+
+static void *t_connect_async_main(void *arg)
+{
+	struct t_connect_async *c = arg;
+
+	c->ret =
+	    fab_connect(c->fab, &c->addr, c->ctx, c->priv, c->priv_len, c->timeout_ms, &c->link);
+	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+void t_connect_start(struct t_connect_async *c)
+{
+	c->link = NULL;
+	c->ret = -EINPROGRESS;
+	c->done = 0;
+	if (c->timeout_ms == 0)
+		c->timeout_ms = 5000;
+	T_ASSERT_OK(pthread_create(&c->th, NULL, t_connect_async_main, c));
+}
+
+int t_connect_join(struct t_connect_async *c)
+{
+	T_ASSERT_OK(pthread_join(c->th, NULL));
+	return c->ret;
 }
 
 struct t_pair_conn {
@@ -789,14 +835,53 @@ static void *t_app_main(void *arg)
 	return NULL;
 }
 
-static void t_target_close(struct fab *fab, struct fab_mr **mr, int nreg)
+/* The target's acceptor: admits every link an initiator opens (T_MAX_LINKS at most). */
+#define T_MAX_LINKS 64
+
+struct t_acceptor {
+	struct fab *fab;
+	struct fab_link *link[T_MAX_LINKS];
+	int nlinks;
+	int stop; /* atomic */
+	pthread_t th;
+};
+
+static void *t_acceptor_main(void *arg)
+{
+	struct t_acceptor *a = arg;
+	uint8_t priv[FAB_PRIV_MAX];
+	struct fab_link *link;
+	size_t plen;
+
+	/* bounded: the parent stops it before the target's own time limit */
+	while (!__atomic_load_n(&a->stop, __ATOMIC_ACQUIRE)) {
+		plen = sizeof(priv);
+		if (fab_accept(a->fab, 0, 50, &link, priv, &plen) != 0)
+			continue;
+		if (a->nlinks == T_MAX_LINKS)
+			T_FAIL("target: more than %d links", T_MAX_LINKS);
+		a->link[a->nlinks++] = link;
+		/* an initiator that already gave up makes this fail: its link is closed at quit */
+		(void)fab_link_admit(link);
+	}
+	return NULL;
+}
+
+static void t_target_close(struct fab *fab, struct fab_mr **mr, int nreg, struct t_acceptor *acc)
 {
 	struct fab_link *link;
 	uint8_t priv[FAB_PRIV_MAX];
 	size_t plen;
 	int ret;
 
-	/* links the initiators opened were never accepted: take and close them now */
+	__atomic_store_n(&acc->stop, 1, __ATOMIC_RELEASE);
+	T_ASSERT_OK(pthread_join(acc->th, NULL));
+	for (int i = 0; i < acc->nlinks; i++) {
+		ret = fab_link_close(acc->link[i]);
+		if (ret != 0)
+			T_FAIL("target: fab_link_close returned %d (%s)", ret, t_errname(ret));
+	}
+	/* links opened after the acceptor stopped were never accepted: take and close them */
 	for (int i = 0; i < 64; i++) {
 		plen = sizeof(priv);
 		if (fab_accept(fab, 0, 0, &link, priv, &plen) != 0)
@@ -817,6 +902,7 @@ static int t_target_main(struct t_chan *ch, void *arg)
 	struct t_target *t = ta->t;
 	struct fab_mr *mr[T_MAX_REG], *dead;
 	struct t_app app = {.nreg = o->nreg, .arg = arg};
+	static struct t_acceptor acc;
 	pthread_t th;
 	struct fab *fab;
 	void *dead_buf;
@@ -852,6 +938,8 @@ static int t_target_main(struct t_chan *ch, void *arg)
 	t->dead_addr = (uint64_t)(uintptr_t)dead_buf;
 	T_ASSERT_OK(fab_mr_dereg(dead));
 	T_ASSERT_OK(fab_get_addr(fab, &t->addr));
+	acc.fab = fab;
+	T_ASSERT_OK(pthread_create(&acc.th, NULL, t_acceptor_main, &acc));
 	if (o->app != NULL)
 		T_ASSERT_OK(pthread_create(&th, NULL, t_app_main, &app));
 
@@ -885,7 +973,7 @@ static int t_target_main(struct t_chan *ch, void *arg)
 			__atomic_store_n(&app.stop, 1, __ATOMIC_RELEASE);
 			if (o->app != NULL)
 				T_ASSERT_OK(pthread_join(th, NULL));
-			t_target_close(fab, mr, o->nreg);
+			t_target_close(fab, mr, o->nreg, &acc);
 			t_free(dead_buf, 4096);
 			t_send(ch, &app.rep, sizeof(app.rep));
 			return T_EXIT_PASS;

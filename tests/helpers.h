@@ -18,6 +18,7 @@
 #define LOCO_TESTS_HELPERS_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -200,9 +201,36 @@ struct fab_mr *t_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access
 struct fab_link *t_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx,
                            const void *priv, size_t priv_len);
 
-/* t_accept -- fab_accept or fail (waits up to @timeout_ms). */
+/* t_accept -- fab_accept, then fab_link_admit, or fail (waits up to @timeout_ms). */
 struct fab_link *t_accept(struct fab *fab, uint64_t ctx, int timeout_ms, void *priv,
                           size_t *priv_len);
+
+/* t_accept_held -- fab_accept or fail, without admitting: the link stays held. */
+struct fab_link *t_accept_held(struct fab *fab, uint64_t ctx, int timeout_ms, void *priv,
+                               size_t *priv_len);
+
+/*
+ * t_connect_start / t_connect_join -- fab_connect() on a thread of its own
+ * (a connect returns only once the acceptor admitted the link). Fill
+ * fab, addr, ctx, priv, priv_len and timeout_ms (0: 5 s) first; join
+ * returns fab_connect()'s result, and the link is in @link. @done turns 1
+ * (acquire) when fab_connect() returned.
+ */
+struct t_connect_async {
+	struct fab *fab;
+	struct fab_addr addr;
+	uint64_t ctx;
+	const void *priv;
+	size_t priv_len;
+	int timeout_ms;
+	struct fab_link *link;
+	int ret;
+	int done;
+	pthread_t th;
+};
+
+void t_connect_start(struct t_connect_async *c);
+int t_connect_join(struct t_connect_async *c);
 
 /*
  * t_pair -- within one process, connect @a to @b: *@la is @a's end (ctx
@@ -320,9 +348,11 @@ struct t_target {
  * write knob if asked), registers the regions (memory shared with the
  * parent, zeroed, guards filled with T_CANARY), registers and deregisters
  * one more region (dead_rkey), starts the optional application thread and
- * sends its address and keys. Its main thread then only blocks reading
- * commands from the pipe: it never polls, never accepts, never touches
- * the regions (one-sided operations need no work from it).
+ * sends its address and keys. A thread of its own accepts and admits
+ * every link opened to it (links are held until admitted). Its main
+ * thread then only blocks reading commands from the pipe: it never
+ * polls, never touches the regions (one-sided operations need no work
+ * from it).
  */
 void t_target_spawn(const struct t_target_opts *o, struct t_target *t);
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * acceptq.c -- the accept queue the providers share: links established by
- * a peer wait there, in order, for fab_accept(); the provider's lock
- * guards it and its condition variable wakes the acceptors.
+ * acceptq.c -- the accept queue the providers share: held links a peer
+ * opened wait there, in order, for fab_accept() (the caller then admits
+ * or refuses them); the provider's lock guards it, its condition variable
+ * wakes the acceptors, and the provider takes out those it refuses first.
  */
 #include <errno.h>
 #include <string.h>
@@ -19,12 +20,36 @@ void fab_acceptq_push(struct fab_acceptq *q, struct fab_pending *p, struct fab_l
 {
 	p->link = link;
 	p->next = NULL;
+	p->queued = 1;
 	if (q->tail)
 		q->tail->next = p;
 	else
 		__atomic_store_n(&q->head, p, __ATOMIC_RELEASE); /* fab_acceptq_ready() peeks */
 	q->tail = p;
 	pthread_cond_broadcast(q->cond);
+}
+
+bool fab_acceptq_remove(struct fab_acceptq *q, struct fab_pending *p)
+{
+	struct fab_pending *prev = NULL;
+
+	if (!p->queued)
+		return false;
+	for (struct fab_pending *c = q->head; c != NULL; prev = c, c = c->next) {
+		if (c != p)
+			continue;
+		if (prev == NULL)
+			__atomic_store_n(&q->head, c->next, __ATOMIC_RELEASE);
+		else
+			prev->next = c->next;
+		if (q->tail == c)
+			q->tail = prev;
+		p->queued = 0;
+		p->next = NULL;
+		return true;
+	}
+	p->queued = 0;
+	return false;
 }
 
 /*
@@ -74,7 +99,8 @@ int fab_acceptq_accept(struct fab_acceptq *q, uint64_t ctx, int timeout_ms, stru
 	__atomic_store_n(&q->head, p->next, __ATOMIC_RELEASE);
 	if (q->head == NULL)
 		q->tail = NULL;
-	/* the link serves requests already: its completions read ctx atomically */
+	p->queued = 0;
+	/* requests the caller posts before admission complete with ctx: read atomically */
 	__atomic_store_n(&p->link->ctx, ctx, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(q->lock);
 	if (priv != NULL)

@@ -249,3 +249,39 @@ int fab_addr_format(const struct fab_addr *addr, char *buf, size_t len)
 		return -ENOSPC;
 	return 0;
 }
+
+bool fab_same_host(const struct fab_addr *a, const struct fab_addr *b)
+{
+	if (a->ss.ss_family != b->ss.ss_family)
+		return false;
+	if (a->ss.ss_family == AF_INET)
+		return ((const struct sockaddr_in *)&a->ss)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)&b->ss)->sin_addr.s_addr;
+	if (a->ss.ss_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)&a->ss)->sin6_addr,
+		              &((const struct sockaddr_in6 *)&b->ss)->sin6_addr,
+		              sizeof(struct in6_addr)) == 0;
+	return false;
+}
+
+void fab_refuse_log(struct fab_ratelog *rl, const char *prov, const struct fab_addr *who,
+                    const char *why)
+{
+	uint64_t now = lc_now_ns();
+	char where[FAB_ADDR_STRLEN] = "?";
+
+	if (now < rl->next_ns) {
+		rl->dropped++;
+		return;
+	}
+	if (who != NULL)
+		fab_addr_format(who, where, sizeof(where));
+	if (rl->dropped)
+		lc_log_warn("%s: refused a connection from %s: %s (and %u more refused in the last "
+		            "second)",
+		            prov, where, why, rl->dropped);
+	else
+		lc_log_warn("%s: refused a connection from %s: %s", prov, where, why);
+	rl->dropped = 0;
+	rl->next_ns = now + 1000000000ull;
+}

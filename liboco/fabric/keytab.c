@@ -2,6 +2,7 @@
 /* keytab.c -- key -> region table with overflow-safe bounds checks. */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/random.h>
 
 #include "keytab.h"
 
@@ -32,6 +33,42 @@ int keytab_init(struct keytab *kt, uint32_t cap)
 	if (kt == NULL || cap == 0 || cap > KEYTAB_MAX)
 		return -EINVAL;
 	return init(kt, cap, 0);
+}
+
+/* fill_random -- @len random bytes from getrandom() at @buf. 0 or -errno. */
+static int fill_random(void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	for (int tries = 0; len > 0 && tries < 64; tries++) {
+		ssize_t n = getrandom(p, len, 0);
+
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+		}
+	}
+	return len ? -EIO : 0;
+}
+
+int keytab_randomize(struct keytab *kt)
+{
+	uint32_t start;
+	int ret;
+
+	if (kt == NULL || kt->ent == NULL || kt->foreign)
+		return -EINVAL;
+	pthread_mutex_lock(&kt->lock);
+	/* keytab_add() takes gen + 1 (masked, never 0): any start is fine */
+	ret = fill_random(kt->gen, (size_t)kt->cap * sizeof(*kt->gen));
+	if (ret == 0)
+		ret = fill_random(&start, sizeof(start));
+	if (ret == 0)
+		kt->next_slot = start % kt->cap;
+	pthread_mutex_unlock(&kt->lock);
+	return ret;
 }
 
 int keytab_init_foreign(struct keytab *kt, uint32_t cap)

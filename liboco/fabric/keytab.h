@@ -11,6 +11,9 @@
  *    Each slot counts its own generations and slots are taken round robin,
  *    so a key value comes back only after 2^(32 - idx_bits) reuses of
  *    every slot: a key whose region was removed keeps being refused.
+ *    keytab_randomize() starts each slot's generations, and the round
+ *    robin, at random: a stranger cannot guess a key (the first region
+ *    of a program used to get the same key every time).
  *  - keytab_init_foreign(): the caller brings the keys, chosen elsewhere
  *    (the lkeys a verbs device gives its regions; any value, 0 included).
  *    A key's slot is found by hashing it, with linear probing; at most
@@ -60,6 +63,15 @@ struct keytab {
 
 /* keytab_init -- a table of @cap slots (1..KEYTAB_MAX) that chooses its keys. 0, -EINVAL, -ENOMEM. */
 int keytab_init(struct keytab *kt, uint32_t cap);
+
+/*
+ * keytab_randomize -- make the keys of @kt (keytab_init()) unguessable:
+ * every slot's generation starts at random bits from getrandom(), and so
+ * does the round robin of slots. Keys stay unique and never 0, and a key
+ * of a removed region keeps being refused as before. Call it before the
+ * first keytab_add(). 0, -EINVAL (a foreign table), or getrandom's error.
+ */
+int keytab_randomize(struct keytab *kt);
 
 /*
  * keytab_init_foreign -- a table of @cap slots, a power of two in

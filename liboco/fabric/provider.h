@@ -25,12 +25,13 @@ struct keytab;
 /* fab_ops_fill -- copy @src into @dst, replacing NULL ops with -EOPNOTSUPP stubs. */
 void fab_ops_fill(struct fab_ops *dst, const struct fab_ops *src);
 
-/* An established link waiting for fab_accept(); providers embed it in their link. */
+/* A held link waiting for fab_accept(); providers embed it in their link. */
 struct fab_pending {
 	struct fab_pending *next;
 	struct fab_link *link;
 	uint8_t priv[FAB_PRIV_MAX]; /* the connector's private data */
 	size_t priv_len;
+	int queued; /* under the provider's lock: 1 from push until accept or remove */
 };
 
 /* The accept queue of a fab, under the provider's lock; fab_acceptq_ready() peeks without it. */
@@ -47,6 +48,13 @@ void fab_acceptq_init(struct fab_acceptq *q, pthread_mutex_t *lock, pthread_cond
 void fab_acceptq_push(struct fab_acceptq *q, struct fab_pending *p, struct fab_link *link);
 
 /*
+ * fab_acceptq_remove -- with the lock held: take @p out of the queue if it
+ * is still there (a held link the provider refuses before anyone accepted
+ * it). Returns whether it was; if not, fab_accept() gave it to the caller.
+ */
+bool fab_acceptq_remove(struct fab_acceptq *q, struct fab_pending *p);
+
+/*
  * fab_acceptq_accept -- fab_accept() on @q: take the oldest link, waiting
  * up to @timeout_ms (0: do not wait; < 0: forever), give it @ctx, and
  * return it in *@out with the connector's private data in @priv
@@ -61,6 +69,40 @@ static inline bool fab_acceptq_ready(const struct fab_acceptq *q)
 {
 	return __atomic_load_n(&q->head, __ATOMIC_ACQUIRE) != NULL;
 }
+
+/*
+ * Bounds against strangers (fab_accept() in fabric.h): a held link waits
+ * at most fab_hold_ms() for fab_link_admit() or fab_link_close(); a fab
+ * holds at most FAB_MAX_UNADMITTED links not admitted yet (before their
+ * handshake or held), FAB_MAX_UNADMITTED_HOST of them from one IP address;
+ * beyond that a new connection is refused at once.
+ */
+#define FAB_HOLD_MIN_MS         2000
+#define FAB_MAX_UNADMITTED      128
+#define FAB_MAX_UNADMITTED_HOST 16
+
+/* fab_hold_ms -- the bound of a held link: max(FAB_HOLD_MIN_MS, @attr->timeout_ms). */
+static inline uint32_t fab_hold_ms(const struct fab_attr *attr)
+{
+	return attr->timeout_ms > FAB_HOLD_MIN_MS ? attr->timeout_ms : FAB_HOLD_MIN_MS;
+}
+
+/* fab_same_host -- whether @a and @b hold the same IP address (ports ignored). */
+bool fab_same_host(const struct fab_addr *a, const struct fab_addr *b);
+
+/* A rate-limited warning: at most one a second, counting those it swallowed. */
+struct fab_ratelog {
+	uint64_t next_ns;
+	unsigned dropped;
+};
+
+/*
+ * fab_refuse_log -- warn, at most once a second per @rl, that provider
+ * @prov refused a connection from @who because @why. Not MT-safe: one
+ * thread per @rl (the provider's own).
+ */
+void fab_refuse_log(struct fab_ratelog *rl, const char *prov, const struct fab_addr *who,
+                    const char *why);
 
 /* fab_mr_check -- the arguments of fab_mr_reg(): 0 or -EINVAL. */
 int fab_mr_check(const void *addr, size_t len, unsigned access, struct fab_mr **out);

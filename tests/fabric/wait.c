@@ -134,22 +134,25 @@ static void arm_for_links(void)
 {
 	int fd = fab_wait_fd(b);
 	struct fab_link *l2, *acc;
-	struct fab_addr baddr;
 	uint8_t priv[FAB_PRIV_MAX];
 	size_t plen = sizeof(priv);
-	const char hello[] = "wait.c";
+	static const char hello[] = "wait.c";
+	struct t_connect_async c = {.fab = a, .ctx = 3, .priv = hello, .priv_len = sizeof(hello)};
 
 	T_ASSERT(fd >= 0);
-	T_ASSERT_OK(fab_get_addr(b, &baddr));
+	T_ASSERT_OK(fab_get_addr(b, &c.addr));
 	T_ASSERT_OK(fab_arm(b));
 	/* a peer opens a link that b has not accepted: the fd fires, arming refuses */
-	l2 = t_connect(a, &baddr, 3, hello, sizeof(hello));
+	t_connect_start(&c);
 	if (!fd_readable(fd, TMO))
 		T_FAIL("armed wait fd not readable within %d ms of an incoming link", TMO);
 	T_ASSERT_ERR(fab_arm(b), -EAGAIN);
 	acc = t_accept(b, 4, 0, priv, &plen);
 	T_ASSERT_EQ(plen, sizeof(hello));
 	T_ASSERT(memcmp(priv, hello, plen) == 0);
+	if (t_connect_join(&c) != 0)
+		T_FAIL("fab_connect returned %d (%s)", c.ret, t_errname(c.ret));
+	l2 = c.link;
 	T_ASSERT_OK(fab_arm(b));
 	if (fd_readable(fd, 0))
 		T_FAIL("wait fd still readable after the link was accepted and fab_arm ran");

@@ -86,6 +86,8 @@ static int tcp_open(const struct fab_attr *attr, struct fab **out)
 		goto err_close;
 	}
 	ret = keytab_init(&f->kt, TCP_KEYS);
+	if (ret == 0)
+		ret = keytab_randomize(&f->kt); /* rkeys nobody can guess (loco-fabric-tcp(7)) */
 	if (ret)
 		goto err_close;
 	ret = tcp_listen(f, attr->listen_addr);
@@ -160,6 +162,7 @@ const struct fab_ops fab_tcp_ops = {
     .get_addr = tcp_get_addr,
     .link_admit = tcp_link_admit,
     .link_close = tcp_link_close,
+    .link_peer = tcp_link_peer,
     .link_state = tcp_link_state,
     .mr_dereg = tcp_mr_dereg,
     .mr_reg = tcp_mr_reg,

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * link.c -- the life of a tcp link: creation and publication to the NIC
- * thread, connect (HELLO) and accept (HELLO_ACK, the accept queue),
- * failure, close and free.
+ * thread, connect (HELLO, then the HELLO_ACK that says we were admitted),
+ * accept (HELLO, the link held in the accept queue, admission answers the
+ * HELLO with HELLO_ACK), the caps on links not admitted yet, close and
+ * free. Failure is in state.c; the HELLO and hold bounds in nic.c.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -29,39 +31,65 @@ static int set_sock_opts(int fd)
 	return 0;
 }
 
-static struct tcp_link *link_new(struct tcp_fab *f, int fd)
+/*
+ * link_new -- a link on @fd. A passive one (accepted, not admitted yet)
+ * gets only the room for a HELLO: a stranger's connection costs little
+ * until it proved itself; its queues come with the HELLO, its buffers with
+ * admission (link_alloc_queues(), link_alloc_io()).
+ */
+static struct tcp_link *link_new(struct tcp_fab *f, int fd, int passive)
 {
-	const struct fab_attr *a = &f->base.attr;
 	struct tcp_link *l = calloc(1, sizeof(*l));
-	uint32_t sq = fab_pow2_at_least(a->sq_depth), rq = fab_pow2_at_least(a->rq_depth);
 
 	if (l == NULL)
 		return NULL;
 	l->fab = f;
 	l->fd = fd;
 	l->base.fab = &f->base;
-	l->sq_mask = sq - 1;
-	l->rq_mask = rq - 1;
-	l->sq = calloc(sq, sizeof(*l->sq));
-	l->sq_inline = malloc((size_t)sq * a->max_inline);
-	l->rq = calloc(rq, sizeof(*l->rq));
-	l->rx = malloc(TCP_RX_CAP);
+	l->passive = passive;
+	l->admitted = l->admit_done = !passive;
 	l->acked_psn = (uint32_t)-1;
+	l->rx_cap = passive ? TCP_HDR_LEN + TCP_HELLO_LEN : TCP_RX_CAP;
+	l->rx = malloc(l->rx_cap);
 	pthread_spin_init(&l->post_lock, PTHREAD_PROCESS_PRIVATE);
-	if (l->sq == NULL || l->sq_inline == NULL || l->rq == NULL || l->rx == NULL) {
-		free(l->sq);
-		free(l->sq_inline);
-		free(l->rq);
-		free(l->rx);
-		free(l);
+	if (l->rx == NULL) {
+		l->fd = -1;
+		tcp_link_free(l);
 		return NULL;
 	}
 	return l;
 }
 
-/* link_setup_tx -- size the tx buffer from the peer's announced limits. */
-static int link_setup_tx(struct tcp_link *l, const struct tcp_hello *h)
+/* link_alloc_queues -- the send and receive queues (posting needs them). 0, -ENOMEM. */
+static int link_alloc_queues(struct tcp_link *l)
 {
+	const struct fab_attr *a = &l->fab->base.attr;
+	uint32_t sq = fab_pow2_at_least(a->sq_depth), rq = fab_pow2_at_least(a->rq_depth);
+
+	l->sq_mask = sq - 1;
+	l->rq_mask = rq - 1;
+	l->sq = calloc(sq, sizeof(*l->sq));
+	l->sq_inline = malloc((size_t)sq * a->max_inline);
+	l->rq = calloc(rq, sizeof(*l->rq));
+	return l->sq == NULL || l->sq_inline == NULL || l->rq == NULL ? -ENOMEM : 0;
+}
+
+/*
+ * link_alloc_io -- the full rx buffer, and the tx buffer sized from the
+ * peer's announced limits (l->hello).
+ */
+static int link_alloc_io(struct tcp_link *l)
+{
+	const struct tcp_hello *h = &l->hello;
+
+	if (l->rx_cap < TCP_RX_CAP) {
+		uint8_t *rx = realloc(l->rx, TCP_RX_CAP);
+
+		if (rx == NULL)
+			return -ENOMEM;
+		l->rx = rx;
+		l->rx_cap = TCP_RX_CAP;
+	}
 	l->peer_sq_depth = h->sq_depth;
 	l->peer_read_window = h->read_window;
 	/* READ data + one header per READ segment or atomic the peer may have in flight */
@@ -85,15 +113,46 @@ void tcp_link_free(struct tcp_link *l)
 	free(l);
 }
 
-/* link_publish -- add @l to the fab's links; the NIC picks it up. */
-static int link_publish(struct tcp_fab *f, struct tcp_link *l)
+/*
+ * admission_full -- under the lock: whether a new connection from @peer
+ * would pass the caps on links not admitted yet. NULL, or why not.
+ */
+static const char *admission_full(struct tcp_fab *f, const struct fab_addr *peer)
+{
+	unsigned total = 0, host = 0;
+
+	for (unsigned i = 0; i < f->nlinks; i++) {
+		const struct tcp_link *x = f->links[i];
+
+		if (!x->passive || (x->state != TCP_LINK_HANDSHAKE && x->state != TCP_LINK_HELD))
+			continue;
+		total++;
+		host += fab_same_host(&x->peer, peer);
+	}
+	if (total >= FAB_MAX_UNADMITTED)
+		return "too many connections not admitted yet";
+	if (host >= FAB_MAX_UNADMITTED_HOST)
+		return "too many connections not admitted yet from that address";
+	return NULL;
+}
+
+/*
+ * link_publish -- add @l to the fab's links; the NIC picks it up. A
+ * passive link must pass the caps (*@why says which refused it: -EBUSY).
+ */
+static int link_publish(struct tcp_fab *f, struct tcp_link *l, const char **why)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = l};
 
 	pthread_mutex_lock(&f->lock);
 	if (f->nlinks == TCP_MAX_LINKS) {
 		pthread_mutex_unlock(&f->lock);
+		*why = "the link table is full";
 		return -ENOSPC;
+	}
+	if (l->passive && (*why = admission_full(f, &l->peer)) != NULL) {
+		pthread_mutex_unlock(&f->lock);
+		return -EBUSY;
 	}
 	l->base.id = ++f->next_link_id;
 	/* input may be handled before the NIC's view has the link: it is complete here */
@@ -101,6 +160,7 @@ static int link_publish(struct tcp_fab *f, struct tcp_link *l)
 		int ret = -errno;
 
 		pthread_mutex_unlock(&f->lock);
+		*why = "epoll_ctl failed";
 		return ret;
 	}
 	f->links[f->nlinks++] = l;
@@ -109,37 +169,104 @@ static int link_publish(struct tcp_fab *f, struct tcp_link *l)
 	return 0;
 }
 
+/*
+ * tcp_on_hello -- the HELLO of a passive link: the link is held, queued
+ * for fab_accept(), and its socket no longer read (nor answered: the
+ * HELLO_ACK waits for admission) -- only its hang-up is watched.
+ */
 void tcp_on_hello(struct tcp_link *l, const struct tcp_frame *fr, const uint8_t *data)
 {
 	struct tcp_fab *f = l->fab;
-	struct tcp_hello h, mine = {.magic = TCP_MAGIC, .version = TCP_VERSION};
-	struct tcp_frame ack = {.type = TCP_F_HELLO_ACK, .len = TCP_HELLO_LEN};
+	struct epoll_event ev = {.events = EPOLLRDHUP, .data.ptr = l};
+	struct tcp_hello h;
 
 	if (fr->type != TCP_F_HELLO || tcp_hello_decode(data, fr->len, &h) != 0) {
-		lc_log_warn("tcp: link %u: bad HELLO from the connecting peer", l->base.id);
+		fab_refuse_log(&f->refuse_log, "tcp", &l->peer, "bad HELLO");
 		tcp_link_fail(l, -EPROTO, -EPROTO, NULL);
 		return;
 	}
-	if (link_setup_tx(l, &h) != 0) {
-		tcp_link_fail(l, -ENOMEM, -ENOMEM, "out of memory for the tx buffer");
+	if (link_alloc_queues(l) != 0) {
+		tcp_link_fail(l, -ENOMEM, -ENOMEM, "out of memory for the link's queues");
 		return;
 	}
+	l->hello = h;
 	memcpy(l->pending.priv, h.priv, h.priv_len);
 	l->pending.priv_len = h.priv_len;
-	mine.sq_depth = l->sq_mask + 1;
-	mine.read_window = TCP_READ_WINDOW;
-	tcp_hello_encode(&mine, tcp_tx_frame(l, &ack));
-	l->state = TCP_LINK_UP;
+	l->rx_len = 0;
+	if (epoll_ctl(f->epfd, EPOLL_CTL_MOD, l->fd, &ev) < 0) {
+		tcp_link_fail(l, -errno, -errno, "epoll_ctl failed");
+		return;
+	}
+	l->state = TCP_LINK_HELD;
+	l->hs_deadline = lc_now_ns() + (uint64_t)fab_hold_ms(&f->base.attr) * 1000000ull;
 	pthread_mutex_lock(&f->lock);
 	fab_acceptq_push(&f->acceptq, &l->pending, &l->base);
 	pthread_mutex_unlock(&f->lock);
 	tcp_cq_wake(f); /* a poller blocked on the wait fd takes accepted links too */
 }
 
+/*
+ * tcp_nic_admit -- the NIC, under fab->lock: serve the held link @l from
+ * now on, and answer its HELLO. A peer that sent anything after its HELLO
+ * before hearing the answer does not speak the protocol: refused.
+ */
+void tcp_nic_admit(struct tcp_link *l)
+{
+	struct tcp_fab *f = l->fab;
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = l};
+	struct tcp_hello mine = {.magic = TCP_MAGIC, .version = TCP_VERSION};
+	struct tcp_frame ack = {.type = TCP_F_HELLO_ACK, .len = TCP_HELLO_LEN};
+	uint8_t b;
+	ssize_t n;
+
+	if (l->state == TCP_LINK_HELD) {
+		n = recv(l->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (n > 0) {
+			tcp_link_fail(l, -EPROTO, -EPROTO, "the peer sent frames before admission");
+		} else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+			tcp_link_fail(l, -ECONNRESET, -ECONNRESET, NULL);
+		} else if (link_alloc_io(l) != 0) {
+			tcp_link_fail(l, -ENOMEM, -ENOMEM, "out of memory for the link's buffers");
+		} else {
+			mine.sq_depth = l->sq_mask + 1;
+			mine.read_window = TCP_READ_WINDOW;
+			tcp_hello_encode(&mine, tcp_tx_frame(l, &ack));
+			l->state = TCP_LINK_UP;
+			l->admitted = 1;
+			l->last_rx_ns = lc_now_ns();
+			l->want_out = 0;
+			if (epoll_ctl(f->epfd, EPOLL_CTL_MOD, l->fd, &ev) < 0)
+				tcp_link_fail(l, -errno, -errno, "epoll_ctl failed");
+			else
+				tcp_tx_flush(l);
+		}
+	}
+	l->admit_done = 1;
+	pthread_cond_broadcast(&f->cond);
+}
+
+/*
+ * tcp_nic_reap -- the NIC, under fab->lock: whether @l, a passive link
+ * that went down before admission, is nobody's: never queued, or still in
+ * the accept queue (taken out here). The caller then frees it.
+ */
+int tcp_nic_reap(struct tcp_fab *f, struct tcp_link *l)
+{
+	int reap = l->reap;
+
+	l->reap = 0;
+	if (l->close_req)
+		return 0; /* the caller owns it and closes it */
+	return reap == TCP_LINK_HANDSHAKE || fab_acceptq_remove(&f->acceptq, &l->pending);
+}
+
 void tcp_nic_accept(struct tcp_fab *f)
 {
 	for (int i = 0; i < 16; i++) {
-		int fd = accept4(f->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct fab_addr peer = {.len = sizeof(peer.ss)};
+		int fd = accept4(f->lfd, (struct sockaddr *)&peer.ss, &peer.len,
+		                 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		const char *why = NULL;
 		struct tcp_link *l;
 
 		if (fd < 0) {
@@ -148,16 +275,18 @@ void tcp_nic_accept(struct tcp_fab *f)
 			return;
 		}
 		set_sock_opts(fd);
-		l = link_new(f, fd);
+		l = link_new(f, fd, 1);
 		if (l == NULL) {
 			lc_log_err("tcp: out of memory accepting a link");
 			close(fd);
 			continue;
 		}
+		l->peer = peer;
 		l->state = TCP_LINK_HANDSHAKE;
-		if (link_publish(f, l) != 0) {
-			lc_log_err("tcp: cannot add an accepted link");
-			tcp_link_free(l);
+		l->hs_deadline = lc_now_ns() + TCP_HELLO_MS * 1000000ull;
+		if (link_publish(f, l, &why) != 0) {
+			fab_refuse_log(&f->refuse_log, "tcp", &peer, why);
+			tcp_link_free(l); /* closes fd */
 		}
 	}
 }
@@ -171,6 +300,7 @@ int tcp_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, cons
 	struct tcp_hello h = {.magic = TCP_MAGIC, .version = TCP_VERSION};
 	struct tcp_frame fr = {.type = TCP_F_HELLO, .len = TCP_HELLO_LEN};
 	char where[FAB_ADDR_STRLEN] = "?";
+	const char *why = NULL;
 	struct tcp_link *l;
 	int fd, ret;
 
@@ -210,9 +340,12 @@ int tcp_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, cons
 	h.read_window = TCP_READ_WINDOW;
 	tcp_wire_encode(&fr, buf);
 	tcp_hello_encode(&h, buf + TCP_HDR_LEN);
+	/* the answer comes only when the acceptor admitted us; a close is a refusal */
 	ret = lc_sock_io_full(fd, buf, sizeof(buf), 1, deadline);
 	if (ret == 0)
 		ret = lc_sock_io_full(fd, buf, sizeof(buf), 0, deadline);
+	if (ret == -ECONNRESET || ret == -EPIPE)
+		ret = -ECONNREFUSED;
 	if (ret)
 		goto err_close;
 	if (tcp_wire_decode(buf, sizeof(buf), &fr) != (long)sizeof(buf) ||
@@ -220,22 +353,28 @@ int tcp_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, cons
 		ret = -EPROTO;
 		goto err_close;
 	}
-	l = link_new(f, fd);
+	l = link_new(f, fd, 0);
 	if (l == NULL) {
 		ret = -ENOMEM;
 		goto err_close;
 	}
-	ret = link_setup_tx(l, &h);
+	l->hello = h;
+	ret = link_alloc_queues(l);
+	if (ret == 0)
+		ret = link_alloc_io(l);
 	if (ret) {
 		l->fd = -1;
 		tcp_link_free(l);
 		goto err_close;
 	}
+	l->peer.len = sizeof(l->peer.ss);
+	if (getpeername(fd, (struct sockaddr *)&l->peer.ss, &l->peer.len) < 0)
+		l->peer = *peer;
 	l->base.ctx = ctx;
 	l->state = TCP_LINK_UP;
-	ret = link_publish(f, l);
+	ret = link_publish(f, l, &why);
 	if (ret) {
-		lc_log_err("tcp: cannot add the link to %s: %s", where, strerror(-ret));
+		lc_log_err("tcp: cannot add the link to %s: %s", where, why);
 		tcp_link_free(l); /* closes fd */
 		return ret;
 	}
@@ -276,8 +415,29 @@ int tcp_link_state(struct fab_link *link)
 	return __atomic_load_n(&to_tcp_link(link)->cause, __ATOMIC_ACQUIRE);
 }
 
-/* tcp_link_admit -- TODO(step 6): links still serve from establishment. */
 int tcp_link_admit(struct fab_link *link)
 {
+	struct tcp_link *l = to_tcp_link(link);
+	struct tcp_fab *f = l->fab;
+
+	pthread_mutex_lock(&f->lock);
+	if (!l->admit_done) {
+		l->admit_req = 1;
+		__atomic_add_fetch(&f->links_gen, 1, __ATOMIC_RELEASE);
+		tcp_nic_kick(f);
+		while (!l->admit_done)
+			pthread_cond_wait(&f->cond, &f->lock);
+	}
+	pthread_mutex_unlock(&f->lock);
 	return tcp_link_state(link);
+}
+
+int tcp_link_peer(struct fab_link *link, struct fab_addr *out)
+{
+	struct tcp_link *l = to_tcp_link(link);
+
+	if (l->peer.len == 0 || out == NULL)
+		return -ENOTCONN;
+	*out = l->peer;
+	return 0;
 }

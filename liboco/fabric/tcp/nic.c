@@ -18,12 +18,17 @@
 /* link_input -- read what the socket has and process whole frames. */
 static void link_input(struct tcp_link *l)
 {
-	for (int round = 0; round < 4 && l->state != TCP_LINK_DOWN; round++) {
-		ssize_t n = recv(l->fd, l->rx + l->rx_len, TCP_RX_CAP - l->rx_len, MSG_DONTWAIT);
+	/* before admission only a HELLO is read (rx_cap), and nothing after it */
+	for (int round = 0;
+	     round < 4 && (l->state == TCP_LINK_UP || l->state == TCP_LINK_HANDSHAKE); round++) {
+		ssize_t n = recv(l->fd, l->rx + l->rx_len, l->rx_cap - l->rx_len, MSG_DONTWAIT);
 		size_t off = 0;
 
 		if (n == 0) {
-			lc_log_info("tcp: link %u: peer closed the connection", l->base.id);
+			if (l->state == TCP_LINK_HANDSHAKE)
+				lc_log_debug("tcp: link %u: closed before its HELLO", l->base.id);
+			else
+				lc_log_info("tcp: link %u: peer closed the connection", l->base.id);
 			tcp_link_fail(l, -ECONNRESET, -ECONNRESET, NULL);
 			return;
 		}
@@ -31,12 +36,13 @@ static void link_input(struct tcp_link *l)
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				tcp_link_fail(l, -ECONNRESET, -ECONNRESET, strerror(errno));
+				tcp_link_fail(l, -ECONNRESET, -ECONNRESET,
+				              l->state == TCP_LINK_UP ? strerror(errno) : NULL);
 			break;
 		}
 		l->rx_len += (size_t)n;
 		l->last_rx_ns = lc_now_ns();
-		while (l->state != TCP_LINK_DOWN) {
+		while (l->state == TCP_LINK_UP || l->state == TCP_LINK_HANDSHAKE) {
 			struct tcp_frame fr;
 			long flen = tcp_wire_decode(l->rx + off, l->rx_len - off, &fr);
 			const uint8_t *data = l->rx + off + TCP_HDR_LEN;
@@ -57,13 +63,15 @@ static void link_input(struct tcp_link *l)
 				tcp_link_fail(l, -EPROTO, -EPROTO, "unexpected frame type");
 			off += (size_t)flen;
 		}
-		if (l->state == TCP_LINK_DOWN)
+		if (l->state == TCP_LINK_DOWN || l->state == TCP_LINK_HELD)
 			return;
 		memmove(l->rx, l->rx + off, l->rx_len - off);
 		l->rx_len -= off;
-		if ((size_t)n < TCP_RX_CAP / 2)
+		if ((size_t)n < l->rx_cap / 2)
 			break; /* the socket is probably drained */
 	}
+	if (l->state != TCP_LINK_UP)
+		return;
 	tcp_send_acks(l);
 	if (l->state != TCP_LINK_DOWN && l->nak_sent) {
 		/* the refusal is the last thing the peer hears on this link */
@@ -72,7 +80,10 @@ static void link_input(struct tcp_link *l)
 	}
 }
 
-/* nic_sync -- refresh the private view of links[] and serve close requests. */
+/*
+ * nic_sync -- refresh the private view of links[], serve close and admit
+ * requests, and free the links that went down before anyone owned them.
+ */
 static void nic_sync(struct tcp_fab *f)
 {
 	unsigned gen = __atomic_load_n(&f->links_gen, __ATOMIC_ACQUIRE);
@@ -108,6 +119,14 @@ static void nic_sync(struct tcp_fab *f)
 			pthread_cond_broadcast(&f->cond);
 			continue;
 		}
+		if (l->admit_req && !l->admit_done)
+			tcp_nic_admit(l);
+		if (l->reap && tcp_nic_reap(f, l)) {
+			/* down before its HELLO, or refused while still in the accept queue */
+			f->links[i] = f->links[--f->nlinks];
+			tcp_link_free(l);
+			continue;
+		}
 		i++;
 	}
 	memcpy(f->nic_links, f->links, f->nlinks * sizeof(f->links[0]));
@@ -125,7 +144,7 @@ static int nic_work_pending(struct tcp_fab *f)
 		struct tcp_link *l = f->nic_links[i];
 
 		if (__atomic_load_n(&l->sq_prod, __ATOMIC_ACQUIRE) != l->sq_issue &&
-		    l->state != TCP_LINK_HANDSHAKE)
+		    (l->state == TCP_LINK_UP || l->state == TCP_LINK_DOWN))
 			return 1;
 		if (l->state == TCP_LINK_UP &&
 		    __atomic_load_n(&l->rq_prod, __ATOMIC_ACQUIRE) != (uint32_t)l->credits_sent)
@@ -134,7 +153,11 @@ static int nic_work_pending(struct tcp_fab *f)
 	return 0;
 }
 
-/* nic_timers -- fail links whose peer stopped answering; returns the next check in ms. */
+/*
+ * nic_timers -- fail links whose peer stopped answering, close connections
+ * that sent no HELLO in TCP_HELLO_MS, refuse held links not admitted in
+ * fab_hold_ms(); returns the next check in ms.
+ */
 static int nic_timers(struct tcp_fab *f, uint64_t now)
 {
 	uint64_t limit = (uint64_t)f->base.attr.timeout_ms * 1000000ull;
@@ -142,6 +165,27 @@ static int nic_timers(struct tcp_fab *f, uint64_t now)
 
 	for (unsigned i = 0; i < f->nic_nlinks; i++) {
 		struct tcp_link *l = f->nic_links[i];
+
+		if (l->state == TCP_LINK_HANDSHAKE || l->state == TCP_LINK_HELD) {
+			char where[FAB_ADDR_STRLEN] = "?";
+			int ms;
+
+			if (now < l->hs_deadline) {
+				ms = (int)((l->hs_deadline - now) / 1000000ull) + 1;
+				next = next < 0 || ms < next ? ms : next;
+				continue;
+			}
+			fab_addr_format(&l->peer, where, sizeof(where));
+			if (l->state == TCP_LINK_HANDSHAKE)
+				lc_log_debug("tcp: link %u from %s: no HELLO within %u ms: closed",
+				             l->base.id, where, TCP_HELLO_MS);
+			else
+				lc_log_info(
+				    "tcp: link %u from %s: not admitted within %u ms: refused",
+				    l->base.id, where, fab_hold_ms(&f->base.attr));
+			tcp_link_fail(l, -ETIMEDOUT, -ETIMEDOUT, NULL);
+			continue;
+		}
 
 		if (l->draining && now >= l->drain_deadline)
 			tcp_drain(l, 1);
@@ -218,9 +262,16 @@ void *tcp_nic_main(void *arg)
 					tcp_drain(l, 0);
 				continue;
 			}
+			if (l->state == TCP_LINK_HELD) {
+				/* only a hang-up or an error is watched on a held link */
+				lc_log_info("tcp: link %u: the peer left before admission",
+				            l->base.id);
+				tcp_link_fail(l, -ECONNRESET, -ECONNRESET, NULL);
+				continue;
+			}
 			if (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
 				link_input(l);
-			if (l->state != TCP_LINK_DOWN)
+			if (l->state == TCP_LINK_UP)
 				tcp_tx_flush(l);
 			busy = 1;
 		}

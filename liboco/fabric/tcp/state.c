@@ -178,6 +178,12 @@ void tcp_link_fail(struct tcp_link *l, int first_err, int err, const char *why)
 		return;
 	if (why != NULL)
 		lc_log_warn("tcp: link %u down: %s", l->base.id, why);
+	if (l->passive && !l->admitted &&
+	    (l->state == TCP_LINK_HANDSHAKE || l->state == TCP_LINK_HELD)) {
+		/* perhaps nobody's yet: nic_sync() frees it unless the caller accepted it */
+		l->reap = l->state;
+		__atomic_add_fetch(&l->fab->links_gen, 1, __ATOMIC_RELEASE);
+	}
 	l->state = TCP_LINK_DOWN;
 	__atomic_store_n(&l->cause, first_err, __ATOMIC_RELEASE);
 	__atomic_store_n(&l->err, err, __ATOMIC_RELEASE);

@@ -54,11 +54,14 @@
 #define TCP_KEYS        4096
 #define TCP_EVENTS      64
 #define TCP_MAX_MSG     (1u << 31) /* largest request */
+#define TCP_HELLO_MS    1000       /* an accepted connection must send its HELLO within */
 
 _Static_assert(TCP_PRIV_MAX <= FAB_PRIV_MAX, "HELLO private data fits struct fab_pending");
 
 enum tcp_link_state {
-	TCP_LINK_HANDSHAKE = 1, /* accepted, waiting for HELLO */
+	TCP_LINK_HANDSHAKE =
+	    1,         /* accepted, waiting for HELLO; its socket is read up to the HELLO */
+	TCP_LINK_HELD, /* HELLO read, not admitted: its socket is not read at all */
 	TCP_LINK_UP,
 	TCP_LINK_DOWN, /* failed: requests are flushed with link->err */
 };
@@ -83,6 +86,17 @@ struct tcp_link {
 	int want_out;  /* EPOLLOUT armed */
 	int draining;  /* down after a NAK: flush it, half-close, read to EOF */
 	uint64_t drain_deadline;
+
+	/* admission (the passive side): HANDSHAKE -> HELD -> (admit) UP */
+	int passive;            /* accepted from the listening socket */
+	int admitted;           /* under fab->lock: served (always 1 on the connecting side) */
+	int admit_req;          /* under fab->lock: fab_link_admit() waits for admit_done */
+	int admit_done;         /* under fab->lock, set by the NIC */
+	int reap;               /* NIC: down before the caller owned it; nic_sync() frees it */
+	uint64_t hs_deadline;   /* NIC: HANDSHAKE: HELLO due; HELD: admission due */
+	struct tcp_hello hello; /* the peer's HELLO, for the tx buffer made at admission */
+	struct fab_addr peer;   /* where the peer connects from (fab_link_peer) */
+	size_t rx_cap;          /* bytes of rx: only a HELLO's before admission */
 
 	/* send queue: posters produce at sq_prod; the NIC issues then completes */
 	pthread_spinlock_t post_lock;
@@ -143,6 +157,8 @@ struct tcp_fab {
 	unsigned links_gen; /* atomic: bumped when links[] changes */
 	struct fab_acceptq acceptq;
 	uint32_t next_link_id;
+
+	struct fab_ratelog refuse_log; /* NIC: connections refused by the caps */
 
 	/* the NIC's private view of links[] */
 	struct tcp_link *nic_links[TCP_MAX_LINKS];
@@ -222,6 +238,9 @@ int tcp_accept(struct fab *fab, uint64_t ctx, int timeout_ms, struct fab_link **
 int tcp_link_admit(struct fab_link *link);
 int tcp_link_close(struct fab_link *link);
 int tcp_link_state(struct fab_link *link);
+int tcp_link_peer(struct fab_link *link, struct fab_addr *out);
+void tcp_nic_admit(struct tcp_link *l);
+int tcp_nic_reap(struct tcp_fab *f, struct tcp_link *l);
 
 /* nic.c */
 void *tcp_nic_main(void *arg);

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cm.c -- connection management on rdma_cm: the fab's event thread
- * (connect requests, ESTABLISHED into the accept queue, DISCONNECTED and
+ * (connect requests held in the accept queue until fab_link_admit()
+ * accepts them, the caps and the bound on held links, DISCONNECTED and
  * errors take links down, zombie reaping), fab_connect() on a private
- * event channel, and fab_accept().
+ * event channel (it returns on ESTABLISHED, fails on REJECTED), and
+ * fab_accept().
  */
 #include <errno.h>
 #include <poll.h>
@@ -66,31 +68,67 @@ static int get_event(struct rdma_event_channel *ch, struct vrb_event *out)
 	return 0;
 }
 
-/* on_connect_request -- a peer connects: QP on our PD and CQ, then rdma_accept. */
+/*
+ * admission_full -- under f->lock: whether a connection request from
+ * @from would pass the caps on held links. NULL, or why not.
+ */
+static const char *admission_full(struct vrb_fab *f, const struct fab_addr *from)
+{
+	unsigned total = 0, host = 0;
+
+	for (struct vrb_link *x = f->links; x != NULL; x = x->next) {
+		if (x->state != VRB_LINK_HELD)
+			continue;
+		total++;
+		host += fab_same_host(&x->peer_addr, from);
+	}
+	if (total >= FAB_MAX_UNADMITTED)
+		return "too many connections not admitted yet";
+	if (host >= FAB_MAX_UNADMITTED_HOST)
+		return "too many connections not admitted yet from that address";
+	return NULL;
+}
+
+/*
+ * on_connect_request -- a peer connects: a QP on our PD and CQ, and the
+ * link held in the accept queue with the connector's private data. No
+ * rdma_accept() yet: the QP stays in INIT, so the peer can reach nothing,
+ * until fab_link_admit(); fab_link_close() or the bound rejects it.
+ */
 static void on_connect_request(struct vrb_fab *f, const struct vrb_event *ev)
 {
-	struct rdma_conn_param p;
 	struct vrb_link *l;
-	char peer[FAB_ADDR_STRLEN];
+	struct fab_addr from = {0};
+	const struct sockaddr *sa = rdma_get_peer_addr(ev->id);
 	size_t plen = ev->priv_len >= VRB_PRIV_HDR ? ev->priv[2] : 0;
+	const char *why;
+	uint64_t one = 1;
 
-	vrb_addr_str(rdma_get_peer_addr(ev->id), peer, sizeof(peer));
+	if (sa != NULL && sa->sa_family == AF_INET) {
+		memcpy(&from.ss, sa, sizeof(struct sockaddr_in));
+		from.len = sizeof(struct sockaddr_in);
+	}
 	if (ev->priv_len < VRB_PRIV_HDR || ev->priv[0] != VRB_PRIV_MAGIC ||
 	    ev->priv[1] != VRB_PRIV_VERSION || plen > FAB_PRIV_MAX ||
 	    VRB_PRIV_HDR + plen > ev->priv_len) {
-		lc_log_warn("verbs: %s: connection request from %s without LOCO's header: rejected",
-		            f->dev, peer);
+		fab_refuse_log(&f->refuse_log, "verbs", &from,
+		               "no LOCO header in the private data");
 		goto err_reject;
 	}
 	if (ev->id->verbs != f->ctx) {
-		lc_log_warn("verbs: %s: connection request from %s arrived on another device: "
-		            "rejected",
-		            f->dev, peer);
+		fab_refuse_log(&f->refuse_log, "verbs", &from, "it arrived on another device");
+		goto err_reject;
+	}
+	pthread_mutex_lock(&f->lock);
+	why = admission_full(f, &from);
+	pthread_mutex_unlock(&f->lock);
+	if (why != NULL) {
+		fab_refuse_log(&f->refuse_log, "verbs", &from, why);
 		goto err_reject;
 	}
 	l = vrb_link_new(f, ev->id);
 	if (l == NULL) {
-		lc_log_err("verbs: %s: out of memory accepting a link from %s", f->dev, peer);
+		lc_log_err("verbs: %s: out of memory accepting a link", f->dev);
 		goto err_reject;
 	}
 	memcpy(l->pending.priv, ev->priv + VRB_PRIV_HDR, plen);
@@ -98,23 +136,19 @@ static void on_connect_request(struct vrb_fab *f, const struct vrb_event *ev)
 	if (vrb_link_create_qp(l) != 0)
 		goto err_free;
 	ev->id->context = l;
-	conn_param(f, &p, NULL, 0);
-	/* never promise more than the connector asked for */
-	if (p.responder_resources > ev->initiator_depth)
-		p.responder_resources = ev->initiator_depth;
-	if (p.initiator_depth > ev->responder_resources)
-		p.initiator_depth = ev->responder_resources;
-	vrb_link_add(f, l, VRB_LINK_ACCEPTING);
-	if (rdma_accept(ev->id, &p) != 0) {
-		lc_log_err("verbs: %s: rdma_accept of the link from %s failed: %s", f->dev, peer,
-		           strerror(errno));
-		pthread_mutex_lock(&f->lock);
-		vrb_link_unlink(f, l);
-		pthread_mutex_unlock(&f->lock);
-		vrb_link_free(l); /* destroys the id: the peer sees a reject or a timeout */
-		return;
-	}
-	vrb_link_set_rnr(l);
+	l->peer_init_depth = ev->initiator_depth;
+	l->peer_resp_res = ev->responder_resources;
+	l->hold_deadline = lc_now_ns() + (uint64_t)fab_hold_ms(&f->base.attr) * 1000000ull;
+	pthread_mutex_lock(&f->lock);
+	l->state = VRB_LINK_HELD;
+	l->next = f->links;
+	f->links = l;
+	fab_acceptq_push(&f->acceptq, &l->pending, &l->base);
+	pthread_mutex_unlock(&f->lock);
+	lc_log_debug("verbs: %s: link %u from %s held for admission", f->dev, l->base.id, l->peer);
+	/* a poller blocked on the wait fd takes accepted links too */
+	if (write(f->acc_fd, &one, sizeof(one)) < 0)
+		lc_log_warn("verbs: %s: cannot wake the poller: %s", f->dev, strerror(errno));
 	return;
 
 err_free:
@@ -125,20 +159,93 @@ err_reject:
 	rdma_destroy_id(ev->id);
 }
 
-static void on_established(struct vrb_fab *f, struct vrb_link *l)
+int vrb_link_admit(struct fab_link *link)
 {
-	uint64_t one = 1;
+	struct vrb_link *l = to_vrb_link(link);
+	struct vrb_fab *f = l->fab;
+	struct rdma_conn_param p;
+	int ret;
 
 	pthread_mutex_lock(&f->lock);
-	if (l->state == VRB_LINK_ACCEPTING) {
-		l->state = VRB_LINK_UP;
-		fab_acceptq_push(&f->acceptq, &l->pending, &l->base);
+	ret = vrb_link_cause(l);
+	if (l->state != VRB_LINK_HELD || ret != 0) {
+		pthread_mutex_unlock(&f->lock);
+		return ret;
+	}
+	l->state = VRB_LINK_ACCEPTING; /* the bound no longer applies */
+	pthread_mutex_unlock(&f->lock);
+	conn_param(f, &p, NULL, 0);
+	/* never promise more than the connector asked for */
+	if (p.responder_resources > l->peer_init_depth)
+		p.responder_resources = l->peer_init_depth;
+	if (p.initiator_depth > l->peer_resp_res)
+		p.initiator_depth = l->peer_resp_res;
+	if (rdma_accept(l->id, &p) != 0) {
+		ret = -errno;
+		lc_log_err("verbs: %s: rdma_accept of the link from %s failed: %s", f->dev, l->peer,
+		           strerror(-ret));
+		vrb_link_down(l, ret, -ECANCELED, false, NULL);
+		return ret;
+	}
+	vrb_link_set_rnr(l);
+	return vrb_link_cause(l);
+}
+
+/*
+ * vrb_check_holds -- the event thread: reject held links past their bound.
+ * Those still in the accept queue are nobody's: freed. Those the user
+ * took are marked down (-ETIMEDOUT) for the user to close. Returns
+ * whether links are still held (the thread then checks again soon).
+ */
+static bool vrb_check_holds(struct vrb_fab *f)
+{
+	struct vrb_link *drop[32], *refuse[32], **p, *l;
+	int ndrop = 0, nrefuse = 0;
+	uint64_t now = lc_now_ns();
+	bool held = false;
+
+	pthread_mutex_lock(&f->lock);
+	for (p = &f->links; (l = *p) != NULL;) {
+		if (l->state != VRB_LINK_HELD) {
+			p = &l->next;
+			continue;
+		}
+		if (now < l->hold_deadline || ndrop == 32 || nrefuse == 32) {
+			held = true;
+			p = &l->next;
+			continue;
+		}
+		if (fab_acceptq_remove(&f->acceptq, &l->pending)) {
+			*p = l->next;
+			drop[ndrop++] = l;
+			continue;
+		}
+		l->state = VRB_LINK_REFUSED;
+		vrb_set_down(l, -ETIMEDOUT, -ECANCELED, false);
+		refuse[nrefuse++] = l; /* the user's: freed only through close, by this thread */
+		p = &l->next;
 	}
 	pthread_mutex_unlock(&f->lock);
+	for (int i = 0; i < ndrop + nrefuse; i++) {
+		l = i < ndrop ? drop[i] : refuse[i - ndrop];
+		lc_log_info("verbs: %s: link %u from %s: not admitted within %u ms: rejected",
+		            f->dev, l->base.id, l->peer, fab_hold_ms(&f->base.attr));
+		if (rdma_reject(l->id, NULL, 0) != 0)
+			lc_log_info("verbs: %s: link %u from %s: rdma_reject failed: %s", f->dev,
+			            l->base.id, l->peer, strerror(errno));
+		if (i < ndrop)
+			vrb_link_free(l);
+	}
+	return held;
+}
+
+static void on_established(struct vrb_fab *f, struct vrb_link *l)
+{
+	pthread_mutex_lock(&f->lock);
+	if (l->state == VRB_LINK_ACCEPTING)
+		l->state = VRB_LINK_UP;
+	pthread_mutex_unlock(&f->lock);
 	lc_log_info("verbs: %s: link %u from %s established", f->dev, l->base.id, l->peer);
-	/* a poller blocked on the wait fd takes accepted links too */
-	if (write(f->acc_fd, &one, sizeof(one)) < 0)
-		lc_log_warn("verbs: %s: cannot wake the poller: %s", f->dev, strerror(errno));
 }
 
 /* on_link_event -- an event for one of our links (id->context). */
@@ -162,8 +269,8 @@ static void on_link_event(struct vrb_fab *f, const struct vrb_event *ev)
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 		pthread_mutex_lock(&f->lock);
-		if (l->state == VRB_LINK_ACCEPTING) {
-			/* never established, never seen by the user: drop it */
+		if (l->state == VRB_LINK_HELD && fab_acceptq_remove(&f->acceptq, &l->pending)) {
+			/* never accepted, never seen by the user: drop it */
 			vrb_link_unlink(f, l);
 			pthread_mutex_unlock(&f->lock);
 			lc_log_info("verbs: %s: link from %s not established: %s (status %d)",
@@ -171,6 +278,8 @@ static void on_link_event(struct vrb_fab *f, const struct vrb_event *ev)
 			vrb_link_free(l);
 			break;
 		}
+		if (l->state == VRB_LINK_HELD)
+			l->state = VRB_LINK_REFUSED; /* the user's: fab_link_admit() reports it */
 		pthread_mutex_unlock(&f->lock);
 		snprintf(why, sizeof(why), "%s (status %d)", rdma_event_str(ev->type), ev->status);
 		vrb_link_down(l, -ECONNRESET, -ECONNRESET, false, why);
@@ -191,13 +300,14 @@ void *vrb_event_main(void *arg)
 		struct pollfd pfd[2] = {{.fd = f->ch->fd, .events = POLLIN},
 		                        {.fd = f->ctl_fd, .events = POLLIN}};
 		unsigned zombies;
+		bool held = vrb_check_holds(f);
 		uint64_t v;
 		int r;
 
 		pthread_mutex_lock(&f->lock);
 		zombies = f->nzombies;
 		pthread_mutex_unlock(&f->lock);
-		r = poll(pfd, 2, zombies ? VRB_REAP_MS : -1);
+		r = poll(pfd, 2, zombies ? VRB_REAP_MS : held ? VRB_HOLD_CHECK_MS : -1);
 		if (r < 0 && errno != EINTR) {
 			lc_log_err("verbs: %s: event thread: poll failed: %s", f->dev,
 			           strerror(errno));

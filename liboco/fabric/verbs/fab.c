@@ -134,6 +134,7 @@ const struct fab_ops fab_verbs_ops = {
     .get_addr = vrb_get_addr,
     .link_admit = vrb_link_admit,
     .link_close = vrb_link_close,
+    .link_peer = vrb_link_peer,
     .link_state = vrb_link_state,
     .mr_dereg = vrb_mr_dereg,
     .mr_reg = vrb_mr_reg,

@@ -117,6 +117,10 @@ struct vrb_link *vrb_link_new(struct vrb_fab *f, struct rdma_cm_id *id)
 		l->rq[i].link = l;
 	pthread_spin_init(&l->lock, PTHREAD_PROCESS_PRIVATE);
 	vrb_addr_str(rdma_get_peer_addr(id), l->peer, sizeof(l->peer));
+	if (rdma_get_peer_addr(id) != NULL && rdma_get_peer_addr(id)->sa_family == AF_INET) {
+		memcpy(&l->peer_addr.ss, rdma_get_peer_addr(id), sizeof(struct sockaddr_in));
+		l->peer_addr.len = sizeof(struct sockaddr_in);
+	}
 	return l;
 }
 
@@ -292,7 +296,16 @@ int vrb_link_close(struct fab_link *link)
 {
 	struct vrb_link *l = to_vrb_link(link);
 	struct vrb_fab *f = l->fab;
+	int held;
 
+	pthread_mutex_lock(&f->lock);
+	held = l->state == VRB_LINK_HELD;
+	if (held)
+		l->state = VRB_LINK_REFUSED; /* the event thread leaves it alone from now on */
+	pthread_mutex_unlock(&f->lock);
+	if (held && rdma_reject(l->id, NULL, 0) != 0)
+		lc_log_info("verbs: %s: link %u from %s: rdma_reject failed: %s", f->dev,
+		            l->base.id, l->peer, strerror(errno));
 	/* outstanding requests are flushed: -ECANCELED unless the link was already down */
 	vrb_link_down(l, -ECANCELED, -ECANCELED, false, NULL);
 	vrb_link_disconnect(l);
@@ -312,8 +325,12 @@ int vrb_link_state(struct fab_link *link)
 	return vrb_link_cause(to_vrb_link(link));
 }
 
-/* vrb_link_admit -- TODO(step 6): links still serve from establishment. */
-int vrb_link_admit(struct fab_link *link)
+int vrb_link_peer(struct fab_link *link, struct fab_addr *out)
 {
-	return vrb_link_state(link);
+	struct vrb_link *l = to_vrb_link(link);
+
+	if (l->peer_addr.len == 0 || out == NULL)
+		return -ENOTCONN;
+	*out = l->peer_addr;
+	return 0;
 }

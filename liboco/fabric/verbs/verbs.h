@@ -62,15 +62,18 @@
 #define VRB_CM_BATCH      32  /* rdma_cm events per wake-up of the event thread */
 #define VRB_REAP_MS       20  /* event thread: zombie check period */
 #define VRB_RESOLVE_MS    100 /* first address resolution attempt (doubles up to 1 s) */
+#define VRB_HOLD_CHECK_MS 100 /* event thread: held links' bound check period */
 #define VRB_MAX_DEPTH     65536
 #define VRB_KEYS          8192         /* local-key table slots: at most half hold regions */
 #define VRB_CQ_SLACK      64           /* CQ entries beyond cq_depth, for the close markers */
 #define VRB_DOWN_WEAK     (1ull << 63) /* the cause may be replaced by a real error */
 
 enum vrb_link_state {
-	VRB_LINK_ACCEPTING = 1, /* passive side: accepted by rdma_cm, not established yet */
-	VRB_LINK_UP,            /* established; on the passive side, queued until fab_accept() */
+	VRB_LINK_ACCEPTING = 1, /* passive side: admitted (rdma_accept), not established yet */
+	VRB_LINK_UP,            /* established */
 	VRB_LINK_CLOSED,        /* fab_link_close() called: a zombie until drained */
+	VRB_LINK_HELD,    /* passive side: CONNECT_REQUEST queued, neither accepted nor rejected */
+	VRB_LINK_REFUSED, /* passive side: rejected (bound) or failed while held; the user's */
 };
 
 struct vrb_link;
@@ -102,7 +105,10 @@ struct vrb_link {
 	int disconnected;      /* atomic: rdma_disconnect() issued */
 	struct vrb_link *next; /* fab->links */
 	char peer[FAB_ADDR_STRLEN];
+	struct fab_addr peer_addr;  /* where the peer connects from (fab_link_peer) */
 	struct fab_pending pending; /* in the accept queue; the connector's private data */
+	uint64_t hold_deadline;     /* HELD: refused at this lc_now_ns() unless admitted */
+	uint8_t peer_init_depth, peer_resp_res; /* the connector's, for rdma_accept() */
 
 	pthread_spinlock_t lock; /* posters of this link */
 	struct vrb_sqe *sq;
@@ -147,6 +153,7 @@ struct vrb_fab {
 	struct vrb_link *links;
 	struct fab_acceptq acceptq;
 	unsigned nzombies;
+	struct fab_ratelog refuse_log; /* event thread: connection requests refused */
 	struct keytab kt; /* the regions by lkey (VRB_KEYS slots), for checks at post time */
 
 	int64_t cq_credits; /* atomic: CQ entries not promised to a request */
@@ -216,6 +223,7 @@ void vrb_reap_zombies(struct vrb_fab *f);
 int vrb_link_admit(struct fab_link *link);
 int vrb_link_close(struct fab_link *link);
 int vrb_link_state(struct fab_link *link);
+int vrb_link_peer(struct fab_link *link, struct fab_addr *out);
 void vrb_kick(struct vrb_fab *f);
 
 /* cm.c */
