@@ -27,6 +27,9 @@
  *  - SEND and WRITE_IMM consume a RECV posted at the target; when none is
  *    posted the request waits (RNR with infinite retry), it is never lost,
  *    and the link's later requests wait behind it.
+ *  - A link a peer opens is held: nothing of the peer's is served until
+ *    the acceptor calls fab_link_admit() (fab_accept() below), and
+ *    strangers are bounded (provider.h: FAB_MAX_UNADMITTED, fab_hold_ms()).
  *
  * Thread safety: fab_post() and fab_post_recv() are MT-safe per link.
  * fab_poll() is serialized: one polling thread per fab at a time;

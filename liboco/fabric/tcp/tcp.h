@@ -8,6 +8,12 @@
  * memory, turns the application's posted work requests into frames, and
  * produces completions. The application never runs for one-sided traffic.
  *
+ * An accepted connection is read only up to its HELLO (1 s bound), then
+ * held and not read at all until fab_link_admit() makes the NIC answer
+ * HELLO_ACK (link.c); the connector's fab_connect() waits for that answer.
+ * Connections that fail before anyone accepted them are freed by the NIC
+ * (nic_sync()), and those not admitted yet are capped (provider.h).
+ *
  * Per link (one TCP connection), each direction carries frames
  * (wire.h) of two kinds: requests, numbered by a PSN equal to their
  * send-queue position, and responses (cumulative ACK, READ data, atomic
