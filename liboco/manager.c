@@ -282,6 +282,8 @@ int loco_init(const loco_config_t *cfg, loco_manager_t **out)
 	ret = lc_dials_start(m);
 	if (ret)
 		goto err_free;
+	if (c.join == NULL)
+		lc_view_start_alone(m); /* before anyone can reach us: a joiner finds view 1 */
 	ret = lc_progress_start(m);
 	if (ret)
 		goto err_free;
@@ -292,10 +294,6 @@ int loco_init(const loco_config_t *cfg, loco_manager_t **out)
 		ret = join_cluster(m, c.join);
 		if (ret)
 			goto err_stop;
-	} else {
-		pthread_mutex_lock(&m->lock);
-		lc_view_start_alone(m);
-		pthread_mutex_unlock(&m->lock);
 	}
 	*out = m;
 	return 0;

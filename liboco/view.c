@@ -884,6 +884,12 @@ void lc_view_msg(loco_manager_t *m, struct lc_conn *c, const struct lc_msg *in)
 
 	if (mb == NULL)
 		return;
+	if (in->u.vc.kind != LC_VC_HB)
+		lc_log_debug("manager: VC %u from node %u: view %llu ballot %llx abal %llx node %u "
+		             "n %u",
+		             in->u.vc.kind, from, (unsigned long long)t,
+		             (unsigned long long)in->u.vc.ballot, (unsigned long long)in->u.vc.abal,
+		             in->u.vc.node, in->u.vc.n);
 	switch (in->u.vc.kind) {
 	case LC_VC_HB:
 		/* a peer behind us (or left out of our view) learns our view */
