@@ -46,10 +46,12 @@
 #define YIELDS 16u /* polls that yield before waiting sleeps */
 
 struct loco_barrier {
+	loco_channel_t *ch;
 	loco_sst_t *sst;
 	loco_ack_key_t *ack;
 	uint32_t me;
-	uint64_t count;  /* the episode entered last */
+	uint64_t count;  /* the episode entered last; 0 after a partition: fetch again */
+	uint64_t last;   /* the episode entered before a partition reset count */
 	int in_episode;  /* entered, not passed yet (a wait timed out) */
 	int have_floor;  /* floor[] holds the first episode's fetch */
 	uint32_t nparts; /* participants of the current episode */
@@ -105,6 +107,7 @@ int loco_barrier_create(loco_channel_t *ch, const char *name, loco_barrier_t **o
 	if (b == NULL)
 		return -ENOMEM;
 	b->me = loco_node_id(loco_channel_manager(ch));
+	b->ch = ch;
 	ret = loco_sst_create(ch, name, sizeof(uint64_t), LOCO_BARRIER_MAX_NODE, &b->sst);
 	if (ret)
 		goto err_free;
@@ -191,6 +194,8 @@ static int enter(loco_barrier_t *b, int64_t deadline)
 			return ret;
 		if (max > next)
 			next = max;
+		if (b->last > next)
+			next = b->last; /* our row never goes back */
 	}
 	ret = loco_sst_store_mine(b->sst, &next);
 	if (ret)
@@ -224,14 +229,29 @@ static int arrived(loco_barrier_t *b)
 	return 1;
 }
 
-/* loco_barrier_wait -- enter (unless a timed-out call did), wait for arrivals, then acks. */
-int loco_barrier_wait(loco_barrier_t *b, int64_t timeout_ns)
+/*
+ * partitioned -- the node cannot reach a majority of its view: the wait
+ * fails, and the next one starts over as a joiner would (it fetches the
+ * others' episodes), since the peers may have changed meanwhile.
+ */
+static int partitioned(loco_barrier_t *b)
+{
+	if (b->count > b->last)
+		b->last = b->count;
+	b->count = 0;
+	b->in_episode = 0;
+	b->have_floor = 0;
+	return -LOCO_EPARTITION;
+}
+
+/* wait_once -- enter (unless a timed-out call did), wait for arrivals, then acks. */
+static int wait_once(loco_barrier_t *b, int64_t timeout_ns)
 {
 	int64_t deadline;
 	int ret;
 
-	if (b == NULL)
-		return -EINVAL;
+	if (loco_channel_partitioned(b->ch))
+		return -LOCO_EPARTITION;
 	deadline = obj_deadline(timeout_ns);
 	if (!b->in_episode) {
 		ret = enter(b, deadline);
@@ -239,6 +259,8 @@ int loco_barrier_wait(loco_barrier_t *b, int64_t timeout_ns)
 			return ret;
 	}
 	for (unsigned spin = 0; !arrived(b); spin++) {
+		if (loco_channel_partitioned(b->ch))
+			return -LOCO_EPARTITION; /* never pass as a smaller cluster of our own */
 		if (spin < SPINS) {
 			obj_cpu_relax();
 			continue;
@@ -248,11 +270,21 @@ int loco_barrier_wait(loco_barrier_t *b, int64_t timeout_ns)
 		pause_after(spin - SPINS);
 	}
 	ret = acks(b, deadline);
-	if (ret == -ETIMEDOUT)
+	if (ret == -ETIMEDOUT || ret == -LOCO_EPARTITION)
 		return ret;
 	b->in_episode = 0;
 	b->have_floor = 0;
 	return ret;
+}
+
+int loco_barrier_wait(loco_barrier_t *b, int64_t timeout_ns)
+{
+	int ret;
+
+	if (b == NULL)
+		return -EINVAL;
+	ret = wait_once(b, timeout_ns);
+	return ret == -LOCO_EPARTITION ? partitioned(b) : ret;
 }
 
 uint64_t loco_barrier_episode(const loco_barrier_t *b)
