@@ -67,6 +67,7 @@ static void cdial_start(loco_manager_t *m, struct lc_cdial *d)
 			lc_conn_free(c);
 	}
 	if (ret) {
+		lc_log_debug("manager: connecting to %s: %s", d->info.ctrl_addr, strerror(-ret));
 		lc_cdial_failed(m, d, ret);
 		return;
 	}
@@ -257,8 +258,6 @@ static struct lc_member *member_admit(loco_manager_t *m, struct lc_conn *c)
 	c->member = mb;
 	if (mb->link == NULL)
 		mb->link = pending_take(m, c->peer.node, c->peer.inc);
-	if (mb->up)
-		m->ev.up(m, mb); /* reconnected: announce our channels again (idempotent) */
 	return mb;
 }
 
@@ -373,6 +372,8 @@ static void on_auth(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
 	}
 	welcome(m, msg);
 	lc_conn_send(c, msg);
+	if (mb->up)
+		m->ev.up(m, mb); /* reconnected: announce our channels again (idempotent) */
 	lc_view_admitted(m, mb);
 	member_check_up(m, mb);
 }
@@ -452,6 +453,8 @@ static void on_welcome(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
 		return;
 	}
 	mb->since_ns = lc_now_ns();
+	if (mb->up)
+		m->ev.up(m, mb); /* reconnected: announce our channels again (idempotent) */
 	if (join)
 		lc_view_joining(m, c); /* we are a member once a committed view has us */
 	if (mb->link == NULL)

@@ -28,6 +28,8 @@ struct vmember {
 	uint64_t heard_ns;  /* last message from it (install time at first) */
 	uint64_t susp_ns;   /* since when we suspect it; 0: not */
 	uint64_t report_ns; /* when we last told the coordinator */
+	uint64_t redial_ns; /* when we may redial it next */
+	uint64_t quiet_ns;  /* a probe found it alive: not suspected again before */
 	int left;           /* it said LEAVE */
 };
 
@@ -791,6 +793,7 @@ static void probes_decide(loco_manager_t *m, uint64_t now)
 		if (p->alive || vw->v[i].heard_ns > p->start) {
 			lc_log_info("manager: node %u answered a probe: kept", p->node);
 			vw->v[i].susp_ns = 0;
+			vw->v[i].quiet_ns = now + fail_ns(m); /* others hear it: no new probe yet */
 			p->node = 0;
 			continue;
 		}
@@ -1138,7 +1141,7 @@ void lc_view_timers(loco_manager_t *m, uint64_t now, uint64_t *wake)
 		struct vmember *x = &vw->v[i];
 
 		if (x->info.node != m->node_id && now - x->heard_ns > f && x->susp_ns == 0 &&
-		    !m->leaving)
+		    now >= x->quiet_ns && !m->leaving)
 			lc_view_suspect(m, x->info.node);
 	}
 	part = partition_check(m, now);
@@ -1162,8 +1165,11 @@ void lc_view_timers(loco_manager_t *m, uint64_t now, uint64_t *wake)
 		/* a member without a control connection: the lower id redials (both, when cut off) */
 		mb = lc_member_find(m, x->info.node);
 		if ((mb == NULL || mb->conn == NULL) && (m->node_id < x->info.node || part) &&
-		    !m->leaving && !cdial_for(m, x->info.node))
+		    !m->leaving && now >= x->redial_ns && !cdial_for(m, x->info.node)) {
+			lc_log_debug("manager: redialling node %u", x->info.node);
 			lc_dial_ctrl(m, &x->info, 0);
+			x->redial_ns = now + f / 4;
+		}
 	}
 	probes_answer(m, now);
 	/* a contact re-forwards the joins it took while they wait */

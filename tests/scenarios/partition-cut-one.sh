@@ -28,7 +28,7 @@ if vl_wait 5 vl_one_view 1 2 3; then
 else
 	fail "nodes 1-3 did not install a view without node 4"
 fi
-vl_wait 5 test "$(vl_get 4 epart)" -gt 0 || fail "node 4's barrier never returned -LOCO_EPARTITION"
+vl_wait 5 vl_gt 4 epart 0 || fail "node 4's barrier never returned -LOCO_EPARTITION"
 ep=$(vl_get 4 epart_ns)
 if [[ $ep -gt 0 ]]; then
 	ms=$(vl_ms "$t_cut" "$ep")
@@ -36,7 +36,7 @@ if [[ $ep -gt 0 ]]; then
 	((ms <= F + 1000)) || fail "node 4 got -LOCO_EPARTITION $ms ms after the cut, more than $F + 1000"
 fi
 [[ $(vl_get 4 solo) -eq 0 ]] || fail "node 4 passed $(vl_get 4 solo) round(s) alone"
-vl_wait 5 test "$(vl_get 1 rounds)" -gt $((r1 + 5)) && ok "rounds go on at node 1 ($r1 -> $(vl_get 1 rounds))" ||
+vl_wait 5 vl_gt 1 rounds $((r1 + 5)) && ok "rounds go on at node 1 ($r1 -> $(vl_get 1 rounds))" ||
 	fail "node 1's rounds stopped after the removal ($r1 -> $(vl_get 1 rounds))"
 ip -n "$VL_NS_BR" link set v4 up || fail "could not heal node 4's link"
 ok "healed node 4's link"
@@ -47,7 +47,7 @@ else
 fi
 [[ $(vl_get 4 excluded) -ge 1 && $(vl_get 4 rejoined) -ge 1 ]] || fail "node 4 was not excluded and rejoined"
 [[ $(vl_get 4 inc) != "$inc4" ]] || fail "node 4 kept its incarnation"
-vl_wait 10 test "$(vl_get 4 rounds_rejoin)" -gt 3 || fail "node 4 passes no rounds after its rejoin"
+vl_wait 10 vl_gt 4 rounds_rejoin 3 || fail "node 4 passes no rounds after its rejoin"
 [[ $(vl_get 4 solo) -eq 0 ]] || fail "node 4 passed $(vl_get 4 solo) round(s) alone"
 vl_show
 vl_stop

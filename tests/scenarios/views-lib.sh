@@ -189,3 +189,8 @@ vl_stop() {
 vl_ms() {
 	echo $((($2 - $1) / 1000000))
 }
+
+# vl_gt ID KEY VALUE -- true when node ID's KEY is above VALUE (read anew at each call).
+vl_gt() {
+	(($(vl_get "$1" "$2") > $3))
+}
