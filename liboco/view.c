@@ -81,6 +81,7 @@ struct lc_view {
 	struct lc_member_info *contacts;
 	uint32_t ncontacts, next_contact;
 	uint64_t next_rejoin;
+	uint64_t settle_start, settle_up; /* rejoined: partitioned until every member is up */
 
 	loco_event_fn *fn;
 	void *fn_arg;
@@ -394,6 +395,8 @@ static void pending_prune(struct lc_view *vw, uint64_t now, uint64_t join_limit)
 
 		if (x == NO_INDEX || vw->v[x].info.inc != vw->rems[i].info.inc)
 			continue;
+		if (!vw->rems[i].left && vw->v[x].heard_ns > vw->rems[i].since)
+			continue; /* heard since it was confirmed failed (a partition healed) */
 		vw->rems[k++] = vw->rems[i];
 	}
 	vw->nr = k;
@@ -468,6 +471,10 @@ static void install(loco_manager_t *m, uint64_t id, const struct lc_member_info 
 	vw->state = LC_VS_NORMAL;
 	pending_prune(vw, now, (uint64_t)m->cfg.join_timeout_ms * 1000000ull);
 	lc_log_info("manager: view %llu installed: %u member(s)", (unsigned long long)id, n);
+	if (was == LC_VS_REJOINING) {
+		vw->settle_start = now;
+		vw->settle_up = 0;
+	}
 	partition_check(m, now);
 
 	/* members of the old view that are not in the new one: gone (their links close first) */
@@ -505,6 +512,7 @@ static void install(loco_manager_t *m, uint64_t id, const struct lc_member_info 
 	} else if (was == LC_VS_REJOINING) {
 		lc_log_warn("manager: rejoined in view %llu as incarnation %llx",
 		            (unsigned long long)id, (unsigned long long)m->inc);
+
 		event(m, LOCO_EVENT_REJOINED, id, n);
 	}
 	event(m, LOCO_EVENT_VIEW, id, n);
@@ -1105,6 +1113,30 @@ static int partition_check(loco_manager_t *m, uint64_t now)
 		if (vw->v[i].info.node != m->node_id && now - vw->v[i].heard_ns <= f)
 			heard++;
 	part = heard < majority(vw->n);
+	if (vw->settle_start != 0) {
+		/*
+		 * Rejoined: we stop acting until every member of the view is up
+		 * again and a quarter of the failure bound passed (the channels
+		 * re-pair meanwhile), so that no object of ours acts alone.
+		 */
+		int all_up = 1;
+
+		for (uint32_t i = 0; i < vw->n; i++) {
+			struct lc_member *mb = lc_member_find(m, vw->v[i].info.node);
+
+			if (vw->v[i].info.node != m->node_id && (mb == NULL || !mb->up))
+				all_up = 0;
+		}
+		if (!all_up)
+			vw->settle_up = 0;
+		else if (vw->settle_up == 0)
+			vw->settle_up = now;
+		if ((vw->settle_up != 0 && now - vw->settle_up >= f / 4) ||
+		    now - vw->settle_start > (uint64_t)m->cfg.join_timeout_ms * 1000000ull)
+			vw->settle_start = 0;
+		else
+			part = 1;
+	}
 	was = __atomic_exchange_n(&vw->partitioned, part, __ATOMIC_ACQ_REL);
 	if (part && !was) {
 		lc_log_warn("manager: partitioned: %u of %u member(s) of view %llu heard within "

@@ -71,14 +71,15 @@ vl_addr() {
 	fi
 }
 
-# vl_exec ID CMD... -- run CMD as node ID would be run (in its namespace).
+# vl_exec ID CMD... -- exec CMD as node ID is run (in its namespace); called in a background
+# subshell, which it replaces: $! is then the program's PID (SIGSTOP reaches the node).
 vl_exec() {
 	local id=$1
 	shift
 	if ((VL_NETNS)); then
-		ip netns exec "${VL_NS[id]}" "$@"
+		exec ip netns exec "${VL_NS[id]}" "$@"
 	else
-		"$@"
+		exec "$@"
 	fi
 }
 
