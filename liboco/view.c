@@ -903,8 +903,8 @@ void lc_view_msg(loco_manager_t *m, struct lc_conn *c, const struct lc_msg *in)
 		             in->u.vc.node, in->u.vc.n);
 	switch (in->u.vc.kind) {
 	case LC_VC_HB:
-		/* a peer behind us (or left out of our view) learns our view */
-		if (vw->state == LC_VS_NORMAL && t < vw->id)
+		/* a peer behind us (or left out of our view) learns our view; a joiner waits */
+		if (vw->state == LC_VS_NORMAL && t < vw->id && !mb->joiner)
 			send_view(m, c);
 		break;
 	case LC_VC_PREPARE:
