@@ -28,7 +28,15 @@
  *
  * Pushes are written straight from the own row (loco_sst_set_direct()):
  * the row is one word that only grows, and it changes only after the
- * episode's acks.
+ * episode's acks. A wait that lasts pushes the row again every 50 ms: a
+ * peer whose data link failed and was rebuilt stays in the view (a
+ * failed link is only a suspicion), and the push lost with the old link
+ * would otherwise hold it up for good.
+ *
+ * Partition: while the node cannot reach a majority of its view
+ * (loco_channel_partitioned()) a wait returns -LOCO_EPARTITION and the
+ * episode is abandoned; the next wait starts over as a joiner's first
+ * one (it fetches the others' rows), never below the row it had.
  */
 #include <errno.h>
 #include <sched.h>
@@ -42,19 +50,21 @@
 
 #include "obj_util.h"
 
-#define SPINS  64u /* polls that only spin before waiting yields */
-#define YIELDS 16u /* polls that yield before waiting sleeps */
+#define SPINS     64u        /* polls that only spin before waiting yields */
+#define YIELDS    16u        /* polls that yield before waiting sleeps */
+#define REPUSH_NS 50000000ll /* a wait that lasts this long pushes the row again */
 
 struct loco_barrier {
 	loco_channel_t *ch;
 	loco_sst_t *sst;
 	loco_ack_key_t *ack;
 	uint32_t me;
-	uint64_t count;  /* the episode entered last; 0 after a partition: fetch again */
-	uint64_t last;   /* the episode entered before a partition reset count */
-	int in_episode;  /* entered, not passed yet (a wait timed out) */
-	int have_floor;  /* floor[] holds the first episode's fetch */
-	uint32_t nparts; /* participants of the current episode */
+	uint64_t count;    /* the episode entered last; 0 after a partition: fetch again */
+	uint64_t last;     /* the episode entered before a partition reset count */
+	int64_t pushed_ns; /* when the row was last pushed */
+	int in_episode;    /* entered, not passed yet (a wait timed out) */
+	int have_floor;    /* floor[] holds the first episode's fetch */
+	uint32_t nparts;   /* participants of the current episode */
 	uint32_t part[LOCO_BARRIER_MAX_NODE];
 	uint64_t floor[LOCO_BARRIER_MAX_NODE + 1]; /* by node id */
 };
@@ -209,6 +219,7 @@ static int enter(loco_barrier_t *b, int64_t deadline)
 	}
 	b->count = next;
 	b->in_episode = 1;
+	b->pushed_ns = obj_now_ns();
 	return 0;
 }
 
@@ -259,14 +270,26 @@ static int wait_once(loco_barrier_t *b, int64_t timeout_ns)
 			return ret;
 	}
 	for (unsigned spin = 0; !arrived(b); spin++) {
+		int64_t now;
+
 		if (loco_channel_partitioned(b->ch))
 			return -LOCO_EPARTITION; /* never pass as a smaller cluster of our own */
 		if (spin < SPINS) {
 			obj_cpu_relax();
 			continue;
 		}
-		if (deadline >= 0 && obj_now_ns() >= deadline)
+		now = obj_now_ns();
+		if (deadline >= 0 && now >= deadline)
 			return -ETIMEDOUT;
+		if (now - b->pushed_ns > REPUSH_NS && loco_ack_outstanding(b->ack) == 0) {
+			/*
+			 * A data link that failed and was rebuilt while its peer
+			 * stayed in the view lost our push: push the row again
+			 * (it only grows, so a second copy changes nothing).
+			 */
+			loco_sst_push_broadcast(b->sst, b->ack);
+			b->pushed_ns = now;
+		}
 		pause_after(spin - SPINS);
 	}
 	ret = acks(b, deadline);
