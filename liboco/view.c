@@ -56,6 +56,7 @@ struct lc_view {
 	uint32_t n;
 	struct vmember *v; /* sorted by node id */
 	int partitioned;   /* atomic */
+	int part_logged;   /* we said so in the log */
 	int left;          /* atomic: loco_fini() may go */
 
 	/* acceptor, for view id + 1 */
@@ -351,7 +352,7 @@ static void excluded(loco_manager_t *m, uint64_t id, const struct lc_member_info
 		contacts_add(vw, &vw->v[i].info, m->node_id);
 	vw->n = 0;
 	vw->id = 0;
-	m->view_id = 0;
+	m->view_id = id; /* our objects' peer_leave callbacks carry the view that left us out */
 	vw->phase = 0;
 	vw->nj = vw->nr = 0;
 	memset(vw->probe, 0, sizeof(vw->probe));
@@ -361,6 +362,7 @@ static void excluded(loco_manager_t *m, uint64_t id, const struct lc_member_info
 		lc_member_remove(m, m->members, 0, "we were excluded from the view");
 	for (struct lc_conn *c = m->conns; c != NULL; c = c->next)
 		lc_conn_kill(c, "excluded");
+	m->view_id = 0;
 	if (!m->cfg.rejoin) {
 		vw->state = LC_VS_EXCLUDED;
 		return;
@@ -1143,7 +1145,9 @@ static int partition_check(loco_manager_t *m, uint64_t now)
 		            "%u ms; stopped acting",
 		            heard, vw->n, (unsigned long long)vw->id, m->cfg.fail_timeout_ms);
 		event(m, LOCO_EVENT_PARTITIONED, vw->id, vw->n);
-	} else if (!part && was && vw->id > 1) {
+		vw->part_logged = 1;
+	} else if (!part && was && vw->part_logged) {
+		vw->part_logged = 0;
 		lc_log_warn("manager: a majority of view %llu is in reach again",
 		            (unsigned long long)vw->id);
 	}
