@@ -357,7 +357,7 @@ static void excluded(loco_manager_t *m, uint64_t id, const struct lc_member_info
 	vw->nj = vw->nr = 0;
 	memset(vw->probe, 0, sizeof(vw->probe));
 	memset(vw->preq, 0, sizeof(vw->preq));
-	__atomic_store_n(&vw->partitioned, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&vw->partitioned, 1, __ATOMIC_SEQ_CST); /* before the members go */
 	while (m->members != NULL)
 		lc_member_remove(m, m->members, 0, "we were excluded from the view");
 	for (struct lc_conn *c = m->conns; c != NULL; c = c->next)

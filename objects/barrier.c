@@ -292,6 +292,13 @@ static int wait_once(loco_barrier_t *b, int64_t timeout_ns)
 		}
 		pause_after(spin - SPINS);
 	}
+	/*
+	 * Rows that vanished because this node was just excluded (it drops
+	 * every member) look like participants that left: the partition flag,
+	 * set before the members are dropped, says which it was.
+	 */
+	if (loco_channel_partitioned(b->ch))
+		return -LOCO_EPARTITION;
 	ret = acks(b, deadline);
 	if (ret == -ETIMEDOUT || ret == -LOCO_EPARTITION)
 		return ret;
