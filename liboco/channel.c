@@ -223,7 +223,8 @@ void lc_chan_announce(loco_manager_t *m, loco_channel_t *ch, struct lc_member *t
 		p = lc_peer_get(ch, mb->info.node);
 		if (peers_only && (p == NULL || !__atomic_load_n(&p->present, __ATOMIC_RELAXED)))
 			continue;
-		lc_conn_send(mb->conn, msg);
+		if (mb->conn != NULL) /* NULL while it is redialled: it hears it on reconnection */
+			lc_conn_send(mb->conn, msg);
 	}
 }
 
@@ -476,6 +477,8 @@ int loco_channel_join(loco_channel_t *ch, int64_t timeout_ns)
 		/* paired, and the objects heard of it: their peer_join callbacks ran */
 		if (n + 1 >= ch->nodes && pending == 0)
 			return 0;
+		if (loco_manager_partitioned(m))
+			return -LOCO_EPARTITION;
 		if (timeout_ns >= 0 && lc_now_ns() - start >= (uint64_t)timeout_ns) {
 			lc_log_info("manager: channel %s: %u of %u node(s) after the timeout",
 			            ch->name, n + 1, ch->nodes);
@@ -496,7 +499,8 @@ static void chan_leave(loco_manager_t *m, loco_channel_t *ch)
 	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next) {
 		struct lc_peer *p = lc_peer_get(ch, mb->info.node);
 
-		if (mb->up && p != NULL && __atomic_load_n(&p->present, __ATOMIC_RELAXED))
+		if (mb->up && mb->conn != NULL && p != NULL &&
+		    __atomic_load_n(&p->present, __ATOMIC_RELAXED))
 			lc_conn_send(mb->conn, msg);
 	}
 }
@@ -533,6 +537,11 @@ int loco_channel_destroy(loco_channel_t *ch)
 	}
 	free(ch);
 	return 0;
+}
+
+int loco_channel_partitioned(loco_channel_t *ch)
+{
+	return ch != NULL && loco_manager_partitioned(ch->m);
 }
 
 const char *loco_channel_name(const loco_channel_t *ch)

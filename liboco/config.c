@@ -16,8 +16,10 @@ const struct lc_config_entry lc_config_table[] = {
     {"LOCO_JOIN", NULL, "ip:port[,ip:port...] of live members to join through; unset: start alone"},
     {"LOCO_NODE_ID", "1", "this node's id, >= 1, unique in the cluster (needed to join)"},
     {"LOCO_SECRET", "loco", "cluster secret; members prove they know it"},
-    {"LOCO_FAIL_TIMEOUT_MS", "1000", "failure bound: a member silent this long is dropped"},
+    {"LOCO_FAIL_TIMEOUT_MS", "1000",
+     "failure bound: a member silent this long is suspected (then probed)"},
     {"LOCO_JOIN_TIMEOUT_MS", "10000", "how long joining and connecting to members is retried"},
+    {"LOCO_REJOIN", "1", "1: a node excluded from the view while alive rejoins by itself; 0: not"},
     {"LOCO_LOG", "warn", "log level: error, warn, info, debug, none"},
     {"LOCO_TCP_SLOW_WRITE", NULL, "tcp test knob: land WRITEs line-shuffled, <ns> per word"},
     {"LOCO_TCP_SPIN_US", NULL, "tcp: NIC thread busy-poll before blocking (default: automatic)"},
@@ -90,6 +92,9 @@ int lc_config_read(const loco_config_t *cfg, struct lc_config *out)
 		ret = u32("LOCO_JOIN_TIMEOUT_MS", cfg->join_timeout_ms, &c.join_timeout_ms);
 	if (ret)
 		return ret;
+	c.rejoin = !cfg->no_rejoin;
+	if (getenv("LOCO_REJOIN") != NULL && *getenv("LOCO_REJOIN") != '\0')
+		c.rejoin = strcmp(getenv("LOCO_REJOIN"), "0") != 0;
 	if (c.fail_timeout_ms < FAIL_TIMEOUT_MIN_MS)
 		c.fail_timeout_ms = FAIL_TIMEOUT_MIN_MS;
 	/* the node id defaults to 1 only for a node that starts alone */

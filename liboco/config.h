@@ -34,6 +34,7 @@ struct lc_config {
 	uint32_t node_id;
 	uint32_t fail_timeout_ms;
 	uint32_t join_timeout_ms;
+	int rejoin; /* LOCO_REJOIN: an excluded node rejoins by itself (default 1) */
 };
 
 /*

@@ -27,6 +27,8 @@ _Static_assert(LC_CTRL_HDR_LEN + STR_WIRE(LC_NAME_MAX) + 12 +
                        (size_t)LC_MAX_REGIONS * REGION_WIRE_MAX <=
                    LC_CTRL_MAX_MSG,
                "the longest CHAN fits in LC_CTRL_MAX_MSG");
+_Static_assert(LC_CTRL_HDR_LEN + 52 + (size_t)LC_MAX_MEMBERS * MEMBER_WIRE_MAX <= LC_CTRL_MAX_MSG,
+               "the longest VC fits in LC_CTRL_MAX_MSG");
 _Static_assert(LC_CTRL_HDR_LEN + LC_NONCE_LEN + 4 + STR_WIRE(LC_FABRIC_MAX) + MEMBER_WIRE_MAX <=
                    LC_CTRL_MAX_MSG,
                "the longest HELLO fits in LC_CTRL_MAX_MSG");
@@ -43,6 +45,7 @@ static const char *const type_names[LC_MSG_MAX_] = {
     [LC_MSG_CHAN] = "CHAN",
     [LC_MSG_CHAN_LEAVE] = "CHAN_LEAVE",
     [LC_MSG_LEAVE] = "LEAVE",
+    [LC_MSG_VC] = "VC",
 };
 
 const char *lc_msg_type_str(unsigned type)
@@ -214,6 +217,18 @@ static void enc_body(struct wcur *c, const struct lc_msg *m)
 		put_str(c, m->u.chan_leave.name, LC_NAME_MAX);
 		break;
 	case LC_MSG_LEAVE:
+		break;
+	case LC_MSG_VC:
+		put_u32(c, m->u.vc.kind);
+		put_u64(c, m->u.vc.view);
+		put_u64(c, m->u.vc.ballot);
+		put_u64(c, m->u.vc.abal);
+		put_u32(c, m->u.vc.node);
+		put_u64(c, m->u.vc.inc);
+		put_u32(c, m->u.vc.flag);
+		put_count(c, m->u.vc.n, LC_MAX_MEMBERS);
+		for (uint32_t i = 0; i < m->u.vc.n && i < LC_MAX_MEMBERS && !c->err; i++)
+			enc_member(c, &m->u.vc.m[i]);
 		break;
 	default:
 		c->err = -EINVAL;
@@ -389,6 +404,30 @@ static void dec_region(struct rcur *c, struct lc_region_info *ri)
 	}
 }
 
+/* dec_vc -- a VC body into @m (NULL: check only). */
+static void dec_vc(struct rcur *c, struct lc_msg *m)
+{
+	uint32_t kind = get_u32(c), node, flag, n;
+	uint64_t view = get_u64(c), ballot = get_u64(c), abal = get_u64(c), inc;
+
+	node = get_u32(c);
+	inc = get_u64(c);
+	flag = get_u32(c);
+	n = get_count(c, LC_MAX_MEMBERS);
+	for (uint32_t i = 0; i < n && !c->err; i++)
+		dec_member(c, m != NULL ? &m->u.vc.m[i] : NULL);
+	if (m != NULL) {
+		m->u.vc.kind = kind;
+		m->u.vc.view = view;
+		m->u.vc.ballot = ballot;
+		m->u.vc.abal = abal;
+		m->u.vc.node = node;
+		m->u.vc.inc = inc;
+		m->u.vc.flag = flag;
+		m->u.vc.n = n;
+	}
+}
+
 /* dec_body -- the body of a message of @type (known) into @m (NULL: check only). */
 static void dec_body(struct rcur *c, unsigned type, struct lc_msg *m)
 {
@@ -459,6 +498,9 @@ static void dec_body(struct rcur *c, unsigned type, struct lc_msg *m)
 		get_str(c, m != NULL ? m->u.chan_leave.name : NULL, LC_NAME_MAX);
 		break;
 	case LC_MSG_LEAVE:
+		break;
+	case LC_MSG_VC:
+		dec_vc(c, m);
 		break;
 	default:
 		c->err = -EPROTO;

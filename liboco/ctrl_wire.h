@@ -32,6 +32,8 @@
  *   CHAN         str name, u32 flags, u32 nodes, array of region
  *   CHAN_LEAVE   str name
  *   LEAVE        (empty body)
+ *   VC           u32 kind, u64 view, u64 ballot, u64 abal, u32 node, u64 inc,
+ *                u32 flag, array of member (view.h: the view-change protocol)
  *   member = u32 node, u64 inc, str ctrl_addr, str fab_addr
  *   region = str name, u64 addr, u64 len, u32 rkey, u32 access
  */
@@ -64,6 +66,7 @@ enum lc_msg_type {
 	LC_MSG_CHAN,       /* a channel's regions on the sender; flags LC_CHAN_* */
 	LC_MSG_CHAN_LEAVE, /* the sender left a channel */
 	LC_MSG_LEAVE,      /* the sender leaves the cluster (graceful) */
+	LC_MSG_VC,         /* membership views: enum lc_vc_kind (view.h) */
 	LC_MSG_MAX_,
 };
 
@@ -141,6 +144,17 @@ struct lc_msg {
 		struct {
 			char name[LC_NAME_MAX + 1];
 		} chan_leave;
+		struct {
+			uint32_t kind; /* enum lc_vc_kind; any value decodes */
+			uint64_t view;
+			uint64_t ballot;
+			uint64_t abal;
+			uint32_t node;
+			uint64_t inc;
+			uint32_t flag;
+			uint32_t n;
+			struct lc_member_info m[LC_MAX_MEMBERS];
+		} vc;
 	} u;
 };
 

@@ -56,11 +56,9 @@ static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 	m->cfg = *cfg;
 	m->rx_msg = malloc(sizeof(*m->rx_msg));
 	m->tx_msg = calloc(1, sizeof(*m->tx_msg));
-	m->join_list = calloc(LC_MAX_MEMBERS, sizeof(*m->join_list));
-	if (m->rx_msg == NULL || m->tx_msg == NULL || m->join_list == NULL) {
+	if (m->rx_msg == NULL || m->tx_msg == NULL || lc_view_init(m) != 0) {
 		free(m->rx_msg);
 		free(m->tx_msg);
-		free(m->join_list);
 		free(m);
 		return -ENOMEM;
 	}
@@ -82,9 +80,9 @@ static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 		ret = lc_ack_table_init(&m->acks, 4096);
 	if (ret) {
 		lc_pollers_fini(m->pollers);
+		lc_view_fini(m);
 		free(m->rx_msg);
 		free(m->tx_msg);
-		free(m->join_list);
 		free(m);
 		return ret;
 	}
@@ -115,9 +113,9 @@ static void manager_free(loco_manager_t *m)
 	pthread_mutex_destroy(&m->mem_lock);
 	pthread_cond_destroy(&m->cond);
 	pthread_mutex_destroy(&m->lock);
+	lc_view_fini(m);
 	free(m->rx_msg);
 	free(m->tx_msg);
-	free(m->join_list);
 	free(m);
 }
 
@@ -157,8 +155,9 @@ static int open_endpoints(loco_manager_t *m)
 
 /*
  * join_contact -- have the progress thread connect to the contact @addr
- * (one try) and wait for its answer until @deadline. Returns 0 with the
- * member list in m->join_list / m->join_n; the handshake's error.
+ * (one try) and wait until a committed view has us, or the attempt
+ * failed, until @deadline. Returns 0 (a member), the handshake's error,
+ * -EAGAIN (retry: e.g. our id's old incarnation is not confirmed gone).
  */
 static int join_contact(loco_manager_t *m, const char *addr, uint64_t deadline)
 {
@@ -197,6 +196,10 @@ static int join_any(loco_manager_t *m, const char *contacts, uint64_t deadline)
 			         (int)(len < LC_ADDR_MAX ? len : LC_ADDR_MAX), p);
 			p += len + (p[len] == ',');
 			ret = join_contact(m, one, deadline);
+			if (ret == -EEXIST)
+				lc_log_err(
+				    "manager: node id %u is in use by a live member: refused",
+				    m->node_id);
 			if (ret == 0 || ret == -LOCO_EAUTH || ret == -EEXIST || ret == -EPROTO ||
 			    ret == -ESTALE || ret == -EPROTONOSUPPORT || ret == -ENOMEM)
 				return ret;
@@ -226,8 +229,7 @@ static int join_cluster(loco_manager_t *m, const char *contacts)
 	}
 	/* the progress thread connects to the members with higher ids; lower ones come to us */
 	pthread_mutex_lock(&m->lock);
-	n = m->join_n;
-	memcpy(list, m->join_list, n * sizeof(*list));
+	n = (uint32_t)lc_view_members(m, list, LC_MAX_MEMBERS);
 	pthread_mutex_unlock(&m->lock);
 	for (;;) {
 		uint32_t missing = 0;
@@ -280,6 +282,8 @@ int loco_init(const loco_config_t *cfg, loco_manager_t **out)
 	ret = lc_dials_start(m);
 	if (ret)
 		goto err_free;
+	if (c.join == NULL)
+		lc_view_start_alone(m); /* before anyone can reach us: a joiner finds view 1 */
 	ret = lc_progress_start(m);
 	if (ret)
 		goto err_free;
@@ -309,10 +313,19 @@ void loco_fini(loco_manager_t *m)
 		return;
 	if (m->channels != NULL)
 		lc_log_warn("manager: loco_fini with channels still open");
-	/* tell everyone: a graceful leave, not a failure; the progress thread sends it */
+	/*
+	 * Tell everyone: a graceful leave, not a failure. The next view drops
+	 * us, and it needs a majority of the current one, which may count on
+	 * us: we take part until it is installed (bounded).
+	 */
 	lc_members_leave(m);
 	deadline = lc_now_ns() + LC_IO_TIMEOUT_MS * 1000000ull;
-	while (!lc_members_sent(m) && lc_now_ns() < deadline)
+	for (int left = 0; !left && lc_now_ns() < deadline; usleep(1000)) {
+		pthread_mutex_lock(&m->lock);
+		left = lc_view_left(m);
+		pthread_mutex_unlock(&m->lock);
+	}
+	while (!lc_members_sent(m) && lc_now_ns() < deadline + LC_IO_TIMEOUT_MS * 1000000ull)
 		usleep(1000);
 	lc_progress_stop(m);
 	manager_free(m);
@@ -391,8 +404,21 @@ int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 			lc_progress_reap(m);
 		return lc_ack_wait(key, 0);
 	}
+	if (loco_manager_partitioned(m))
+		return -LOCO_EPARTITION;
 	__atomic_add_fetch(&m->waiters, 1, __ATOMIC_ACQ_REL);
-	ret = lc_ack_wait(key, timeout_ns);
+	/* in slices, so that a partition ends the wait within the failure bound */
+	for (int64_t left = timeout_ns;;) {
+		int64_t slice = left < 0 || left > 50000000 ? 50000000 : left;
+
+		ret = lc_ack_wait(key, slice);
+		if (ret != -ETIMEDOUT || (left >= 0 && (left -= slice) <= 0))
+			break;
+		if (loco_manager_partitioned(m)) {
+			ret = -LOCO_EPARTITION;
+			break;
+		}
+	}
 	__atomic_store_n(&m->last_wait_ns, lc_now_ns(), __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&m->waiters, 1, __ATOMIC_ACQ_REL);
 	return ret;

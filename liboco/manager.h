@@ -7,6 +7,7 @@
  *   config.c    the settings table (LOCO_* variables, loco-info -c)
  *   progress.c  the progress thread: reaping, control I/O, timers, pollers
  *   member.c    the member table, its messages and connecting (member.h)
+ *   view.c      membership views: the view-change protocol (view.h)
  *   dial.c      the dialer thread: data links (dial.h)
  *   auth.c      authentication of control connections (auth.h)
  *   conn.c      control connections and their send queues (conn.h)
@@ -47,6 +48,7 @@
 #include "links.h"
 #include "member.h"
 #include "util.h"
+#include "view.h"
 
 struct lc_arena;
 struct lc_pollers;
@@ -74,11 +76,10 @@ struct loco_manager {
 	/* member.c (progress thread; m->lock for readers elsewhere) */
 	struct lc_member *members;
 	struct lc_conn *conns;
-	struct lc_cdial *cdials;          /* control connections to make */
-	struct lc_member_info *join_list; /* a join's WELCOME list (LC_MAX_MEMBERS) */
-	uint32_t join_n;                  /* m->lock: the list's length */
-	int join_done, join_ret;          /* m->lock: the joining thread's answer */
-	uint64_t view_id;                 /* m->lock: the installed membership view's number */
+	struct lc_cdial *cdials; /* control connections to make */
+	int join_done, join_ret; /* m->lock: the joining thread's answer */
+	uint64_t view_id;        /* m->lock: the installed membership view's number */
+	struct lc_view *vw;      /* view.c: views, suspicion, partition (view.h) */
 	struct lc_member_events ev;
 	uint64_t next_hb_ns;
 	uint64_t hb_seq;

@@ -9,12 +9,12 @@
  * The connector of the control connection also opens the data link,
  * carrying its node id and incarnation as private data.
  *
- * A member is up (visible to channels) once authenticated and linked. It
- * is dropped on a LEAVE (graceful), on a broken connection, when nothing
- * arrived from it for the failure bound (heartbeats go every quarter of
- * it), when it does not read its control connection for that long, on a
- * fabric error to it, or when another member reports it failed. Node id +
- * incarnation name a member: a restarted node is a new member, and
+ * A member is up (visible to channels) once it is in the installed view
+ * (view.h), authenticated and linked. It is dropped only when a view
+ * without it is installed. A broken or silent connection, or a fabric
+ * error to it, only makes us suspect it (the view protocol confirms or
+ * clears the suspicion); the lower id redials a lost connection. Node id
+ * + incarnation name a member: a restarted node is a new member, and
  * messages about an older incarnation are ignored.
  */
 #include <arpa/inet.h>
@@ -31,6 +31,7 @@
 #include "dial.h"
 #include "log.h"
 #include "manager.h"
+#include "view.h"
 #include "wake.h"
 
 struct lc_member *lc_member_find(loco_manager_t *m, uint32_t node)
@@ -66,6 +67,7 @@ static void cdial_start(loco_manager_t *m, struct lc_cdial *d)
 			lc_conn_free(c);
 	}
 	if (ret) {
+		lc_log_debug("manager: connecting to %s: %s", d->info.ctrl_addr, strerror(-ret));
 		lc_cdial_failed(m, d, ret);
 		return;
 	}
@@ -121,17 +123,11 @@ static int conn_adopt(loco_manager_t *m, struct lc_conn *c)
 	return ret;
 }
 
-static void broadcast(loco_manager_t *m, struct lc_msg *msg, uint32_t except)
-{
-	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next)
-		if (mb->conn != NULL && mb->conn->state == LC_CONN_UP && mb->info.node != except)
-			lc_conn_send(mb->conn, msg);
-}
-
 /* member_check_up -- a member authenticated and linked becomes visible. */
 static void member_check_up(loco_manager_t *m, struct lc_member *mb)
 {
-	if (mb->up || mb->link == NULL || mb->conn == NULL || mb->conn->state != LC_CONN_UP)
+	if (mb->up || mb->link == NULL || mb->conn == NULL || mb->conn->state != LC_CONN_UP ||
+	    lc_view_state(m) != LC_VS_NORMAL || !lc_view_in(m, mb->info.node, mb->info.inc))
 		return;
 	mb->up = 1;
 	set_link(m, mb->info.node, mb->link);
@@ -154,27 +150,15 @@ void lc_member_attach_link(loco_manager_t *m, struct lc_member *mb, struct fab_l
 	}
 }
 
-static void announce_failed(loco_manager_t *m, uint32_t node, uint64_t inc)
+void lc_member_check_up(loco_manager_t *m, struct lc_member *mb)
 {
-	struct lc_msg *msg = m->tx_msg;
-
-	memset(msg, 0, sizeof(*msg));
-	msg->type = LC_MSG_MEMBER_LEAVE;
-	msg->u.member_leave.node = node;
-	msg->u.member_leave.inc = inc;
-	msg->u.member_leave.reason = LC_LEAVE_FAILED;
-	broadcast(m, msg, node);
+	member_check_up(m, mb);
 }
 
-/*
- * member_remove -- drop @mb: its links close, then channels hear it is
- * gone. @announce: tell the others it failed (when we detected it).
- */
-static void member_remove(loco_manager_t *m, struct lc_member *mb, int graceful, int announce,
-                          const char *why)
+/* member_remove -- drop @mb: its links close, then channels hear it is gone. */
+static void member_remove(loco_manager_t *m, struct lc_member *mb, int graceful, const char *why)
 {
 	uint32_t node = mb->info.node;
-	uint64_t inc = mb->info.inc;
 
 	for (struct lc_member **pp = &m->members; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == mb) {
@@ -183,12 +167,13 @@ static void member_remove(loco_manager_t *m, struct lc_member *mb, int graceful,
 		}
 	}
 	if (m->leaving) {
-		graceful = 1; /* we are leaving: nothing to detect or announce */
 		lc_log_debug("manager: dropping node %u as we leave", node);
 	} else if (graceful) {
 		lc_log_info("manager: node %u left", node);
-	} else {
+	} else if (mb->up) {
 		lc_log_warn("manager: node %u failed: %s", node, why);
+	} else {
+		lc_log_info("manager: dropping node %u: %s", node, why);
 	}
 	/*
 	 * Close the data link before the objects hear of the leave: requests
@@ -202,7 +187,7 @@ static void member_remove(loco_manager_t *m, struct lc_member *mb, int graceful,
 	mb->link = NULL;
 	lc_cdial_cancel(m, node);
 	lc_dial_cancel(m, node);
-	lc_linkin_forget(m, node, inc);
+	lc_linkin_forget(m, node, mb->info.inc);
 	if (mb->up)
 		m->ev.gone(m, node);
 	if (mb->conn != NULL) {
@@ -210,8 +195,11 @@ static void member_remove(loco_manager_t *m, struct lc_member *mb, int graceful,
 		conn_drop(m, mb->conn);
 	}
 	free(mb);
-	if (announce && !graceful)
-		announce_failed(m, node, inc);
+}
+
+void lc_member_remove(loco_manager_t *m, struct lc_member *mb, int graceful, const char *why)
+{
+	member_remove(m, mb, graceful, why);
 }
 
 /*
@@ -224,7 +212,9 @@ static struct lc_member *member_admit(loco_manager_t *m, struct lc_conn *c)
 	struct lc_member *mb = lc_member_find(m, c->peer.node);
 
 	if (mb != NULL && mb->info.inc < c->peer.inc) {
-		member_remove(m, mb, 0, 0, "restarted with a new incarnation");
+		if (lc_view_in(m, mb->info.node, mb->info.inc))
+			return NULL; /* lc_view_admit_check() said no: never evict a member */
+		member_remove(m, mb, 0, "restarted with a new incarnation");
 		mb = NULL;
 	}
 	if (mb != NULL && mb->info.inc > c->peer.inc) {
@@ -342,14 +332,23 @@ static void welcome(loco_manager_t *m, struct lc_msg *msg)
 static void on_auth(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
 {
 	struct lc_member *mb;
-	int is_new;
+	const char *why = NULL;
+	int ret;
 
 	if (lc_auth_check(m, c, msg) != 0) {
 		lc_auth_refuse(c, LOCO_EAUTH, "authentication failed");
 		lc_conn_kill(c, "authentication failed");
 		return;
 	}
-	is_new = lc_member_find(m, c->peer.node) == NULL;
+	/* a second process with a live member's id is refused; it never evicts anyone */
+	ret = lc_view_admit_check(m, c->peer.node, c->peer.inc, &why);
+	if (ret) {
+		lc_log_warn("manager: refused node %u (incarnation %llx) at %s: %s", c->peer.node,
+		            (unsigned long long)c->peer.inc, c->peer.ctrl_addr, why);
+		lc_auth_refuse(c, -ret, why);
+		lc_conn_kill(c, why);
+		return;
+	}
 	mb = member_admit(m, c);
 	if (mb == NULL) {
 		lc_conn_kill(c, "not admitted");
@@ -357,27 +356,10 @@ static void on_auth(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
 	}
 	welcome(m, msg);
 	lc_conn_send(c, msg);
-	if (is_new) {
-		memset(msg, 0, sizeof(*msg));
-		msg->type = LC_MSG_MEMBER_JOIN;
-		msg->u.member_join = mb->info;
-		broadcast(m, msg, mb->info.node);
-	}
+	if (mb->up)
+		m->ev.up(m, mb); /* reconnected: announce our channels again (idempotent) */
+	lc_view_admitted(m, mb);
 	member_check_up(m, mb);
-}
-
-static void on_member_join(loco_manager_t *m, struct lc_msg *msg)
-{
-	struct lc_member_info info = msg->u.member_join;
-	struct lc_member *mb = lc_member_find(m, info.node);
-
-	if (info.node == m->node_id || (mb != NULL && mb->info.inc >= info.inc))
-		return;
-	if (info.node < m->node_id)
-		return; /* the lower id connects: it will come to us */
-	if (mb != NULL)
-		member_remove(m, mb, 0, 0, "restarted with a new incarnation");
-	lc_dial_ctrl(m, &info, 0);
 }
 
 /* conn_msg_up -- a message on an authenticated connection. */
@@ -385,21 +367,26 @@ static void conn_msg_up(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg
 {
 	struct lc_member *mb;
 
+	lc_view_heard(m, c->peer.node, c->peer.inc);
 	switch (msg->type) {
 	case LC_MSG_HEARTBEAT:
 		break;
 	case LC_MSG_MEMBER_JOIN:
-		on_member_join(m, msg);
-		break;
 	case LC_MSG_MEMBER_LEAVE:
-		mb = lc_member_find(m, msg->u.member_leave.node);
-		if (mb != NULL && mb->info.inc == msg->u.member_leave.inc &&
-		    mb->info.node != m->node_id)
-			member_remove(m, mb, 0, 0, "reported failed by another member");
+		/* an older protocol's: membership changes only through views now */
+		lc_log_debug("manager: ignoring %s from node %u", lc_msg_type_str(msg->type),
+		             c->peer.node);
+		break;
+	case LC_MSG_VC:
+		lc_view_msg(m, c, msg);
 		break;
 	case LC_MSG_LEAVE:
-		if (c->member != NULL)
-			member_remove(m, c->member, 1, 0, NULL);
+		mb = c->member;
+		if (mb != NULL && lc_view_in(m, mb->info.node, mb->info.inc))
+			lc_view_leave_rx(m, mb->info.node,
+			                 mb->info.inc); /* the next view drops it */
+		else if (mb != NULL)
+			member_remove(m, mb, 1, NULL);
 		else
 			lc_conn_kill(c, "left");
 		break;
@@ -438,25 +425,22 @@ static void on_welcome(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
 		if (msg->u.welcome.m[i].node == c->peer.node)
 			c->peer = msg->u.welcome.m[i];
 	c->state = LC_CONN_UP;
-	if (join) {
-		/* the joining thread waits for the list; it connects to the others */
-		m->join_n = msg->u.welcome.n;
-		memcpy(m->join_list, msg->u.welcome.m, m->join_n * sizeof(m->join_list[0]));
-		m->join_ret = 0;
-		m->join_done = 1;
-	}
 	if (d != NULL)
 		lc_cdial_free(m, d); /* done: the connection carries on */
-	if (join)
-		for (uint32_t i = 0; i < m->join_n; i++)
-			if (m->join_list[i].node > m->node_id &&
-			    lc_member_find(m, m->join_list[i].node) == NULL)
-				lc_dial_ctrl(m, &m->join_list[i], 0);
 	mb = member_admit(m, c);
 	if (mb == NULL) {
+		if (join) {
+			m->join_ret = -EAGAIN;
+			m->join_done = 1;
+		}
 		lc_conn_kill(c, "not admitted");
 		return;
 	}
+	mb->since_ns = lc_now_ns();
+	if (mb->up)
+		m->ev.up(m, mb); /* reconnected: announce our channels again (idempotent) */
+	if (join)
+		lc_view_joining(m, c); /* we are a member once a committed view has us */
 	if (mb->link == NULL)
 		lc_dial_link(m, &mb->info); /* the connector opens the data link */
 	member_check_up(m, mb);
@@ -517,13 +501,26 @@ static void conn_msg(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
 	conn_msg_up(m, c, msg);
 }
 
-/* conn_reap -- drop a dead connection; its member (if any) failed. */
+/*
+ * conn_reap -- drop a dead connection. A member of the view only becomes
+ * a suspect (the lower id redials); any other peer is dropped.
+ */
 static void conn_reap(loco_manager_t *m, struct lc_conn *c, const char *why)
 {
-	if (c->member != NULL)
-		member_remove(m, c->member, 0, 1, why);
-	else
+	struct lc_member *mb = c->member;
+
+	if (mb != NULL)
+		lc_view_join_lost(m, mb->info.node);
+	if (mb != NULL && mb->conn == c && lc_view_in(m, mb->info.node, mb->info.inc) &&
+	    lc_view_state(m) == LC_VS_NORMAL && !m->leaving) {
+		lc_log_info("manager: control connection to node %u lost (%s)", mb->info.node, why);
 		conn_drop(m, c);
+		lc_view_suspect(m, mb->info.node);
+	} else if (mb != NULL && mb->conn == c) {
+		member_remove(m, mb, 0, why);
+	} else {
+		conn_drop(m, c);
+	}
 }
 
 /* input -- read and handle what @c has. m->lock held. */
@@ -569,13 +566,10 @@ void lc_member_input(loco_manager_t *m, struct lc_conn *c, unsigned events)
 /* heartbeat -- to every authenticated connection, from the preallocated message. */
 static void heartbeat(loco_manager_t *m)
 {
-	struct lc_msg *msg = m->tx_msg;
-
-	msg->type = LC_MSG_HEARTBEAT;
-	msg->u.heartbeat.seq = ++m->hb_seq;
+	++m->hb_seq;
 	for (struct lc_conn *c = m->conns; c != NULL; c = c->next)
 		if (c->state == LC_CONN_UP && !lc_conn_is_dead(c))
-			lc_conn_send(c, msg);
+			lc_view_send_hb(m, c); /* carries our view id: a peer behind catches up */
 }
 
 /* check_conns -- drop dead, silent and stalled connections; returns when to look again. */
@@ -596,21 +590,43 @@ static uint64_t check_conns(loco_manager_t *m, uint64_t now, uint64_t limit, uin
 			snprintf(why, sizeof(why), "no handshake within %llu ms",
 			         (unsigned long long)(hs_limit / 1000000));
 			c->dial_err = -ETIMEDOUT;
-		} else if (now > c->last_rx_ns && now - c->last_rx_ns > limit) {
+		} else if (now > c->last_rx_ns && now - c->last_rx_ns > 2 * limit) {
 			snprintf(why, sizeof(why), "nothing heard for %u ms",
-			         m->cfg.fail_timeout_ms);
+			         2 * m->cfg.fail_timeout_ms);
 		} else if (lc_conn_stalled(c, now, limit)) {
 			snprintf(why, sizeof(why), "its control connection took nothing for %u ms",
 			         m->cfg.fail_timeout_ms);
 		} else {
-			if (c->last_rx_ns + limit + 1 < wake)
-				wake = c->last_rx_ns + limit + 1;
+			if (c->last_rx_ns + 2 * limit + 1 < wake)
+				wake = c->last_rx_ns + 2 * limit + 1;
 			continue;
 		}
 		conn_reap(m, c, why);
 		next = m->conns; /* the list may have changed */
 	}
 	return wake;
+}
+
+/*
+ * strays -- peers connected to us that are not in the view: a joiner
+ * waits for its view up to the join timeout, an excluded node (told so
+ * by our VIEW) for twice the failure bound.
+ */
+static void strays(loco_manager_t *m, uint64_t now, uint64_t limit)
+{
+	uint64_t join_limit = (uint64_t)m->cfg.join_timeout_ms * 1000000ull;
+
+	if (lc_view_state(m) != LC_VS_NORMAL)
+		return;
+	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next) {
+		if (lc_view_in(m, mb->info.node, mb->info.inc) ||
+		    now - mb->since_ns < (mb->joiner ? join_limit : 2 * limit))
+			continue;
+		member_remove(m, mb, 0,
+		              mb->joiner ? "not in a view within the join timeout"
+		                         : "not in the view");
+		return; /* at most one per tick: the list changed */
+	}
 }
 
 uint64_t lc_member_timers(loco_manager_t *m, uint64_t now)
@@ -637,8 +653,10 @@ uint64_t lc_member_timers(loco_manager_t *m, uint64_t now)
 			break; /* at most one per tick: the list may have changed */
 		}
 	}
+	strays(m, now, limit);
 	/* wake for the next heartbeat, or the moment a silent peer passes the bound */
 	wake = check_conns(m, now, limit, m->next_hb_ns);
+	lc_view_timers(m, now, &wake);
 	wake = dials(m, now, wake);
 	pthread_mutex_unlock(&m->lock);
 	return wake;
@@ -710,13 +728,11 @@ void lc_member_link_failed(loco_manager_t *m, uint32_t node, int status)
 		pthread_mutex_unlock(&m->lock);
 		return;
 	}
-	if ((status == -ECONNRESET || status == -ETIMEDOUT) && mb->up) {
-		member_remove(m, mb, 0, 1,
-		              status == -ETIMEDOUT ? "data link timed out" : "data link broken");
-	} else if (mb->link != NULL && mb->conn != NULL &&
-	           (cause = fab_link_state(mb->link)) != 0) {
+	/* a failed data link is a suspicion, never a removal by itself */
+	if ((status == -ECONNRESET || status == -ETIMEDOUT) && mb->up)
+		lc_view_suspect(m, node);
+	if (mb->link != NULL && mb->conn != NULL && (cause = fab_link_state(mb->link)) != 0)
 		link_rebuild(m, mb, cause);
-	}
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -729,6 +745,7 @@ void lc_members_leave(loco_manager_t *m)
 	for (struct lc_conn *c = m->conns; c != NULL; c = c->next)
 		if (c->state == LC_CONN_UP && !lc_conn_is_dead(c))
 			lc_conn_send(c, &msg);
+	lc_view_leave_rx(m, m->node_id, m->inc); /* when we coordinate, we drop ourselves */
 	pthread_mutex_unlock(&m->lock);
 }
 

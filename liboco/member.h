@@ -2,7 +2,8 @@
 /*
  * member.h -- the member table, owned by the progress thread.
  *
- * Everything that changes membership runs on the progress thread:
+ * Everything that changes membership runs on the progress thread (which
+ * members there are is decided by the view-change protocol, view.h):
  * connecting to members (non-blocking connect, then the handshake as
  * messages arrive, lc_member_dial()), admitting authenticated
  * connections, attaching data links (the dialer opens them,
@@ -37,7 +38,9 @@ struct lc_member {
 	struct lc_member_info info;
 	struct lc_conn *conn;
 	struct fab_link *link;
-	int up; /* authenticated and linked: visible to channels */
+	int up;     /* in the installed view, authenticated and linked: visible to channels */
+	int joiner; /* it asked us, its contact, to join (view.c) */
+	uint64_t since_ns; /* when its connection was admitted */
 	struct lc_member *next;
 };
 
@@ -50,6 +53,16 @@ struct lc_member_events {
 
 /* lc_member_find -- the member @node, or NULL. m->lock held (or the progress thread). */
 struct lc_member *lc_member_find(loco_manager_t *m, uint32_t node);
+
+/*
+ * lc_member_remove -- drop @mb (a view without it was installed, or we
+ * were excluded): its link closes, channels hear it is gone, its
+ * connection is dropped. @graceful: it left. m->lock held.
+ */
+void lc_member_remove(loco_manager_t *m, struct lc_member *mb, int graceful, const char *why);
+
+/* lc_member_check_up -- @mb becomes visible once in the view, authenticated and linked. */
+void lc_member_check_up(loco_manager_t *m, struct lc_member *mb);
 
 #define LC_EV_IN  1u /* lc_member_input(): readable */
 #define LC_EV_OUT 2u /* writable (its send queue waits) */

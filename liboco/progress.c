@@ -169,6 +169,7 @@ static void *progress_main(void *arg)
 		n = wait_events(m, ev, 32, busy ? 0 : sleep_for(m, now, wake, period));
 		events(m, ev, n);
 		lc_chan_dispatch(m); /* callbacks of what the control plane brought */
+		lc_view_dispatch(m); /* the application's membership events */
 	}
 	return NULL;
 }

@@ -28,7 +28,15 @@
  *
  * Pushes are written straight from the own row (loco_sst_set_direct()):
  * the row is one word that only grows, and it changes only after the
- * episode's acks.
+ * episode's acks. A wait that lasts pushes the row again every 50 ms: a
+ * peer whose data link failed and was rebuilt stays in the view (a
+ * failed link is only a suspicion), and the push lost with the old link
+ * would otherwise hold it up for good.
+ *
+ * Partition: while the node cannot reach a majority of its view
+ * (loco_channel_partitioned()) a wait returns -LOCO_EPARTITION and the
+ * episode is abandoned; the next wait starts over as a joiner's first
+ * one (it fetches the others' rows), never below the row it had.
  */
 #include <errno.h>
 #include <sched.h>
@@ -42,17 +50,21 @@
 
 #include "obj_util.h"
 
-#define SPINS  64u /* polls that only spin before waiting yields */
-#define YIELDS 16u /* polls that yield before waiting sleeps */
+#define SPINS     64u        /* polls that only spin before waiting yields */
+#define YIELDS    16u        /* polls that yield before waiting sleeps */
+#define REPUSH_NS 50000000ll /* a wait that lasts this long pushes the row again */
 
 struct loco_barrier {
+	loco_channel_t *ch;
 	loco_sst_t *sst;
 	loco_ack_key_t *ack;
 	uint32_t me;
-	uint64_t count;  /* the episode entered last */
-	int in_episode;  /* entered, not passed yet (a wait timed out) */
-	int have_floor;  /* floor[] holds the first episode's fetch */
-	uint32_t nparts; /* participants of the current episode */
+	uint64_t count;    /* the episode entered last; 0 after a partition: fetch again */
+	uint64_t last;     /* the episode entered before a partition reset count */
+	int64_t pushed_ns; /* when the row was last pushed */
+	int in_episode;    /* entered, not passed yet (a wait timed out) */
+	int have_floor;    /* floor[] holds the first episode's fetch */
+	uint32_t nparts;   /* participants of the current episode */
 	uint32_t part[LOCO_BARRIER_MAX_NODE];
 	uint64_t floor[LOCO_BARRIER_MAX_NODE + 1]; /* by node id */
 };
@@ -105,6 +117,7 @@ int loco_barrier_create(loco_channel_t *ch, const char *name, loco_barrier_t **o
 	if (b == NULL)
 		return -ENOMEM;
 	b->me = loco_node_id(loco_channel_manager(ch));
+	b->ch = ch;
 	ret = loco_sst_create(ch, name, sizeof(uint64_t), LOCO_BARRIER_MAX_NODE, &b->sst);
 	if (ret)
 		goto err_free;
@@ -191,6 +204,8 @@ static int enter(loco_barrier_t *b, int64_t deadline)
 			return ret;
 		if (max > next)
 			next = max;
+		if (b->last > next)
+			next = b->last; /* our row never goes back */
 	}
 	ret = loco_sst_store_mine(b->sst, &next);
 	if (ret)
@@ -204,6 +219,7 @@ static int enter(loco_barrier_t *b, int64_t deadline)
 	}
 	b->count = next;
 	b->in_episode = 1;
+	b->pushed_ns = obj_now_ns();
 	return 0;
 }
 
@@ -224,14 +240,29 @@ static int arrived(loco_barrier_t *b)
 	return 1;
 }
 
-/* loco_barrier_wait -- enter (unless a timed-out call did), wait for arrivals, then acks. */
-int loco_barrier_wait(loco_barrier_t *b, int64_t timeout_ns)
+/*
+ * partitioned -- the node cannot reach a majority of its view: the wait
+ * fails, and the next one starts over as a joiner would (it fetches the
+ * others' episodes), since the peers may have changed meanwhile.
+ */
+static int partitioned(loco_barrier_t *b)
+{
+	if (b->count > b->last)
+		b->last = b->count;
+	b->count = 0;
+	b->in_episode = 0;
+	b->have_floor = 0;
+	return -LOCO_EPARTITION;
+}
+
+/* wait_once -- enter (unless a timed-out call did), wait for arrivals, then acks. */
+static int wait_once(loco_barrier_t *b, int64_t timeout_ns)
 {
 	int64_t deadline;
 	int ret;
 
-	if (b == NULL)
-		return -EINVAL;
+	if (loco_channel_partitioned(b->ch))
+		return -LOCO_EPARTITION;
 	deadline = obj_deadline(timeout_ns);
 	if (!b->in_episode) {
 		ret = enter(b, deadline);
@@ -239,20 +270,51 @@ int loco_barrier_wait(loco_barrier_t *b, int64_t timeout_ns)
 			return ret;
 	}
 	for (unsigned spin = 0; !arrived(b); spin++) {
+		int64_t now;
+
+		if (loco_channel_partitioned(b->ch))
+			return -LOCO_EPARTITION; /* never pass as a smaller cluster of our own */
 		if (spin < SPINS) {
 			obj_cpu_relax();
 			continue;
 		}
-		if (deadline >= 0 && obj_now_ns() >= deadline)
+		now = obj_now_ns();
+		if (deadline >= 0 && now >= deadline)
 			return -ETIMEDOUT;
+		if (now - b->pushed_ns > REPUSH_NS && loco_ack_outstanding(b->ack) == 0) {
+			/*
+			 * A data link that failed and was rebuilt while its peer
+			 * stayed in the view lost our push: push the row again
+			 * (it only grows, so a second copy changes nothing).
+			 */
+			loco_sst_push_broadcast(b->sst, b->ack);
+			b->pushed_ns = now;
+		}
 		pause_after(spin - SPINS);
 	}
+	/*
+	 * Rows that vanished because this node was just excluded (it drops
+	 * every member) look like participants that left: the partition flag,
+	 * set before the members are dropped, says which it was.
+	 */
+	if (loco_channel_partitioned(b->ch))
+		return -LOCO_EPARTITION;
 	ret = acks(b, deadline);
-	if (ret == -ETIMEDOUT)
+	if (ret == -ETIMEDOUT || ret == -LOCO_EPARTITION)
 		return ret;
 	b->in_episode = 0;
 	b->have_floor = 0;
 	return ret;
+}
+
+int loco_barrier_wait(loco_barrier_t *b, int64_t timeout_ns)
+{
+	int ret;
+
+	if (b == NULL)
+		return -EINVAL;
+	ret = wait_once(b, timeout_ns);
+	return ret == -LOCO_EPARTITION ? partitioned(b) : ret;
 }
 
 uint64_t loco_barrier_episode(const loco_barrier_t *b)

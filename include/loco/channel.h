@@ -93,6 +93,13 @@ const char *loco_channel_name(const loco_channel_t *ch);
 loco_manager_t *loco_channel_manager(const loco_channel_t *ch);
 
 /*
+ * loco_channel_partitioned -- loco_manager_partitioned() of @ch's manager:
+ * 1 when the node cannot reach a majority of its view (an object's waits
+ * then return -LOCO_EPARTITION), else 0. Lock-free. See loco_channel(3).
+ */
+int loco_channel_partitioned(loco_channel_t *ch);
+
+/*
  * loco_channel_peers -- the ids of the nodes paired in @ch (this node
  * excluded), ascending; up to @max written; returns the peer count.
  */

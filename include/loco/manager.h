@@ -30,6 +30,7 @@ typedef struct loco_config {
 	const char *secret;       /* LOCO_SECRET: cluster secret (default: "loco") */
 	uint32_t fail_timeout_ms; /* LOCO_FAIL_TIMEOUT_MS: failure detection bound (1000) */
 	uint32_t join_timeout_ms; /* LOCO_JOIN_TIMEOUT_MS: how long to retry joining (10000) */
+	uint32_t no_rejoin;       /* LOCO_REJOIN=0: an excluded node does not rejoin by itself */
 } loco_config_t;
 
 /*
@@ -63,6 +64,44 @@ uint64_t loco_incarnation(const loco_manager_t *m);
  * number of members (which may exceed @max).
  */
 int loco_members(loco_manager_t *m, uint32_t *ids, size_t max);
+
+/*
+ * loco_view -- the id of the membership view this node installed last
+ * (views are numbered from 1; 0 while joining). See loco_init(3).
+ */
+uint64_t loco_view(loco_manager_t *m);
+
+/*
+ * loco_manager_partitioned -- 1 when this node cannot reach a majority of
+ * its last view (or was excluded and has not rejoined yet): it stops
+ * acting, and waits return -LOCO_EPARTITION; 0 otherwise (and for NULL).
+ * For object authors; lock-free, any thread. See loco_init(3).
+ */
+int loco_manager_partitioned(loco_manager_t *m);
+
+/* Membership events (loco_manager_set_event_fn()). */
+typedef enum loco_event_type {
+	LOCO_EVENT_VIEW = 1,    /* a new view was installed (this node is in it) */
+	LOCO_EVENT_PARTITIONED, /* a majority of the view is out of reach: stopped acting */
+	LOCO_EVENT_EXCLUDED,    /* a newer view without this node was installed */
+	LOCO_EVENT_REJOINED,    /* back in a view (after EXCLUDED, as a new incarnation) */
+} loco_event_type_t;
+
+typedef struct loco_event {
+	loco_event_type_t type;
+	uint64_t view;        /* the installed (VIEW, REJOINED) or newer (EXCLUDED) view's id */
+	uint32_t nmembers;    /* its member count */
+	uint64_t incarnation; /* this node's incarnation now */
+} loco_event_t;
+
+typedef void loco_event_fn(loco_manager_t *m, const loco_event_t *ev, void *arg);
+
+/*
+ * loco_manager_set_event_fn -- call @fn(m, ev, @arg) on the progress
+ * thread for every membership event from now on (NULL: none). @fn must
+ * not block; it may call the functions of this header. Returns 0; -EINVAL.
+ */
+int loco_manager_set_event_fn(loco_manager_t *m, loco_event_fn *fn, void *arg);
 
 #ifdef __cplusplus
 }

@@ -91,6 +91,13 @@ static int fields_ok(const struct lc_msg *d)
 		return 1;
 	case LC_MSG_CHAN_LEAVE:
 		return terminated(d->u.chan_leave.name, sizeof(d->u.chan_leave.name));
+	case LC_MSG_VC:
+		if (d->u.vc.n > LC_MAX_MEMBERS)
+			return 0;
+		for (uint32_t i = 0; i < d->u.vc.n; i++)
+			if (!member_ok(&d->u.vc.m[i]))
+				return 0;
+		return 1;
 	case LC_MSG_CHALLENGE:
 	case LC_MSG_AUTH:
 	case LC_MSG_MEMBER_LEAVE:

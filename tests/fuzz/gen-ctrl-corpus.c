@@ -159,6 +159,18 @@ static void msg(unsigned type, int shape)
 		else
 			strcpy(m.u.chan_leave.name, "kv/shard/sst");
 		break;
+	case LC_MSG_VC:
+		m.u.vc.kind = 4; /* ACCEPT */
+		m.u.vc.view = 5;
+		m.u.vc.ballot = 0x0000000300000001ull;
+		m.u.vc.abal = 0x0000000200000001ull;
+		m.u.vc.node = 2;
+		m.u.vc.inc = 0x0000000200000001ull;
+		m.u.vc.flag = 1;
+		m.u.vc.n = shape == 2 ? LC_MAX_MEMBERS : 3;
+		for (uint32_t i = 0; i < m.u.vc.n; i++)
+			member(&m.u.vc.m[i], i + 1, shape == 2);
+		break;
 	default:
 		break;
 	}
@@ -212,9 +224,9 @@ int main(int argc, char **argv)
 	/* a join as the acceptor sees it, then the same stream cut short */
 	for (int cut = 0; cut < 3; cut++) {
 		const unsigned session[] = {
-		    LC_MSG_HELLO,     LC_MSG_AUTH,         LC_MSG_HEARTBEAT,
-		    LC_MSG_CHAN,      LC_MSG_CHAN,         LC_MSG_CHAN_LEAVE,
-		    LC_MSG_HEARTBEAT, LC_MSG_MEMBER_LEAVE, LC_MSG_LEAVE,
+		    LC_MSG_HELLO, LC_MSG_AUTH,       LC_MSG_HEARTBEAT, LC_MSG_CHAN,
+		    LC_MSG_CHAN,  LC_MSG_CHAN_LEAVE, LC_MSG_HEARTBEAT, LC_MSG_MEMBER_LEAVE,
+		    LC_MSG_VC,    LC_MSG_LEAVE,
 		};
 
 		for (size_t i = 0; i < sizeof(session) / sizeof(session[0]); i++) {

@@ -5,7 +5,7 @@
 # veth pair to a bridge in a fourth namespace (10.99.0.ID/24). No launcher: each node is
 # started with `ip netns exec NS env LOCO_ADDR=... LOCO_NODE_ID=... LOCO_JOIN=... PROGRAM DIR`.
 # Once all three are paired (each creates DIR/ready.ID), node 3's link is cut at the bridge
-# (ip link set down): nodes 1 and 2 must detect node 3 as failed, and node 3 both others,
+# (ip link set down): nodes 1 and 2 must detect node 3 as failed, and node 3 that it is partitioned,
 # within LOCO_FAIL_TIMEOUT_MS + slack (the program checks and prints the times; the cut time
 # is written to DIR/cut). Skips (77) when network namespaces cannot be made here. The EXIT
 # trap kills every node by PID and deletes the namespaces.

@@ -44,6 +44,7 @@ static const long want_len[LC_MSG_MAX_][2] = {
     [LC_MSG_CHAN] = {24 + 2 + 12, 24 + 2 + LC_NAME_MAX + 12 + LC_MAX_REGIONS * 154},
     [LC_MSG_CHAN_LEAVE] = {24 + 2, 24 + 2 + LC_NAME_MAX},
     [LC_MSG_LEAVE] = {24, 24},
+    [LC_MSG_VC] = {24 + 48, 24 + 48 + LC_MAX_MEMBERS * 144},
 };
 
 /* ---- reference messages ---------------------------------------------- */
@@ -137,6 +138,18 @@ static struct lc_msg *msg_new(unsigned type, enum shape s)
 	case LC_MSG_CHAN_LEAVE:
 		fill_str(m->u.chan_leave.name, LC_NAME_MAX, 13);
 		break;
+	case LC_MSG_VC:
+		m->u.vc.kind = 0xc1c2c3c4u;
+		m->u.vc.view = 0xb1b2b3b4b5b6b7b8ull;
+		m->u.vc.ballot = 0xa1a2a3a4a5a6a7a8ull;
+		m->u.vc.abal = 0x9192939495969798ull;
+		m->u.vc.node = 0x81828384u;
+		m->u.vc.inc = 0x7172737475767778ull;
+		m->u.vc.flag = 0x61626364u;
+		m->u.vc.n = LC_MAX_MEMBERS;
+		for (unsigned i = 0; i < LC_MAX_MEMBERS; i++)
+			fill_member(&m->u.vc.m[i], i + 17, MAX);
+		break;
 	default:
 		break;
 	}
@@ -190,6 +203,18 @@ static void assert_msg_equal(const struct lc_msg *x, const struct lc_msg *y)
 		break;
 	case LC_MSG_HEARTBEAT:
 		assert_int_equal(x->u.heartbeat.seq, y->u.heartbeat.seq);
+		break;
+	case LC_MSG_VC:
+		assert_int_equal(x->u.vc.kind, y->u.vc.kind);
+		assert_int_equal(x->u.vc.view, y->u.vc.view);
+		assert_int_equal(x->u.vc.ballot, y->u.vc.ballot);
+		assert_int_equal(x->u.vc.abal, y->u.vc.abal);
+		assert_int_equal(x->u.vc.node, y->u.vc.node);
+		assert_int_equal(x->u.vc.inc, y->u.vc.inc);
+		assert_int_equal(x->u.vc.flag, y->u.vc.flag);
+		assert_int_equal(x->u.vc.n, y->u.vc.n);
+		for (uint32_t i = 0; i < x->u.vc.n && i < LC_MAX_MEMBERS; i++)
+			assert_member_equal(&x->u.vc.m[i], &y->u.vc.m[i]);
 		break;
 	case LC_MSG_CHAN:
 		assert_string_equal(x->u.chan.name, y->u.chan.name);
@@ -369,6 +394,20 @@ static void hand_encode(struct bld *b, const struct lc_msg *m, const struct twis
 		break;
 	case LC_MSG_CHAN_LEAVE:
 		b_str(b, m->u.chan_leave.name, LC_NAME_MAX);
+		break;
+	case LC_MSG_VC:
+		b_le(b, m->u.vc.kind, 4);
+		b_le(b, m->u.vc.view, 8);
+		b_le(b, m->u.vc.ballot, 8);
+		b_le(b, m->u.vc.abal, 8);
+		b_le(b, m->u.vc.node, 4);
+		b_le(b, m->u.vc.inc, 8);
+		b_le(b, m->u.vc.flag, 4);
+		extra = b_count(b, m->u.vc.n);
+		for (uint32_t i = 0; i < m->u.vc.n; i++)
+			b_member(b, &m->u.vc.m[i]);
+		for (uint32_t i = 0; i < extra; i++)
+			b_member(b, &m->u.vc.m[0]);
 		break;
 	default:
 		break;
@@ -923,8 +962,11 @@ static void decode__twisted_string_is_eproto(void **state)
 			free(m);
 		}
 	}
-	/* HELLO 3 + 3, WELCOME 512, REFUSE 1 + 1, MEMBER_JOIN 2 + 2, CHAN 65 + 1, CHAN_LEAVE 1 + 1 */
-	assert_int_equal(tested, 4 * (6 + 512 + 2 + 4 + 66 + 2));
+	/*
+	 * HELLO 3 + 3, WELCOME 512, REFUSE 1 + 1, MEMBER_JOIN 2 + 2, CHAN 65 + 1, CHAN_LEAVE 1 + 1,
+	 * VC 512
+	 */
+	assert_int_equal(tested, 4 * (6 + 512 + 2 + 4 + 66 + 2 + 512));
 }
 
 static void decode__string_length_over_buffer_is_eproto(void **state)
@@ -949,7 +991,7 @@ static void decode__string_length_over_buffer_is_eproto(void **state)
 static void decode__count_over_max_is_eproto(void **state)
 {
 	static struct bld b;
-	const unsigned types[] = {LC_MSG_WELCOME, LC_MSG_CHAN};
+	const unsigned types[] = {LC_MSG_WELCOME, LC_MSG_CHAN, LC_MSG_VC};
 
 	(void)state;
 	for (size_t i = 0; i < NELEM(types); i++) {
@@ -1127,6 +1169,7 @@ static void type_str__every_type(void **state)
 	    [LC_MSG_CHAN] = "CHAN",
 	    [LC_MSG_CHAN_LEAVE] = "CHAN_LEAVE",
 	    [LC_MSG_LEAVE] = "LEAVE",
+	    [LC_MSG_VC] = "VC",
 	};
 
 	(void)state;

@@ -1,0 +1,197 @@
+# shellcheck shell=bash
+# SPDX-License-Identifier: BSD-2-Clause
+# views-lib.sh -- shared by the membership-view drivers (partition-*.sh, stop-rejoin.sh,
+# cpu-hogs.sh, duplicate-id.sh), sourced after driver.sh. Nodes are view-node programs, each
+# writing $T/state.ID (see view-node.c); either each in its own network namespace behind a
+# bridge (vl_netns, 10.99.0.ID/24, like netns.sh) or all on loopback. Every node is started
+# in the background and recorded in PIDS (the EXIT trap SIGKILLs it); vl_stop ends them by
+# creating $T/stop and waiting for each PID, bounded.
+
+VL_N=0
+VL_NETNS=0
+VL_PFX="loco-v$$"
+VL_NS_BR="$VL_PFX-br"
+VL_NS=()
+VL_MADE=()
+VL_PID=("")
+VL_PORT=$((20000 + ($$ * 7 + RANDOM) % 30000))
+
+# shellcheck disable=SC2317 # run by the EXIT trap, through CLEANUPS
+vl_del_namespaces() {
+	local ns
+	for ns in "${VL_MADE[@]}"; do
+		ip netns del "$ns" 2>/dev/null
+	done
+}
+CLEANUPS+=(vl_del_namespaces)
+
+# vl_netns N -- N namespaces behind a bridge; skips (77) when namespaces cannot be made here.
+vl_netns() {
+	local n=$1 i err
+	if ! command -v ip >/dev/null 2>&1; then
+		echo "SKIP: the ip command (iproute2) is not installed"
+		exit 77
+	fi
+	if ! err=$(ip netns add "$VL_NS_BR" 2>&1); then
+		echo "SKIP: cannot create a network namespace (ip netns add: $err); run as root"
+		exit 77
+	fi
+	VL_MADE+=("$VL_NS_BR")
+	VL_NS=("")
+	for ((i = 1; i <= n; i++)); do
+		VL_NS+=("$VL_PFX-$i")
+		ip netns add "${VL_NS[i]}" || { fail "ip netns add"; finish; }
+		VL_MADE+=("${VL_NS[i]}")
+	done
+	if ! err=$(ip -n "$VL_NS_BR" link add br0 type bridge 2>&1); then
+		echo "SKIP: cannot create a bridge in a namespace ($err)"
+		exit 77
+	fi
+	ip -n "$VL_NS_BR" link set br0 up || { fail "bridge up"; finish; }
+	for ((i = 1; i <= n; i++)); do
+		if ! err=$({ ip -n "$VL_NS_BR" link add "v$i" type veth peer name eth0 netns "${VL_NS[i]}" &&
+			ip -n "$VL_NS_BR" link set "v$i" master br0 up &&
+			ip -n "${VL_NS[i]}" addr add "10.99.0.$i/24" dev eth0 &&
+			ip -n "${VL_NS[i]}" link set eth0 up &&
+			ip -n "${VL_NS[i]}" link set lo up; } 2>&1); then
+			echo "SKIP: cannot build the veth/bridge topology ($err)"
+			exit 77
+		fi
+	done
+	VL_NETNS=1
+	ok "namespaces behind bridge br0 in $VL_NS_BR"
+}
+
+# vl_addr ID -- node ID's control address.
+vl_addr() {
+	if ((VL_NETNS)); then
+		echo "10.99.0.$1:7001"
+	else
+		echo "127.0.0.1:$((VL_PORT + $1))"
+	fi
+}
+
+# vl_exec ID CMD... -- exec CMD as node ID is run (in its namespace); called in a background
+# subshell, which it replaces: $! is then the program's PID (SIGSTOP reaches the node).
+vl_exec() {
+	local id=$1
+	shift
+	if ((VL_NETNS)); then
+		exec ip netns exec "${VL_NS[id]}" "$@"
+	else
+		exec "$@"
+	fi
+}
+
+# vl_start_node ID [ARGS...] -- start node ID (node 1 alone, the others join through it).
+vl_start_node() {
+	local id=$1 join
+	shift
+	join=$(vl_addr 1)
+	if [[ $id -eq 1 && $# -eq 0 ]]; then
+		vl_exec "$id" env -u LOCO_JOIN LOCO_NODE_ID=1 LOCO_ADDR="$(vl_addr 1)" \
+			"$PROG" "$T" "$@" >>"$T/out.$id" 2>&1 &
+	else
+		vl_exec "$id" env LOCO_NODE_ID="$id" LOCO_ADDR="$(vl_addr "$id")" \
+			LOCO_JOIN="$join" "$PROG" "$T" "$@" >>"$T/out.$id" 2>&1 &
+	fi
+	VL_PID[id]=$!
+	PIDS+=("$!")
+}
+
+# vl_start N -- start nodes 1..N and wait (30 s) until each passed a barrier round.
+vl_start() {
+	local i k
+	VL_N=$1
+	export LOCO_NODES=$VL_N
+	export LOCO_SECRET="views-$$-$RANDOM$RANDOM"
+	export LOCO_LOG=${LOCO_LOG:-info}
+	export LOCO_FAIL_TIMEOUT_MS=${LOCO_FAIL_TIMEOUT_MS:-1000}
+	for ((i = 1; i <= VL_N; i++)); do
+		vl_start_node "$i"
+	done
+	for ((k = 0; k < 600; k++)); do
+		for ((i = 1; i <= VL_N; i++)); do
+			[[ $(vl_get "$i" rounds) -gt 0 ]] || break
+		done
+		((i > VL_N)) && break
+		sleep 0.05
+	done
+	if ((k == 600)); then
+		fail "the nodes did not all pass a barrier round within 30 s"
+		vl_stop
+		finish
+	fi
+	ok "$VL_N nodes in view $(vl_get 1 view), passing barrier rounds"
+}
+
+# vl_get ID KEY -- KEY of node ID's last state (0 when there is none yet).
+vl_get() {
+	local v
+	v=$(sed -n "s/^$2=//p" "$T/state.$1" 2>/dev/null)
+	echo "${v:-0}"
+}
+
+# vl_now -- CLOCK_MONOTONIC in ns, the nodes' clock.
+vl_now() {
+	"$PROG" --now
+}
+
+# vl_one_view IDS... -- true when the nodes IDS all show the same view, with members IDS.
+vl_one_view() {
+	local want i v0
+	want=$(
+		IFS=,
+		echo "$*"
+	)
+	v0=$(vl_get "$1" view)
+	for i in "$@"; do
+		[[ $(vl_get "$i" view) == "$v0" && $(vl_get "$i" members) == "$want" ]] || return 1
+		[[ $(vl_get "$i" partitioned) == 0 ]] || return 1
+	done
+}
+
+# vl_wait SECS CMD... -- poll CMD every 50 ms until it succeeds; false after SECS.
+vl_wait() {
+	local secs=$1 k
+	shift
+	for ((k = 0; k < secs * 20; k++)); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# vl_show -- every node's state, for the log.
+vl_show() {
+	local i
+	for ((i = 1; i <= VL_N; i++)); do
+		echo "  node $i: $(tr '\n' ' ' <"$T/state.$i" 2>/dev/null)"
+	done
+}
+
+# vl_stop -- create $T/stop, wait (30 s) for every node; each must exit 0. Prints their output.
+vl_stop() {
+	local i
+	touch "$T/stop"
+	for ((i = 1; i <= VL_N; i++)); do
+		[[ -n ${VL_PID[i]:-} ]] || continue
+		wait_pid 30 "${VL_PID[i]}"
+		sed "s/^/[$i] /" "$T/out.$i" | grep -v " tcp: " | tail -n 60
+		if [[ $RC -eq 0 ]]; then
+			ok "node $i exited 0"
+		else
+			fail "node $i exited with status $RC"
+		fi
+	done
+}
+
+# vl_ms NS0 NS1 -- (NS1 - NS0) in whole ms.
+vl_ms() {
+	echo $((($2 - $1) / 1000000))
+}
+
+# vl_gt ID KEY VALUE -- true when node ID's KEY is above VALUE (read anew at each call).
+vl_gt() {
+	(($(vl_get "$1" "$2") > $3))
+}
