@@ -126,13 +126,10 @@ static uint64_t *res_ptr(const loco_lock_t *lk, unsigned slot)
 /*
  * lk_partitioned -- 1 when this node cannot reach a majority of its view,
  * so that the lock's waits stop with -LOCO_EPARTITION.
- * TODO(step 6): return loco_channel_partitioned(loco_object_channel(obj))
- * (or loco_manager_partitioned()) once the membership rewrite provides it.
  */
 static int lk_partitioned(const loco_lock_t *lk)
 {
-	(void)lk;
-	return 0;
+	return loco_channel_partitioned(loco_object_channel(lk->obj));
 }
 
 /*

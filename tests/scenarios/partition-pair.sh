@@ -16,6 +16,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/driver.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/views-lib.sh"
 
 vl_netns 4
+export VIEW_LOCK=1 # a lock loop beside the rounds: leases never overlap
 vl_start 4
 view0=$(vl_get 1 view)
 ip -n "${VL_NS[1]}" route add blackhole 10.99.0.3/32 &&
@@ -44,4 +45,5 @@ for i in 1 2 3 4; do
 done
 vl_show
 vl_stop
+vl_check_leases
 finish

@@ -12,6 +12,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/driver.sh"
 # shellcheck source=tests/scenarios/views-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/views-lib.sh"
 
+export VIEW_LOCK=1 # a lock loop beside the rounds: leases never overlap
 vl_start 4
 inc4=$(vl_get 4 inc)
 r4=$(vl_get 4 rounds)
@@ -39,4 +40,5 @@ echo "node 4: $(vl_get 4 epart) wait(s) returned -LOCO_EPARTITION; rounds before
 vl_wait 10 vl_gt 4 rounds_rejoin 3 || fail "node 4 passes no rounds after its rejoin"
 vl_show
 vl_stop
+vl_check_leases
 finish

@@ -32,6 +32,7 @@
 #include <loco/barrier.h>
 
 #include "scenario.h"
+#include "view-lock.h"
 
 static unsigned n_excluded, n_rejoined, n_views; /* atomic: written by the event function */
 static int64_t rejoin_ns;                        /* atomic */
@@ -130,7 +131,9 @@ int main(int argc, char **argv)
 	loco_manager_t *m;
 	loco_channel_t *ch;
 	loco_barrier_t *b;
-	const char *dir;
+	struct vlock vl = {0};
+	const char *dir, *want_lock = getenv("VIEW_LOCK");
+	int with_lock = want_lock != NULL && strcmp(want_lock, "1") == 0;
 	int64_t next_write = 0;
 	uint32_t me;
 	unsigned seen_rejoin = 0;
@@ -150,7 +153,11 @@ int main(int argc, char **argv)
 	SC_ASSERT_OK(loco_manager_set_event_fn(m, on_event, NULL));
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "v", sc_nodes(), &ch));
 	SC_ASSERT_OK(loco_barrier_create(ch, "b", &b));
+	if (with_lock)
+		SC_ASSERT_OK(vlock_create(&vl, ch));
 	SC_ASSERT_OK(loco_channel_join(ch, 30 * SC_NS));
+	if (with_lock)
+		SC_ASSERT_OK(vlock_start(&vl, dir, me));
 	sc_log("node %u in view %" PRIu64 ", channel v paired", me, loco_view(m));
 	while (!exists(dir, "stop")) {
 		int ret = loco_barrier_wait(b, 100000000);
@@ -187,6 +194,10 @@ int main(int argc, char **argv)
 	write_state(dir, m, &st);
 	sc_log("stopping: %" PRIu64 " round(s), %" PRIu64 " -LOCO_EPARTITION, %u exclusion(s)",
 	       st.rounds, st.epart, __atomic_load_n(&n_excluded, __ATOMIC_RELAXED));
+	if (with_lock) {
+		vlock_stop(&vl);
+		loco_lock_destroy(vl.lk);
+	}
 	loco_barrier_destroy(b);
 	SC_ASSERT_OK(loco_channel_destroy(ch));
 	loco_fini(m);

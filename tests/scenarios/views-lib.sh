@@ -195,3 +195,28 @@ vl_ms() {
 vl_gt() {
 	(($(vl_get "$1" "$2") > $3))
 }
+
+# vl_check_leases -- the lock loops' grants (VIEW_LOCK=1, view-lock.c): sorted by token, tokens
+# are unique and every hold ends before the next one starts (one CLOCK_MONOTONIC for all).
+vl_check_leases() {
+	local n out
+	n=$(cat "$T"/lock.* 2>/dev/null | wc -l)
+	if ((n == 0)); then
+		fail "no lock grants recorded"
+		return
+	fi
+	if out=$(cat "$T"/lock.* | sort -n -k1,1 | awk '
+		$1 == 0 { next }
+		k > 0 && $1 == pt { print "token " $1 " granted twice (nodes " pn " and " $2 ")"; bad = 1 }
+		k > 0 && $1 != pt && $3 < pe {
+			printf "hold %d (node %d) began %.3f ms before hold %d (node %d) ended\n",
+				$1, $2, (pe - $3) / 1e6, pt, pn
+			bad = 1
+		}
+		{ pt = $1; pn = $2; pe = $4; k++ }
+		END { exit bad }'); then
+		ok "$n lock grants: every token once, increasing, no two holds overlap"
+	else
+		fail "lock holds overlap: $out"
+	fi
+}
