@@ -107,6 +107,7 @@ static void *dialer_main(void *arg)
 		struct lc_dial *x = due(d, now, &wake);
 		struct lc_member_info info;
 		struct fab_link *link = NULL;
+		uint64_t inc;
 		int ret;
 
 		if (x == NULL) {
@@ -115,11 +116,17 @@ static void *dialer_main(void *arg)
 		}
 		x->busy = 1;
 		info = x->info;
+		inc = __atomic_load_n(&m->inc, __ATOMIC_ACQUIRE);
 		pthread_mutex_unlock(&d->lock);
-		ret = lc_link_open(m->fab, info.fab_addr, info.node, m->node_id, m->inc,
+		ret = lc_link_open(m->fab, info.fab_addr, info.node, m->node_id, inc,
 		                   (int)m->cfg.fail_timeout_ms, &link);
 		pthread_mutex_lock(&d->lock);
 		x->busy = 0;
+		if (ret == 0 && inc != __atomic_load_n(&m->inc, __ATOMIC_ACQUIRE)) {
+			/* we rejoined as a new incarnation meanwhile: the link names the old one */
+			fab_link_close(link);
+			ret = -EAGAIN;
+		}
 		if (ret == 0)
 			finish(m, link, &info);
 		now = lc_now_ns();

@@ -358,6 +358,7 @@ static void excluded(loco_manager_t *m, uint64_t id, const struct lc_member_info
 	memset(vw->probe, 0, sizeof(vw->probe));
 	memset(vw->preq, 0, sizeof(vw->preq));
 	__atomic_store_n(&vw->partitioned, 1, __ATOMIC_SEQ_CST); /* before the members go */
+	lc_chan_excluded(m); /* after a rejoin, channels wait for these peers again */
 	while (m->members != NULL)
 		lc_member_remove(m, m->members, 0, "we were excluded from the view");
 	for (struct lc_conn *c = m->conns; c != NULL; c = c->next)
@@ -476,6 +477,7 @@ static void install(loco_manager_t *m, uint64_t id, const struct lc_member_info 
 	if (was == LC_VS_REJOINING) {
 		vw->settle_start = now;
 		vw->settle_up = 0;
+		lc_chan_rejoined(m);
 	}
 	partition_check(m, now);
 
