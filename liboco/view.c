@@ -813,8 +813,13 @@ static void probes_decide(loco_manager_t *m, uint64_t now)
 			continue;
 		if (now - vw->v[i].heard_ns < pbound)
 			continue; /* we heard it within the probe bound: not yet */
-		if (p->answers == 0 && p->asked > 0) {
-			p->node = 0; /* nobody answered: ask again */
+		if (p->answers == 0) {
+			/*
+			 * Nobody else answered (or nobody we do not suspect was
+			 * there to ask: then we are cut off ourselves, and no
+			 * majority would follow anyway): never on our word alone.
+			 */
+			p->node = 0;
 			continue;
 		}
 		lc_log_warn("manager: node %u confirmed failed: nothing heard from it for %llu "
