@@ -21,7 +21,8 @@
 #include "manager.h"
 #include "wake.h"
 
-#define LC_CHAN_PEERS 512u /* distinct nodes a channel can pair with */
+#define LC_CHAN_PEERS  512u /* distinct nodes a channel can pair with */
+#define LC_CHAN_REGAIN 256u /* peers a channel waits for after a rejoin */
 
 /* A remote region as the data path reads it (sequence-locked; all atomic). */
 struct lc_rref {
@@ -52,6 +53,13 @@ struct loco_channel {
 	uint32_t fence_pending; /* atomic: peers whose next operation must carry the fence */
 	uint64_t region_used;   /* local region indexes taken (m->lock) */
 	uint32_t cb_pending;    /* m->lock: callbacks queued or running for this channel */
+	/*
+	 * After this node was excluded and rejoined: the peers it had, which
+	 * the channel must pair with again before it acts (atomic entries, 0:
+	 * none; loco_channel_partitioned()), until regain_ns (0: not rejoined).
+	 */
+	uint32_t regain[LC_CHAN_REGAIN];
+	uint64_t regain_ns; /* atomic */
 	struct loco_object *objects;
 	struct lc_peer *peer[LC_CHAN_PEERS]; /* atomic pointers; open-addressed by node */
 	loco_channel_t *next;

@@ -539,9 +539,62 @@ int loco_channel_destroy(loco_channel_t *ch)
 	return 0;
 }
 
+void lc_chan_excluded(loco_manager_t *m)
+{
+	for (loco_channel_t *ch = m->channels; ch != NULL; ch = ch->next) {
+		uint32_t n = 0;
+
+		for (uint32_t i = 0; i < LC_CHAN_PEERS && n < LC_CHAN_REGAIN; i++) {
+			struct lc_peer *p = ch->peer[i];
+
+			if (p != NULL && __atomic_load_n(&p->present, __ATOMIC_RELAXED))
+				__atomic_store_n(&ch->regain[n++], p->node, __ATOMIC_RELAXED);
+		}
+		__atomic_store_n(&ch->regain_ns, 0, __ATOMIC_RELEASE);
+	}
+}
+
+void lc_chan_rejoined(loco_manager_t *m)
+{
+	uint64_t until = lc_now_ns() + (uint64_t)m->cfg.join_timeout_ms * 1000000ull;
+
+	for (loco_channel_t *ch = m->channels; ch != NULL; ch = ch->next)
+		__atomic_store_n(&ch->regain_ns, until, __ATOMIC_RELEASE);
+}
+
+/*
+ * loco_channel_partitioned -- the manager's flag; and, after a rejoin,
+ * until every peer the channel had before the exclusion paired again (or
+ * the join timeout passed): a barrier must not pass alone meanwhile.
+ */
 int loco_channel_partitioned(loco_channel_t *ch)
 {
-	return ch != NULL && loco_manager_partitioned(ch->m);
+	uint64_t until;
+	int waiting = 0;
+
+	if (ch == NULL)
+		return 0;
+	if (loco_manager_partitioned(ch->m))
+		return 1;
+	until = __atomic_load_n(&ch->regain_ns, __ATOMIC_ACQUIRE);
+	if (until == 0)
+		return 0;
+	for (uint32_t i = 0; i < LC_CHAN_REGAIN; i++) {
+		uint32_t node = __atomic_load_n(&ch->regain[i], __ATOMIC_RELAXED);
+		struct lc_peer *p;
+
+		if (node == 0)
+			continue;
+		p = lc_peer_get(ch, node);
+		if (p != NULL && __atomic_load_n(&p->present, __ATOMIC_ACQUIRE))
+			__atomic_store_n(&ch->regain[i], 0, __ATOMIC_RELAXED); /* paired again */
+		else
+			waiting = 1;
+	}
+	if (waiting && lc_now_ns() < until)
+		return 1;
+	__atomic_store_n(&ch->regain_ns, 0, __ATOMIC_RELAXED);
+	return 0;
 }
 
 const char *loco_channel_name(const loco_channel_t *ch)

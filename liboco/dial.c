@@ -111,6 +111,7 @@ static void *dialer_main(void *arg)
 		struct lc_member_info info;
 		struct lc_link_proof proof;
 		struct fab_link *link = NULL;
+		uint64_t inc;
 		int ret;
 
 		if (x == NULL) {
@@ -120,6 +121,7 @@ static void *dialer_main(void *arg)
 		x->busy = 1;
 		info = x->info;
 		proof = x->proof;
+		inc = __atomic_load_n(&m->inc, __ATOMIC_ACQUIRE);
 		pthread_mutex_unlock(&d->lock);
 		/* a fresh counter each attempt: the acceptor admits each one once */
 		ret = lc_link_open(m->fab, info.fab_addr, &proof, lc_linkin_counter(m),
@@ -127,6 +129,11 @@ static void *dialer_main(void *arg)
 		sodium_memzero(&proof, sizeof(proof));
 		pthread_mutex_lock(&d->lock);
 		x->busy = 0;
+		if (ret == 0 && inc != __atomic_load_n(&m->inc, __ATOMIC_ACQUIRE)) {
+			/* we rejoined as a new incarnation meanwhile: the link names the old one */
+			fab_link_close(link);
+			ret = -EAGAIN;
+		}
 		if (ret == 0)
 			finish(m, link, &info);
 		now = lc_now_ns();

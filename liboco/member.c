@@ -392,7 +392,12 @@ static void conn_msg_up(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg
 		break;
 	case LC_MSG_CHAN:
 	case LC_MSG_CHAN_LEAVE:
-		if (c->member != NULL)
+		/*
+		 * Only from a member that is up here (in our view, linked): one
+		 * that installed a view with us before we did announces itself
+		 * again when we bring it up (on_up asks it to).
+		 */
+		if (c->member != NULL && c->member->up)
 			m->ev.msg(m, c->member, msg);
 		break;
 	case LC_MSG_REFUSE:

@@ -358,6 +358,7 @@ static void excluded(loco_manager_t *m, uint64_t id, const struct lc_member_info
 	memset(vw->probe, 0, sizeof(vw->probe));
 	memset(vw->preq, 0, sizeof(vw->preq));
 	__atomic_store_n(&vw->partitioned, 1, __ATOMIC_SEQ_CST); /* before the members go */
+	lc_chan_excluded(m); /* after a rejoin, channels wait for these peers again */
 	while (m->members != NULL)
 		lc_member_remove(m, m->members, 0, "we were excluded from the view");
 	for (struct lc_conn *c = m->conns; c != NULL; c = c->next)
@@ -476,6 +477,7 @@ static void install(loco_manager_t *m, uint64_t id, const struct lc_member_info 
 	if (was == LC_VS_REJOINING) {
 		vw->settle_start = now;
 		vw->settle_up = 0;
+		lc_chan_rejoined(m);
 	}
 	partition_check(m, now);
 
@@ -811,8 +813,13 @@ static void probes_decide(loco_manager_t *m, uint64_t now)
 			continue;
 		if (now - vw->v[i].heard_ns < pbound)
 			continue; /* we heard it within the probe bound: not yet */
-		if (p->answers == 0 && p->asked > 0) {
-			p->node = 0; /* nobody answered: ask again */
+		if (p->answers == 0) {
+			/*
+			 * Nobody else answered (or nobody we do not suspect was
+			 * there to ask: then we are cut off ourselves, and no
+			 * majority would follow anyway): never on our word alone.
+			 */
+			p->node = 0;
 			continue;
 		}
 		lc_log_warn("manager: node %u confirmed failed: nothing heard from it for %llu "
