@@ -68,6 +68,7 @@ struct lc_conn {
 	struct lc_cdial *dial; /* connector: the dial it serves (member.c) */
 	int dial_err;          /* connector: why the handshake failed (0: connection lost) */
 	uint64_t accepted_ns;  /* acceptor: when the connection came */
+	uint32_t src_ip;       /* acceptor: the peer's IPv4 address (network order), for the caps */
 	uint64_t last_rx_ns;
 	uint8_t *rx;
 	size_t rx_len, rx_off;

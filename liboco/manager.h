@@ -76,10 +76,12 @@ struct loco_manager {
 	/* member.c (progress thread; m->lock for readers elsewhere) */
 	struct lc_member *members;
 	struct lc_conn *conns;
-	struct lc_cdial *cdials; /* control connections to make */
-	int join_done, join_ret; /* m->lock: the joining thread's answer */
-	uint64_t view_id;        /* m->lock: the installed membership view's number */
-	struct lc_view *vw;      /* view.c: views, suspicion, partition (view.h) */
+	struct lc_cdial *cdials;      /* control connections to make */
+	int join_done, join_ret;      /* m->lock: the joining thread's answer */
+	uint64_t view_id;             /* m->lock: the installed membership view's number */
+	uint64_t ctrl_refused_log_ns; /* member.c: last warning about refused strangers */
+	unsigned ctrl_refused;        /* refused since that warning */
+	struct lc_view *vw;           /* view.c: views, suspicion, partition (view.h) */
 	struct lc_member_events ev;
 	uint64_t next_hb_ns;
 	uint64_t hb_seq;

@@ -276,21 +276,66 @@ void lc_member_handoffs(loco_manager_t *m)
 /* ------------------------------------------------------------------ */
 /* the acceptor's side                                                */
 
+/*
+ * ctrl_room -- whether a new unauthenticated control connection from
+ * @ip fits the caps (in total and per address): a stranger cannot take
+ * every fd of the node. m->lock held.
+ */
+static int ctrl_room(loco_manager_t *m, uint32_t ip)
+{
+	unsigned total = 0, same = 0;
+
+	for (struct lc_conn *c = m->conns; c != NULL; c = c->next) {
+		if (c->initiator || c->state == LC_CONN_UP)
+			continue;
+		total++;
+		same += c->src_ip == ip;
+	}
+	return total < LC_CTRL_UNAUTH_MAX && same < LC_CTRL_UNAUTH_PER_SRC;
+}
+
+/* ctrl_refused -- log the refusals by the caps, at most once a second. m->lock held. */
+static void ctrl_refused(loco_manager_t *m, uint32_t ip)
+{
+	uint64_t now = lc_now_ns();
+	char a[INET_ADDRSTRLEN];
+
+	m->ctrl_refused++;
+	if (now - m->ctrl_refused_log_ns < 1000000000ull)
+		return;
+	inet_ntop(AF_INET, &ip, a, sizeof(a));
+	lc_log_warn("manager: control connection from %s refused: too many not authenticated "
+	            "(%u refused in the last second; caps %d, %d per address)",
+	            a, m->ctrl_refused, LC_CTRL_UNAUTH_MAX, LC_CTRL_UNAUTH_PER_SRC);
+	m->ctrl_refused_log_ns = now;
+	m->ctrl_refused = 0;
+}
+
 void lc_member_accept(loco_manager_t *m)
 {
 	pthread_mutex_lock(&m->lock);
 	for (int i = 0; i < 16; i++) {
-		int fd = accept4(m->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
+		struct sockaddr_in sin = {0};
+		socklen_t slen = sizeof(sin);
+		int fd = accept4(m->lfd, (struct sockaddr *)&sin, &slen,
+		                 SOCK_NONBLOCK | SOCK_CLOEXEC),
+		    one = 1;
 		struct lc_conn *c;
 
 		if (fd < 0)
 			break;
+		if (!ctrl_room(m, sin.sin_addr.s_addr)) {
+			ctrl_refused(m, sin.sin_addr.s_addr);
+			close(fd);
+			continue;
+		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c = lc_conn_new(fd, 0, m->node_id, m->inc);
 		if (c == NULL) {
 			close(fd);
 			continue;
 		}
+		c->src_ip = sin.sin_addr.s_addr;
 		c->state = LC_CONN_HELLO;
 		if (conn_adopt(m, c) != 0)
 			lc_conn_free(c);
