@@ -30,6 +30,22 @@
 #include "sec.h"
 #include "tcp/wire.h"
 
+/*
+ * Under AddressSanitizer freed memory sits in its quarantine (and
+ * malloc_trim() does not reach its allocator): resident memory says
+ * nothing there, and LeakSanitizer checks for leaks at exit instead.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define RSS_CHECKED 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RSS_CHECKED 0
+#endif
+#endif
+#ifndef RSS_CHECKED
+#define RSS_CHECKED 1
+#endif
+
 #define CONNS   1000 /* per port */
 #define HELD    150  /* open at once, at most */
 #define WAIT_NS 5000000000ll
@@ -236,14 +252,18 @@ int main(void)
 		malloc_trim(0); /* memory freed but kept by malloc is not a leak */
 		fd1 = sec_fd_count();
 		rss1 = sec_rss_kb();
-		if ((fd1 <= fd0 + 16 && rss1 <= rss0 + 32 * 1024) || t_now_ms() > end)
+		if ((fd1 <= fd0 + 16 && (!RSS_CHECKED || rss1 <= rss0 + 32 * 1024)) ||
+		    t_now_ms() > end)
 			break;
 	}
 	r2 = min_rounds(n);
 	printf("after: %d fds, %ld KiB resident, %llu more rounds\n", fd1, rss1,
 	       (unsigned long long)(r2 - r1));
 	T_ASSERT(fd1 <= fd0 + 16);
-	T_ASSERT(rss1 <= rss0 + 32 * 1024);
+	if (RSS_CHECKED)
+		T_ASSERT(rss1 <= rss0 + 32 * 1024);
+	else
+		printf("resident memory not checked under AddressSanitizer (LeakSanitizer is)\n");
 	T_ASSERT(r2 > r1);
 
 	/* a node joining afterwards joins, and everyone sees it */
