@@ -263,3 +263,23 @@ int sec_fd_count(void)
 	closedir(d);
 	return n - 1; /* the directory's own fd */
 }
+
+int sec_attempt(struct sec_stranger *st, const char *addr, const struct sec_region *s,
+                const char *what, const void *priv, size_t len, int *served, size_t *leaked)
+{
+	struct fab_link *link;
+	int ret = sec_stranger_link(st, addr, priv, len, &link);
+	size_t leak = 0;
+
+	printf("  %s: connect %s", what, t_errname(ret));
+	if (ret == 0) {
+		int ok = sec_stranger_access(st, link, s, &leak);
+
+		printf(", %d of READ/WRITE/FAA served, %zu bytes leaked", ok, leak);
+		*served += ok;
+		*leaked += leak;
+		fab_link_close(link);
+	}
+	printf("\n");
+	return ret;
+}

@@ -82,6 +82,15 @@ int sec_stranger_link(struct sec_stranger *st, const char *addr, const void *pri
 int sec_stranger_access(struct sec_stranger *st, struct fab_link *link, const struct sec_region *s,
                         size_t *leaked);
 
+/*
+ * sec_attempt -- connect to @addr with @priv (@what names it in the
+ * output); if it connects, try every access (sec_stranger_access()),
+ * adding what was served to *@served and the bytes read to *@leaked.
+ * Returns the connect's result.
+ */
+int sec_attempt(struct sec_stranger *st, const char *addr, const struct sec_region *s,
+                const char *what, const void *priv, size_t len, int *served, size_t *leaked);
+
 /* sec_random -- @len random bytes. */
 void sec_random(void *buf, size_t len);
 

@@ -30,27 +30,6 @@
 #define LEN  4096
 #define SEED 0x5ec2e7
 
-/* attempt -- connect with @priv; if it connects, try every access. Returns the connect's result. */
-static int attempt(struct sec_stranger *st, const char *addr, const struct sec_region *s,
-                   const char *what, const void *priv, size_t len, int *served, size_t *leaked)
-{
-	struct fab_link *link;
-	int ret = sec_stranger_link(st, addr, priv, len, &link);
-	size_t leak = 0;
-
-	printf("  %s: connect %s", what, t_errname(ret));
-	if (ret == 0) {
-		int ok = sec_stranger_access(st, link, s, &leak);
-
-		printf(", %d of READ/WRITE/FAA served, %zu bytes leaked", ok, leak);
-		*served += ok;
-		*leaked += leak;
-		fab_link_close(link);
-	}
-	printf("\n");
-	return ret;
-}
-
 /* raw_frames -- tcp: speak the wire on a plain socket; returns READ_RESP payload bytes received. */
 static size_t raw_frames(const char *addr, const struct sec_region *s, int with_hello)
 {
@@ -162,18 +141,18 @@ int main(void)
 	memset(forged.pad, 0, 3);
 	forged.node = 2;
 	forged.inc = 1;
-	ret = attempt(&st, addr, &s, "random tag claiming node 2", &forged, sizeof(forged), &served,
-	              &leaked);
+	ret = sec_attempt(&st, addr, &s, "random tag claiming node 2", &forged, sizeof(forged),
+	                  &served, &leaked);
 	connected += ret == 0;
 	forged.node = 1;
 	forged.inc = sec_node_inc(m); /* the node's own identity: its self link */
-	ret = attempt(&st, addr, &s, "random tag claiming node 1 itself", &forged, sizeof(forged),
-	              &served, &leaked);
+	ret = sec_attempt(&st, addr, &s, "random tag claiming node 1 itself", &forged,
+	                  sizeof(forged), &served, &leaked);
 	connected += ret == 0;
-	ret = attempt(&st, addr, &s, "pre-step-6 private data {2, 1}", &old, sizeof(old), &served,
-	              &leaked);
+	ret = sec_attempt(&st, addr, &s, "pre-step-6 private data {2, 1}", &old, sizeof(old),
+	                  &served, &leaked);
 	connected += ret == 0;
-	ret = attempt(&st, addr, &s, "no private data", NULL, 0, &served, &leaked);
+	ret = sec_attempt(&st, addr, &s, "no private data", NULL, 0, &served, &leaked);
 	connected += ret == 0;
 
 	if (strcmp(t_provider(), "tcp") == 0) {
