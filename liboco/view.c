@@ -16,105 +16,7 @@
 #include "dial.h"
 #include "log.h"
 #include "manager.h"
-#include "view.h"
-
-#define PROBES   8  /* suspects probed at once (coordinator), probes answered at once */
-#define PROBERS  3  /* members asked to probe one suspect */
-#define EVENTS   16 /* application events queued */
-#define NO_INDEX (-1)
-
-struct vmember {
-	struct lc_member_info info;
-	uint64_t heard_ns;  /* last message from it (install time at first) */
-	uint64_t susp_ns;   /* since when we suspect it; 0: not */
-	uint64_t report_ns; /* when we last told the coordinator */
-	uint64_t redial_ns; /* when we may redial it next */
-	uint64_t quiet_ns;  /* a probe found it alive: not suspected again before */
-	int left;           /* it said LEAVE */
-};
-
-struct probe { /* coordinator: a suspect being probed */
-	uint32_t node;
-	uint64_t inc, start, deadline;
-	int asked, answers, alive;
-};
-
-struct preq { /* prober: a probe to answer */
-	uint32_t node, coord;
-	uint64_t inc, start;
-};
-
-struct change { /* a pending removal (dead or left) or join */
-	struct lc_member_info info;
-	uint64_t since, fwd;
-	int left;
-};
-
-struct lc_view {
-	int state;
-	uint64_t id;
-	uint32_t n;
-	struct vmember *v; /* sorted by node id */
-	int partitioned;   /* atomic */
-	int part_logged;   /* we said so in the log */
-	int left;          /* atomic: loco_fini() may go */
-
-	/* acceptor, for view id + 1 */
-	uint64_t pb, ab;
-	uint32_t an;
-	struct lc_member_info *av;
-
-	/* proposer */
-	int phase; /* 0 idle, 1 PREPARE sent, 2 ACCEPT sent */
-	uint64_t target, ballot, round, seen_round, deadline, backoff;
-	uint8_t got[LC_MAX_MEMBERS];
-	uint32_t ngot, pn;
-	uint64_t best_ab;
-	struct lc_member_info *prop;
-
-	struct change *joins, *rems;
-	uint32_t nj, nr;
-	struct probe probe[PROBES];
-	struct preq preq[PROBES];
-
-	/* joining and rejoining */
-	uint32_t join_node; /* the contact we sent JOIN to */
-	struct lc_member_info *contacts;
-	uint32_t ncontacts, next_contact;
-	uint64_t next_rejoin;
-	uint64_t settle_start, settle_up; /* rejoined: partitioned until every member is up */
-
-	loco_event_fn *fn;
-	void *fn_arg;
-	loco_event_t evq[EVENTS];
-	unsigned evh, evt;
-	struct lc_member_info *scratch;
-};
-
-static uint64_t fail_ns(loco_manager_t *m)
-{
-	return (uint64_t)m->cfg.fail_timeout_ms * 1000000ull;
-}
-
-static uint32_t majority(uint32_t n)
-{
-	return n / 2 + 1;
-}
-
-static int vidx(struct lc_view *vw, uint32_t node)
-{
-	for (uint32_t i = 0; i < vw->n; i++)
-		if (vw->v[i].info.node == node)
-			return (int)i;
-	return NO_INDEX;
-}
-
-static int lc_view_in_vw(struct lc_view *vw, uint32_t node, uint64_t inc)
-{
-	int i = vidx(vw, node);
-
-	return i != NO_INDEX && vw->v[i].info.inc == inc;
-}
+#include "view_impl.h"
 
 int lc_view_init(loco_manager_t *m)
 {
@@ -225,14 +127,14 @@ int lc_view_state(loco_manager_t *m)
 
 int lc_view_in(loco_manager_t *m, uint32_t node, uint64_t inc)
 {
-	int i = vidx(m->vw, node);
+	int i = vw_idx(m->vw, node);
 
 	return i != NO_INDEX && m->vw->v[i].info.inc == inc;
 }
 
 uint64_t lc_view_inc(loco_manager_t *m, uint32_t node)
 {
-	int i = vidx(m->vw, node);
+	int i = vw_idx(m->vw, node);
 
 	return i == NO_INDEX ? 0 : m->vw->v[i].info.inc;
 }
@@ -249,7 +151,7 @@ int lc_view_members(loco_manager_t *m, struct lc_member_info *out, uint32_t max)
 void lc_view_heard(loco_manager_t *m, uint32_t node, uint64_t inc)
 {
 	struct lc_view *vw = m->vw;
-	int i = vidx(vw, node);
+	int i = vw_idx(vw, node);
 	uint64_t now;
 
 	if (i == NO_INDEX || vw->v[i].info.inc != inc)
@@ -265,7 +167,7 @@ void lc_view_heard(loco_manager_t *m, uint32_t node, uint64_t inc)
 void lc_view_suspect(loco_manager_t *m, uint32_t node)
 {
 	struct lc_view *vw = m->vw;
-	int i = vidx(vw, node);
+	int i = vw_idx(vw, node);
 
 	if (i == NO_INDEX || node == m->node_id || vw->v[i].susp_ns != 0 || m->leaving)
 		return;
@@ -274,7 +176,7 @@ void lc_view_suspect(loco_manager_t *m, uint32_t node)
 }
 
 /* send_to -- @msg to @node over its control connection, if it has one up. */
-static void send_to(loco_manager_t *m, uint32_t node, struct lc_msg *msg)
+void lc_vw_send_to(loco_manager_t *m, uint32_t node, struct lc_msg *msg)
 {
 	struct lc_member *mb = lc_member_find(m, node);
 
@@ -283,7 +185,7 @@ static void send_to(loco_manager_t *m, uint32_t node, struct lc_msg *msg)
 		lc_conn_send(mb->conn, msg);
 }
 
-static struct lc_msg *vc_msg(loco_manager_t *m, uint32_t kind, uint64_t view)
+struct lc_msg *lc_vw_msg(loco_manager_t *m, uint32_t kind, uint64_t view)
 {
 	struct lc_msg *msg = m->tx_msg;
 
@@ -302,7 +204,7 @@ static void send_view(loco_manager_t *m, struct lc_conn *c)
 
 	if (vw->state != LC_VS_NORMAL || c == NULL || c->state != LC_CONN_UP)
 		return;
-	msg = vc_msg(m, LC_VC_VIEW, vw->id);
+	msg = lc_vw_msg(m, LC_VC_VIEW, vw->id);
 	for (uint32_t i = 0; i < vw->n; i++)
 		msg->u.vc.m[i] = vw->v[i].info;
 	msg->u.vc.n = vw->n;
@@ -311,7 +213,7 @@ static void send_view(loco_manager_t *m, struct lc_conn *c)
 
 void lc_view_send_hb(loco_manager_t *m, struct lc_conn *c)
 {
-	lc_conn_send(c, vc_msg(m, LC_VC_HB, m->vw->state == LC_VS_NORMAL ? m->vw->id : 0));
+	lc_conn_send(c, lc_vw_msg(m, LC_VC_HB, m->vw->state == LC_VS_NORMAL ? m->vw->id : 0));
 }
 
 /* coordinator -- the lowest-id member of the view that we do not suspect. */
@@ -384,7 +286,7 @@ static void pending_prune(struct lc_view *vw, uint64_t now, uint64_t join_limit)
 	uint32_t k = 0;
 
 	for (uint32_t i = 0; i < vw->nj; i++) {
-		int x = vidx(vw, vw->joins[i].info.node);
+		int x = vw_idx(vw, vw->joins[i].info.node);
 
 		if ((x != NO_INDEX && vw->v[x].info.inc >= vw->joins[i].info.inc) ||
 		    now - vw->joins[i].since > join_limit)
@@ -394,7 +296,7 @@ static void pending_prune(struct lc_view *vw, uint64_t now, uint64_t join_limit)
 	vw->nj = k;
 	k = 0;
 	for (uint32_t i = 0; i < vw->nr; i++) {
-		int x = vidx(vw, vw->rems[i].info.node);
+		int x = vw_idx(vw, vw->rems[i].info.node);
 
 		if (x == NO_INDEX || vw->v[x].info.inc != vw->rems[i].info.inc)
 			continue;
@@ -404,16 +306,15 @@ static void pending_prune(struct lc_view *vw, uint64_t now, uint64_t join_limit)
 	}
 	vw->nr = k;
 	for (unsigned i = 0; i < PROBES; i++) {
-		if (vw->probe[i].node != 0 &&
-		    !lc_view_in_vw(vw, vw->probe[i].node, vw->probe[i].inc))
+		if (vw->probe[i].node != 0 && !vw_in(vw, vw->probe[i].node, vw->probe[i].inc))
 			vw->probe[i].node = 0;
-		if (vw->preq[i].node != 0 && !lc_view_in_vw(vw, vw->preq[i].node, vw->preq[i].inc))
+		if (vw->preq[i].node != 0 && !vw_in(vw, vw->preq[i].node, vw->preq[i].inc))
 			vw->preq[i].node = 0;
 	}
 }
 
 /* install -- view @id = @list (committed): take it, or learn that we were left out. */
-static void install(loco_manager_t *m, uint64_t id, const struct lc_member_info *list, uint32_t n)
+void lc_vw_install(loco_manager_t *m, uint64_t id, const struct lc_member_info *list, uint32_t n)
 {
 	struct lc_view *vw = m->vw;
 	struct vmember *old = NULL;
@@ -527,341 +428,7 @@ void lc_view_start_alone(loco_manager_t *m)
 	struct lc_member_info self;
 
 	lc_self_info(m, &self);
-	install(m, 1, &self, 1);
-}
-
-/* ------------------------------------------------------------------ */
-/* the proposer (coordinator)                                         */
-
-static int rem_has(struct lc_view *vw, uint32_t node, uint64_t inc)
-{
-	for (uint32_t i = 0; i < vw->nr; i++)
-		if (vw->rems[i].info.node == node && vw->rems[i].info.inc == inc)
-			return 1;
-	return 0;
-}
-
-/* proposal -- the next view we want: ours minus removals, plus joins. Its length. */
-static uint32_t proposal(struct lc_view *vw, struct lc_member_info *out)
-{
-	uint32_t n = 0;
-
-	for (uint32_t i = 0; i < vw->n; i++)
-		if (!rem_has(vw, vw->v[i].info.node, vw->v[i].info.inc))
-			out[n++] = vw->v[i].info;
-	for (uint32_t j = 0; j < vw->nj && n < LC_MAX_MEMBERS; j++) {
-		int dup = 0;
-
-		for (uint32_t i = 0; i < n; i++)
-			if (out[i].node == vw->joins[j].info.node)
-				dup = 1;
-		if (!dup)
-			out[n++] = vw->joins[j].info;
-	}
-	return n;
-}
-
-static int same_members(struct lc_view *vw, const struct lc_member_info *l, uint32_t n)
-{
-	if (n != vw->n)
-		return 0;
-	for (uint32_t i = 0; i < n; i++)
-		if (!lc_view_in_vw(vw, l[i].node, l[i].inc))
-			return 0;
-	return 1;
-}
-
-static void backoff(loco_manager_t *m, uint64_t now)
-{
-	uint64_t f = fail_ns(m);
-
-	m->vw->phase = 0;
-	m->vw->backoff = now + f / 8 + randombytes_uniform((uint32_t)(f / 4 / 1000)) * 1000ull;
-}
-
-static void broadcast_view_members(loco_manager_t *m, struct lc_msg *msg)
-{
-	for (uint32_t i = 0; i < m->vw->n; i++)
-		if (m->vw->v[i].info.node != m->node_id)
-			send_to(m, m->vw->v[i].info.node, msg);
-}
-
-static void on_promise(loco_manager_t *m, uint32_t from, uint64_t t, uint64_t b, uint64_t abal,
-                       const struct lc_member_info *val, uint32_t n);
-static void on_accepted(loco_manager_t *m, uint32_t from, uint64_t t, uint64_t b);
-
-/* acc_prepare -- the acceptor's answer to PREPARE(@t, @b), in m->tx_msg; 0: no answer. */
-static int acc_prepare(loco_manager_t *m, uint64_t t, uint64_t b)
-{
-	struct lc_view *vw = m->vw;
-	struct lc_msg *msg;
-
-	if (vw->state != LC_VS_NORMAL || t != vw->id + 1)
-		return 0;
-	if (b <= vw->pb) {
-		msg = vc_msg(m, LC_VC_NACK, t);
-		msg->u.vc.ballot = vw->pb;
-		return 1;
-	}
-	vw->pb = b;
-	msg = vc_msg(m, LC_VC_PROMISE, t);
-	msg->u.vc.ballot = b;
-	msg->u.vc.abal = vw->ab;
-	if (vw->ab != 0) {
-		memcpy(msg->u.vc.m, vw->av, vw->an * sizeof(vw->av[0]));
-		msg->u.vc.n = vw->an;
-	}
-	return 1;
-}
-
-/* acc_accept -- the acceptor's answer to ACCEPT(@t, @b, @val), in m->tx_msg. */
-static int acc_accept(loco_manager_t *m, uint64_t t, uint64_t b, const struct lc_member_info *val,
-                      uint32_t n)
-{
-	struct lc_view *vw = m->vw;
-	struct lc_msg *msg;
-
-	if (vw->state != LC_VS_NORMAL || t != vw->id + 1)
-		return 0;
-	if (b < vw->pb) {
-		msg = vc_msg(m, LC_VC_NACK, t);
-		msg->u.vc.ballot = vw->pb;
-		return 1;
-	}
-	vw->pb = vw->ab = b;
-	if (val != vw->av)
-		memmove(vw->av, val, n * sizeof(*val));
-	vw->an = n;
-	msg = vc_msg(m, LC_VC_ACCEPTED, t);
-	msg->u.vc.ballot = b;
-	return 1;
-}
-
-static void start_round(loco_manager_t *m, uint64_t now)
-{
-	struct lc_view *vw = m->vw;
-	struct lc_msg *msg;
-
-	vw->pn = proposal(vw, vw->prop);
-	if (same_members(vw, vw->prop, vw->pn))
-		return;
-	vw->round = (vw->round > vw->seen_round ? vw->round : vw->seen_round) + 1;
-	vw->ballot = vw->round << 32 | m->node_id;
-	vw->target = vw->id + 1;
-	vw->phase = 1;
-	vw->ngot = 0;
-	vw->best_ab = 0;
-	memset(vw->got, 0, sizeof(vw->got));
-	vw->deadline = now + fail_ns(m);
-	lc_log_info("manager: proposing view %llu (%u member(s), ballot %llx)",
-	            (unsigned long long)vw->target, vw->pn, (unsigned long long)vw->ballot);
-	msg = vc_msg(m, LC_VC_PREPARE, vw->target);
-	msg->u.vc.ballot = vw->ballot;
-	broadcast_view_members(m, msg);
-	if (acc_prepare(m, vw->target, vw->ballot) && m->tx_msg->u.vc.kind == LC_VC_PROMISE) {
-		msg = m->tx_msg;
-		on_promise(m, m->node_id, msg->u.vc.view, msg->u.vc.ballot, msg->u.vc.abal,
-		           msg->u.vc.m, msg->u.vc.n);
-	}
-}
-
-static int count_vote(struct lc_view *vw, uint32_t from)
-{
-	int i = vidx(vw, from);
-
-	if (i == NO_INDEX || vw->got[i])
-		return 0;
-	vw->got[i] = 1;
-	vw->ngot++;
-	return 1;
-}
-
-static void on_promise(loco_manager_t *m, uint32_t from, uint64_t t, uint64_t b, uint64_t abal,
-                       const struct lc_member_info *val, uint32_t n)
-{
-	struct lc_view *vw = m->vw;
-	struct lc_msg *msg;
-
-	if (vw->phase != 1 || t != vw->target || b != vw->ballot || !count_vote(vw, from))
-		return;
-	if (abal > vw->best_ab && n <= LC_MAX_MEMBERS) {
-		/* a value may have been chosen at abal: it is the only one we may propose */
-		vw->best_ab = abal;
-		memmove(vw->prop, val, n * sizeof(*val));
-		vw->pn = n;
-	}
-	if (vw->ngot < majority(vw->n))
-		return;
-	vw->phase = 2;
-	vw->ngot = 0;
-	memset(vw->got, 0, sizeof(vw->got));
-	msg = vc_msg(m, LC_VC_ACCEPT, vw->target);
-	msg->u.vc.ballot = vw->ballot;
-	memcpy(msg->u.vc.m, vw->prop, vw->pn * sizeof(vw->prop[0]));
-	msg->u.vc.n = vw->pn;
-	broadcast_view_members(m, msg);
-	if (acc_accept(m, vw->target, vw->ballot, vw->prop, vw->pn) &&
-	    m->tx_msg->u.vc.kind == LC_VC_ACCEPTED)
-		on_accepted(m, m->node_id, vw->target, vw->ballot);
-}
-
-/* commit -- a majority accepted: send VIEW to the members of both views, install it. */
-static void commit(loco_manager_t *m)
-{
-	struct lc_view *vw = m->vw;
-	struct lc_msg *msg = vc_msg(m, LC_VC_VIEW, vw->target);
-	uint32_t n = vw->pn;
-
-	memcpy(msg->u.vc.m, vw->prop, n * sizeof(vw->prop[0]));
-	msg->u.vc.n = n;
-	memcpy(vw->scratch, vw->prop, n * sizeof(vw->prop[0]));
-	broadcast_view_members(m, msg);
-	for (uint32_t i = 0; i < n; i++)
-		if (vidx(vw, vw->scratch[i].node) == NO_INDEX)
-			send_to(m, vw->scratch[i].node, msg);
-	vw->phase = 0;
-	vw->backoff = 0;
-	install(m, vw->target, vw->scratch, n);
-}
-
-static void on_accepted(loco_manager_t *m, uint32_t from, uint64_t t, uint64_t b)
-{
-	struct lc_view *vw = m->vw;
-
-	if (vw->phase != 2 || t != vw->target || b != vw->ballot || !count_vote(vw, from))
-		return;
-	if (vw->ngot >= majority(vw->n))
-		commit(m);
-}
-
-/* ------------------------------------------------------------------ */
-/* suspicion and probes                                               */
-
-/* coord_suspect -- as coordinator: have @i probed (or decided: it left). */
-static void coord_suspect(loco_manager_t *m, int i, uint64_t now)
-{
-	struct lc_view *vw = m->vw;
-	struct vmember *x = &vw->v[i];
-	struct probe *p = NULL;
-	struct lc_msg *msg;
-	int asked = 0;
-
-	if (rem_has(vw, x->info.node, x->info.inc))
-		return;
-	for (unsigned k = 0; k < PROBES; k++) {
-		if (vw->probe[k].node == x->info.node)
-			return; /* under way */
-		if (vw->probe[k].node == 0 && p == NULL)
-			p = &vw->probe[k];
-	}
-	if (p == NULL)
-		return;
-	msg = vc_msg(m, LC_VC_PROBE_REQ, vw->id);
-	msg->u.vc.node = x->info.node;
-	msg->u.vc.inc = x->info.inc;
-	for (uint32_t j = 0; j < vw->n && asked < PROBERS; j++) {
-		struct lc_member *mb;
-
-		if ((int)j == i || vw->v[j].info.node == m->node_id || vw->v[j].susp_ns != 0)
-			continue;
-		mb = lc_member_find(m, vw->v[j].info.node);
-		if (mb == NULL || mb->conn == NULL || mb->conn->state != LC_CONN_UP)
-			continue;
-		lc_conn_send(mb->conn, msg);
-		asked++;
-	}
-	*p = (struct probe){.node = x->info.node,
-	                    .inc = x->info.inc,
-	                    .start = now,
-	                    .deadline = now + fail_ns(m) + fail_ns(m) / 2,
-	                    .asked = asked};
-	lc_log_info("manager: node %u suspected: %d member(s) asked to probe it", x->info.node,
-	            asked);
-}
-
-static void rem_add(struct lc_view *vw, const struct lc_member_info *mi, int left)
-{
-	if (rem_has(vw, mi->node, mi->inc) || vw->nr >= LC_MAX_MEMBERS)
-		return;
-	vw->rems[vw->nr++] = (struct change){.info = *mi, .since = lc_now_ns(), .left = left};
-}
-
-/* probes_decide -- the coordinator's probes that are done: confirmed, or cleared. */
-static void probes_decide(loco_manager_t *m, uint64_t now)
-{
-	struct lc_view *vw = m->vw;
-	uint64_t pbound = fail_ns(m);
-
-	for (unsigned k = 0; k < PROBES; k++) {
-		struct probe *p = &vw->probe[k];
-		int i = p->node ? vidx(vw, p->node) : NO_INDEX;
-
-		if (p->node == 0)
-			continue;
-		if (i == NO_INDEX || vw->v[i].info.inc != p->inc) {
-			p->node = 0;
-			continue;
-		}
-		if (p->alive || vw->v[i].heard_ns > p->start) {
-			lc_log_info("manager: node %u answered a probe: kept", p->node);
-			vw->v[i].susp_ns = 0;
-			vw->v[i].quiet_ns = now + fail_ns(m); /* others hear it: no new probe yet */
-			p->node = 0;
-			continue;
-		}
-		if (p->answers < p->asked && now < p->deadline)
-			continue;
-		if (now - vw->v[i].heard_ns < pbound)
-			continue; /* we heard it within the probe bound: not yet */
-		if (p->answers == 0) {
-			/*
-			 * Nobody else answered (or nobody we do not suspect was
-			 * there to ask: then we are cut off ourselves, and no
-			 * majority would follow anyway): never on our word alone.
-			 */
-			p->node = 0;
-			continue;
-		}
-		lc_log_warn("manager: node %u confirmed failed: nothing heard from it for %llu "
-		            "ms by us or %d prober(s)",
-		            p->node, (unsigned long long)((now - vw->v[i].heard_ns) / 1000000),
-		            p->answers);
-		rem_add(vw, &vw->v[i].info, 0);
-		p->node = 0;
-	}
-}
-
-/* probes_answer -- as prober: answer the probes whose outcome is known. */
-static void probes_answer(loco_manager_t *m, uint64_t now)
-{
-	struct lc_view *vw = m->vw;
-	uint64_t pbound = fail_ns(m);
-
-	for (unsigned k = 0; k < PROBES; k++) {
-		struct preq *q = &vw->preq[k];
-		int i = q->node ? vidx(vw, q->node) : NO_INDEX;
-		struct lc_msg *msg;
-		int alive;
-
-		if (q->node == 0)
-			continue;
-		if (i == NO_INDEX || vw->v[i].info.inc != q->inc) {
-			q->node = 0;
-			continue;
-		}
-		if (vw->v[i].heard_ns > q->start)
-			alive = 1;
-		else if (now - vw->v[i].heard_ns >= pbound)
-			alive = 0;
-		else
-			continue;
-		msg = vc_msg(m, LC_VC_PROBE_ACK, vw->id);
-		msg->u.vc.node = q->node;
-		msg->u.vc.inc = q->inc;
-		msg->u.vc.flag = (uint32_t)alive;
-		send_to(m, q->coord, msg);
-		q->node = 0;
-	}
+	lc_vw_install(m, 1, &self, 1);
 }
 
 /* forward_join -- a join for the coordinator: ours to propose, or sent on. */
@@ -885,10 +452,10 @@ static void forward_join(loco_manager_t *m, const struct lc_member_info *mi)
 	vw->joins[j].fwd = lc_now_ns();
 	if (coord == m->node_id)
 		return;
-	msg = vc_msg(m, LC_VC_JOIN, vw->id);
+	msg = lc_vw_msg(m, LC_VC_JOIN, vw->id);
 	msg->u.vc.m[0] = *mi;
 	msg->u.vc.n = 1;
-	send_to(m, coord, msg);
+	lc_vw_send_to(m, coord, msg);
 }
 
 /* ------------------------------------------------------------------ */
@@ -921,7 +488,7 @@ void lc_view_msg(loco_manager_t *m, struct lc_conn *c, const struct lc_msg *in)
 			break;
 		if (vw->state == LC_VS_NORMAL && t <= vw->id)
 			send_view(m, c);
-		else if (acc_prepare(m, t, in->u.vc.ballot))
+		else if (lc_vw_acc_prepare(m, t, in->u.vc.ballot))
 			lc_conn_send(c, m->tx_msg);
 		break;
 	case LC_VC_ACCEPT:
@@ -929,26 +496,27 @@ void lc_view_msg(loco_manager_t *m, struct lc_conn *c, const struct lc_msg *in)
 			break;
 		if (vw->state == LC_VS_NORMAL && t <= vw->id)
 			send_view(m, c);
-		else if (acc_accept(m, t, in->u.vc.ballot, in->u.vc.m, in->u.vc.n))
+		else if (lc_vw_acc_accept(m, t, in->u.vc.ballot, in->u.vc.m, in->u.vc.n))
 			lc_conn_send(c, m->tx_msg);
 		break;
 	case LC_VC_PROMISE:
-		on_promise(m, from, t, in->u.vc.ballot, in->u.vc.abal, in->u.vc.m, in->u.vc.n);
+		lc_vw_on_promise(m, from, t, in->u.vc.ballot, in->u.vc.abal, in->u.vc.m,
+		                 in->u.vc.n);
 		break;
 	case LC_VC_ACCEPTED:
-		on_accepted(m, from, t, in->u.vc.ballot);
+		lc_vw_on_accepted(m, from, t, in->u.vc.ballot);
 		break;
 	case LC_VC_NACK:
 		if (vw->phase != 0 && t == vw->target && in->u.vc.ballot > vw->ballot) {
 			if ((in->u.vc.ballot >> 32) > vw->seen_round)
 				vw->seen_round = in->u.vc.ballot >> 32;
-			backoff(m, lc_now_ns());
+			lc_vw_backoff(m, lc_now_ns());
 		}
 		break;
 	case LC_VC_VIEW:
 		if (t > vw->id || vw->state != LC_VS_NORMAL) {
 			memcpy(vw->scratch, in->u.vc.m, in->u.vc.n * sizeof(in->u.vc.m[0]));
-			install(m, t, vw->scratch, in->u.vc.n);
+			lc_vw_install(m, t, vw->scratch, in->u.vc.n);
 		}
 		break;
 	case LC_VC_JOIN:
@@ -965,14 +533,14 @@ void lc_view_msg(loco_manager_t *m, struct lc_conn *c, const struct lc_msg *in)
 		}
 		break;
 	case LC_VC_SUSPECT:
-		i = vidx(vw, in->u.vc.node);
+		i = vw_idx(vw, in->u.vc.node);
 		if (i == NO_INDEX || vw->v[i].info.inc != in->u.vc.inc ||
 		    in->u.vc.node == m->node_id || !lc_view_in(m, from, c->peer.inc))
 			break;
 		if (coordinator(vw, m->node_id) == m->node_id)
-			coord_suspect(m, i, lc_now_ns());
+			lc_vw_coord_suspect(m, i, lc_now_ns());
 		else if (coordinator(vw, m->node_id) != from)
-			send_to(m, coordinator(vw, m->node_id), (struct lc_msg *)in);
+			lc_vw_send_to(m, coordinator(vw, m->node_id), (struct lc_msg *)in);
 		break;
 	case LC_VC_PROBE_REQ:
 		if (!lc_view_in(m, from, c->peer.inc) ||
@@ -1006,12 +574,12 @@ void lc_view_msg(loco_manager_t *m, struct lc_conn *c, const struct lc_msg *in)
 void lc_view_leave_rx(loco_manager_t *m, uint32_t node, uint64_t inc)
 {
 	struct lc_view *vw = m->vw;
-	int i = vidx(vw, node);
+	int i = vw_idx(vw, node);
 
 	if (i == NO_INDEX || vw->v[i].info.inc != inc)
 		return;
 	vw->v[i].left = 1;
-	rem_add(vw, &vw->v[i].info, 1);
+	lc_vw_rem_add(vw, &vw->v[i].info, 1);
 	vw->backoff = 0;
 }
 
@@ -1026,7 +594,7 @@ int lc_view_left(loco_manager_t *m)
 int lc_view_admit_check(loco_manager_t *m, uint32_t node, uint64_t inc, const char **why)
 {
 	struct lc_view *vw = m->vw;
-	int i = vidx(vw, node);
+	int i = vw_idx(vw, node);
 	struct lc_member *mb;
 
 	if (vw->state != LC_VS_NORMAL || i == NO_INDEX || vw->v[i].info.inc == inc)
@@ -1036,8 +604,8 @@ int lc_view_admit_check(loco_manager_t *m, uint32_t node, uint64_t inc, const ch
 		return -ESTALE;
 	}
 	mb = lc_member_find(m, node);
-	if (!rem_has(vw, node, vw->v[i].info.inc) && mb != NULL && mb->conn != NULL &&
-	    lc_now_ns() - vw->v[i].heard_ns < fail_ns(m)) {
+	if (!lc_vw_rem_has(vw, node, vw->v[i].info.inc) && mb != NULL && mb->conn != NULL &&
+	    lc_now_ns() - vw->v[i].heard_ns < vw_fail_ns(m)) {
 		lc_log_warn("manager: refused a second node with id %u (incarnation %llx): "
 		            "node %u (incarnation %llx) is a live member",
 		            node, (unsigned long long)inc, node,
@@ -1075,7 +643,7 @@ void lc_view_join_lost(loco_manager_t *m, uint32_t node)
 
 void lc_view_joining(loco_manager_t *m, struct lc_conn *c)
 {
-	struct lc_msg *msg = vc_msg(m, LC_VC_JOIN, 0);
+	struct lc_msg *msg = lc_vw_msg(m, LC_VC_JOIN, 0);
 
 	m->vw->join_node = c->peer.node;
 	lc_self_info(m, &msg->u.vc.m[0]);
@@ -1107,21 +675,21 @@ static void rejoin(loco_manager_t *m, uint64_t now)
 	contact.inc = 0;
 	lc_log_info("manager: rejoining through %s", contact.ctrl_addr);
 	lc_dial_ctrl(m, &contact, 1);
-	vw->next_rejoin = now + fail_ns(m) / 2;
+	vw->next_rejoin = now + vw_fail_ns(m) / 2;
 }
 
 /* partition_check -- whether a majority of the view was heard within the failure bound. */
 static int partition_check(loco_manager_t *m, uint64_t now)
 {
 	struct lc_view *vw = m->vw;
-	uint64_t f = fail_ns(m);
+	uint64_t f = vw_fail_ns(m);
 	uint32_t heard = 1;
 	int part, was;
 
 	for (uint32_t i = 0; i < vw->n; i++)
 		if (vw->v[i].info.node != m->node_id && now - vw->v[i].heard_ns <= f)
 			heard++;
-	part = heard < majority(vw->n);
+	part = heard < vw_majority(vw->n);
 	if (vw->settle_start != 0) {
 		/*
 		 * Rejoined: we stop acting until every member of the view is up
@@ -1164,7 +732,7 @@ static int partition_check(loco_manager_t *m, uint64_t now)
 void lc_view_timers(loco_manager_t *m, uint64_t now, uint64_t *wake)
 {
 	struct lc_view *vw = m->vw;
-	uint64_t f = fail_ns(m);
+	uint64_t f = vw_fail_ns(m);
 	uint32_t coord;
 	int part;
 
@@ -1196,13 +764,13 @@ void lc_view_timers(loco_manager_t *m, uint64_t now, uint64_t *wake)
 		if (x->info.node == m->node_id)
 			continue;
 		if (x->susp_ns != 0 && coord == m->node_id) {
-			coord_suspect(m, (int)i, now);
+			lc_vw_coord_suspect(m, (int)i, now);
 		} else if (x->susp_ns != 0 && now - x->report_ns >= f / 2) {
-			struct lc_msg *msg = vc_msg(m, LC_VC_SUSPECT, vw->id);
+			struct lc_msg *msg = lc_vw_msg(m, LC_VC_SUSPECT, vw->id);
 
 			msg->u.vc.node = x->info.node;
 			msg->u.vc.inc = x->info.inc;
-			send_to(m, coord, msg);
+			lc_vw_send_to(m, coord, msg);
 			x->report_ns = now;
 		}
 		/* a member without a control connection: the lower id redials (both, when cut off) */
@@ -1214,7 +782,7 @@ void lc_view_timers(loco_manager_t *m, uint64_t now, uint64_t *wake)
 			x->redial_ns = now + f / 4;
 		}
 	}
-	probes_answer(m, now);
+	lc_vw_probes_answer(m, now);
 	/* a contact re-forwards the joins it took while they wait */
 	if (coord != m->node_id)
 		for (uint32_t j = 0; j < vw->nj; j++)
@@ -1225,12 +793,12 @@ void lc_view_timers(loco_manager_t *m, uint64_t now, uint64_t *wake)
 		vw->phase = 0;
 		return;
 	}
-	probes_decide(m, now);
+	lc_vw_probes_decide(m, now);
 	if (vw->phase != 0 && now > vw->deadline) {
 		lc_log_info("manager: view %llu: no majority answered ballot %llx in time",
 		            (unsigned long long)vw->target, (unsigned long long)vw->ballot);
-		backoff(m, now);
+		lc_vw_backoff(m, now);
 	}
 	if (vw->phase == 0 && now >= vw->backoff && (vw->nj > 0 || vw->nr > 0) && !part)
-		start_round(m, now);
+		lc_vw_start_round(m, now);
 }
