@@ -150,11 +150,11 @@ struct loco_lock {
 	int held;                  /* this node holds the lock (it has the claim too) */
 	int recovered;             /* ... taken over from an expired lease */
 	uint64_t cur;              /* the word as this node's grant or last renewal set it */
-	uint64_t token;    /* atomic: the user token (epoch << 44 | cur's), for loco_lock_token() */
-	int64_t lease_end; /* atomic: obj_now_ns() time the lease ends */
-	int64_t renew_post; /* post time of the last grant or renewal */
-	uint64_t seen;      /* the last word seen: the next acquire's first guess */
-	uint64_t rng;       /* back-off jitter (under the claim) */
+	uint64_t token;            /* atomic: epoch << 44 | cur's token, for loco_lock_token() */
+	int64_t lease_end;         /* atomic: obj_now_ns() time the lease ends */
+	int64_t renew_post;        /* post time of the last grant or renewal */
+	uint64_t seen;             /* the last word seen: the next acquire's first guess */
+	uint64_t rng;              /* back-off jitter (under the claim) */
 };
 
 static uint64_t *res_ptr(const loco_lock_t *lk, unsigned slot)
