@@ -5,7 +5,7 @@
  * strictly increasing across the move, no two holds overlapping, and
  * loco_lock_recovered() seen exactly once.
  *
- * loco-run -n 3. Two phases, each with a 4th node spawned by node 1 as the
+ * loco-run -n 3. Three phases, each with a 4th node spawned by node 1 as the
  * lock's host (a 1 s lease, 1.5 s takeover time):
  *
  * 1. Kill. Channel "lhf-k", lock "L" hosted on node 10, atomic_var "C"
@@ -18,6 +18,12 @@
  *    the view without node 10 is installed and one takeover time passed).
  * 2. Leave. The same with channel "lhf-g", lock "G" hosted on node 11,
  *    which stops after 100 grants of its own and calls loco_fini().
+ * 3. Stop. The same with channel "lhf-s", lock "S" hosted on node 12,
+ *    which node 1 SIGSTOPs (the others remove it and move the lock) and
+ *    SIGCONTs once it is out of the view: node 12 wakes up partitioned,
+ *    must not move the lock to itself, rejoins, and its acquires follow
+ *    the lock to its new host (REJOINED grants with the new epoch's
+ *    tokens) among the others' holds, then it leaves.
  *
  * Every grant is appended to a file per node (the begin record at the
  * grant, the end record at the release: a killed node leaves begins only,
@@ -30,6 +36,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdnoreturn.h>
@@ -52,6 +60,24 @@
 #define BOX_GONE   2 /* the time the host was killed, or finished leaving */
 #define HOST_KILL  10
 #define HOST_LEAVE 11
+#define HOST_STOP  12
+#define BOX_DONE   3  /* phase 3: the stopped host rejoined, took the moved lock and left */
+#define REJOINED   10 /* phase 3: the stopped host's grants of the moved lock */
+
+static const char *phase_name(uint32_t host)
+{
+	return host == HOST_KILL ? "kill" : host == HOST_LEAVE ? "leave" : "stop";
+}
+
+static const char *chan_name(uint32_t host)
+{
+	return host == HOST_KILL ? "lhf-k" : host == HOST_LEAVE ? "lhf-g" : "lhf-s";
+}
+
+static const char *lock_name(uint32_t host)
+{
+	return host == HOST_KILL ? "L" : host == HOST_LEAVE ? "G" : "S";
+}
 
 static const loco_lock_config_t lcfg = {LEASE_MS * MS, TAKE_MS *MS};
 
@@ -137,7 +163,7 @@ static void check(uint64_t pid, const char *phase, uint32_t host, int64_t t_gone
 	char path[256];
 	int recovered = 0, after = 0;
 	uint64_t max_before = 0, min_after = UINT64_MAX;
-	int64_t gap_min = INT64_MAX, t_split = host == HOST_KILL ? t_gone : 0;
+	int64_t gap_min = INT64_MAX, t_split = host == HOST_LEAVE ? 0 : t_gone;
 
 	for (int i = 0; i < 4; i++) {
 		uint32_t node = nodes[i] != 0 ? nodes[i] : host;
@@ -193,7 +219,7 @@ static void check(uint64_t pid, const char *phase, uint32_t host, int64_t t_gone
 			       phase, (unsigned long long)g[k].token, g[k].node,
 			       (double)(g[k].t - t_split) / 1e6);
 		}
-		if (g[k].node == host || g[k].t < t_split) {
+		if (g[k].t < t_split) {
 			if (g[k].token > max_before)
 				max_before = g[k].token;
 		} else {
@@ -229,32 +255,48 @@ static void check(uint64_t pid, const char *phase, uint32_t host, int64_t t_gone
 	free(all);
 }
 
-/* host_main -- node 10 or 11: host the lock, take it in turn, then die or leave. */
+/*
+ * host_main -- node 10, 11 or 12: host the lock, take it in turn, then die
+ * (10), leave (11), or be stopped, excluded, rejoin, follow the moved lock
+ * (its tokens: the new epoch) for REJOINED grants, and leave (12).
+ */
 static noreturn void host_main(uint32_t id)
 {
 	loco_manager_t *m = sc_start();
-	const char *phase = id == HOST_KILL ? "kill" : "leave";
+	const char *phase = phase_name(id);
 	loco_channel_t *ch;
 	loco_lock_t *lk;
 	uint64_t pid = strtoull(getenv("LHF_PID"), NULL, 10), token, last = 0;
 	unsigned seed = id;
 	char path[256];
-	int fd, rec, grants = 0;
+	int fd, rec, grants = 0, moved = 0, errs = 0, ret;
 
-	SC_ASSERT_OK(loco_channel_create(m, NULL, id == HOST_KILL ? "lhf-k" : "lhf-g", 4, &ch));
-	SC_ASSERT_OK(loco_lock_create_config(ch, id == HOST_KILL ? "L" : "G", id, &lcfg, &lk));
+	SC_ASSERT_OK(loco_channel_create(m, NULL, chan_name(id), 4, &ch));
+	SC_ASSERT_OK(loco_lock_create_config(ch, lock_name(id), id, &lcfg, &lk));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	path_of(path, sizeof(path), pid, phase, id);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
 	SC_ASSERT(fd >= 0);
 	sc_report("ready");
 	/* the killed one loops until its SIGKILL; the leaver stops after PRE_GRANTS */
-	while (id == HOST_KILL || grants < PRE_GRANTS) {
-		SC_ASSERT_OK(one_hold(lk, NULL, fd, id, &seed, &token, &rec));
+	while (id == HOST_KILL || (id == HOST_LEAVE && grants < PRE_GRANTS) ||
+	       (id == HOST_STOP && moved < REJOINED)) {
+		ret = one_hold(lk, NULL, fd, id, &seed, &token, &rec);
+		if (ret != 0) { /* only the stopped one: while it is excluded and rejoins */
+			if (id != HOST_STOP || ++errs > 100000)
+				SC_FAIL("acquire: %s (%d errors)", loco_strerror(ret), errs);
+			sc_sleep_ms(1);
+			continue;
+		}
 		SC_ASSERT(token > last);
 		last = token;
 		grants++;
+		moved += token >> 44 != 0;
 	}
+	if (id == HOST_STOP)
+		sc_log("node %u: rejoined and took the moved lock %d times (last token %#llx), "
+		       "%d failed acquires meanwhile",
+		       id, moved, (unsigned long long)last, errs);
 	close(fd);
 	loco_lock_destroy(lk);
 	SC_ASSERT_OK(loco_channel_destroy(ch));
@@ -266,7 +308,7 @@ static noreturn void host_main(uint32_t id)
 /* phase -- the base nodes' side of one phase. */
 static void phase(loco_manager_t *m, struct sc_sync *sync, uint64_t pid, uint32_t host)
 {
-	const char *name = host == HOST_KILL ? "kill" : "leave";
+	const char *name = phase_name(host);
 	uint32_t me = loco_node_id(m), ft = sc_fail_timeout();
 	loco_channel_t *ch;
 	loco_lock_t *lk;
@@ -277,9 +319,10 @@ static void phase(loco_manager_t *m, struct sc_sync *sync, uint64_t pid, uint32_
 	int fd, report = -1, rec, ret, pre = 0, post = 0, errs = 0;
 	int64_t t_gone = 0, bound, t_first = 0;
 	pid_t child = 0;
+	bool cont = false;
 
-	SC_ASSERT_OK(loco_channel_create(m, NULL, host == HOST_KILL ? "lhf-k" : "lhf-g", 4, &ch));
-	SC_ASSERT_OK(loco_lock_create_config(ch, host == HOST_KILL ? "L" : "G", host, &lcfg, &lk));
+	SC_ASSERT_OK(loco_channel_create(m, NULL, chan_name(host), 4, &ch));
+	SC_ASSERT_OK(loco_lock_create_config(ch, lock_name(host), host, &lcfg, &lk));
 	SC_ASSERT_OK(loco_atomic_var_create(ch, "C", 1, &av));
 	if (me == 1)
 		child = sc_spawn_node(m, name, host, &report);
@@ -294,8 +337,32 @@ static void phase(loco_manager_t *m, struct sc_sync *sync, uint64_t pid, uint32_
 	sc_sync_wait(sync, name, SC_WAIT_MS);
 	for (;;) {
 		t_gone = (int64_t)sc_sync_get(sync, BOX_GONE);
-		if (t_gone != 0 && post >= POST)
+		if (t_gone != 0 && post >= POST &&
+		    (host != HOST_STOP || sc_sync_get(sync, BOX_DONE) != 0))
 			break;
+		if (me == 1 && t_gone == 0 && host == HOST_STOP && pre >= PRE_GRANTS) {
+			t_gone = sc_now_ns();
+			sc_stop(child);
+			sc_sync_put(sync, BOX_GONE, (uint64_t)t_gone);
+			sc_log("stopped the host, node %u, after %d grants here", host, pre);
+		}
+		if (me == 1 && host == HOST_STOP && t_gone != 0 && !cont &&
+		    sc_now_ns() - t_gone > (int64_t)(4 * ft + TAKE_MS) * MS) {
+			SC_ASSERT(!sc_is_member(m, HOST_STOP)); /* excluded by now */
+			SC_ASSERT_OK(kill(child, SIGCONT));
+			cont = true;
+			sc_log("continued node %u %.0f ms after its stop", host,
+			       (double)(sc_now_ns() - t_gone) / 1e6);
+		}
+		if (me == 1 && host == HOST_STOP && cont && sc_sync_get(sync, BOX_DONE) == 0) {
+			int st = 0;
+
+			if (waitpid(child, &st, WNOHANG) == child) {
+				if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+					SC_FAIL("the stopped host ended with status %#x", st);
+				sc_sync_put(sync, BOX_DONE, 1);
+			}
+		}
 		if (me == 1 && t_gone == 0 && host == HOST_KILL && pre >= PRE_GRANTS) {
 			t_gone = sc_now_ns();
 			SC_ASSERT_EQ(sc_kill(child), 128 + 9);
@@ -348,8 +415,10 @@ static void phase(loco_manager_t *m, struct sc_sync *sync, uint64_t pid, uint32_
 		check(pid, name, host, t_gone);
 	}
 	sc_sync_wait(sync, "checked", SC_WAIT_MS);
-	if (me == 1)
+	if (me == 1) {
 		sc_sync_put(sync, BOX_GONE, 0);
+		sc_sync_put(sync, BOX_DONE, 0);
+	}
 	sc_sync_wait(sync, "reset", SC_WAIT_MS);
 	loco_atomic_var_destroy(av);
 	loco_lock_destroy(lk);
@@ -369,6 +438,8 @@ int main(int argc, char **argv)
 		host_main(HOST_KILL);
 	if (argc > 1 && strcmp(argv[1], "leave") == 0)
 		host_main(HOST_LEAVE);
+	if (argc > 1 && strcmp(argv[1], "stop") == 0)
+		host_main(HOST_STOP);
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
@@ -385,6 +456,7 @@ int main(int argc, char **argv)
 
 	phase(m, &sync, pid, HOST_KILL);
 	phase(m, &sync, pid, HOST_LEAVE);
+	phase(m, &sync, pid, HOST_STOP);
 
 	sc_sync_close(&sync);
 	loco_fini(m);
