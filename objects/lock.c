@@ -144,6 +144,8 @@ struct loco_lock {
 	int64_t takeover_ns;
 	loco_ack_key_t *ack;  /* acquire/try/renew/release: under the claim (and hold_lock) */
 	loco_ack_key_t *qack; /* loco_lock_holder(): under query_lock */
+	loco_ack_key_t *sack; /* lk_sync()'s READs (under the claim), apart from ack: a
+	                         stalled peer never holds up the acquire's CASes */
 	pthread_mutex_t query_lock;
 	pthread_mutex_t hold_lock; /* renew vs release */
 	int claimed;               /* a thread of this node is acquiring or holds */
@@ -156,6 +158,21 @@ struct loco_lock {
 	uint64_t seen;             /* the last word seen: the next acquire's first guess */
 	uint64_t rng;              /* back-off jitter (under the claim) */
 };
+
+/*
+ * lk_wait_ns -- the one place where the lock waits: yield the CPU for
+ * @ns = 0, else sleep @ns. Back-off, claim and query waits all come here
+ * (so that a wait policy can be applied in one spot).
+ */
+static void lk_wait_ns(int64_t ns)
+{
+	struct timespec ts = {.tv_sec = ns / 1000000000ll, .tv_nsec = ns % 1000000000ll};
+
+	if (ns <= 0)
+		sched_yield();
+	else
+		nanosleep(&ts, NULL);
+}
 
 static uint64_t *res_ptr(const loco_lock_t *lk, unsigned slot)
 {
@@ -299,9 +316,12 @@ int loco_lock_create_config(loco_channel_t *ch, const char *name, uint32_t host,
 	ret = loco_ack_key_create(m, &lk->qack);
 	if (ret)
 		goto err_destroy_ack;
-	ret = loco_object_create(ch, name, &lk_ops, lk, &lk->obj);
+	ret = loco_ack_key_create(m, &lk->sack);
 	if (ret)
 		goto err_destroy_qack;
+	ret = loco_object_create(ch, name, &lk_ops, lk, &lk->obj);
+	if (ret)
+		goto err_destroy_sack;
 	/* every node's: any may become the host, and its M word is read by syncs */
 	ret = loco_region_create(lk->obj, "word", WORD_LEN,
 	                         LOCO_ACCESS_READ | LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC,
@@ -316,6 +336,8 @@ int loco_lock_create_config(loco_channel_t *ch, const char *name, uint32_t host,
 
 err_destroy_obj:
 	loco_object_destroy(lk->obj); /* and the region made so far */
+err_destroy_sack:
+	loco_ack_key_destroy(lk->sack);
 err_destroy_qack:
 	loco_ack_key_destroy(lk->qack);
 err_destroy_ack:
@@ -378,7 +400,7 @@ static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64
 			ret = loco_cas(lk->res, loff, &hs->hp.rref, W_OFF, a, b, ack);
 		if (ret != -EAGAIN)
 			break;
-		sched_yield();
+		lk_wait_ns(0); /* queue or ack key full: let the progress thread drain it */
 	}
 	if (ret)
 		return ret;
@@ -410,13 +432,7 @@ static int claim(loco_lock_t *lk, int64_t deadline)
 			return -EBUSY;
 		if (deadline > 0 && obj_now_ns() >= deadline)
 			return -ETIMEDOUT;
-		if (spins < 64) {
-			sched_yield();
-		} else {
-			struct timespec ts = {.tv_nsec = 50000};
-
-			nanosleep(&ts, NULL);
-		}
+		lk_wait_ns(spins < 64 ? 0 : 50000);
 	}
 }
 
@@ -429,7 +445,6 @@ static void unclaim(loco_lock_t *lk)
 static void backoff(loco_lock_t *lk, int64_t *delay, int64_t deadline)
 {
 	int64_t d, t;
-	struct timespec ts;
 
 	lk->rng ^= lk->rng << 13; /* xorshift64 */
 	lk->rng ^= lk->rng >> 7;
@@ -440,10 +455,8 @@ static void backoff(loco_lock_t *lk, int64_t *delay, int64_t deadline)
 		if (d > t)
 			d = t > 0 ? t : 0;
 	}
-	ts.tv_sec = d / 1000000000ll;
-	ts.tv_nsec = d % 1000000000ll;
 	if (d > 0)
-		nanosleep(&ts, NULL);
+		lk_wait_ns(d);
 	*delay = *delay * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : *delay * 2;
 }
 
@@ -483,16 +496,18 @@ static void lk_sync(loco_lock_t *lk)
 
 	bnode = cur->node;
 	bepoch = cur->epoch;
+	if (loco_ack_wait(lk->sack, 0) == -ETIMEDOUT && loco_ack_outstanding(lk->sack) > 0)
+		return; /* an earlier READ may still land in the slot: later */
 	for (int i = 0; i < n && i < MAX_PEERS; i++) {
 		uint64_t mw;
 
 		if (loco_region_remote(lk->word, ids[i], &rr) != 0)
 			continue;
 		if (loco_read(lk->res, RES_SYNC * sizeof(uint64_t), &rr, M_OFF, sizeof(uint64_t),
-		              lk->ack) != 0)
+		              lk->sack) != 0)
 			continue;
-		if (loco_ack_wait(lk->ack, SYNC_TMO_NS) != 0) {
-			if (loco_ack_outstanding(lk->ack) > 0)
+		if (loco_ack_wait(lk->sack, SYNC_TMO_NS) != 0) {
+			if (loco_ack_outstanding(lk->sack) > 0)
 				break; /* a READ may still land in the slot: try again later */
 			continue;
 		}
@@ -848,7 +863,7 @@ int loco_lock_holder(loco_lock_t *lk, uint32_t *node, int64_t timeout_ns)
 			ret = -EAGAIN;
 			break;
 		}
-		nanosleep(&(struct timespec){.tv_nsec = 100000}, NULL);
+		lk_wait_ns(100000);
 	}
 	pthread_mutex_unlock(&lk->query_lock);
 	if (ret == 0)
@@ -862,6 +877,7 @@ void loco_lock_destroy(loco_lock_t *lk)
 		return;
 	if (__atomic_load_n(&lk->held, __ATOMIC_ACQUIRE))
 		loco_lock_release(lk); /* best effort: -ECONNRESET when the host is gone */
+	loco_ack_key_destroy(lk->sack);
 	loco_ack_key_destroy(lk->qack);
 	loco_ack_key_destroy(lk->ack);
 	loco_object_destroy(lk->obj); /* no callback runs after this */
