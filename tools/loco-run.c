@@ -347,8 +347,14 @@ static void node_exited(struct lr_run *run, struct lr_node *node, int st)
 
 	node->alive = false;
 	node->st = st;
-	if ((code == 0 && !node->by_cmd) || run->reason != LR_RUNNING)
+	if (run->reason != LR_RUNNING)
+		return; /* ended by us, or after the first failure */
+	if (code == 0 && !node->by_cmd) {
+		if (run->o->keep_going)
+			lr_msg("node %" PRIu32 " (pid %d) exited with status 0", node->id,
+			       (int)node->pid);
 		return;
+	}
 	node->died = true;
 	how_str(st, how, sizeof(how));
 	if (node->by_cmd) {

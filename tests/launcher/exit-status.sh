@@ -27,6 +27,8 @@ check "exit 3: summary line for node 2" \
 check "exit 3: summary of the status" \
 	grep -qE 'summary: 1 of 3 node\(s\) ended early; exit status 3$' "$T/err"
 check "exit 3: nothing else reported" [ "$(grep -c 'summary: node' "$T/err")" -eq 1 ]
+check "exit 3: nodes 1 and 3 reported as exited with status 0" \
+	[ "$(grep -cE 'node [13] \(pid [0-9]+\) exited with status 0$' "$T/err")" -eq 2 ]
 grep summary "$T/err"
 
 # --- node 3 is killed by SIGKILL (not by the launcher), later node 2 exits 4: the first counts
