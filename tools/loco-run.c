@@ -84,7 +84,7 @@ struct lr_run {
 	const struct lr_saved *saved;
 	struct lr_node *nodes;
 	unsigned n;            /* nodes started (or being set up) so far */
-	unsigned cap;          /* room in nodes[]: -n, or LR_MAX_NODES with --control */
+	unsigned cap;          /* room in nodes[]: N of -n, or LR_MAX_NODES with --control */
 	uint32_t max_id;       /* the highest id given so far: added nodes get the next ones */
 	unsigned port;         /* the first node's port; 0 with --join */
 	int sfd;               /* signalfd */
@@ -107,7 +107,7 @@ struct lr_run {
 
 static struct lr_out lr_outs[2] = {{.fd = STDOUT_FILENO}, {.fd = STDERR_FILENO}};
 
-/* lr_msg -- a "loco-run: " message on stderr, written directly (never interleaved). */
+/* lr_msg -- a "loco-run TIME: " message on stderr, written directly (never interleaved). */
 void lr_msg(const char *fmt, ...)
 {
 	char line[512], t[40];
@@ -748,7 +748,7 @@ static void cmd_add(struct lr_run *run, const char *arg, struct lr_reply *r)
 	}
 	if (want == 0 || want > run->cap - run->n || run->max_id > UINT32_MAX - want) {
 		reply(r, "error: add: expected a count from 1 to %u, got '%s'\n", run->cap - run->n,
-		      arg);
+		      arg != NULL ? arg : "1");
 		return;
 	}
 	if (run->ending) {
@@ -813,6 +813,7 @@ static void cmd_kill(struct lr_run *run, const char *id_s, const char *sig_s, st
 	struct lr_node *node = NULL;
 	unsigned long id = 0;
 	int sig = SIGTERM;
+	char name[32];
 	char *end = NULL;
 
 	if (id_s != NULL && id_s[0] >= '0' && id_s[0] <= '9')
@@ -839,10 +840,12 @@ static void cmd_kill(struct lr_run *run, const char *id_s, const char *sig_s, st
 		reply(r, "error: kill: node %" PRIu32 ": %s\n", node->id, strerror(errno));
 		return;
 	}
-	lr_msg("sent SIG%s to node %" PRIu32 " (pid %d) (control command)", sigabbrev_np(sig),
-	       node->id, (int)node->pid);
-	reply(r, "ok sent SIG%s to node %" PRIu32 " (pid %d)\n", sigabbrev_np(sig), node->id,
-	      (int)node->pid);
+	snprintf(name, sizeof(name), "SIG%s", sigabbrev_np(sig) ? sigabbrev_np(sig) : "");
+	if (sigabbrev_np(sig) == NULL)
+		snprintf(name, sizeof(name), "signal %d", sig); /* a real-time signal */
+	lr_msg("sent %s to node %" PRIu32 " (pid %d) (control command)", name, node->id,
+	       (int)node->pid);
+	reply(r, "ok sent %s to node %" PRIu32 " (pid %d)\n", name, node->id, (int)node->pid);
 	r->ok = true;
 }
 

@@ -54,7 +54,15 @@ check "all exit 0: launcher exits 0 (rc $RC)" [ "$RC" -eq 0 ]
 check "all exit 0: no summary" eval '! grep -q summary "$T/err"'
 
 # --- every node fails: the launch ends when none is left, with the first failure
-run_lr --keep-going -n 2 bash -c 'sleep 0.$((LOCO_NODE_ID * 3)); exit $((LOCO_NODE_ID + 10))'
+# node 2 exits 12 only once node 1 has exited 11 (a zombie or gone): node 1 fails first
+run_lr --keep-going -n 2 bash -c 'if ((LOCO_NODE_ID == 1)); then echo $$ >"$T/pid1.tmp"
+	mv "$T/pid1.tmp" "$T/pid1"; exit 11; fi
+for ((i = 0; i < 400; i++)); do
+	[[ -e $T/pid1 ]] && { st=$(cut -d" " -f3 "/proc/$(cat "$T/pid1")/stat" 2>/dev/null) || break; }
+	[[ ${st:-} == Z ]] && break
+	sleep 0.05
+done
+exit 12'
 check "all fail: launcher exits 11, node 1's (rc $RC)" [ "$RC" -eq 11 ]
 
 # --- without --keep-going a failure still ends the others (the old rule)
