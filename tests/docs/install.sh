@@ -33,7 +33,8 @@ check "loco.pc installed" test -n "$pc"
 [ -n "$pc" ] || exit 1
 prefix=$(sed -n 's/^prefix=//p' "$pc")
 root=$tmp/root$prefix # where the prefix landed
-export PKG_CONFIG_PATH=$(dirname "$pc")
+PKG_CONFIG_PATH=$(dirname "$pc")
+export PKG_CONFIG_PATH
 pkc() { pkg-config --define-variable=prefix="$root" "$@" loco; }
 libdir=$(pkc --variable=libdir)
 echo "prefix $prefix, libdir ${libdir#"$root"/}, loco.pc ${pc#"$tmp/root"}"
@@ -77,6 +78,6 @@ for page in "$src"/docs/man/gen/*.[137]; do
 	check "man${p##*.}/$p installed" test -s "$man/man${p##*.}/$p"
 done
 check "alias man3/loco_sst_push_to.3 -> loco_sst.3" grep -qx '.so man3/loco_sst.3' "$man/man3/loco_sst_push_to.3"
-echo "figures: $n pages, $(ls "$man/man3" | wc -l) entries in man3"
+echo "figures: $n pages, $(find "$man/man3" -type f | wc -l) entries in man3"
 [ "$fails" -eq 0 ] || exit 1
 exit 0

@@ -21,7 +21,7 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$root/tools/gen-man" "$tmp" || exit 1
-n=$(ls "$tmp" | grep -vc PANDOC_VERSION)
+n=$(find "$tmp" -name '*.[137]' | wc -l)
 if ! diff -r "$kept" "$tmp" >"$tmp.diff" 2>&1; then
 	grep -E '^(Only in|diff )' "$tmp.diff" | sed 's/^/stale: /'
 	rm -f "$tmp.diff"
