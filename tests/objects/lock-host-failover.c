@@ -120,6 +120,16 @@ static int one_hold(loco_lock_t *lk, loco_atomic_var_t *av, int fd, uint32_t me,
 	b.t = sc_now_ns();
 	b.lease_end = b.t + loco_lock_lease_left(lk);
 	SC_ASSERT_OK(loco_lock_token(lk, &b.token));
+	if (!loco_lock_held(lk)) {
+		/* stopped or descheduled right after the grant: the lease ran out before we
+		   could note the time, and nothing was done under it */
+		sc_log("token %#llx: its lease had ended when acquire returned",
+		       (unsigned long long)b.token);
+		loco_lock_release(lk);
+		*token = b.token;
+		*recovered = 0;
+		return 0;
+	}
 	b.recovered = loco_lock_recovered(lk);
 	put(fd, &b);
 	if (av != NULL && loco_lock_held(lk)) {
