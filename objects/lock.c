@@ -174,6 +174,28 @@ static void lk_wait_ns(int64_t ns)
 		nanosleep(&ts, NULL);
 }
 
+/*
+ * lk_settle -- wait until every operation on @ack completed, by
+ * @deadline (< 0: no bound), polling: unlike loco_ack_wait(), never
+ * returns -LOCO_EPARTITION with operations still in flight, which would
+ * let a later operation's result slot be overwritten by this one's (a
+ * stale CAS result reads as a grant that never happened). Returns 0, the
+ * operations' first error, or -ETIMEDOUT (still outstanding).
+ */
+static int lk_settle(loco_ack_key_t *ack, int64_t deadline)
+{
+	int ret;
+
+	for (;;) {
+		ret = loco_ack_wait(ack, 0); /* only reaps and tests: no partition check */
+		if (ret != -ETIMEDOUT || loco_ack_outstanding(ack) == 0)
+			return ret;
+		if (deadline >= 0 && obj_now_ns() >= deadline)
+			return -ETIMEDOUT;
+		lk_wait_ns(50000);
+	}
+}
+
 static uint64_t *res_ptr(const loco_lock_t *lk, unsigned slot)
 {
 	return (uint64_t *)loco_region_ptr(lk->res) + slot;
@@ -372,6 +394,10 @@ static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64
 
 	if (path < 0)
 		return path;
+	/* an earlier operation that timed out may still land in the slots: settle it first */
+	if (loco_ack_outstanding(ack) > 0 &&
+	    lk_settle(ack, obj_deadline(op == LK_READ2 ? timeout_ns : OP_CAP_NS)) == -ETIMEDOUT)
+		return -ETIMEDOUT;
 	if (path == HOST_PATH_LOCAL) {
 		uint64_t *w = loco_region_ptr(lk->word);
 
@@ -405,6 +431,8 @@ static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64
 	if (ret)
 		return ret;
 	ret = loco_ack_wait(ack, op == LK_READ2 ? timeout_ns : OP_CAP_NS);
+	if (ret == -LOCO_EPARTITION) /* the op's outcome still counts: wait for it anyway */
+		ret = lk_settle(ack, obj_deadline(op == LK_READ2 ? timeout_ns : OP_CAP_NS));
 	if (op != LK_READ2 && ret == -ETIMEDOUT && loco_ack_outstanding(ack) > 0) {
 		/* the fabric broke its bound: we cannot tell what the words hold */
 		host_path_lose(&hs->hp);
@@ -842,8 +870,7 @@ int loco_lock_holder(loco_lock_t *lk, uint32_t *node, int64_t timeout_ns)
 		struct lk_host *hs = lk_host_cur(lk);
 
 		/* a READ that timed out earlier may still land in the slots: settle it first */
-		if (loco_ack_wait(lk->qack, obj_left_ns(deadline)) == -ETIMEDOUT &&
-		    loco_ack_outstanding(lk->qack) > 0) {
+		if (lk_settle(lk->qack, deadline) == -ETIMEDOUT) {
 			ret = -ETIMEDOUT;
 			break;
 		}
