@@ -12,8 +12,9 @@
  *   val[2]      the two value slots, each value_size rounded up to 8
  *
  * loco_reduce_run() for round r (after this node's first round):
- *   1. wait for the acks of the previous round's pushes; store r and the
- *      value in slot r & 1 and push the row to every present row's node;
+ *   1. store r and the value in slot r & 1 and push the row to every
+ *      present row's node (the errors of earlier pushes that completed
+ *      are returned first; a full staging ring waits for their acks);
  *   2. wait until every present row (looked at again on every poll: rows
  *      that appear or vanish meanwhile count as they are) is settled for r:
  *        - gone (absent): skipped;
@@ -52,6 +53,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 
@@ -61,7 +63,8 @@
 
 #include "obj_util.h"
 
-#define SPINS          64u        /* polls that only spin before waiting sleeps */
+#define SPINS          16u        /* polls that only spin before waiting yields */
+#define YIELDS         2048u      /* polls that yield before waiting sleeps */
 #define SLEEP_MAX_NS   100000l    /* the longest pause between polls */
 #define REPUSH_NS      50000000ll /* a wait that lasts this long pushes the row again */
 #define REPUSH_FAST_NS 1000000ll  /* ... this long while a present row is undecided */
@@ -104,8 +107,11 @@ struct loco_reduce {
 
 /*
  * wait_pause -- the pause after poll @n of a wait: spin for SPINS polls,
- * then sleep, 1 us at first, doubling every SPINS polls up to
- * SLEEP_MAX_NS. Sleeping leaves the CPU to the threads that land the rows.
+ * yield the CPU for YIELDS more, then sleep, 1 us at first, doubling every
+ * SPINS polls up to SLEEP_MAX_NS. On a machine with more busy threads
+ * than CPUs (nodes, their progress and NIC threads) yielding lets the
+ * threads that land the rows run; a long wait sleeps instead of burning
+ * the CPU. The one place that decides how a wait spends its time.
  */
 static void wait_pause(unsigned n)
 {
@@ -116,7 +122,11 @@ static void wait_pause(unsigned n)
 		obj_cpu_relax();
 		return;
 	}
-	shift = (n - SPINS) / SPINS;
+	if (n < SPINS + YIELDS) {
+		sched_yield();
+		return;
+	}
+	shift = (n - SPINS - YIELDS) / SPINS;
 	ts.tv_nsec = 1000l << (shift < 7 ? shift : 7);
 	if (ts.tv_nsec > SLEEP_MAX_NS)
 		ts.tv_nsec = SLEEP_MAX_NS;
@@ -231,15 +241,33 @@ uint64_t loco_reduce_round(const loco_reduce_t *r)
 	return r ? __atomic_load_n(&r->done, __ATOMIC_ACQUIRE) : 0;
 }
 
-/* push -- store this node's row and push it to every present row. */
-static int push(loco_reduce_t *r)
+/*
+ * push -- store this node's row and push it to every present row. The
+ * pushes of earlier rounds are not waited for first: only when the
+ * staging ring or the ack key is full (-EAGAIN), until @deadline.
+ */
+static int push(loco_reduce_t *r, int64_t deadline)
 {
 	int ret = loco_sst_store_mine(r->sst, r->row);
 
 	if (ret == 0)
 		ret = loco_sst_push_broadcast(r->sst, r->ack);
+	if (ret == -EAGAIN) {
+		ret =
+		    acks(r, deadline); /* a second copy of the row to some peers changes nothing */
+		if (ret == 0)
+			ret = loco_sst_push_broadcast(r->sst, r->ack);
+	}
 	r->pushed_ns = obj_now_ns();
 	return ret < 0 ? ret : 0;
+}
+
+/* push_errors -- the errors of completed pushes, without waiting: 0 or one not a peer's death. */
+static int push_errors(loco_reduce_t *r)
+{
+	int ret = loco_ack_wait(r->ack, 0);
+
+	return ret == -ETIMEDOUT || peer_gone_err(ret) ? 0 : ret;
 }
 
 /* repush -- push the row again when a wait lasts (@fast: a present row is undecided). */
@@ -249,8 +277,7 @@ static void repush(loco_reduce_t *r, int fast)
 
 	if (now - r->pushed_ns > (fast ? REPUSH_FAST_NS : REPUSH_NS) &&
 	    loco_ack_outstanding(r->ack) == 0)
-		push(
-		    r); /* a second copy changes nothing; an error shows on the next round's acks */
+		push(r, -1); /* a second copy changes nothing; nothing in flight: no wait */
 }
 
 /* read_peer -- @id's row into tmp: its header, or NULL when it is gone. */
@@ -306,7 +333,7 @@ static int decide(loco_reduce_t *r, int64_t deadline, uint64_t *first)
 		/* rounds 0 in both slots: no value of a former round can match a new one */
 		memset(r->row, 0, sizeof(struct row_hdr));
 		hdr_of(r->row)->hello = 1;
-		ret = push(r);
+		ret = push(r, deadline);
 		if (ret)
 			return ret;
 		r->hello = 1;
@@ -335,7 +362,7 @@ static int enter(loco_reduce_t *r, const void *in, int64_t deadline)
 	uint32_t ids[LOCO_REDUCE_MAX_NODE];
 	int n, ret;
 
-	ret = acks(r, deadline);
+	ret = push_errors(r);
 	if (ret)
 		return ret;
 	if (r->first == 0) {
@@ -352,7 +379,7 @@ static int enter(loco_reduce_t *r, const void *in, int64_t deadline)
 	h->round[next & 1] = next;
 	memcpy(slot_of(r, r->row, next), in, r->size);
 	memcpy(val_of(r, r->me), in, r->size);
-	ret = push(r);
+	ret = push(r, deadline);
 	if (ret)
 		return ret;
 	r->first = h->first;
