@@ -357,9 +357,9 @@ static int decide(loco_reduce_t *r, int64_t deadline, uint64_t *first)
 /* enter -- enter the next round with the value at @in (step 1). */
 static int enter(loco_reduce_t *r, const void *in, int64_t deadline)
 {
-	uint64_t next = r->done + 1;
 	struct row_hdr *h = hdr_of(r->row);
 	uint32_t ids[LOCO_REDUCE_MAX_NODE];
+	uint64_t next;
 	int n, ret;
 
 	ret = push_errors(r);
@@ -369,8 +369,10 @@ static int enter(loco_reduce_t *r, const void *in, int64_t deadline)
 		ret = decide(r, deadline, &next);
 		if (ret)
 			return ret;
-		h->first = next;
+		r->first = h->first = next; /* final: peers may count on it once pushed */
+		r->hello = 0;
 	}
+	next = r->done + 1 > r->first ? r->done + 1 : r->first;
 	h->hello = 1;
 	memset(h->present, 0, sizeof(h->present));
 	n = loco_sst_rows(r->sst, ids, LOCO_REDUCE_MAX_NODE);
@@ -379,15 +381,10 @@ static int enter(loco_reduce_t *r, const void *in, int64_t deadline)
 	h->round[next & 1] = next;
 	memcpy(slot_of(r, r->row, next), in, r->size);
 	memcpy(val_of(r, r->me), in, r->size);
-	ret = push(r, deadline);
-	if (ret)
-		return ret;
-	r->first = h->first;
-	r->hello = 0;
 	r->round = next;
-	r->in_round = 1;
+	r->in_round = 1; /* even if the push fails: peers may have this value; waits re-push it */
 	memset(r->settled, PENDING, sizeof(r->settled));
-	return 0;
+	return push(r, deadline);
 }
 
 /*

@@ -95,7 +95,8 @@ void loco_reduce_destroy(loco_reduce_t *r);
  * -ETIMEDOUT (the round stays entered with this @in: the next call goes
  * on waiting for it and ignores its own @in); -LOCO_EPARTITION (this
  * node cannot reach a majority of its view; the next call starts over as
- * a joiner); a push's error other than a peer's death; -EINVAL.
+ * a joiner); a push's error other than a peer's death (a round entered
+ * stays entered, as after -ETIMEDOUT); -EINVAL.
  */
 int loco_reduce_run(loco_reduce_t *r, const void *in, void *out, struct loco_reduce_info *info,
                     int64_t timeout_ns);
