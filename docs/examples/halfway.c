@@ -58,7 +58,7 @@ int main(int argc, char **argv)
 	loco_lock_t *lk;
 	loco_atomic_var_t *epoch;
 	struct loco_reduce_info info = {0};
-	double x, total, mean = 0;
+	double x, total, mean = 0, count = 0;
 	int ret;
 
 	if ((ret = loco_init(NULL, &m)) ||
@@ -80,7 +80,8 @@ int main(int argc, char **argv)
 			return fail("reduce", ret);
 		if (info.round > rounds)
 			break; /* the extra round: nobody uses the lock or the counter any more */
-		mean = total / info.count;
+		count = info.count;
+		mean = total / count;
 		x += (mean - x) / 2;
 		while (!loco_reduce_contributed(&info, lowest))
 			lowest++;
@@ -95,8 +96,8 @@ int main(int argc, char **argv)
 		}
 		seen = e;
 	}
-	printf("node %u: round %llu, %u nodes, x %.9f, mean %.9f, epoch %llu\n", loco_node_id(m),
-	       (unsigned long long)rounds, info.count, x, mean, (unsigned long long)seen);
+	printf("node %u: round %llu, %.0f nodes, x %.9f, mean %.9f, epoch %llu\n", loco_node_id(m),
+	       (unsigned long long)rounds, count, x, mean, (unsigned long long)seen);
 	loco_atomic_var_destroy(epoch);
 	loco_lock_destroy(lk);
 	loco_reduce_destroy(sum);
