@@ -65,7 +65,7 @@
 
 #define SPINS          16u        /* polls that only spin before waiting yields */
 #define YIELDS         2048u      /* polls that yield before waiting sleeps */
-#define SLEEP_MAX_NS   100000l    /* the longest pause between polls */
+#define SLEEP_MAX_NS   1000000l   /* the longest pause between polls */
 #define REPUSH_NS      50000000ll /* a wait that lasts this long pushes the row again */
 #define REPUSH_FAST_NS 1000000ll  /* ... this long while a present row is undecided */
 
@@ -127,7 +127,7 @@ static void wait_pause(unsigned n)
 		return;
 	}
 	shift = (n - SPINS - YIELDS) / SPINS;
-	ts.tv_nsec = 1000l << (shift < 7 ? shift : 7);
+	ts.tv_nsec = 1000l << (shift < 10 ? shift : 10);
 	if (ts.tv_nsec > SLEEP_MAX_NS)
 		ts.tv_nsec = SLEEP_MAX_NS;
 	nanosleep(&ts, NULL);
