@@ -7,9 +7,13 @@
  *
  *   loco-run -n 4 ./halfway [ROUNDS]
  *
- * Nodes may join a running job (LOCO_JOIN=ADDR LOCO_NODE_ID=5 ./halfway)
- * and die (any but node 1, which hosts the lock and the counter): the
- * others go on. A node cut off from the majority, or whose round timed
+ * Nodes may join a running job and die (any but node 1, which hosts the
+ * lock and the counter): the others go on. With the launcher:
+ *
+ *   loco-run -n 4 --keep-going --control /tmp/ctl ./halfway 8000 &
+ *   loco-run --ctl /tmp/ctl add; loco-run --ctl /tmp/ctl kill 3 KILL
+ *
+ * (docs/examples/halfway-join-kill.sh). A node cut off from the majority, or whose round timed
  * out, tries the round again. Exits 0 when this node's number ended
  * within 1e-6 of the mean.
  */
@@ -50,7 +54,8 @@ static int bump(loco_lock_t *lk, loco_atomic_var_t *epoch)
 
 int main(int argc, char **argv)
 {
-	uint64_t rounds = argc > 1 ? strtoull(argv[1], NULL, 10) : 100, seen = 0, e;
+	uint64_t rounds = argc > 1 ? strtoull(argv[1], NULL, 10) : 100, seen = 0, e,
+	         read_errors = 0;
 	const char *nodes = getenv("LOCO_NODES");
 	loco_manager_t *m;
 	loco_channel_t *ch;
@@ -87,8 +92,12 @@ int main(int argc, char **argv)
 			lowest++;
 		if (lowest == loco_node_id(m) && (ret = bump(lk, epoch)) == 1)
 			return 1; /* other errors: the next round's lowest node bumps it */
-		if (loco_atomic_var_read(epoch, &e, SEC) != 0)
+		if ((ret = loco_atomic_var_read(epoch, &e, SEC)) != 0) {
+			if (read_errors++ == 0) /* the host unreachable for now, or gone */
+				fprintf(stderr, "round %llu: epoch read: %s\n",
+				        (unsigned long long)info.round, loco_strerror(ret));
 			continue;
+		}
 		if (e < seen) {
 			fprintf(stderr, "epoch went back: %llu -> %llu\n", (unsigned long long)seen,
 			        (unsigned long long)e);
@@ -96,8 +105,10 @@ int main(int argc, char **argv)
 		}
 		seen = e;
 	}
-	printf("node %u: round %llu, %.0f nodes, x %.9f, mean %.9f, epoch %llu\n", loco_node_id(m),
-	       (unsigned long long)rounds, count, x, mean, (unsigned long long)seen);
+	printf(
+	    "node %u: round %llu, %.0f nodes, x %.9f, mean %.9f, epoch %llu (%llu reads failed)\n",
+	    loco_node_id(m), (unsigned long long)rounds, count, x, mean, (unsigned long long)seen,
+	    (unsigned long long)read_errors);
 	loco_atomic_var_destroy(epoch);
 	loco_lock_destroy(lk);
 	loco_reduce_destroy(sum);
