@@ -17,7 +17,7 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none # no CMA in containers
 OUT=$(mktemp)
 trap 'rm -f "$OUT"' EXIT
 
-for run in $(seq 1 "$RUNS"); do
+for _ in $(seq 1 "$RUNS"); do
 	if [ -x "$BUILD/bench/peers/mpi-allreduce" ]; then
 		"${MPIRUN[@]}" --mca btl tcp,self "$BUILD/bench/peers/mpi-allreduce" "$ITERS" |
 			sed 's/^mpi/mpi-tcp/' >>"$OUT"
