@@ -773,20 +773,21 @@ int loco_channel_peers(loco_channel_t *ch, uint32_t *ids, size_t max)
 	return (int)n;
 }
 
-/* obj_held_by -- @p announced every region and parameter of @o. m->lock held. */
+/*
+ * obj_held_by -- @p announced @o: every parameter of it, and a region of
+ * it when it has any here. Not every region: some are one node's only (an
+ * owned_var's staging ring on its owner). The first region an object
+ * makes is the one pushed to (the stock objects make it first). m->lock.
+ */
 static int obj_held_by(const loco_object_t *o, const struct lc_peer *p)
 {
 	char full[LOCO_NAME_MAX + 2];
+	int region = o->regions == NULL;
 
-	for (const struct loco_region *r = o->regions; r != NULL; r = r->next) {
-		uint32_t i = 0;
-
-		while (i < p->nregions && ((p->regions[i].access & LC_REGION_PARAM) ||
-		                           strcmp(p->regions[i].name, r->full) != 0))
-			i++;
-		if (i == p->nregions)
-			return 0;
-	}
+	for (uint32_t i = 0; i < p->nregions && !region; i++)
+		region = !(p->regions[i].access & LC_REGION_PARAM) && obj_entry(o, &p->regions[i]);
+	if (!region)
+		return 0;
 	for (unsigned k = 0; k < o->nparams; k++) {
 		uint32_t i = 0;
 

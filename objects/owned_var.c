@@ -99,6 +99,13 @@ void loco_owned_var_destroy(loco_owned_var_t *ov)
 	free(ov);
 }
 
+int loco_owned_var_sync(loco_owned_var_t *ov, int64_t timeout_ns)
+{
+	if (ov == NULL)
+		return -EINVAL;
+	return loco_object_sync(ov->obj, timeout_ns);
+}
+
 int loco_owned_var_store(loco_owned_var_t *ov, const void *val)
 {
 	int ret;

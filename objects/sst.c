@@ -251,6 +251,13 @@ void loco_sst_destroy(loco_sst_t *sst)
 	free(sst);
 }
 
+int loco_sst_sync(loco_sst_t *sst, int64_t timeout_ns)
+{
+	if (sst == NULL)
+		return -EINVAL;
+	return loco_object_sync(sst->obj, timeout_ns);
+}
+
 int loco_sst_store_mine(loco_sst_t *sst, const void *row)
 {
 	int ret;

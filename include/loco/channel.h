@@ -165,8 +165,10 @@ int loco_object_agree(loco_object_t *obj, const char *key, uint64_t value);
 
 /*
  * loco_object_sync -- wait until every peer paired in @obj's channel holds
- * the object too: it announced every region and parameter of @obj, so a
- * push right after this returns reaches each of them. An object made
+ * the object too: it announced every parameter of @obj and one of its
+ * regions at least (the first an object makes: the one pushed to; some
+ * regions are one node's only), so a push right after this returns
+ * reaches each of them. An object made
  * after loco_channel_join() needs this before its first push (a peer that
  * has not made it yet has nowhere to take it). Returns the number of
  * those peers (>= 0); -ETIMEDOUT after @timeout_ns (< 0: forever; the log
