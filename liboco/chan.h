@@ -81,6 +81,7 @@ struct loco_object {
 	int bad; /* atomic: LOCO_EMISMATCH once a peer disagreed on a parameter (for good) */
 	unsigned nparams; /* m->lock */
 	struct lc_param params[LOCO_AGREE_MAX];
+	uint64_t logged[16]; /* m->lock: mismatches logged (peer and entry hashed): once each */
 	struct loco_object *next;
 };
 

@@ -259,6 +259,20 @@ static const char *obj_entry(const loco_object_t *o, const struct lc_region_info
 static void mismatch(loco_channel_t *ch, loco_object_t *o, uint32_t node, const char *what,
                      const char *key, uint64_t mine, uint64_t theirs)
 {
+	uint64_t h = 1469598103934665603ull ^ node; /* FNV-1a of the peer, entry and values */
+	unsigned i;
+
+	for (const char *c = key; *c != '\0'; c++)
+		h = (h ^ (uint8_t)*c) * 1099511628211ull;
+	h = ((h ^ mine) * 1099511628211ull ^ theirs) * 1099511628211ull;
+	h |= 1; /* 0 marks a free slot */
+	for (i = 0; i < 16 && o->logged[i] != 0; i++)
+		if (o->logged[i] == h) { /* said already: every announcement would repeat it */
+			__atomic_store_n(&o->bad, LOCO_EMISMATCH, __ATOMIC_RELEASE);
+			return;
+		}
+	if (i < 16)
+		o->logged[i] = h;
 	lc_log_err("manager: channel %s object %s: %s %s is %llu here but %llu on node %u: "
 	           "pairing of the object refused (-LOCO_EMISMATCH)",
 	           ch->name, o->name, what, key, (unsigned long long)mine,
