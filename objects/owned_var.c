@@ -114,8 +114,8 @@ int loco_owned_var_store(loco_owned_var_t *ov, const void *val)
 		return -EINVAL;
 	if (ov->me != ov->owner)
 		return -EPERM;
-	ret = loco_object_status(ov->obj); /* local: allowed before the join, not on a mismatch */
-	if (ret == -LOCO_EMISMATCH)
+	ret = loco_object_status(ov->obj); /* as a push: the value is for the others */
+	if (ret)
 		return ret;
 	value_encode(&ov->codec, loco_region_ptr(ov->val), val, ++ov->version);
 	return 0;

@@ -264,8 +264,12 @@ int loco_sst_store_mine(loco_sst_t *sst, const void *row)
 
 	if (sst == NULL || row == NULL)
 		return -EINVAL;
-	ret = loco_object_status(sst->obj); /* local: allowed before the join, not on a mismatch */
-	if (ret == -LOCO_EMISMATCH)
+	/*
+	 * Refused before the join too: a row stored then is what a joiner's
+	 * fetch finds (a barrier's episode), though it was never pushed.
+	 */
+	ret = loco_object_status(sst->obj);
+	if (ret)
 		return ret;
 	value_encode(&sst->codec, row_ptr(sst, sst->rows, sst->me), row, ++sst->version);
 	return 0;

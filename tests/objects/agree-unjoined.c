@@ -9,8 +9,10 @@
  *
  * loco-run -n 3 (or more). Channel "unj" holds an atomic_var and a lock
  * hosted by node 1, an owned_var owned by node 1, an sst and a barrier.
- * Before the join every call that reaches other nodes fails with
- * -LOCO_ENOTJOINED; stores and loads of the local copy work. Then every
+ * Before the join every call that reaches other nodes, and the stores
+ * that feed them, fail with -LOCO_ENOTJOINED; loads of the local copy
+ * work. (A barrier wait refused before the join must leave nothing
+ * behind: the counter read after the joined barrier counts every node.) Then every
  * node joins, adds 1 to the atomic_var, takes and releases the lock, and
  * the counter reads the node count. Last, node 1 alone joins a channel
  * "half" that the others never make: after a 1 s timeout the log names
@@ -84,13 +86,14 @@ int main(int argc, char **argv)
 	expect_notjoined("lock_acquire", loco_lock_acquire(lk, SC_NS), &refused);
 	expect_notjoined("lock_try_acquire", loco_lock_try_acquire(lk), &refused);
 	if (me == HOST) {
-		SC_ASSERT_OK(loco_owned_var_store(ov, &v)); /* the local copy: allowed */
+		expect_notjoined("owned_var_store", loco_owned_var_store(ov, &v), &refused);
 		expect_notjoined("owned_var_push_broadcast", loco_owned_var_push_broadcast(ov, ack),
 		                 &refused);
 		expect_notjoined("owned_var_push_to", loco_owned_var_push_to(ov, 2, ack), &refused);
 	}
-	SC_ASSERT_OK(loco_owned_var_load(ov, &v));
-	SC_ASSERT_OK(loco_sst_store_mine(sst, &row));
+	SC_ASSERT_OK(loco_owned_var_load(ov, &v)); /* the local copy: allowed */
+	SC_ASSERT_OK(loco_sst_read(sst, me, &row));
+	expect_notjoined("sst_store_mine", loco_sst_store_mine(sst, &row), &refused);
 	expect_notjoined("sst_push_broadcast", loco_sst_push_broadcast(sst, ack), &refused);
 	expect_notjoined("sst_push_to", loco_sst_push_to(sst, me == 1 ? 2 : 1, ack), &refused);
 	expect_notjoined("barrier_wait", loco_barrier_wait(b, SC_NS), &refused);
