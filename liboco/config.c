@@ -21,6 +21,8 @@ const struct lc_config_entry lc_config_table[] = {
     {"LOCO_JOIN_TIMEOUT_MS", "10000", "how long joining and connecting to members is retried"},
     {"LOCO_REJOIN", "1", "1: a node excluded from the view while alive rejoins by itself; 0: not"},
     {"LOCO_LOG", "warn", "log level: error, warn, info, debug, none"},
+    {"LOCO_LOG_TIME", "mono",
+     "log line time: mono (s since start), wall (UTC date and time) or none"},
     {"LOCO_TCP_SLOW_WRITE", NULL, "tcp test knob: land WRITEs line-shuffled, <ns> per word"},
     {"LOCO_MANY_MANAGERS", NULL, "test knob: 1 lets one process run several managers at once"},
     {"LOCO_TCP_SPIN_US", NULL, "tcp: NIC thread busy-poll before blocking (default: automatic)"},

@@ -1,22 +1,49 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* log.c -- the level is process-wide configuration, written once. */
+/*
+ * log.c -- the level and the time format are process-wide configuration, written once (the
+ * start time when the library is loaded, the rest under log_once).
+ */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 
+enum log_time {
+	LOG_TIME_MONO,
+	LOG_TIME_WALL,
+	LOG_TIME_NONE
+};
+
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
-static int log_level = LC_LOG_WARN; /* written once under log_once */
+static int log_level = LC_LOG_WARN;            /* written once under log_once */
+static enum log_time log_time = LOG_TIME_MONO; /* written once under log_once */
+static struct timespec log_start;              /* written once, at load, before any thread */
+
+/* log_note_start -- the origin of "mono" times: when liboco was loaded, about process start. */
+__attribute__((constructor)) static void log_note_start(void)
+{
+	clock_gettime(CLOCK_MONOTONIC, &log_start);
+}
 
 static void log_init(void)
 {
 	static const char *const names[] = {"error", "warn", "info", "debug"};
-	const char *env = getenv("LOCO_LOG");
+	const char *env = getenv("LOCO_LOG_TIME");
+
+	/* anything else (or unset) is the default, mono */
+	if (env != NULL && strcasecmp(env, "wall") == 0)
+		log_time = LOG_TIME_WALL;
+	else if (env != NULL && strcasecmp(env, "none") == 0)
+		log_time = LOG_TIME_NONE;
+	env = getenv("LOCO_LOG");
 
 	if (env == NULL || *env == '\0')
 		return;
@@ -36,16 +63,43 @@ int lc_log_enabled(enum lc_log_level level)
 	return (int)level <= log_level;
 }
 
+/*
+ * time_str -- " 12.345678" (seconds since the library was loaded), " 2026-11-25T23:20:26.123456Z"
+ * (UTC wall clock) or "" (LOCO_LOG_TIME=none) into @buf.
+ */
+static void time_str(char *buf, size_t len)
+{
+	struct timespec ts;
+	struct tm tm;
+	int64_t ns;
+
+	buf[0] = '\0';
+	if (log_time == LOG_TIME_MONO) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ns = (int64_t)(ts.tv_sec - log_start.tv_sec) * 1000000000 +
+		     (ts.tv_nsec - log_start.tv_nsec);
+		snprintf(buf, len, " %" PRId64 ".%06" PRId64, ns / 1000000000,
+		         ns % 1000000000 / 1000);
+	} else if (log_time == LOG_TIME_WALL) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		gmtime_r(&ts.tv_sec, &tm);
+		size_t k = strftime(buf, len, " %Y-%m-%dT%H:%M:%S", &tm);
+
+		snprintf(buf + k, len - k, ".%06ldZ", ts.tv_nsec / 1000);
+	}
+}
+
 void lc_log(enum lc_log_level level, const char *fmt, ...)
 {
 	static const char *const tags[] = {"error", "warn", "info", "debug"};
-	char line[512];
+	char line[512], t[40];
 	va_list ap;
 	int n;
 
 	if (!lc_log_enabled(level))
 		return;
-	n = snprintf(line, sizeof(line), "loco[%d] %s: ", (int)getpid(), tags[level]);
+	time_str(t, sizeof(t));
+	n = snprintf(line, sizeof(line), "loco[%d]%s %s: ", (int)getpid(), t, tags[level]);
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	va_end(ap);

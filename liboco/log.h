@@ -2,7 +2,9 @@
 /*
  * log.h -- liboco's internal logging (UCX LoggingStyle: lowercase, exact
  * cause, "node %u", syscall text included). The level comes from LOCO_LOG
- * (error, warn, info, debug; default warn), read once per process.
+ * (error, warn, info, debug; default warn), the time in front of each line
+ * from LOCO_LOG_TIME (mono: seconds since the library was loaded, the
+ * default; wall: UTC; none), both read once per process. Thread-safe.
  */
 #ifndef LOCO_LOG_H
 #define LOCO_LOG_H
@@ -17,7 +19,7 @@ enum lc_log_level {
 /* lc_log_enabled -- whether messages at @level are printed. */
 int lc_log_enabled(enum lc_log_level level);
 
-/* lc_log -- print one line "loco[pid] level: message" to stderr. */
+/* lc_log -- print one line "loco[pid] 12.345678 level: message" to stderr. */
 void lc_log(enum lc_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define lc_log_err(...)   lc_log(LC_LOG_ERROR, __VA_ARGS__)

@@ -1,12 +1,56 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* loco-run-opts.c -- the launcher's command line and program lookup (loco-run.h). */
+/* loco-run-opts.c -- the launcher's command line, message times and program lookup (loco-run.h). */
 #include "loco-run.h"
+
+static enum lr_time lr_time_kind = LR_TIME_MONO; /* written once by lr_time_init() */
+static struct timespec lr_time_start;            /* CLOCK_MONOTONIC at lr_time_init() */
+
+/* lr_time_init -- read LOCO_LOG_TIME (mono, wall, none; default mono) and note the start. */
+void lr_time_init(void)
+{
+	const char *env = getenv("LOCO_LOG_TIME");
+
+	clock_gettime(CLOCK_MONOTONIC, &lr_time_start);
+	if (env != NULL && strcmp(env, "wall") == 0)
+		lr_time_kind = LR_TIME_WALL;
+	else if (env != NULL && strcmp(env, "none") == 0)
+		lr_time_kind = LR_TIME_NONE;
+}
+
+/*
+ * lr_time_str -- " 12.345678" (seconds since the launcher started), " 2026-11-25T23:20:26.123456Z"
+ * (wall clock, UTC) or "" into @buf, as liboco writes them in its log lines.
+ */
+void lr_time_str(char *buf, size_t len)
+{
+	struct timespec ts;
+	struct tm tm;
+
+	buf[0] = '\0';
+	if (lr_time_kind == LR_TIME_MONO) {
+		int64_t ns;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ns = (int64_t)(ts.tv_sec - lr_time_start.tv_sec) * 1000000000 +
+		     (ts.tv_nsec - lr_time_start.tv_nsec);
+		snprintf(buf, len, " %" PRId64 ".%06" PRId64, ns / 1000000000,
+		         ns % 1000000000 / 1000);
+	} else if (lr_time_kind == LR_TIME_WALL) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		gmtime_r(&ts.tv_sec, &tm);
+		size_t k = strftime(buf, len, " %Y-%m-%dT%H:%M:%S", &tm);
+
+		snprintf(buf + k, len - k, ".%06ldZ", ts.tv_nsec / 1000);
+	}
+}
 
 /* lr_usage -- the synopsis, to @f. */
 void lr_usage(FILE *f)
 {
 	fputs("usage: loco-run -n N [--fabric NAME] [--timeout SEC] [--join ADDR] [--first-id K]\n"
-	      "                [--hosts IP[,IP...]] [--no-prefix] [--] PROGRAM [ARGS...]\n"
+	      "                [--hosts IP[,IP...]] [--no-prefix] [--keep-going]\n"
+	      "                [--control PATH] [--] PROGRAM [ARGS...]\n"
+	      "       loco-run --ctl PATH add [K] | kill ID [SIG] | list\n"
 	      "Start N copies of PROGRAM as local LOCO nodes; see loco-run(1).\n",
 	      f);
 }
@@ -83,7 +127,9 @@ int lr_parse_opts(int argc, char **argv, struct lr_opts *o)
 		OPT_JOIN,
 		OPT_FIRST_ID,
 		OPT_HOSTS,
-		OPT_NO_PREFIX
+		OPT_NO_PREFIX,
+		OPT_KEEP_GOING,
+		OPT_CONTROL
 	};
 	static const struct option longopts[] = {
 	    {"nodes", required_argument, NULL, 'n'},
@@ -93,6 +139,8 @@ int lr_parse_opts(int argc, char **argv, struct lr_opts *o)
 	    {"first-id", required_argument, NULL, OPT_FIRST_ID},
 	    {"hosts", required_argument, NULL, OPT_HOSTS},
 	    {"no-prefix", no_argument, NULL, OPT_NO_PREFIX},
+	    {"keep-going", no_argument, NULL, OPT_KEEP_GOING},
+	    {"control", required_argument, NULL, OPT_CONTROL},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -145,6 +193,19 @@ int lr_parse_opts(int argc, char **argv, struct lr_opts *o)
 			break;
 		case OPT_NO_PREFIX:
 			o->no_prefix = true;
+			break;
+		case OPT_KEEP_GOING:
+			o->keep_going = true;
+			break;
+		case OPT_CONTROL:
+			if (optarg[0] == '\0' ||
+			    strlen(optarg) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+				lr_msg(
+				    "--control: expected a socket path of 1 to %zu bytes, got '%s'",
+				    sizeof(((struct sockaddr_un *)0)->sun_path) - 1, optarg);
+				return -EINVAL;
+			}
+			o->control = optarg;
 			break;
 		case 'h':
 			return 1;

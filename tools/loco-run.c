@@ -7,6 +7,7 @@
  * signals that end the launch) are multiplexed with poll(). Every node is the leader of its own
  * process group, and the launcher is a child subreaper, so whatever a node forks and orphans in
  * its group is reaped here and the launcher can tell when a group is empty. Only libc is used.
+ * With --control, a unix socket in the same poll() takes commands that add and kill nodes.
  */
 #include "loco-run.h"
 
@@ -28,9 +29,14 @@ struct lr_stream {
 
 struct lr_node {
 	uint32_t id;
-	pid_t pid;  /* also the process group id */
-	bool alive; /* pid not yet reaped */
-	bool group; /* the process group may still have members */
+	pid_t pid;       /* also the process group id */
+	bool alive;      /* pid not yet reaped */
+	bool group;      /* the process group may still have members */
+	bool by_cmd;     /* the kill command signalled it: its end is no failure */
+	bool died;       /* it ended while the launch ran (not 0, or by the kill command) */
+	int st;          /* its wait status, once reaped */
+	unsigned long k; /* its place in the launch: LOCO_ADDR on hosts[k % nhosts] */
+	unsigned port;   /* the port of its LOCO_ADDR; 0 = any (it cannot be joined through) */
 	char prefix[LR_PREFIX_MAX];
 	size_t prefix_len;
 	struct lr_stream s[2];
@@ -44,10 +50,25 @@ struct lr_saved {
 	bool nofile_raised;    /* ...when it was too low */
 };
 
-/* What a pollfd (after the signalfd's) belongs to. */
+/* What a pollfd (after the signalfd's) belongs to: a node's stream, else a control socket. */
 struct lr_slot {
 	struct lr_node *node;
 	struct lr_stream *s;
+	int conn; /* with node == NULL: index into lr_run.conns, or -1 for the listening socket */
+};
+
+/* A control connection: the command line read so far. */
+struct lr_conn {
+	int fd; /* -1: free */
+	size_t len;
+	char buf[LR_CTL_LINE];
+};
+
+/* An answer to a control command, built whole and written before the connection closes. */
+struct lr_reply {
+	char *buf;
+	size_t len, cap;
+	bool ok; /* the first line said "ok" */
 };
 
 /* The launcher's own stdout and stderr, written whole lines at a time. */
@@ -59,9 +80,20 @@ struct lr_out {
 };
 
 struct lr_run {
+	const struct lr_opts *o;
+	const struct lr_saved *saved;
 	struct lr_node *nodes;
-	unsigned n;
-	int sfd; /* signalfd */
+	unsigned n;            /* nodes started (or being set up) so far */
+	unsigned cap;          /* room in nodes[]: N of -n, or LR_MAX_NODES with --control */
+	uint32_t max_id;       /* the highest id given so far: added nodes get the next ones */
+	unsigned port;         /* the first node's port; 0 with --join */
+	int sfd;               /* signalfd */
+	int cfd;               /* the listening control socket, or -1 */
+	int held[LR_HELD_MAX]; /* sockets that keep picked ports from being picked again */
+	int nheld;
+	struct lr_conn conns[LR_CTL_MAX];
+	bool failed;     /* --keep-going: a node failed; the others went on */
+	int fail_status; /* ...and the first one's status */
 	enum lr_reason reason;
 	int status; /* the exit status once reason != LR_RUNNING */
 	bool ending;
@@ -75,14 +107,15 @@ struct lr_run {
 
 static struct lr_out lr_outs[2] = {{.fd = STDOUT_FILENO}, {.fd = STDERR_FILENO}};
 
-/* lr_msg -- a "loco-run: " message on stderr, written directly (never interleaved). */
+/* lr_msg -- a "loco-run TIME: " message on stderr, written directly (never interleaved). */
 void lr_msg(const char *fmt, ...)
 {
-	char line[512];
+	char line[512], t[40];
 	va_list ap;
 	int k;
 
-	k = snprintf(line, sizeof(line), "loco-run: ");
+	lr_time_str(t, sizeof(t));
+	k = snprintf(line, sizeof(line), "loco-run%s: ", t);
 	va_start(ap, fmt);
 	vsnprintf(line + k, sizeof(line) - (size_t)k - 1, fmt, ap);
 	va_end(ap);
@@ -127,8 +160,11 @@ static int make_secret(char hex[33])
 	return 0;
 }
 
-/* free_port -- a TCP port on @host that was free a moment ago; 0 or -errno. */
-static int free_port(const char *host, unsigned *port)
+/*
+ * free_port -- a TCP port on @host that was free a moment ago; 0 or -errno. With @keep, the
+ * socket stays bound and its fd is put there, so that the next call gets another port.
+ */
+static int free_port(const char *host, unsigned *port, int *keep)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
 	socklen_t salen = sizeof(sa);
@@ -145,6 +181,10 @@ static int free_port(const char *host, unsigned *port)
 		goto out_close;
 	}
 	*port = ntohs(sa.sin_port);
+	if (keep != NULL) {
+		*keep = fd;
+		return 0;
+	}
 out_close:
 	close(fd);
 	return ret;
@@ -278,14 +318,59 @@ static void fail(struct lr_run *run, enum lr_reason reason, int status)
 	begin_ending(run);
 }
 
-/* node_exited -- record the wait status @st of @node; the first failure ends the others. */
+/* how_str -- "exited with status 3" or "killed by SIGKILL" for the wait status @st. */
+static const char *how_str(int st, char *buf, size_t len)
+{
+	const char *abbrev;
+
+	if (!WIFSIGNALED(st)) {
+		snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
+		return buf;
+	}
+	abbrev = sigabbrev_np(WTERMSIG(st));
+	if (abbrev != NULL)
+		snprintf(buf, len, "killed by SIG%s", abbrev);
+	else
+		snprintf(buf, len, "killed by signal %d", WTERMSIG(st));
+	return buf;
+}
+
+/*
+ * node_exited -- record the wait status @st of @node. A node the kill command signalled is
+ * no failure; with --keep-going a failure is reported and kept for the exit status; without
+ * it, the first failure ends the others.
+ */
 static void node_exited(struct lr_run *run, struct lr_node *node, int st)
 {
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	char how[64];
 
 	node->alive = false;
-	if (code == 0 || run->reason != LR_RUNNING)
+	node->st = st;
+	if (run->reason != LR_RUNNING)
+		return; /* ended by us, or after the first failure */
+	if (code == 0 && !node->by_cmd) {
+		if (run->o->keep_going)
+			lr_msg("node %" PRIu32 " (pid %d) exited with status 0", node->id,
+			       (int)node->pid);
 		return;
+	}
+	node->died = true;
+	how_str(st, how, sizeof(how));
+	if (node->by_cmd) {
+		lr_msg("node %" PRIu32 " (pid %d) %s (kill command); the others go on", node->id,
+		       (int)node->pid, how);
+		return;
+	}
+	if (run->o->keep_going) {
+		lr_msg("node %" PRIu32 " (pid %d) %s; the others go on (--keep-going)", node->id,
+		       (int)node->pid, how);
+		if (!run->failed) {
+			run->failed = true;
+			run->fail_status = code;
+		}
+		return;
+	}
 	if (WIFSIGNALED(st))
 		lr_msg("node %" PRIu32 " killed by signal %d (%s); ending the others", node->id,
 		       WTERMSIG(st), strsignal(WTERMSIG(st)));
@@ -487,37 +572,388 @@ static int job_env(const struct lr_opts *o, unsigned *port)
 		return -errno;
 	if (o->join != NULL)
 		return setenv("LOCO_JOIN", o->join, 1) < 0 ? -errno : 0;
-	ret = free_port(o->hosts[0], port);
+	ret = free_port(o->hosts[0], port, NULL);
 	if (ret)
 		lr_msg("cannot find a free port on %s: %s", o->hosts[0], strerror(-ret));
 	return ret;
 }
 
 /*
- * node_env -- the per-node part: LOCO_NODE_ID, LOCO_ADDR, LOCO_JOIN. The
- * @k-th node of the launch listens on hosts[k % nhosts]; the others join
- * the first one on hosts[0]. 0 or -errno.
+ * pick_port -- a free port on @host that no node of this launch was given; 0 or -errno. The
+ * sockets stay bound until release_ports(), so that two picks never give the same port.
  */
-static int node_env(const struct lr_opts *o, const struct lr_node *node, unsigned long k,
-                    unsigned port)
+static int pick_port(struct lr_run *run, const char *host, unsigned *port)
 {
-	const char *host = o->hosts[k % (unsigned long)o->nhosts];
-	int ret = setenv_fmt("LOCO_NODE_ID", "%" PRIu32, node->id);
+	for (int tries = 0; tries < 20 && run->nheld < LR_HELD_MAX; tries++) {
+		bool used = false;
+		unsigned p;
+		int ret = free_port(host, &p, &run->held[run->nheld]);
 
-	if (ret)
-		return ret;
-	if (o->join != NULL)
-		return setenv_fmt("LOCO_ADDR", "%s:0", host);
-	if (k == 0) {
-		ret = setenv_fmt("LOCO_ADDR", "%s:%u", host, port);
 		if (ret)
 			return ret;
-		return unsetenv("LOCO_JOIN") < 0 ? -errno : 0; /* it starts the job */
+		run->nheld++;
+		for (unsigned i = 0; i < run->n && !used; i++)
+			used = run->nodes[i].port == p;
+		if (!used) {
+			*port = p;
+			return 0;
+		}
 	}
-	ret = setenv_fmt("LOCO_ADDR", "%s:0", host);
+	return -EADDRINUSE;
+}
+
+/* release_ports -- close the sockets pick_port() holds: the nodes are about to bind them. */
+static void release_ports(struct lr_run *run)
+{
+	while (run->nheld > 0)
+		close(run->held[--run->nheld]);
+}
+
+/*
+ * assign_ports -- the port of each node from @from on: the job's port for the first node of a
+ * fresh launch, with --control a free port picked for each of the others, else 0 (any). The
+ * picked ports are distinct, and free again when this returns; 0 or -errno.
+ */
+static int assign_ports(struct lr_run *run, unsigned from)
+{
+	int ret = 0;
+
+	for (unsigned i = from; i < run->n && ret == 0; i++) {
+		struct lr_node *node = &run->nodes[i];
+		const char *host = run->o->hosts[node->k % (unsigned long)run->o->nhosts];
+
+		node->port = 0;
+		if (node->k == 0 && run->o->join == NULL)
+			node->port = run->port;
+		else if (run->o->control != NULL)
+			ret = pick_port(run, host, &node->port);
+		if (ret)
+			lr_msg("node %" PRIu32 ": cannot find a free port on %s: %s", node->id,
+			       host, strerror(-ret));
+	}
+	release_ports(run);
+	return ret;
+}
+
+/* join_list -- "ip:port,..." of up to LR_JOIN_MAX live nodes that have a known port, in @buf. */
+static size_t join_list(const struct lr_run *run, const struct lr_node *self, char *buf, size_t len)
+{
+	size_t off = 0;
+	int count = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < run->n && count < LR_JOIN_MAX; i++) {
+		const struct lr_node *m = &run->nodes[i];
+		int k;
+
+		if (m == self || !m->alive || m->port == 0)
+			continue;
+		k = snprintf(buf + off, len - off, "%s%s:%u", count ? "," : "",
+		             run->o->hosts[m->k % (unsigned long)run->o->nhosts], m->port);
+		if (k < 0 || (size_t)k >= len - off)
+			break;
+		off += (size_t)k;
+		count++;
+	}
+	return off;
+}
+
+/*
+ * node_env -- the per-node part: LOCO_NODE_ID, LOCO_NODES, LOCO_ADDR, LOCO_JOIN. The node
+ * listens on hosts[k % nhosts]. The first node of a fresh launch starts the job; the others
+ * of the launch join it, or the --join address. With --control every node listens on a port
+ * picked here, so that a node added later (@nodes > 0: the job's live nodes, it included)
+ * can be given live members to join through. 0 or -errno.
+ */
+static int node_env(struct lr_run *run, struct lr_node *node, unsigned long nodes)
+{
+	const struct lr_opts *o = run->o;
+	const char *host = o->hosts[node->k % (unsigned long)o->nhosts];
+	char list[LR_JOIN_MAX * (INET_ADDRSTRLEN + 7)];
+	int ret = setenv_fmt("LOCO_NODE_ID", "%" PRIu32, node->id);
+
+	if (ret == 0)
+		ret = setenv_fmt("LOCO_NODES", "%lu", nodes > 0 ? nodes : o->n);
 	if (ret)
 		return ret;
-	return setenv_fmt("LOCO_JOIN", "%s:%u", o->hosts[0], port);
+	ret = setenv_fmt("LOCO_ADDR", "%s:%u", host, node->port);
+	if (ret)
+		return ret;
+	if (nodes > 0 && join_list(run, node, list, sizeof(list)) > 0)
+		return setenv("LOCO_JOIN", list, 1) < 0 ? -errno : 0;
+	if (o->join != NULL)
+		return setenv("LOCO_JOIN", o->join, 1) < 0 ? -errno : 0;
+	if (nodes > 0) {
+		lr_msg("node %" PRIu32 ": no live node to join through", node->id);
+		return -ENOENT;
+	}
+	if (node->k == 0)
+		return unsetenv("LOCO_JOIN") < 0 ? -errno : 0; /* it starts the job */
+	return setenv_fmt("LOCO_JOIN", "%s:%u", o->hosts[0], run->port);
+}
+
+/* node_init -- set up run->nodes[run->n] as the next node, id @id; 0 or -ENOMEM. */
+static int node_init(struct lr_run *run, uint32_t id)
+{
+	struct lr_node *node = &run->nodes[run->n];
+
+	*node = (struct lr_node){.id = id, .k = run->n};
+	node->prefix_len = run->o->no_prefix ? 0
+	                                     : (size_t)snprintf(node->prefix, sizeof(node->prefix),
+	                                                        "[%" PRIu32 "] ", node->id);
+	for (int k = 0; k < 2; k++) {
+		node->s[k] = (struct lr_stream){.fd = -1, .out = k};
+		node->s[k].buf = malloc(LR_LINE_MAX);
+	}
+	if (node->s[0].buf == NULL || node->s[1].buf == NULL) {
+		free(node->s[1].buf);
+		free(node->s[0].buf);
+		lr_msg("out of memory");
+		return -ENOMEM;
+	}
+	run->n++;
+	if (id > run->max_id)
+		run->max_id = id;
+	return 0;
+}
+
+/* reply -- append a printf-formatted piece to @r; what does not fit is cut. */
+__attribute__((format(printf, 2, 3))) static void reply(struct lr_reply *r, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	if (r->buf == NULL || r->len + 1 >= r->cap)
+		return;
+	va_start(ap, fmt);
+	k = vsnprintf(r->buf + r->len, r->cap - r->len, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		r->len = (size_t)k < r->cap - r->len ? r->len + (size_t)k : r->cap - 1;
+}
+
+/* cmd_add -- "add [K]": start K (default 1) more nodes with fresh ids, joining live ones. */
+static void cmd_add(struct lr_run *run, const char *arg, struct lr_reply *r)
+{
+	unsigned long want = 1, live = 0, nadded = 0;
+	unsigned first;
+	uint32_t added[LR_MAX_NODES];
+	char *end;
+
+	if (arg != NULL) {
+		errno = 0;
+		want = strtoul(arg, &end, 10);
+		if (arg[0] < '0' || arg[0] > '9' || *end != '\0' || errno || want == 0)
+			want = 0;
+	}
+	if (want == 0 || want > run->cap - run->n || run->max_id > UINT32_MAX - want) {
+		reply(r, "error: add: expected a count from 1 to %u, got '%s'\n", run->cap - run->n,
+		      arg != NULL ? arg : "1");
+		return;
+	}
+	if (run->ending) {
+		reply(r, "error: add: the launch is ending\n");
+		return;
+	}
+	for (unsigned i = 0; i < run->n; i++)
+		live += run->nodes[i].alive;
+	first = run->n;
+	for (unsigned long j = 0; j < want; j++) {
+		if (node_init(run, run->max_id + 1))
+			break;
+	}
+	if (assign_ports(run, first))
+		goto out;
+	for (unsigned i = first; i < run->n; i++) {
+		struct lr_node *node = &run->nodes[i];
+
+		/* a node that was not started is listed as such (pid 0) */
+		if (node_env(run, node, live + want) || node_spawn(node, run->o, run->saved))
+			break;
+		lr_msg("node %" PRIu32 " (pid %d) added (control command)", node->id,
+		       (int)node->pid);
+		added[nadded++] = node->id;
+	}
+out:
+	if (nadded == 0) {
+		reply(r, "error: add: no node could be started (see the launcher's messages)\n");
+		return;
+	}
+	reply(r, "ok added");
+	r->ok = true;
+	for (unsigned long j = 0; j < nadded; j++)
+		reply(r, " %" PRIu32, added[j]);
+	reply(r, nadded < want ? "; the others could not be started\n" : "\n");
+}
+
+/* parse_sig -- "9", "KILL" or "SIGKILL"; the signal number or 0. */
+static int parse_sig(const char *s)
+{
+	char *end;
+	long v;
+
+	if (s[0] >= '0' && s[0] <= '9') {
+		v = strtol(s, &end, 10);
+		return *end == '\0' && v > 0 && v < NSIG ? (int)v : 0;
+	}
+	if (strncasecmp(s, "SIG", 3) == 0)
+		s += 3;
+	for (int sig = 1; sig < NSIG; sig++) {
+		const char *abbrev = sigabbrev_np(sig);
+
+		if (abbrev != NULL && strcasecmp(abbrev, s) == 0)
+			return sig;
+	}
+	return 0;
+}
+
+/* cmd_kill -- "kill ID [SIG]": send SIG (default SIGTERM) to the process group of node ID. */
+static void cmd_kill(struct lr_run *run, const char *id_s, const char *sig_s, struct lr_reply *r)
+{
+	struct lr_node *node = NULL;
+	unsigned long id = 0;
+	int sig = SIGTERM;
+	char name[32];
+	char *end = NULL;
+
+	if (id_s != NULL && id_s[0] >= '0' && id_s[0] <= '9')
+		id = strtoul(id_s, &end, 10);
+	for (unsigned i = 0; id > 0 && end != NULL && *end == '\0' && i < run->n; i++) {
+		if (run->nodes[i].id == id)
+			node = &run->nodes[i];
+	}
+	if (sig_s != NULL)
+		sig = parse_sig(sig_s);
+	if (node == NULL || sig == 0) {
+		reply(r,
+		      "error: kill: expected the id of a node of this launch and a signal, got "
+		      "'%s %s'\n",
+		      id_s != NULL ? id_s : "", sig_s != NULL ? sig_s : "");
+		return;
+	}
+	if (!node->alive) {
+		reply(r, "error: kill: node %" PRIu32 " is not running\n", node->id);
+		return;
+	}
+	node->by_cmd = true;
+	if (kill(-node->pid, sig) < 0) {
+		reply(r, "error: kill: node %" PRIu32 ": %s\n", node->id, strerror(errno));
+		return;
+	}
+	snprintf(name, sizeof(name), "SIG%s", sigabbrev_np(sig) ? sigabbrev_np(sig) : "");
+	if (sigabbrev_np(sig) == NULL)
+		snprintf(name, sizeof(name), "signal %d", sig); /* a real-time signal */
+	lr_msg("sent %s to node %" PRIu32 " (pid %d) (control command)", name, node->id,
+	       (int)node->pid);
+	reply(r, "ok sent %s to node %" PRIu32 " (pid %d)\n", name, node->id, (int)node->pid);
+	r->ok = true;
+}
+
+/* cmd_list -- "list": one line per node of the launch: id, pid, state. */
+static void cmd_list(struct lr_run *run, struct lr_reply *r)
+{
+	char how[64];
+
+	reply(r, "ok %u node(s)\n", run->n);
+	r->ok = true;
+	for (unsigned i = 0; i < run->n; i++) {
+		const struct lr_node *node = &run->nodes[i];
+
+		if (node->pid <= 0)
+			reply(r, "%" PRIu32 " - not started\n", node->id);
+		else if (node->alive && node->port > 0)
+			reply(r, "%" PRIu32 " %d running %s:%u\n", node->id, (int)node->pid,
+			      run->o->hosts[node->k % (unsigned long)run->o->nhosts], node->port);
+		else if (node->alive)
+			reply(r, "%" PRIu32 " %d running\n", node->id, (int)node->pid);
+		else
+			reply(r, "%" PRIu32 " %d %s%s\n", node->id, (int)node->pid,
+			      how_str(node->st, how, sizeof(how)),
+			      node->by_cmd ? " (kill command)" : "");
+	}
+}
+
+/* ctl_command -- carry out the command line @line and answer on @fd; then close @fd. */
+static void ctl_command(struct lr_run *run, char *line, int fd)
+{
+	struct lr_reply r = {.cap = 128 * 1024};
+	char *save = NULL, *cmd = strtok_r(line, " \t\r\n", &save);
+	char *a1 = strtok_r(NULL, " \t\r\n", &save), *a2 = strtok_r(NULL, " \t\r\n", &save);
+	char *extra = strtok_r(NULL, " \t\r\n", &save);
+	size_t off = 0;
+
+	r.buf = malloc(r.cap);
+	if (cmd != NULL && strcmp(cmd, "add") == 0 && a2 == NULL)
+		cmd_add(run, a1, &r);
+	else if (cmd != NULL && strcmp(cmd, "kill") == 0 && extra == NULL)
+		cmd_kill(run, a1, a2, &r);
+	else if (cmd != NULL && strcmp(cmd, "list") == 0 && a1 == NULL)
+		cmd_list(run, &r);
+	else
+		reply(&r, "error: unknown command; expected add [K], kill ID [SIG] or list\n");
+	if (r.buf == NULL) {
+		static const char oom[] = "error: out of memory\n";
+
+		r.buf = (char *)oom;
+		r.len = sizeof(oom) - 1;
+		r.cap = 0;
+	}
+	/* the client reads while we write; a client that does not is given up after a while */
+	for (int tries = 0; off < r.len && tries < 1000; tries++) {
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+		ssize_t w = write(fd, r.buf + off, r.len - off);
+
+		if (w > 0)
+			off += (size_t)w;
+		else if (w < 0 && errno == EAGAIN && poll(&p, 1, LR_CTL_WAIT_MS) <= 0)
+			break;
+		else if (w < 0 && errno != EAGAIN && errno != EINTR)
+			break;
+	}
+	if (r.cap > 0)
+		free(r.buf);
+	close(fd);
+}
+
+/* ctl_accept -- take a new control connection; refuse it when LR_CTL_MAX are open. */
+static void ctl_accept(struct lr_run *run)
+{
+	int fd = accept4(run->cfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	for (int i = 0; i < LR_CTL_MAX; i++) {
+		if (run->conns[i].fd < 0) {
+			run->conns[i] = (struct lr_conn){.fd = fd};
+			return;
+		}
+	}
+	if (write(fd, "error: busy\n", 12) < 0) {
+		/* the client is gone already */
+	}
+	close(fd);
+}
+
+/* ctl_read -- read from control connection @c; a whole line (or EOF) is carried out. */
+static void ctl_read(struct lr_run *run, struct lr_conn *c)
+{
+	ssize_t r = read(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len);
+
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r > 0)
+		c->len += (size_t)r;
+	c->buf[c->len] = '\0';
+	if (r > 0 && memchr(c->buf, '\n', c->len) == NULL && c->len < sizeof(c->buf) - 1)
+		return;
+	if (r < 0 || c->len == 0) {
+		close(c->fd); /* closed without a command */
+	} else {
+		c->buf[strcspn(c->buf, "\n")] = '\0';
+		ctl_command(run, c->buf, c->fd);
+	}
+	c->fd = -1;
+	c->len = 0;
 }
 
 /* poll_wait_ms -- how long poll() may sleep before a deadline needs attention; -1 = forever. */
@@ -564,6 +1000,16 @@ static void loop_once(struct lr_run *run, struct pollfd *pfds, struct lr_slot *s
 			pfds[nfds++] = (struct pollfd){.fd = s->fd, .events = POLLIN};
 		}
 	}
+	if (run->cfd >= 0) {
+		slots[nfds] = (struct lr_slot){.conn = -1};
+		pfds[nfds++] = (struct pollfd){.fd = run->cfd, .events = POLLIN};
+	}
+	for (int i = 0; i < LR_CTL_MAX; i++) {
+		if (run->conns[i].fd < 0)
+			continue;
+		slots[nfds] = (struct lr_slot){.conn = i};
+		pfds[nfds++] = (struct pollfd){.fd = run->conns[i].fd, .events = POLLIN};
+	}
 	r = poll(pfds, nfds, poll_wait_ms(run));
 	if (r < 0 && errno != EINTR) {
 		lr_msg("poll: %s", strerror(errno));
@@ -575,16 +1021,24 @@ static void loop_once(struct lr_run *run, struct pollfd *pfds, struct lr_slot *s
 	if (pfds[0].revents & POLLIN)
 		on_signals(run);
 	for (nfds_t j = 1; j < nfds; j++) {
-		if (pfds[j].revents != 0)
+		if (pfds[j].revents == 0)
+			continue;
+		if (slots[j].node != NULL)
 			stream_read(slots[j].node, slots[j].s);
+		else if (slots[j].conn < 0)
+			ctl_accept(
+			    run); /* a command may add nodes: the slots are rebuilt next pass */
+		else
+			ctl_read(run, &run->conns[slots[j].conn]);
 	}
 }
 
 /* run_loop -- until every node and every node's group is gone: I/O, reaping, deadlines. */
 static void run_loop(struct lr_run *run)
 {
-	struct pollfd *pfds = calloc(2 * (size_t)run->n + 1, sizeof(*pfds));
-	struct lr_slot *slots = calloc(2 * (size_t)run->n + 1, sizeof(*slots));
+	size_t max = 2 * (size_t)run->cap + 2 + LR_CTL_MAX;
+	struct pollfd *pfds = calloc(max, sizeof(*pfds));
+	struct lr_slot *slots = calloc(max, sizeof(*slots));
 
 	if (pfds == NULL || slots == NULL) {
 		lr_msg("out of memory");
@@ -643,43 +1097,64 @@ static void drain(struct lr_run *run)
 	}
 }
 
+/* summary -- with --keep-going or --control: one line per node that ended early, and the status. */
+static void summary(const struct lr_run *run, int status)
+{
+	unsigned died = 0;
+	char how[64];
+
+	for (unsigned i = 0; i < run->n; i++)
+		died += run->nodes[i].died;
+	if (died == 0 || (!run->o->keep_going && run->o->control == NULL))
+		return; /* without them, the one failure was reported as it happened */
+	for (unsigned i = 0; i < run->n; i++) {
+		const struct lr_node *node = &run->nodes[i];
+
+		if (node->died)
+			lr_msg("summary: node %" PRIu32 " (pid %d) %s%s", node->id, (int)node->pid,
+			       how_str(node->st, how, sizeof(how)),
+			       node->by_cmd ? " (kill command)" : "");
+	}
+	lr_msg("summary: %u of %u node(s) ended early; exit status %d", died, run->n, status);
+}
+
 /* launch -- set up and start every node, then run the loop; returns the exit status. */
 static int launch(const struct lr_opts *o)
 {
-	struct lr_run run = {.n = (unsigned)o->n, .sfd = -1};
-	struct sigaction ign = {.sa_handler = SIG_IGN};
 	struct lr_saved saved = {.nofile_raised = false};
-	rlim_t need = 2 * (rlim_t)o->n + 16;
+	struct lr_run run = {.o = o, .saved = &saved, .sfd = -1, .cfd = -1};
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+	rlim_t need;
 	sigset_t set;
-	unsigned port;
 	int ret;
 
-	run.nodes = calloc(run.n, sizeof(*run.nodes));
+	run.cap = o->control != NULL ? LR_MAX_NODES : (unsigned)o->n;
+	need = 2 * (rlim_t)run.cap + 16 + LR_CTL_MAX;
+	for (int i = 0; i < LR_CTL_MAX; i++)
+		run.conns[i].fd = -1;
+	run.nodes = calloc(run.cap, sizeof(*run.nodes));
 	if (run.nodes == NULL) {
 		lr_msg("out of memory");
 		return LR_EXIT_INTERNAL;
 	}
-	for (unsigned i = 0; i < run.n; i++) {
-		struct lr_node *node = &run.nodes[i];
-
-		node->id = (uint32_t)(o->first_id + i);
-		node->prefix_len = o->no_prefix
-		                       ? 0
-		                       : (size_t)snprintf(node->prefix, sizeof(node->prefix),
-		                                          "[%" PRIu32 "] ", node->id);
-		for (int k = 0; k < 2; k++) {
-			node->s[k] = (struct lr_stream){.fd = -1, .out = k};
-			node->s[k].buf = malloc(LR_LINE_MAX);
-			if (node->s[k].buf == NULL) {
-				lr_msg("out of memory");
-				ret = LR_EXIT_INTERNAL;
-				goto out_free;
-			}
+	for (unsigned i = 0; i < o->n; i++) {
+		if (node_init(&run, (uint32_t)(o->first_id + i))) {
+			ret = LR_EXIT_INTERNAL;
+			goto out_free;
 		}
 	}
-	if (job_env(o, &port)) {
+	if (job_env(o, &run.port)) {
 		ret = LR_EXIT_INTERNAL;
 		goto out_free;
+	}
+	if (o->control != NULL) {
+		run.cfd = lr_ctl_listen(o->control);
+		if (run.cfd < 0) {
+			lr_msg("--control: cannot listen on %s: %s", o->control,
+			       strerror(-run.cfd));
+			ret = LR_EXIT_INTERNAL;
+			goto out_free;
+		}
 	}
 
 	/* two pipes per node: raise the soft fd limit as far as needed (and allowed) */
@@ -721,9 +1196,11 @@ static int launch(const struct lr_opts *o)
 		run.timeout_s = o->timeout;
 		run.timeout_at = now_ms() + (ms > 0 ? ms : 1);
 	}
+	if (assign_ports(&run, 0))
+		fail(&run, LR_INTERNAL, LR_EXIT_INTERNAL);
 	for (unsigned i = 0; i < run.n && run.reason == LR_RUNNING; i++) {
 		/* the first node first; the others join it and retry until it answers */
-		ret = node_env(o, &run.nodes[i], (unsigned long)i, port);
+		ret = node_env(&run, &run.nodes[i], 0);
 		if (ret)
 			lr_msg("node %" PRIu32 ": setenv: %s", run.nodes[i].id, strerror(-ret));
 		if (ret || node_spawn(&run.nodes[i], o, &saved))
@@ -733,13 +1210,25 @@ static int launch(const struct lr_opts *o)
 	drain(&run);
 	out_flush(0);
 	out_flush(1);
-	ret = run.reason == LR_RUNNING ? 0 : run.status;
+	if (run.reason != LR_RUNNING)
+		ret = run.status;
+	else
+		ret = run.failed ? run.fail_status : 0;
+	summary(&run, ret);
 
 	close(run.sfd);
 	sigaction(SIGPIPE, &saved.pipe, NULL);
 out_restore_mask:
 	sigprocmask(SIG_SETMASK, &saved.mask, NULL);
 out_free:
+	for (int i = 0; i < LR_CTL_MAX; i++) {
+		if (run.conns[i].fd >= 0)
+			close(run.conns[i].fd);
+	}
+	if (run.cfd >= 0) {
+		close(run.cfd);
+		unlink(o->control);
+	}
 	for (unsigned i = run.n; i > 0; i--) {
 		free(run.nodes[i - 1].s[1].buf);
 		free(run.nodes[i - 1].s[0].buf);
@@ -769,6 +1258,9 @@ int main(int argc, char **argv)
 	int ret, err;
 
 	std_fds();
+	lr_time_init();
+	if (argc >= 2 && strcmp(argv[1], "--ctl") == 0)
+		return lr_ctl_client(argc > 2 ? argv[2] : "", argc > 3 ? argc - 3 : 0, argv + 3);
 	ret = lr_parse_opts(argc, argv, &o);
 	if (ret == 1) {
 		lr_usage(stdout);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * loco-run.h -- the local launcher's parts: loco-run.c (spawning, output,
- * ending) and loco-run-opts.c (the command line). See loco-run(1).
+ * ending, control commands), loco-run-opts.c (the command line, message
+ * times) and loco-run-ctl.c (the control socket and its client). See
+ * loco-run(1). One thread: nothing here is thread-safe.
  */
 #ifndef LOCO_RUN_H
 #define LOCO_RUN_H
@@ -26,6 +28,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <arpa/inet.h>
 #include <time.h>
@@ -47,6 +50,18 @@
 #define LR_EXIT_NOEXEC   127
 #define LR_LOCALHOST     "127.0.0.1"
 #define LR_MAX_HOSTS     16
+#define LR_CTL_MAX       8    /* control connections served at once */
+#define LR_CTL_LINE      256  /* a control command line */
+#define LR_CTL_WAIT_MS   2000 /* the client waits this long for each part of the answer */
+#define LR_JOIN_MAX      8    /* live members an added node is given to join through */
+#define LR_HELD_MAX      (LR_MAX_NODES + 32) /* ports held while nodes are being started */
+
+/* How times are written in front of messages (LOCO_LOG_TIME, as in liboco's log lines). */
+enum lr_time {
+	LR_TIME_MONO,
+	LR_TIME_WALL,
+	LR_TIME_NONE
+};
 
 struct lr_opts {
 	unsigned long n;
@@ -57,7 +72,9 @@ struct lr_opts {
 	char hosts[LR_MAX_HOSTS][INET_ADDRSTRLEN]; /* node k gets hosts[k % nhosts] */
 	int nhosts;
 	bool no_prefix;
-	char **argv; /* PROGRAM ARGS..., NULL-terminated */
+	bool keep_going;     /* a dead node does not end the others */
+	const char *control; /* the control socket's path, or NULL */
+	char **argv;         /* PROGRAM ARGS..., NULL-terminated */
 };
 
 /* lr_msg -- "loco-run: ..." on stderr. */
@@ -68,6 +85,18 @@ void lr_usage(FILE *f);
 
 /* lr_parse_opts -- fill @o from the command line; 0, 1 for --help, -EINVAL after a message. */
 int lr_parse_opts(int argc, char **argv, struct lr_opts *o);
+
+/* lr_time_init -- read LOCO_LOG_TIME and note the start time, once, before any message. */
+void lr_time_init(void);
+
+/* lr_time_str -- the time to write before a message ("" for none) into @buf. */
+void lr_time_str(char *buf, size_t len);
+
+/* lr_ctl_listen -- a listening unix socket at @path (mode 0600); the fd or -errno. */
+int lr_ctl_listen(const char *path);
+
+/* lr_ctl_client -- send the command @argv[0..@argc) to the launcher at @path; exit status. */
+int lr_ctl_client(const char *path, int argc, char **argv);
 
 /* lr_find_program -- 0 when execvp(@prog) can find something to run (loco-run-opts.c). */
 int lr_find_program(const char *prog);

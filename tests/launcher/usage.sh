@@ -54,10 +54,10 @@ check "--first-id 4294967294 -n 2: ids up to 4294967295" grep -qx '\[4294967295\
 missing=$T/no-such-program
 run_lr -n 2 "$missing"
 check "missing path: exits 127 (rc $RC)" [ "$RC" -eq 127 ]
-check "missing path: message names it" grep -q "loco-run: $missing: cannot execute" "$T/err"
+check "missing path: message names it" grep -qE "loco-run [0-9.]+: $missing: cannot execute" "$T/err"
 run_lr -n 2 "no-such-program-$MARK" arg
 check "missing command: exits 127 (rc $RC)" [ "$RC" -eq 127 ]
-check "missing command: message names it" grep -q "loco-run: no-such-program-$MARK: command not found" "$T/err"
+check "missing command: message names it" grep -qE "loco-run [0-9.]+: no-such-program-$MARK: command not found" "$T/err"
 echo 'echo hi' >"$T/not-executable"
 run_lr -n 2 "$T/not-executable"
 check "not executable: exits 127 (rc $RC)" [ "$RC" -eq 127 ]

@@ -22,7 +22,7 @@ else
 	fail "loco-run exited with status $RC"
 fi
 for n in 1 2; do
-	if has "^\[$n\] loco\[[0-9]+\] info: manager: node 3 left$"; then
+	if has "^\[$n\] loco\[[0-9]+\]( [0-9.]+)? info: manager: node 3 left$"; then
 		ok "node $n logged that node 3 left"
 	else
 		fail "node $n did not log 'node 3 left'"

@@ -28,12 +28,12 @@ mpid=$(sed -nE 's/^\[1\] wrong-secret: node 1: pid ([0-9]+)$/\1/p' "$T/out" | he
 if [[ -z $ipid || -z $mpid ]]; then
 	fail "the program did not print the PIDs of the intruder and node 1"
 else
-	if has "^\[1\] loco\[$ipid\] error: .*wrong cluster secret"; then
+	if has "^\[1\] loco\[$ipid\]( [0-9.]+)? error: .*wrong cluster secret"; then
 		ok "the intruder (pid $ipid) logged the wrong cluster secret"
 	else
 		fail "the intruder (pid $ipid) logged no 'wrong cluster secret' line"
 	fi
-	if has "^\[1\] loco\[$mpid\] [a-z]+: .*node 5 .*wrong cluster secret"; then
+	if has "^\[1\] loco\[$mpid\]( [0-9.]+)? [a-z]+: .*node 5 .*wrong cluster secret"; then
 		ok "node 1 (pid $mpid) logged the wrong cluster secret of node 5"
 	else
 		fail "node 1 (pid $mpid) logged no 'wrong cluster secret' line about node 5"
