@@ -24,6 +24,7 @@ const struct lc_config_entry lc_config_table[] = {
     {"LOCO_LOG_TIME", "mono",
      "log line time: mono (s since start), wall (UTC date and time) or none"},
     {"LOCO_TCP_SLOW_WRITE", NULL, "tcp test knob: land WRITEs line-shuffled, <ns> per word"},
+    {"LOCO_MANY_MANAGERS", NULL, "test knob: 1 lets one process run several managers at once"},
     {"LOCO_TCP_SPIN_US", NULL, "tcp: NIC thread busy-poll before blocking (default: automatic)"},
     {NULL, NULL, NULL},
 };

@@ -255,14 +255,65 @@ static int join_cluster(loco_manager_t *m, const char *contacts)
 	return 0;
 }
 
+/*
+ * The managers alive in this process (the only process-wide state): one
+ * manager per process, since a second one would fight the first for the
+ * node's identity, listener and memory; LOCO_MANY_MANAGERS=1 lifts it
+ * for tests that run several nodes in one process.
+ */
+static unsigned lc_managers;
+
+/* managers_enter -- count a new manager, or -EALREADY when one is alive and that is refused. */
+static int managers_enter(void)
+{
+	const char *many = getenv("LOCO_MANY_MANAGERS");
+	unsigned none = 0;
+
+	if (many != NULL && strcmp(many, "1") == 0) {
+		__atomic_add_fetch(&lc_managers, 1, __ATOMIC_ACQ_REL);
+		return 0;
+	}
+	if (__atomic_compare_exchange_n(&lc_managers, &none, 1, 0, __ATOMIC_ACQ_REL,
+	                                __ATOMIC_ACQUIRE))
+		return 0;
+	lc_log_err("manager: one manager per process: a manager is already running in this "
+	           "process (loco_fini() it first; LOCO_MANY_MANAGERS=1 allows more, for tests)");
+	return -EALREADY;
+}
+
+static void managers_leave(void)
+{
+	__atomic_sub_fetch(&lc_managers, 1, __ATOMIC_ACQ_REL);
+}
+
+static int init(const loco_config_t *cfg, loco_manager_t **out);
+
 int loco_init(const loco_config_t *cfg, loco_manager_t **out)
 {
-	struct lc_config c;
 	loco_manager_t *m;
 	int ret;
 
 	if (out == NULL)
 		return -EINVAL;
+	ret = managers_enter();
+	if (ret)
+		return ret;
+	ret = init(cfg, &m);
+	if (ret) {
+		managers_leave();
+		return ret;
+	}
+	*out = m;
+	return 0;
+}
+
+/* init -- loco_init() once counted: a manager, or an error. */
+static int init(const loco_config_t *cfg, loco_manager_t **out)
+{
+	struct lc_config c;
+	loco_manager_t *m;
+	int ret;
+
 	if (sodium_init() < 0) {
 		lc_log_err("manager: libsodium failed to initialise");
 		return -ENOSYS;
@@ -329,6 +380,7 @@ void loco_fini(loco_manager_t *m)
 		usleep(1000);
 	lc_progress_stop(m);
 	manager_free(m);
+	managers_leave();
 }
 
 uint32_t loco_node_id(const loco_manager_t *m)

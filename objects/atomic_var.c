@@ -93,6 +93,10 @@ int loco_atomic_var_create(loco_channel_t *ch, const char *name, uint32_t host,
 	ret = loco_object_create(ch, name, &av_ops, av, &av->obj);
 	if (ret)
 		goto err_destroy_ack;
+	/* every node must name the same host: checked as peers pair */
+	ret = loco_object_agree(av->obj, "host", host);
+	if (ret)
+		goto err_destroy_obj;
 	/* only the host's word is used; the others' copies allow nothing */
 	ret = loco_region_create(av->obj, "word", WORD_LEN, host == av->me ? access : 0, &av->word);
 	if (ret)
@@ -164,8 +168,11 @@ static int av_post(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, unsign
                    loco_ack_key_t *ack)
 {
 	size_t loff = (size_t)slot * sizeof(uint64_t);
-	int path = host_path_get(&av->hp, av->word, av->host, av->me);
+	int path = loco_object_status(av->obj); /* not joined, or the hosts differ */
 
+	if (path < 0)
+		return path;
+	path = host_path_get(&av->hp, av->word, av->host, av->me);
 	if (path < 0)
 		return path;
 	if (path == HOST_PATH_LOCAL) {

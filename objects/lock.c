@@ -190,6 +190,9 @@ int loco_lock_create_config(loco_channel_t *ch, const char *name, uint32_t host,
 	ret = loco_object_create(ch, name, &lk_ops, lk, &lk->obj);
 	if (ret)
 		goto err_destroy_qack;
+	ret = loco_object_agree(lk->obj, "host", host); /* checked as peers pair */
+	if (ret)
+		goto err_destroy_obj;
 	ret = loco_region_create(
 	    lk->obj, "word", WORD_LEN,
 	    host == lk->me ? LOCO_ACCESS_READ | LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC : 0,
