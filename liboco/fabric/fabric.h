@@ -120,8 +120,9 @@ struct fab_attr {
 	uint32_t spin_us;        /* provider thread busy-poll before blocking (0: automatic) */
 };
 
-#define FAB_SPIN_AUTO   0  /* spin_us: spin only when the machine has cores to spare */
-#define FAB_PRIV_MAX    48 /* private data carried by connect (rdma_cm allows 56) */
+#define FAB_SPIN_AUTO   0          /* spin_us: spin only when the machine has cores to spare */
+#define FAB_SPIN_NONE   UINT32_MAX /* spin_us: never busy-poll (LOCO_WAIT sleep, block) */
+#define FAB_PRIV_MAX    48         /* private data carried by connect (rdma_cm allows 56) */
 #define FAB_ADDR_STRLEN 64
 
 /* Address of a fabric endpoint: where peers connect. */
