@@ -44,6 +44,14 @@ static void wake_fn(void *arg)
 	lc_wake(arg);
 }
 
+/* landed_fn -- the tcp NIC thread executed a remote WRITE or atomic: wake blocked waiters. */
+static void landed_fn(void *arg)
+{
+	loco_manager_t *m = arg;
+
+	lc_wait_signal(&m->wait);
+}
+
 /* ack_in_view -- whether @node is in the installed view (LOCO_ACK_IGNORE_LEFT; waiters only). */
 static int ack_in_view(void *arg, uint32_t node)
 {
@@ -153,6 +161,11 @@ static int open_endpoints(loco_manager_t *m)
 	 * block leave it blocking in epoll (LOCO_TCP_SPIN_US still wins).
 	 */
 	fattr.spin_us = m->cfg.wait == LOCO_WAIT_SPIN ? FAB_SPIN_AUTO : FAB_SPIN_NONE;
+	if (m->cfg.wait == LOCO_WAIT_BLOCK) {
+		/* remote WRITEs and atomics wake blocked waiters where the provider can tell */
+		fattr.landed = landed_fn;
+		fattr.landed_arg = m;
+	}
 	ret = fab_open(m->cfg.fabric, &fattr, &m->fab);
 	if (ret)
 		return ret;

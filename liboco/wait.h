@@ -14,10 +14,12 @@
  *          wakes at most ~1000 times a second (~1-2 % of a core).
  *   block  spin as sleep does, then sleep on a futex (the event count
  *          below) with the same growing timeout. Completions reaped by any
- *          thread, progress-thread turns that did work, and pollers that
- *          call loco_waiter_wake() bump it and wake the sleepers at once;
- *          memory changed by remote one-sided WRITEs wakes nobody, so the
- *          timeout (the progress thread's poller period, 1 ms at most)
+ *          thread, progress-thread turns that did work, pollers that call
+ *          loco_waiter_wake(), and the tcp NIC thread after it executed a
+ *          remote WRITE or atomic (fab_attr.landed) bump it and wake the
+ *          sleepers at once. On verbs a remote one-sided WRITE wakes
+ *          nobody (the NIC writes memory behind the CPU's back), so the
+ *          timeout (1 ms at most, the progress thread's poller period)
  *          bounds how late such a change is seen.
  *
  * Thread safety: MT-safe. lc_wait_signal() is lock-free and cheap when no

@@ -118,6 +118,13 @@ struct fab_attr {
 	uint32_t max_inline;     /* largest FAB_WR_INLINE payload (default 256) */
 	uint32_t timeout_ms;     /* dead-peer bound (default 2000) */
 	uint32_t spin_us;        /* provider thread busy-poll before blocking (0: automatic) */
+	/*
+	 * Optional: called by a provider that executes remote requests itself
+	 * (tcp: its NIC thread) after a WRITE or an atomic changed this node's
+	 * memory; it must be short and must not block. NULL: nobody is told.
+	 */
+	void (*landed)(void *arg);
+	void *landed_arg;
 };
 
 #define FAB_SPIN_AUTO   0          /* spin_us: spin only when the machine has cores to spare */
