@@ -391,9 +391,11 @@ static void fail_unlock(loco_ack_key_t *key)
 static void fail_record(loco_ack_key_t *key, uint32_t node, int status)
 {
 	fail_lock(key);
-	if (key->npend < LOCO_ACK_FAILURES_MAX)
-		key->pend[key->npend++] = (struct loco_ack_failure){.node = node, .error = status};
-	else
+	if (key->npend < LOCO_ACK_FAILURES_MAX) {
+		key->pend[key->npend] = (struct loco_ack_failure){.node = node, .error = status};
+		/* atomic: the waiter's fast path reads it without the lock */
+		__atomic_store_n(&key->npend, key->npend + 1, __ATOMIC_RELAXED);
+	} else
 		key->pend_dropped++;
 	fail_unlock(key);
 }
@@ -485,7 +487,7 @@ static int ack_idle_result(loco_ack_key_t *key)
 	key->last_dropped = key->pend_dropped;
 	for (uint32_t i = 0; i < key->nlast; i++)
 		key->last[i] = key->pend[i];
-	key->npend = 0;
+	__atomic_store_n(&key->npend, 0, __ATOMIC_RELAXED);
 	key->pend_dropped = 0;
 	fail_unlock(key);
 	/* outside the spin lock: in_view() may take the manager's lock */
