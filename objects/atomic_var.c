@@ -232,6 +232,12 @@ uint64_t loco_atomic_var_slot(const loco_atomic_var_t *av, unsigned slot)
 	return __atomic_load_n(slot_ptr(av, slot), __ATOMIC_ACQUIRE);
 }
 
+/* av_manager -- the manager of @av's channel. */
+static loco_manager_t *av_manager(const loco_atomic_var_t *av)
+{
+	return loco_channel_manager(loco_object_channel(av->obj));
+}
+
 /*
  * sync_lock -- take av->sync_lock by @deadline (< 0: forever). A trylock
  * loop rather than pthread_mutex_clocklock(), which the thread sanitizer
@@ -239,17 +245,16 @@ uint64_t loco_atomic_var_slot(const loco_atomic_var_t *av, unsigned slot)
  */
 static int sync_lock(loco_atomic_var_t *av, int64_t deadline)
 {
+	loco_waiter_t w;
+
 	if (deadline < 0)
 		return -pthread_mutex_lock(&av->sync_lock);
-	for (unsigned spins = 0; pthread_mutex_trylock(&av->sync_lock) != 0; spins++) {
-		struct timespec ts = {.tv_nsec = 20000};
-
+	/* between tries: the manager's wait policy (LOCO_WAIT) */
+	loco_waiter_init(&w, av_manager(av));
+	while (pthread_mutex_trylock(&av->sync_lock) != 0) {
 		if (obj_now_ns() >= deadline)
 			return -ETIMEDOUT;
-		if (spins < 64)
-			sched_yield();
-		else
-			nanosleep(&ts, NULL);
+		loco_waiter_pause(&w);
 	}
 	return 0;
 }
@@ -263,6 +268,7 @@ static int av_sync(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, uint64
 {
 	int64_t deadline = obj_deadline(timeout_ns);
 	unsigned slot = op == AV_WRITE ? SYNC_SRC : SYNC_RES;
+	loco_waiter_t w;
 	int ret;
 
 	if (av == NULL)
@@ -282,12 +288,13 @@ static int av_sync(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, uint64
 	}
 	if (op == AV_WRITE)
 		*slot_ptr(av, slot) = a;
+	loco_waiter_init(&w, av_manager(av));
 	while ((ret = av_post(av, op, a, b, slot, av->ack)) == -EAGAIN) {
 		if (deadline >= 0 && obj_now_ns() >= deadline) {
 			ret = -ETIMEDOUT;
 			goto out_unlock;
 		}
-		sched_yield();
+		loco_waiter_pause(&w); /* the queue drains as completions arrive */
 	}
 	if (ret)
 		goto out_unlock;

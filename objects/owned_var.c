@@ -56,6 +56,7 @@ int loco_owned_var_create(loco_channel_t *ch, const char *name, uint32_t owner, 
 	ret = value_scratch_init(&ov->big, &ov->codec);
 	if (ret)
 		goto err_free;
+	ov->big.m = loco_channel_manager(ch); /* loads back off by its wait policy */
 	ret = loco_object_create(ch, name, NULL, NULL, &ov->obj);
 	if (ret)
 		goto err_scratch;

@@ -180,6 +180,7 @@ int loco_sst_create(loco_channel_t *ch, const char *name, size_t row_size, uint3
 	ret = value_scratch_init(&sst->big, &sst->codec);
 	if (ret)
 		goto err_free_state;
+	sst->big.m = loco_channel_manager(ch); /* loads back off by its wait policy */
 	pthread_mutex_init(&sst->pred_lock, NULL);
 	ret = loco_object_create(ch, name, &sst_ops, sst, &sst->obj);
 	if (ret)
