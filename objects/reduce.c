@@ -48,14 +48,13 @@
  *
  * Waiting: a wait that lasts re-pushes the row, every 50 ms (a push lost
  * on a rebuilt link), every 1 ms while some row is undecided (a joiner
- * needs our row to decide). The pause between polls is wait_pause(): the
- * one place that decides how a wait spends its time.
+ * needs our row to decide). The pause between polls is a step of the
+ * manager's wait policy (loco_waiter_pause(), LOCO_WAIT: spin, sleep or
+ * block); deadlines and re-pushes are checked after SPINS polls.
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <sched.h>
 #include <string.h>
-#include <time.h>
 
 #include <loco.h>
 #include <loco/reduce.h>
@@ -63,9 +62,7 @@
 
 #include "obj_util.h"
 
-#define SPINS          16u        /* polls that only spin before waiting yields */
-#define YIELDS         2048u      /* polls that yield before waiting sleeps */
-#define SLEEP_MAX_NS   1000000l   /* the longest pause between polls */
+#define SPINS          16u        /* polls before a wait looks at its deadline and re-pushes */
 #define REPUSH_NS      50000000ll /* a wait that lasts this long pushes the row again */
 #define REPUSH_FAST_NS 1000000ll  /* ... this long while a present row is undecided */
 
@@ -104,34 +101,6 @@ struct loco_reduce {
 	int64_t pushed_ns; /* when the row was last pushed */
 	uint8_t settled[LOCO_REDUCE_MAX_NODE + 1]; /* enum settle, by id, for this round */
 };
-
-/*
- * wait_pause -- the pause after poll @n of a wait: spin for SPINS polls,
- * yield the CPU for YIELDS more, then sleep, 1 us at first, doubling every
- * SPINS polls up to SLEEP_MAX_NS. On a machine with more busy threads
- * than CPUs (nodes, their progress and NIC threads) yielding lets the
- * threads that land the rows run; a long wait sleeps instead of burning
- * the CPU. The one place that decides how a wait spends its time.
- */
-static void wait_pause(unsigned n)
-{
-	struct timespec ts = {0};
-	unsigned shift;
-
-	if (n < SPINS) {
-		obj_cpu_relax();
-		return;
-	}
-	if (n < SPINS + YIELDS) {
-		sched_yield();
-		return;
-	}
-	shift = (n - SPINS - YIELDS) / SPINS;
-	ts.tv_nsec = 1000l << (shift < 10 ? shift : 10);
-	if (ts.tv_nsec > SLEEP_MAX_NS)
-		ts.tv_nsec = SLEEP_MAX_NS;
-	nanosleep(&ts, NULL);
-}
 
 /*
  * peer_gone_err -- an operation's error that only says its peer died, was
@@ -327,6 +296,7 @@ static int heard_all(loco_reduce_t *r, uint64_t *first)
 static int decide(loco_reduce_t *r, int64_t deadline, uint64_t *first)
 {
 	uint64_t f = 1;
+	loco_waiter_t w;
 	int ret;
 
 	if (!r->hello) {
@@ -338,6 +308,7 @@ static int decide(loco_reduce_t *r, int64_t deadline, uint64_t *first)
 			return ret;
 		r->hello = 1;
 	}
+	loco_waiter_init(&w, loco_channel_manager(r->ch));
 	for (unsigned n = 0; !heard_all(r, &f); n++) {
 		if (loco_channel_partitioned(r->ch))
 			return -LOCO_EPARTITION;
@@ -346,7 +317,7 @@ static int decide(loco_reduce_t *r, int64_t deadline, uint64_t *first)
 				return -ETIMEDOUT;
 			repush(r, 1);
 		}
-		wait_pause(n);
+		loco_waiter_pause(&w);
 	}
 	*first = f;
 	if (*first <= r->done)
@@ -504,6 +475,7 @@ static int run_once(loco_reduce_t *r, const void *in, void *out, struct loco_red
 {
 	int64_t deadline = obj_deadline(timeout_ns);
 	int undecided = 0, ret;
+	loco_waiter_t w;
 
 	if (loco_channel_partitioned(r->ch))
 		return -LOCO_EPARTITION;
@@ -512,6 +484,7 @@ static int run_once(loco_reduce_t *r, const void *in, void *out, struct loco_red
 		if (ret)
 			return ret;
 	}
+	loco_waiter_init(&w, loco_channel_manager(r->ch));
 	for (unsigned n = 0; !settle_all(r, &undecided); n++) {
 		if (loco_channel_partitioned(r->ch))
 			return -LOCO_EPARTITION; /* never complete as a smaller cluster of our own */
@@ -520,7 +493,7 @@ static int run_once(loco_reduce_t *r, const void *in, void *out, struct loco_red
 				return -ETIMEDOUT;
 			repush(r, undecided);
 		}
-		wait_pause(n);
+		loco_waiter_pause(&w);
 	}
 	/* rows that vanished because this node was excluded look like members that left */
 	if (loco_channel_partitioned(r->ch))
