@@ -27,6 +27,8 @@ enum loco_errno {
 	LOCO_EFABRIC,                     /* the fabric reported an error; see the log */
 	LOCO_ETORN,                       /* a value stayed unstable past the retry bound */
 	LOCO_EPARTITION, /* this node cannot reach a majority of its view: it stopped acting */
+	LOCO_ENOTJOINED, /* the object's channel was never joined (loco_channel_join()) */
+	LOCO_EMISMATCH,  /* a peer holds the object with other parameters (see the log) */
 	LOCO_ELAST_,
 };
 

@@ -42,6 +42,7 @@
 
 #include "ack.h"
 #include "clock.h"
+#include "wait.h"
 
 #define ACK_WORDS      (LC_ACK_SLOTS / 64)
 #define ACK_IDX_SHIFT  40
@@ -49,9 +50,8 @@
 #define ACK_GEN_MASK   0xffffu
 #define ACK_SLOT_MASK  0xffffffu
 #define ACK_TYPE_SHIFT 56
-#define ACK_CAS_TRIES  256u  /* failed CASes on one word before moving on */
-#define ACK_SPIN       2048u /* spins before lc_ack_wait() starts yielding */
-#define ACK_SPIN_CLOCK 64u   /* spins between two clock reads while spinning */
+#define ACK_CAS_TRIES  256u /* failed CASes on one word before moving on */
+#define ACK_SPIN_CLOCK 64u  /* pauses between two clock reads while spinning */
 
 _Static_assert(LC_ACK_SLOTS % 64 == 0, "LC_ACK_SLOTS must be a multiple of 64");
 _Static_assert(LC_ACK_SLOTS <= ACK_SLOT_MASK + 1u, "slots must fit the WRID slot field");
@@ -355,7 +355,7 @@ void lc_ack_detach(loco_ack_key_t *key, uint64_t wrid)
  * is range-checked before use, and a slot whose bit is clear is not touched.
  */
 /* fan_complete -- complete each operation of fan slot @f, then free the slot. */
-static int fan_complete(struct lc_ack_table *t, uint64_t wrid, int status)
+static int fan_complete(struct lc_ack_table *t, uint64_t wrid, int status, uint32_t node)
 {
 	uint32_t f = (uint32_t)wrid & ACK_SLOT_MASK;
 	uint64_t mask = 1ull << (f % 64);
@@ -368,14 +368,44 @@ static int fan_complete(struct lc_ack_table *t, uint64_t wrid, int status)
 	for (unsigned i = 0; i < LC_ACK_FAN_MAX; i++) {
 		uint64_t w = __atomic_exchange_n(&t->fan->wrid[f][i], 0, __ATOMIC_ACQ_REL);
 
-		if (w != 0 && lc_ack_complete(t, w, status) == 0)
+		if (w != 0 && lc_ack_complete_node(t, w, status, node) == 0)
 			ret = 0;
 	}
 	fan_release(t->fan, f);
 	return ret;
 }
 
+/* fail_lock / fail_unlock -- the key's failure lists (error path only; held for a copy). */
+static void fail_lock(loco_ack_key_t *key)
+{
+	while (__atomic_exchange_n(&key->fail_lock, 1, __ATOMIC_ACQUIRE))
+		lc_cpu_relax();
+}
+
+static void fail_unlock(loco_ack_key_t *key)
+{
+	__atomic_store_n(&key->fail_lock, 0, __ATOMIC_RELEASE);
+}
+
+/* fail_record -- append {@node, @status} to @key's pending failures, or count it dropped. */
+static void fail_record(loco_ack_key_t *key, uint32_t node, int status)
+{
+	fail_lock(key);
+	if (key->npend < LOCO_ACK_FAILURES_MAX) {
+		key->pend[key->npend] = (struct loco_ack_failure){.node = node, .error = status};
+		/* atomic: the waiter's fast path reads it without the lock */
+		__atomic_store_n(&key->npend, key->npend + 1, __ATOMIC_RELAXED);
+	} else
+		key->pend_dropped++;
+	fail_unlock(key);
+}
+
 int lc_ack_complete(struct lc_ack_table *t, uint64_t wrid, int status)
+{
+	return lc_ack_complete_node(t, wrid, status, 0);
+}
+
+int lc_ack_complete_node(struct lc_ack_table *t, uint64_t wrid, int status, uint32_t node)
 {
 	loco_ack_key_t *key;
 	uint32_t idx, gen, slot;
@@ -383,7 +413,7 @@ int lc_ack_complete(struct lc_ack_table *t, uint64_t wrid, int status)
 	int zero = 0;
 
 	if (t != NULL && t->fan != NULL && lc_wrid_type(wrid) == LC_WRID_FAN)
-		return fan_complete(t, wrid, status);
+		return fan_complete(t, wrid, status, node);
 	if (t == NULL || t->keys == NULL || !ack_decode(wrid, t->max_keys, &idx, &gen, &slot))
 		return -ENOENT;
 
@@ -397,10 +427,12 @@ int lc_ack_complete(struct lc_ack_table *t, uint64_t wrid, int status)
 	if ((__atomic_load_n(&key->bits[slot / 64], __ATOMIC_RELAXED) & mask) == 0)
 		return -ENOENT;
 
-	if (status != 0)
+	if (status != 0) {
 		/* first error wins; made visible by the release AND below */
 		__atomic_compare_exchange_n(&key->first_err, &zero, status, 0, __ATOMIC_RELAXED,
 		                            __ATOMIC_RELAXED);
+		fail_record(key, node, status);
+	}
 
 	/* pairs with the acquire loads in lc_ack_idle() and the CAS in lc_ack_attach() */
 	old = __atomic_fetch_and(&key->bits[slot / 64], ~mask, __ATOMIC_RELEASE);
@@ -434,20 +466,61 @@ size_t lc_ack_outstanding(const loco_ack_key_t *key)
 	return n;
 }
 
-/* ack_idle_result -- the key is idle: hand over and clear the first error. */
+/*
+ * ack_idle_result -- the key is idle: hand over and clear the first error,
+ * move the pending failures to the reported list and mark those whose
+ * peer is gone. With LOCO_ACK_IGNORE_LEFT the result is the first failure
+ * to a peer still in the view (0 when there is none), unless failures were
+ * dropped: those cannot be checked, so the first error stands.
+ */
 static int ack_idle_result(loco_ack_key_t *key)
 {
 	/* the error was written before the release AND that lc_ack_idle() observed */
-	return __atomic_exchange_n(&key->first_err, 0, __ATOMIC_ACQ_REL);
+	int err = __atomic_exchange_n(&key->first_err, 0, __ATOMIC_ACQ_REL);
+	struct lc_ack_table *t = key->table;
+
+	if (err == 0 && key->nlast == 0 && key->last_dropped == 0 &&
+	    __atomic_load_n(&key->npend, __ATOMIC_RELAXED) == 0)
+		return 0; /* the common case: nothing failed, nothing to forget */
+	fail_lock(key);
+	key->nlast = key->npend;
+	key->last_dropped = key->pend_dropped;
+	for (uint32_t i = 0; i < key->nlast; i++)
+		key->last[i] = key->pend[i];
+	__atomic_store_n(&key->npend, 0, __ATOMIC_RELAXED);
+	key->pend_dropped = 0;
+	fail_unlock(key);
+	/* outside the spin lock: in_view() may take the manager's lock */
+	for (uint32_t i = 0; i < key->nlast; i++)
+		key->last[i].left = key->last[i].node != 0 && t->in_view != NULL &&
+		                    !t->in_view(t->progress_arg, key->last[i].node);
+	if (err == 0 || !(key->flags & LOCO_ACK_IGNORE_LEFT) || key->last_dropped > 0)
+		return err;
+	for (uint32_t i = 0; i < key->nlast; i++)
+		if (!key->last[i].left)
+			return key->last[i].error;
+	return 0;
+}
+
+int lc_ack_failures(const loco_ack_key_t *key, struct loco_ack_failure *out, size_t max,
+                    size_t *dropped)
+{
+	for (uint32_t i = 0; i < key->nlast && i < max; i++)
+		out[i] = key->last[i];
+	if (dropped != NULL)
+		*dropped = key->last_dropped;
+	return (int)key->nlast;
 }
 
 /*
- * lc_ack_wait -- spin ACK_SPIN times, then sched_yield(), until @key is
- * idle or @timeout_ns passed (< 0: forever, 0: test once).
+ * lc_ack_wait -- reap and test, pausing by the wait policy between tests
+ * (wait.h), until @key is idle or @timeout_ns passed (< 0: forever, 0:
+ * test once).
  */
 int lc_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 {
 	int64_t deadline = 0;
+	loco_waiter_t w;
 	uint32_t i;
 
 	if (key == NULL)
@@ -460,29 +533,21 @@ int lc_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 		deadline = (int64_t)lc_now_ns();
 		deadline = timeout_ns > INT64_MAX - deadline ? INT64_MAX : deadline + timeout_ns;
 	}
-
-	for (i = 1; i <= ACK_SPIN; i++) {
-		if (key->table->progress != NULL)
-			key->table->progress(key->table->progress_arg);
-		else
-			lc_cpu_relax();
-		if (lc_ack_idle(key))
-			return ack_idle_result(key);
-		if (timeout_ns > 0 && i % ACK_SPIN_CLOCK == 0 && (int64_t)lc_now_ns() >= deadline)
-			return -ETIMEDOUT;
-	}
+	lc_waiter_init(&w, key->table->wait);
 	/*
 	 * Bounded by the deadline; with timeout_ns < 0 by the completions
 	 * themselves (each attached operation completes within the fabric's
 	 * dead-peer bound), as loco_ack_wait() documents.
 	 */
-	for (;;) {
-		sched_yield();
+	for (i = 1;; i++) {
 		if (key->table->progress != NULL)
 			key->table->progress(key->table->progress_arg);
 		if (lc_ack_idle(key))
 			return ack_idle_result(key);
-		if (timeout_ns > 0 && (int64_t)lc_now_ns() >= deadline)
+		if (timeout_ns > 0 &&
+		    (i % ACK_SPIN_CLOCK == 0 || w.sleep_ns > LC_WAIT_SLEEP_MIN_NS) &&
+		    (int64_t)lc_now_ns() >= deadline)
 			return -ETIMEDOUT;
+		loco_waiter_pause(&w);
 	}
 }

@@ -16,8 +16,16 @@
  * first error is kept with a CAS from 0. A completion whose key index was
  * freed or reused (generation mismatch) is ignored.
  *
+ * Failures: a failed completion also appends {node, error} to the key's
+ * pending list (a fixed array; a tiny spin lock taken only on that error
+ * path, never held across a call). The wait that finds the key idle moves
+ * the pending list to the reported one (owned by the waiting thread, read
+ * by loco_ack_failures()) and marks each entry whose node the table's
+ * in_view() says is gone; with LOCO_ACK_IGNORE_LEFT only the others count.
+ *
  * Thread safety: lc_ack_table_* setup calls take the table mutex;
- * lc_ack_attach() / lc_ack_complete() / waits are lock-free and MT-safe.
+ * lc_ack_attach() / lc_ack_complete() / waits are lock-free (but for the
+ * failure path above) and MT-safe.
  */
 #ifndef LOCO_LC_ACK_H
 #define LOCO_LC_ACK_H
@@ -36,6 +44,7 @@
 #define LC_ACK_MAX_KEYS  65536u
 
 struct lc_ack_table;
+struct lc_wait;
 
 struct loco_ack_key {
 	struct lc_ack_table *table;
@@ -45,6 +54,16 @@ struct loco_ack_key {
 	int first_err;                    /* atomic: 0 or the first error since the last wait */
 	uint32_t hint;                    /* atomic: word to try first when attaching */
 	uint64_t bits[LC_ACK_SLOTS / 64]; /* atomic: outstanding slots */
+	unsigned flags;                   /* LOCO_ACK_*, set at creation */
+	/* failures since the last idle wait: fail_lock (atomic flag) guards them */
+	int fail_lock;
+	uint32_t npend; /* atomic reads allowed: entries in pend[] */
+	size_t pend_dropped;
+	struct loco_ack_failure pend[LOCO_ACK_FAILURES_MAX];
+	/* the last idle wait's failures: the waiting thread's own */
+	uint32_t nlast;
+	size_t last_dropped;
+	struct loco_ack_failure last[LOCO_ACK_FAILURES_MAX];
 };
 
 /*
@@ -72,6 +91,14 @@ struct lc_ack_table {
 	 */
 	void (*progress)(void *arg);
 	void *progress_arg;
+	/*
+	 * Optional: whether @node is in the installed membership view (for
+	 * LOCO_ACK_IGNORE_LEFT; may take the manager's lock: called only by a
+	 * waiter, never on the completion path). NULL: every node is.
+	 */
+	int (*in_view)(void *arg, uint32_t node);
+	/* Optional: the manager's wait policy and wake-ups (wait.h); NULL: defaults. */
+	struct lc_wait *wait;
 };
 
 static inline unsigned lc_wrid_type(uint64_t wrid)
@@ -110,6 +137,13 @@ void lc_ack_detach(loco_ack_key_t *key, uint64_t wrid);
  */
 int lc_ack_complete(struct lc_ack_table *t, uint64_t wrid, int status);
 
+/* lc_ack_complete_node -- lc_ack_complete() of an operation to peer @node (0: unknown). */
+int lc_ack_complete_node(struct lc_ack_table *t, uint64_t wrid, int status, uint32_t node);
+
+/* lc_ack_failures -- loco_ack_failures() (@key not NULL). */
+int lc_ack_failures(const loco_ack_key_t *key, struct loco_ack_failure *out, size_t max,
+                    size_t *dropped);
+
 /*
  * lc_ack_attach_n -- attach one operation to each of @keys[0 .. @n) (n <=
  * LC_ACK_FAN_MAX; NULL entries skipped); its completion completes it in
@@ -130,8 +164,9 @@ int lc_ack_idle(const loco_ack_key_t *key);
 size_t lc_ack_outstanding(const loco_ack_key_t *key);
 
 /*
- * lc_ack_wait -- the body of loco_ack_wait(): spin, then sched_yield(),
- * until idle or @timeout_ns (< 0: forever). Returns as loco_ack_wait().
+ * lc_ack_wait -- the body of loco_ack_wait(): pause by the wait policy
+ * (wait.h) until idle or @timeout_ns (< 0: forever). Returns as
+ * loco_ack_wait().
  */
 int lc_ack_wait(loco_ack_key_t *key, int64_t timeout_ns);
 

@@ -47,7 +47,7 @@ struct loco_channel {
 	char name[LOCO_NAME_MAX + 1]; /* full name */
 	uint64_t id;                  /* unique in the manager: queued callbacks name it */
 	uint32_t nodes;
-	int joined;
+	int joined; /* atomic: written under m->lock, read lock-free by loco_region_remote() */
 	int nchildren;
 	uint32_t fence_gen;     /* atomic: bumped by loco_channel_fence() */
 	uint32_t fence_pending; /* atomic: peers whose next operation must carry the fence */
@@ -65,6 +65,12 @@ struct loco_channel {
 	loco_channel_t *next;
 };
 
+/* A parameter an object agreed on (loco_object_agree()): announced as a CHAN entry. */
+struct lc_param {
+	char key[LOCO_NAME_MAX + 1];
+	uint64_t value;
+};
+
 struct loco_object {
 	loco_channel_t *ch;
 	char name[LOCO_NAME_MAX + 1];
@@ -72,6 +78,10 @@ struct loco_object {
 	struct loco_object_ops ops;
 	void *arg;
 	struct loco_region *regions;
+	int bad; /* atomic: LOCO_EMISMATCH once a peer disagreed on a parameter (for good) */
+	unsigned nparams; /* m->lock */
+	struct lc_param params[LOCO_AGREE_MAX];
+	uint64_t logged[16]; /* m->lock: mismatches logged (peer and entry hashed): once each */
 	struct loco_object *next;
 };
 
@@ -99,6 +109,16 @@ void lc_rref_resolve(struct lc_peer *p, const struct loco_region *r);
 /* lc_chan_announce -- CHAN to @to, or every up member (only the peers: @peers_only). m->lock. */
 void lc_chan_announce(loco_manager_t *m, loco_channel_t *ch, struct lc_member *to, uint32_t flags,
                       int peers_only);
+
+/* lc_chan_entries -- the CHAN entries @ch announces: regions and parameters. m->lock. */
+unsigned lc_chan_entries(const loco_channel_t *ch);
+
+/*
+ * lc_chan_agree_check -- compare @p's announced entries with @ch's objects
+ * (only @only when not NULL): a parameter of another value or a region of
+ * another length marks the object bad and is logged. m->lock held.
+ */
+void lc_chan_agree_check(loco_channel_t *ch, struct lc_peer *p, loco_object_t *only);
 
 /* lc_chan_object_gone -- @obj was unlinked: wait out a callback of it running now. m->lock. */
 void lc_chan_object_gone(loco_manager_t *m, loco_object_t *obj);

@@ -152,7 +152,8 @@ void lc_rref_write(struct lc_rref *r, uint32_t rkey, uint64_t addr, uint64_t len
 void lc_rref_resolve(struct lc_peer *p, const struct loco_region *r)
 {
 	for (uint32_t i = 0; i < p->nregions; i++) {
-		if (strcmp(p->regions[i].name, r->full) == 0) {
+		if (!(p->regions[i].access & LC_REGION_PARAM) &&
+		    strcmp(p->regions[i].name, r->full) == 0) {
 			lc_rref_write(&p->rr[r->idx], p->regions[i].rkey, p->regions[i].addr,
 			              p->regions[i].len);
 			return;
@@ -180,7 +181,34 @@ static void fence_settle(loco_channel_t *ch, struct lc_peer *p)
 /* ------------------------------------------------------------------ */
 /* announcing and pairing (m->lock held)                              */
 
-/* chan_msg -- CHAN for @ch: its full name and every region of its objects. */
+/* param_name -- "object/key" into @out (LC_NAME_MAX + 1 bytes; loco_object_agree() checked it fits). */
+static void param_name(const loco_object_t *o, const struct lc_param *pm, char *out)
+{
+	size_t a = strnlen(o->name, LC_NAME_MAX), b = strnlen(pm->key, LC_NAME_MAX);
+
+	if (a + 1 + b > LC_NAME_MAX) { /* never: cut, not overflow */
+		a = a < LC_NAME_MAX - 1 ? a : LC_NAME_MAX - 1;
+		b = LC_NAME_MAX - a - 1;
+	}
+	memcpy(out, o->name, a);
+	out[a] = '/';
+	memcpy(out + a + 1, pm->key, b);
+	out[a + 1 + b] = '\0';
+}
+
+unsigned lc_chan_entries(const loco_channel_t *ch)
+{
+	unsigned n = 0;
+
+	for (const loco_object_t *o = ch->objects; o != NULL; o = o->next) {
+		for (const struct loco_region *r = o->regions; r != NULL; r = r->next)
+			n++;
+		n += o->nparams;
+	}
+	return n;
+}
+
+/* chan_msg -- CHAN for @ch: its full name, every region and parameter of its objects. */
 static int chan_msg(loco_channel_t *ch, uint32_t flags, struct lc_msg *msg)
 {
 	msg->type = LC_MSG_CHAN;
@@ -202,8 +230,81 @@ static int chan_msg(loco_channel_t *ch, uint32_t flags, struct lc_msg *msg)
 			ri->rkey = r->mr->rkey;
 			ri->access = r->access;
 		}
+		for (unsigned i = 0; i < o->nparams; i++) {
+			struct lc_region_info *ri;
+
+			if (msg->u.chan.n == LC_MAX_REGIONS)
+				return -ENOSPC;
+			ri = &msg->u.chan.r[msg->u.chan.n++];
+			memset(ri, 0, sizeof(*ri));
+			param_name(o, &o->params[i], ri->name);
+			ri->addr = o->params[i].value;
+			ri->access = LC_REGION_PARAM;
+		}
 	}
 	return 0;
+}
+
+/* obj_entry -- @e names something of object @o: the part after "o/", else NULL. */
+static const char *obj_entry(const loco_object_t *o, const struct lc_region_info *e)
+{
+	size_t n = strlen(o->name);
+
+	if (strncmp(e->name, o->name, n) != 0 || e->name[n] != '/')
+		return NULL;
+	return e->name + n + 1;
+}
+
+/* mismatch -- @o disagrees with peer @node: logged, and the object fails for good. */
+static void mismatch(loco_channel_t *ch, loco_object_t *o, uint32_t node, const char *what,
+                     const char *key, uint64_t mine, uint64_t theirs)
+{
+	uint64_t h = 1469598103934665603ull ^ node; /* FNV-1a of the peer, entry and values */
+	unsigned i;
+
+	for (const char *c = key; *c != '\0'; c++)
+		h = (h ^ (uint8_t)*c) * 1099511628211ull;
+	h = ((h ^ mine) * 1099511628211ull ^ theirs) * 1099511628211ull;
+	h |= 1; /* 0 marks a free slot */
+	for (i = 0; i < 16 && o->logged[i] != 0; i++)
+		if (o->logged[i] == h) { /* said already: every announcement would repeat it */
+			__atomic_store_n(&o->bad, LOCO_EMISMATCH, __ATOMIC_RELEASE);
+			return;
+		}
+	if (i < 16)
+		o->logged[i] = h;
+	lc_log_err("manager: channel %s object %s: %s %s is %llu here but %llu on node %u: "
+	           "pairing of the object refused (-LOCO_EMISMATCH)",
+	           ch->name, o->name, what, key, (unsigned long long)mine,
+	           (unsigned long long)theirs, node);
+	__atomic_store_n(&o->bad, LOCO_EMISMATCH, __ATOMIC_RELEASE);
+}
+
+void lc_chan_agree_check(loco_channel_t *ch, struct lc_peer *p, loco_object_t *only)
+{
+	for (loco_object_t *o = ch->objects; o != NULL; o = o->next) {
+		if (only != NULL && o != only)
+			continue;
+		for (uint32_t i = 0; i < p->nregions; i++) {
+			const struct lc_region_info *e = &p->regions[i];
+			const char *key = obj_entry(o, e);
+
+			if (key == NULL)
+				continue;
+			if (e->access & LC_REGION_PARAM) {
+				for (unsigned k = 0; k < o->nparams; k++)
+					if (strcmp(o->params[k].key, key) == 0 &&
+					    o->params[k].value != e->addr)
+						mismatch(ch, o, p->node, "parameter", key,
+						         o->params[k].value, e->addr);
+				continue;
+			}
+			for (struct loco_region *r = o->regions; r != NULL; r = r->next)
+				if (strcmp(r->full, e->name) == 0 && r->len != e->len)
+					mismatch(ch, o, p->node, "length of region", key, r->len,
+					         e->len);
+		}
+	}
 }
 
 void lc_chan_announce(loco_manager_t *m, loco_channel_t *ch, struct lc_member *to, uint32_t flags,
@@ -263,7 +364,17 @@ static void peer_gone(loco_manager_t *m, loco_channel_t *ch, uint32_t node)
 	cb_queue(m, ch, node, 0);
 }
 
-/* peer_regions -- what @from announced for @ch: keep it, resolve our regions against it. */
+/* entry_ok -- a parameter entry carries nothing but its name and value. */
+static int entry_ok(const struct lc_region_info *e)
+{
+	return !(e->access & LC_REGION_PARAM) ||
+	       (e->access == LC_REGION_PARAM && e->len == 0 && e->rkey == 0);
+}
+
+/*
+ * peer_regions -- what @from announced for @ch: keep it, check the
+ * objects' parameters and region lengths against it, resolve our regions.
+ */
 static void peer_regions(loco_channel_t *ch, struct lc_peer *p, const struct lc_msg *msg)
 {
 	free(p->regions);
@@ -272,10 +383,17 @@ static void peer_regions(loco_channel_t *ch, struct lc_peer *p, const struct lc_
 	if (msg->u.chan.n > 0) {
 		p->regions = malloc(msg->u.chan.n * sizeof(*p->regions));
 		if (p->regions != NULL) {
-			memcpy(p->regions, msg->u.chan.r, msg->u.chan.n * sizeof(*p->regions));
-			p->nregions = msg->u.chan.n;
+			for (uint32_t i = 0; i < msg->u.chan.n && i < LC_MAX_REGIONS; i++) {
+				if (entry_ok(&msg->u.chan.r[i]))
+					p->regions[p->nregions++] = msg->u.chan.r[i];
+				else
+					lc_log_warn("manager: channel %s: node %u announced a "
+					            "malformed parameter %s: ignored",
+					            ch->name, p->node, msg->u.chan.r[i].name);
+			}
 		}
 	}
+	lc_chan_agree_check(ch, p, NULL);
 	for (loco_object_t *o = ch->objects; o != NULL; o = o->next)
 		for (struct loco_region *r = o->regions; r != NULL; r = r->next)
 			lc_rref_resolve(p, r);
@@ -452,6 +570,47 @@ static uint32_t chan_npeers(loco_channel_t *ch)
 	return n;
 }
 
+/*
+ * join_timeout_log -- how many of the expected peers paired, the members
+ * of the view that did not, and how many expected nodes are not members
+ * at all. m->lock held.
+ */
+static void join_timeout_log(loco_manager_t *m, loco_channel_t *ch)
+{
+	char missing[256];
+	size_t off = 0;
+	uint32_t paired = chan_npeers(ch), members = 0, unpaired = 0, expected = ch->nodes - 1;
+
+	missing[0] = '\0';
+	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next) {
+		struct lc_peer *p;
+
+		if (mb->info.node == m->node_id)
+			continue;
+		members++;
+		p = lc_peer_get(ch, mb->info.node);
+		if (p != NULL && __atomic_load_n(&p->present, __ATOMIC_RELAXED))
+			continue;
+		unpaired++;
+		if (off < sizeof(missing) - 16) {
+			int w =
+			    snprintf(missing + off, sizeof(missing) - off, " %u", mb->info.node);
+
+			off += w > 0 ? (size_t)w : 0;
+		} else if (off < sizeof(missing) - 5) {
+			off += (size_t)snprintf(missing + off, sizeof(missing) - off, " ...");
+		}
+	}
+	lc_log_warn("manager: channel %s: join timed out: %u of %u expected peer(s) paired; "
+	            "members that did not pair: %u%s%s; expected nodes that are not members: %u",
+	            ch->name, paired, expected, unpaired, unpaired ? " (nodes" : "",
+	            unpaired ? missing : "", expected > members ? expected - members : 0);
+	if (unpaired)
+		lc_log_warn("manager: channel %s: (the nodes above are members of view %llu: did "
+		            "they create and join channel %s?)",
+		            ch->name, (unsigned long long)m->view_id, ch->name);
+}
+
 int loco_channel_join(loco_channel_t *ch, int64_t timeout_ns)
 {
 	loco_manager_t *m;
@@ -463,7 +622,7 @@ int loco_channel_join(loco_channel_t *ch, int64_t timeout_ns)
 	m = ch->m;
 	pthread_mutex_lock(&m->lock);
 	if (!ch->joined) {
-		ch->joined = 1;
+		__atomic_store_n(&ch->joined, 1, __ATOMIC_RELEASE);
 		lc_chan_announce(m, ch, NULL, LC_CHAN_REPLY, 0);
 	}
 	pthread_mutex_unlock(&m->lock);
@@ -480,8 +639,9 @@ int loco_channel_join(loco_channel_t *ch, int64_t timeout_ns)
 		if (loco_manager_partitioned(m))
 			return -LOCO_EPARTITION;
 		if (timeout_ns >= 0 && lc_now_ns() - start >= (uint64_t)timeout_ns) {
-			lc_log_info("manager: channel %s: %u of %u node(s) after the timeout",
-			            ch->name, n + 1, ch->nodes);
+			pthread_mutex_lock(&m->lock);
+			join_timeout_log(m, ch);
+			pthread_mutex_unlock(&m->lock);
 			return -ETIMEDOUT;
 		}
 		usleep(delay_us);
@@ -625,4 +785,101 @@ int loco_channel_peers(loco_channel_t *ch, uint32_t *ids, size_t max)
 	if (n > 0 && max > 0) /* ids may be NULL with max 0: counting only */
 		memcpy(ids, all, (n < max ? n : max) * sizeof(ids[0]));
 	return (int)n;
+}
+
+/*
+ * obj_held_by -- @p announced @o: every parameter of it, and a region of
+ * it when it has any here. Not every region: some are one node's only (an
+ * owned_var's staging ring on its owner). The first region an object
+ * makes is the one pushed to (the stock objects make it first). m->lock.
+ */
+static int obj_held_by(const loco_object_t *o, const struct lc_peer *p)
+{
+	char full[LOCO_NAME_MAX + 2];
+	int region = o->regions == NULL;
+
+	for (uint32_t i = 0; i < p->nregions && !region; i++)
+		region = !(p->regions[i].access & LC_REGION_PARAM) && obj_entry(o, &p->regions[i]);
+	if (!region)
+		return 0;
+	for (unsigned k = 0; k < o->nparams; k++) {
+		uint32_t i = 0;
+
+		param_name(o, &o->params[k], full);
+		while (i < p->nregions && (!(p->regions[i].access & LC_REGION_PARAM) ||
+		                           strcmp(p->regions[i].name, full) != 0))
+			i++;
+		if (i == p->nregions)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * obj_sync_count -- the peers holding @o in *@held, those paired in the
+ * channel in *@paired; the first that misses it in @miss[]. m->lock held.
+ */
+static void obj_sync_count(const loco_object_t *o, uint32_t *held, uint32_t *paired, uint32_t *miss,
+                           uint32_t nmiss_max, uint32_t *nmiss)
+{
+	*held = *paired = *nmiss = 0;
+	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
+		const struct lc_peer *p = o->ch->peer[i];
+
+		if (p == NULL || !__atomic_load_n(&p->present, __ATOMIC_RELAXED))
+			continue;
+		(*paired)++;
+		if (obj_held_by(o, p))
+			(*held)++;
+		else if (*nmiss < nmiss_max)
+			miss[(*nmiss)++] = p->node;
+	}
+}
+
+int loco_object_sync(loco_object_t *obj, int64_t timeout_ns)
+{
+	uint64_t start = lc_now_ns();
+	unsigned delay_us = 50;
+	loco_manager_t *m;
+	uint32_t miss[16];
+
+	if (obj == NULL)
+		return -EINVAL;
+	m = obj->ch->m;
+	for (;;) {
+		uint32_t held, paired, nmiss, pending;
+		int ret = loco_object_status(obj);
+
+		if (ret)
+			return ret;
+		if (loco_manager_partitioned(m))
+			return -LOCO_EPARTITION;
+		pthread_mutex_lock(&m->lock);
+		obj_sync_count(obj, &held, &paired, miss, 16, &nmiss);
+		pending = obj->ch->cb_pending;
+		pthread_mutex_unlock(&m->lock);
+		/* the mismatch check runs as the entries arrive: look again first */
+		ret = loco_object_status(obj);
+		if (ret)
+			return ret;
+		if (held == paired && pending == 0) /* and the objects' peer_join callbacks ran */
+			return (int)held;
+		if (timeout_ns >= 0 && lc_now_ns() - start >= (uint64_t)timeout_ns) {
+			char list[16 * 11 + 8];
+			size_t off = 0;
+
+			list[0] = '\0';
+			for (uint32_t i = 0; i < nmiss; i++)
+				off += (size_t)snprintf(list + off, sizeof(list) - off, " %u",
+				                        miss[i]);
+			lc_log_warn(
+			    "manager: channel %s object %s: sync timed out: %u of %u paired "
+			    "peer(s) hold it; missing on node(s)%s%s",
+			    obj->ch->name, obj->name, held, paired, list,
+			    paired - held > nmiss ? " ..." : "");
+			return -ETIMEDOUT;
+		}
+		usleep(delay_us);
+		delay_us = delay_us < 2000 ? delay_us * 2 : 2000;
+	}
 }

@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "wait.h"
 
 #define FAIL_TIMEOUT_MIN_MS 100
 
@@ -24,7 +25,13 @@ const struct lc_config_entry lc_config_table[] = {
     {"LOCO_LOG_TIME", "mono",
      "log line time: mono (s since start), wall (UTC date and time) or none"},
     {"LOCO_TCP_SLOW_WRITE", NULL, "tcp test knob: land WRITEs line-shuffled, <ns> per word"},
-    {"LOCO_TCP_SPIN_US", NULL, "tcp: NIC thread busy-poll before blocking (default: automatic)"},
+    {"LOCO_MANY_MANAGERS", NULL, "test knob: 1 lets one process run several managers at once"},
+    {"LOCO_WAIT", "sleep",
+     "how waits wait: spin (never sleep), sleep (spin 5 us, then sleep 50 us growing to 1 ms), "
+     "block (as sleep, woken by completions and the progress thread)"},
+    {"LOCO_TCP_SPIN_US", NULL,
+     "tcp: NIC thread busy-poll before blocking (default: 0 unless LOCO_WAIT=spin, then "
+     "automatic)"},
     {NULL, NULL, NULL},
 };
 
@@ -97,6 +104,17 @@ int lc_config_read(const loco_config_t *cfg, struct lc_config *out)
 	c.rejoin = !cfg->no_rejoin;
 	if (getenv("LOCO_REJOIN") != NULL && *getenv("LOCO_REJOIN") != '\0')
 		c.rejoin = strcmp(getenv("LOCO_REJOIN"), "0") != 0;
+	c.wait = cfg->wait <= LOCO_WAIT_BLOCK ? (int)cfg->wait : -1;
+	if (getenv("LOCO_WAIT") != NULL && *getenv("LOCO_WAIT") != '\0' &&
+	    lc_wait_parse(getenv("LOCO_WAIT"), &c.wait) != 0)
+		c.wait = -1;
+	if (c.wait < 0) {
+		lc_log_err("manager: LOCO_WAIT=%s: say spin, sleep or block",
+		           getenv("LOCO_WAIT") != NULL ? getenv("LOCO_WAIT") : "(cfg->wait)");
+		return -EINVAL;
+	}
+	if (c.wait == LOCO_WAIT_DEFAULT)
+		c.wait = LOCO_WAIT_SLEEP;
 	if (c.fail_timeout_ms < FAIL_TIMEOUT_MIN_MS)
 		c.fail_timeout_ms = FAIL_TIMEOUT_MIN_MS;
 	/* the node id defaults to 1 only for a node that starts alone */

@@ -35,6 +35,7 @@ struct lc_config {
 	uint32_t fail_timeout_ms;
 	uint32_t join_timeout_ms;
 	int rejoin; /* LOCO_REJOIN: an excluded node rejoins by itself (default 1) */
+	int wait;   /* LOCO_WAIT: enum loco_wait_policy, never LOCO_WAIT_DEFAULT */
 };
 
 /*

@@ -36,6 +36,9 @@
  *                u32 flag, array of member (view.h: the view-change protocol)
  *   member = u32 node, u64 inc, str ctrl_addr, str fab_addr
  *   region = str name, u64 addr, u64 len, u32 rkey, u32 access
+ *   A region entry whose access has LC_REGION_PARAM set is an object's
+ *   agreed parameter (loco_object_agree()): name "object/key", addr the
+ *   value, len, rkey and the other access bits 0 (the receiver checks).
  */
 #ifndef LOCO_CTRL_WIRE_H
 #define LOCO_CTRL_WIRE_H
@@ -77,6 +80,9 @@ enum lc_hello_flags {
 enum lc_chan_flags {
 	LC_CHAN_REPLY = 1 << 0, /* answer with your own CHAN for this name */
 };
+
+/* lc_region_info.access: LOCO_ACCESS_* of a region, or this bit: a parameter (see above). */
+#define LC_REGION_PARAM (1u << 31)
 
 enum lc_leave_reason {
 	LC_LEAVE_GRACEFUL = 1,

@@ -17,6 +17,7 @@
 #include "dial.h"
 #include "log.h"
 #include "manager.h"
+#include "wait.h"
 #include "wake.h"
 
 /* fab_listen_addr -- the data plane listens on the control plane's IP, any port. */
@@ -41,6 +42,26 @@ static int epoll_add(loco_manager_t *m, int fd, void *ptr)
 static void wake_fn(void *arg)
 {
 	lc_wake(arg);
+}
+
+/* landed_fn -- the tcp NIC thread executed a remote WRITE or atomic: wake blocked waiters. */
+static void landed_fn(void *arg)
+{
+	loco_manager_t *m = arg;
+
+	lc_wait_signal(&m->wait);
+}
+
+/* ack_in_view -- whether @node is in the installed view (LOCO_ACK_IGNORE_LEFT; waiters only). */
+static int ack_in_view(void *arg, uint32_t node)
+{
+	loco_manager_t *m = arg;
+	int in;
+
+	pthread_mutex_lock(&m->lock);
+	in = node == m->node_id || lc_view_inc(m, node) != 0;
+	pthread_mutex_unlock(&m->lock);
+	return in;
 }
 
 /* manager_new -- the manager's memory, locks and identity (nothing started). */
@@ -86,8 +107,11 @@ static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 		free(m);
 		return ret;
 	}
+	lc_wait_init(&m->wait, cfg->wait);
 	m->acks.progress = lc_progress_reap;
 	m->acks.progress_arg = m;
+	m->acks.in_view = ack_in_view;
+	m->acks.wait = &m->wait;
 	lc_chan_subscribe(m);
 	*out = m;
 	return 0;
@@ -131,6 +155,17 @@ static int open_endpoints(loco_manager_t *m)
 	fattr.listen_addr = fab_listen;
 	fattr.device = m->cfg.device;
 	fattr.timeout_ms = m->cfg.fail_timeout_ms;
+	/*
+	 * The NIC thread's busy-poll follows the wait policy: only spin makes
+	 * it spin (automatic: when the machine has cores to spare); sleep and
+	 * block leave it blocking in epoll (LOCO_TCP_SPIN_US still wins).
+	 */
+	fattr.spin_us = m->cfg.wait == LOCO_WAIT_SPIN ? FAB_SPIN_AUTO : FAB_SPIN_NONE;
+	if (m->cfg.wait == LOCO_WAIT_BLOCK) {
+		/* remote WRITEs and atomics wake blocked waiters where the provider can tell */
+		fattr.landed = landed_fn;
+		fattr.landed_arg = m;
+	}
 	ret = fab_open(m->cfg.fabric, &fattr, &m->fab);
 	if (ret)
 		return ret;
@@ -255,14 +290,65 @@ static int join_cluster(loco_manager_t *m, const char *contacts)
 	return 0;
 }
 
+/*
+ * The managers alive in this process (the only process-wide state): one
+ * manager per process, since a second one would fight the first for the
+ * node's identity, listener and memory; LOCO_MANY_MANAGERS=1 lifts it
+ * for tests that run several nodes in one process.
+ */
+static unsigned lc_managers;
+
+/* managers_enter -- count a new manager, or -EALREADY when one is alive and that is refused. */
+static int managers_enter(void)
+{
+	const char *many = getenv("LOCO_MANY_MANAGERS");
+	unsigned none = 0;
+
+	if (many != NULL && strcmp(many, "1") == 0) {
+		__atomic_add_fetch(&lc_managers, 1, __ATOMIC_ACQ_REL);
+		return 0;
+	}
+	if (__atomic_compare_exchange_n(&lc_managers, &none, 1, 0, __ATOMIC_ACQ_REL,
+	                                __ATOMIC_ACQUIRE))
+		return 0;
+	lc_log_err("manager: one manager per process: a manager is already running in this "
+	           "process (loco_fini() it first; LOCO_MANY_MANAGERS=1 allows more, for tests)");
+	return -EALREADY;
+}
+
+static void managers_leave(void)
+{
+	__atomic_sub_fetch(&lc_managers, 1, __ATOMIC_ACQ_REL);
+}
+
+static int init(const loco_config_t *cfg, loco_manager_t **out);
+
 int loco_init(const loco_config_t *cfg, loco_manager_t **out)
 {
-	struct lc_config c;
 	loco_manager_t *m;
 	int ret;
 
 	if (out == NULL)
 		return -EINVAL;
+	ret = managers_enter();
+	if (ret)
+		return ret;
+	ret = init(cfg, &m);
+	if (ret) {
+		managers_leave();
+		return ret;
+	}
+	*out = m;
+	return 0;
+}
+
+/* init -- loco_init() once counted: a manager, or an error. */
+static int init(const loco_config_t *cfg, loco_manager_t **out)
+{
+	struct lc_config c;
+	loco_manager_t *m;
+	int ret;
+
 	if (sodium_init() < 0) {
 		lc_log_err("manager: libsodium failed to initialise");
 		return -ENOSYS;
@@ -329,6 +415,7 @@ void loco_fini(loco_manager_t *m)
 		usleep(1000);
 	lc_progress_stop(m);
 	manager_free(m);
+	managers_leave();
 }
 
 uint32_t loco_node_id(const loco_manager_t *m)
@@ -370,9 +457,30 @@ int loco_members(loco_manager_t *m, uint32_t *ids, size_t max)
 
 int loco_ack_key_create(loco_manager_t *m, loco_ack_key_t **out)
 {
-	if (m == NULL || out == NULL)
+	return loco_ack_key_create_flags(m, 0, out);
+}
+
+int loco_ack_key_create_flags(loco_manager_t *m, unsigned flags, loco_ack_key_t **out)
+{
+	loco_ack_key_t *key;
+	int ret;
+
+	if (m == NULL || out == NULL || (flags & ~LOCO_ACK_IGNORE_LEFT) != 0)
 		return -EINVAL;
-	return lc_ack_key_new(&m->acks, m, out);
+	ret = lc_ack_key_new(&m->acks, m, &key);
+	if (ret)
+		return ret;
+	key->flags = flags; /* before any operation is attached: no completion reads it */
+	*out = key;
+	return 0;
+}
+
+int loco_ack_failures(const loco_ack_key_t *key, struct loco_ack_failure *out, size_t max,
+                      size_t *dropped)
+{
+	if (key == NULL || (out == NULL && max > 0))
+		return -EINVAL;
+	return lc_ack_failures(key, out, max, dropped);
 }
 
 void loco_ack_key_destroy(loco_ack_key_t *key)
@@ -389,7 +497,7 @@ void loco_ack_key_destroy(loco_ack_key_t *key)
 int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 {
 	loco_manager_t *m;
-	int ret;
+	int ret, block;
 
 	if (key == NULL)
 		return -EINVAL;
@@ -406,7 +514,15 @@ int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 	}
 	if (loco_manager_partitioned(m))
 		return -LOCO_EPARTITION;
-	__atomic_add_fetch(&m->waiters, 1, __ATOMIC_ACQ_REL);
+	/*
+	 * A waiter that reaps itself keeps the progress thread from arming
+	 * the completion queue (it looks every millisecond instead). Under
+	 * the block policy the waiter sleeps on the completions instead: the
+	 * progress thread arms the queue, reaps, and signals it.
+	 */
+	block = m->wait.policy == LOCO_WAIT_BLOCK;
+	if (!block)
+		__atomic_add_fetch(&m->waiters, 1, __ATOMIC_ACQ_REL);
 	/* in slices, so that a partition ends the wait within the failure bound */
 	for (int64_t left = timeout_ns;;) {
 		int64_t slice = left < 0 || left > 50000000 ? 50000000 : left;
@@ -419,8 +535,10 @@ int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 			break;
 		}
 	}
-	__atomic_store_n(&m->last_wait_ns, lc_now_ns(), __ATOMIC_RELAXED);
-	__atomic_sub_fetch(&m->waiters, 1, __ATOMIC_ACQ_REL);
+	if (!block) {
+		__atomic_store_n(&m->last_wait_ns, lc_now_ns(), __ATOMIC_RELAXED);
+		__atomic_sub_fetch(&m->waiters, 1, __ATOMIC_ACQ_REL);
+	}
 	return ret;
 }
 

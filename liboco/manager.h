@@ -16,6 +16,7 @@
  *   channel.c   channels and pairing; object callbacks (chan.h)
  *   region.c    objects and registered regions
  *   rop.c       remote operations and fences
+ *   wait.c      wait policies (LOCO_WAIT), object waiters (wait.h)
  *   ack.c, mem.c, poller.c, ctrl_wire.c
  *
  * Threads: application threads post, reap and wait. The progress thread
@@ -49,6 +50,7 @@
 #include "member.h"
 #include "util.h"
 #include "view.h"
+#include "wait.h"
 
 struct lc_arena;
 struct lc_pollers;
@@ -107,6 +109,7 @@ struct loco_manager {
 	uint64_t last_wait_ns;     /* atomic: when the last of them left */
 	int no_pwait2;             /* progress thread: the kernel has no epoll_pwait2() */
 	struct lc_ack_table acks;
+	struct lc_wait wait; /* wait.c: LOCO_WAIT and the block policy's wake-ups */
 
 	/* channel.c, region.c */
 	struct loco_channel *channels;

@@ -46,12 +46,15 @@ static int reap(loco_manager_t *m, int progress)
 			else
 				lc_member_link_report(m, (uint32_t)wc[i].link_ctx, wc[i].status);
 		}
-		if (lc_ack_complete(&m->acks, wc[i].wrid, wc[i].status) == -ENOENT &&
+		if (lc_ack_complete_node(&m->acks, wc[i].wrid, wc[i].status,
+		                         (uint32_t)wc[i].link_ctx) == -ENOENT &&
 		    wc[i].status != 0 && wc[i].status != -ECANCELED)
 			lc_log_warn("manager: unacknowledged %s to node %u failed: %s",
 			            fab_opcode_str(wc[i].opcode), (unsigned)wc[i].link_ctx,
 			            strerror(-wc[i].status));
 	}
+	if (n > 0)
+		lc_wait_signal(&m->wait); /* block-policy waiters: completions arrived */
 	return n;
 }
 
@@ -166,6 +169,8 @@ static void *progress_main(void *arg)
 		lc_chan_dispatch(m);
 		if (lc_pollers_run(m->pollers, &period))
 			busy = 1;
+		if (busy)
+			lc_wait_signal(&m->wait); /* pollers did work: blocked waiters look again */
 		n = wait_events(m, ev, 32, busy ? 0 : sleep_for(m, now, wake, period));
 		events(m, ev, n);
 		lc_chan_dispatch(m); /* callbacks of what the control plane brought */

@@ -98,7 +98,7 @@ void loco_object_destroy(loco_object_t *obj)
 	for (struct loco_region *r = obj->regions; r != NULL; r = r->next)
 		region_unpublish(ch, r);
 	/* peers forget its regions before they are deregistered */
-	if (ch->joined && obj->regions != NULL)
+	if (ch->joined && (obj->regions != NULL || obj->nparams > 0))
 		lc_chan_announce(m, ch, NULL, 0, 1);
 	pthread_mutex_unlock(&m->lock);
 	while (obj->regions != NULL) {
@@ -115,19 +115,63 @@ loco_channel_t *loco_object_channel(const loco_object_t *obj)
 	return obj ? obj->ch : NULL;
 }
 
+int loco_object_status(const loco_object_t *obj)
+{
+	int bad;
+
+	if (obj == NULL)
+		return -EINVAL;
+	/* pairs with the release store of loco_channel_join() */
+	if (!__atomic_load_n(&obj->ch->joined, __ATOMIC_ACQUIRE))
+		return -LOCO_ENOTJOINED;
+	bad = __atomic_load_n(&obj->bad, __ATOMIC_ACQUIRE);
+	return bad ? -bad : 0;
+}
+
+int loco_object_agree(loco_object_t *obj, const char *key, uint64_t value)
+{
+	loco_channel_t *ch;
+	loco_manager_t *m;
+	unsigned k;
+
+	if (obj == NULL || !name_ok(key) || strlen(obj->name) + 1 + strlen(key) > LOCO_NAME_MAX)
+		return -EINVAL;
+	ch = obj->ch;
+	m = ch->m;
+	pthread_mutex_lock(&m->lock);
+	for (k = 0; k < obj->nparams; k++)
+		if (strcmp(obj->params[k].key, key) == 0)
+			break;
+	if (k < obj->nparams) {
+		pthread_mutex_unlock(&m->lock);
+		return obj->params[k].value == value ? 0 : -EEXIST;
+	}
+	if (obj->nparams == LOCO_AGREE_MAX || lc_chan_entries(ch) >= LC_MAX_REGIONS) {
+		pthread_mutex_unlock(&m->lock);
+		return -ENOSPC;
+	}
+	snprintf(obj->params[k].key, sizeof(obj->params[k].key), "%s", key);
+	obj->params[k].value = value;
+	obj->nparams++;
+	/* peers that announced the object before us: check now; later ones, when they do */
+	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++)
+		if (ch->peer[i] != NULL)
+			lc_chan_agree_check(ch, ch->peer[i], obj);
+	if (ch->joined) /* they check it against theirs */
+		lc_chan_announce(m, ch, NULL, 0, 1);
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
 /* region_room -- -EEXIST for a taken name, -ENOSPC when the channel is full. m->lock held. */
 static int region_room(const loco_object_t *obj, const char *full)
 {
-	unsigned n = 0;
-
-	for (const loco_object_t *o = obj->ch->objects; o != NULL; o = o->next) {
-		for (const struct loco_region *x = o->regions; x != NULL; x = x->next) {
+	for (const loco_object_t *o = obj->ch->objects; o != NULL; o = o->next)
+		for (const struct loco_region *x = o->regions; x != NULL; x = x->next)
 			if (strcmp(x->full, full) == 0)
 				return -EEXIST;
-			n++;
-		}
-	}
-	return n < LC_MAX_REGIONS ? 0 : -ENOSPC; /* all fit in one CHAN message */
+	/* regions and parameters all fit in one CHAN message */
+	return lc_chan_entries(obj->ch) < LC_MAX_REGIONS ? 0 : -ENOSPC;
 }
 
 /* region_publish -- link @r into its object, resolve it against every peer. m->lock held. */
@@ -205,6 +249,10 @@ int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigne
 		goto err_dereg;
 	}
 	region_publish(obj->ch, r);
+	/* peers that announced the object before us: check its length now */
+	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++)
+		if (obj->ch->peer[i] != NULL)
+			lc_chan_agree_check(obj->ch, obj->ch->peer[i], obj);
 	if (obj->ch->joined) /* late region: tell the peers */
 		lc_chan_announce(m, obj->ch, NULL, 0, 1);
 	pthread_mutex_unlock(&m->lock);
@@ -236,10 +284,15 @@ int loco_region_remote(const loco_region_t *r, uint32_t node, loco_rref_t *out)
 	loco_manager_t *m;
 	struct lc_peer *p;
 
+	int ret;
+
 	if (r == NULL || out == NULL)
 		return -EINVAL;
 	ch = r->obj->ch;
 	m = ch->m;
+	ret = loco_object_status(r->obj); /* not joined, or a peer disagreed: nowhere */
+	if (ret)
+		return ret;
 	if (node == m->node_id) {
 		if (m->self_link == NULL)
 			return -ENOENT;

@@ -27,6 +27,10 @@ const char *loco_strerror(int err)
 		return "value unstable past the retry bound";
 	case LOCO_EPARTITION:
 		return "partitioned: no majority of the cluster's view is reachable";
+	case LOCO_ENOTJOINED:
+		return "channel not joined: call loco_channel_join() before using its objects";
+	case LOCO_EMISMATCH:
+		return "object parameters differ between nodes (see the log)";
 	default:
 		/* strerror() of glibc returns static strings for known codes */
 		return err < LOCO_ERRNO_BASE ? strerror(err) : "unknown loco error";

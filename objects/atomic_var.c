@@ -93,6 +93,10 @@ int loco_atomic_var_create(loco_channel_t *ch, const char *name, uint32_t host,
 	ret = loco_object_create(ch, name, &av_ops, av, &av->obj);
 	if (ret)
 		goto err_destroy_ack;
+	/* every node must name the same host: checked as peers pair */
+	ret = loco_object_agree(av->obj, "host", host);
+	if (ret)
+		goto err_destroy_obj;
 	/* only the host's word is used; the others' copies allow nothing */
 	ret = loco_region_create(av->obj, "word", WORD_LEN, host == av->me ? access : 0, &av->word);
 	if (ret)
@@ -164,8 +168,11 @@ static int av_post(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, unsign
                    loco_ack_key_t *ack)
 {
 	size_t loff = (size_t)slot * sizeof(uint64_t);
-	int path = host_path_get(&av->hp, av->word, av->host, av->me);
+	int path = loco_object_status(av->obj); /* not joined, or the hosts differ */
 
+	if (path < 0)
+		return path;
+	path = host_path_get(&av->hp, av->word, av->host, av->me);
 	if (path < 0)
 		return path;
 	if (path == HOST_PATH_LOCAL) {
@@ -225,6 +232,12 @@ uint64_t loco_atomic_var_slot(const loco_atomic_var_t *av, unsigned slot)
 	return __atomic_load_n(slot_ptr(av, slot), __ATOMIC_ACQUIRE);
 }
 
+/* av_manager -- the manager of @av's channel. */
+static loco_manager_t *av_manager(const loco_atomic_var_t *av)
+{
+	return loco_channel_manager(loco_object_channel(av->obj));
+}
+
 /*
  * sync_lock -- take av->sync_lock by @deadline (< 0: forever). A trylock
  * loop rather than pthread_mutex_clocklock(), which the thread sanitizer
@@ -232,17 +245,16 @@ uint64_t loco_atomic_var_slot(const loco_atomic_var_t *av, unsigned slot)
  */
 static int sync_lock(loco_atomic_var_t *av, int64_t deadline)
 {
+	loco_waiter_t w;
+
 	if (deadline < 0)
 		return -pthread_mutex_lock(&av->sync_lock);
-	for (unsigned spins = 0; pthread_mutex_trylock(&av->sync_lock) != 0; spins++) {
-		struct timespec ts = {.tv_nsec = 20000};
-
+	/* between tries: the manager's wait policy (LOCO_WAIT) */
+	loco_waiter_init(&w, av_manager(av));
+	while (pthread_mutex_trylock(&av->sync_lock) != 0) {
 		if (obj_now_ns() >= deadline)
 			return -ETIMEDOUT;
-		if (spins < 64)
-			sched_yield();
-		else
-			nanosleep(&ts, NULL);
+		loco_waiter_pause(&w);
 	}
 	return 0;
 }
@@ -256,6 +268,7 @@ static int av_sync(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, uint64
 {
 	int64_t deadline = obj_deadline(timeout_ns);
 	unsigned slot = op == AV_WRITE ? SYNC_SRC : SYNC_RES;
+	loco_waiter_t w;
 	int ret;
 
 	if (av == NULL)
@@ -275,12 +288,13 @@ static int av_sync(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, uint64
 	}
 	if (op == AV_WRITE)
 		*slot_ptr(av, slot) = a;
+	loco_waiter_init(&w, av_manager(av));
 	while ((ret = av_post(av, op, a, b, slot, av->ack)) == -EAGAIN) {
 		if (deadline >= 0 && obj_now_ns() >= deadline) {
 			ret = -ETIMEDOUT;
 			goto out_unlock;
 		}
-		sched_yield();
+		loco_waiter_pause(&w); /* the queue drains as completions arrive */
 	}
 	if (ret)
 		goto out_unlock;

@@ -39,7 +39,6 @@
  * one (it fetches the others' rows), never below the row it had.
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -50,8 +49,7 @@
 
 #include "obj_util.h"
 
-#define SPINS     64u        /* polls that only spin before waiting yields */
-#define YIELDS    16u        /* polls that yield before waiting sleeps */
+#define SPINS     64u        /* polls before the clock is read (deadline, re-push) */
 #define REPUSH_NS 50000000ll /* a wait that lasts this long pushes the row again */
 
 struct loco_barrier {
@@ -68,22 +66,6 @@ struct loco_barrier {
 	uint32_t part[LOCO_BARRIER_MAX_NODE];
 	uint64_t floor[LOCO_BARRIER_MAX_NODE + 1]; /* by node id */
 };
-
-/*
- * pause_after -- the pause after @n polls that only yielded: yield for a
- * while, then sleep. On a machine with more runnable threads than CPUs
- * (nodes, their progress and NIC threads), threads that only yield hand
- * the CPU to each other and starve the NIC threads that land the rows.
- */
-static void pause_after(unsigned n)
-{
-	struct timespec ts = {.tv_nsec = 1000};
-
-	if (n < YIELDS)
-		sched_yield();
-	else
-		nanosleep(&ts, NULL); /* about the timer slack: 50 us */
-}
 
 /* peer_gone_err -- an operation's error that only says its peer died or was dropped. */
 static int peer_gone_err(int err)
@@ -258,6 +240,7 @@ static int partitioned(loco_barrier_t *b)
 /* wait_once -- enter (unless a timed-out call did), wait for arrivals, then acks. */
 static int wait_once(loco_barrier_t *b, int64_t timeout_ns)
 {
+	loco_waiter_t w;
 	int64_t deadline;
 	int ret;
 
@@ -269,13 +252,15 @@ static int wait_once(loco_barrier_t *b, int64_t timeout_ns)
 		if (ret)
 			return ret;
 	}
+	/* the manager's wait policy (LOCO_WAIT): spin, sleep or block between polls */
+	loco_waiter_init(&w, loco_channel_manager(b->ch));
 	for (unsigned spin = 0; !arrived(b); spin++) {
 		int64_t now;
 
 		if (loco_channel_partitioned(b->ch))
 			return -LOCO_EPARTITION; /* never pass as a smaller cluster of our own */
 		if (spin < SPINS) {
-			obj_cpu_relax();
+			loco_waiter_pause(&w);
 			continue;
 		}
 		now = obj_now_ns();
@@ -290,7 +275,7 @@ static int wait_once(loco_barrier_t *b, int64_t timeout_ns)
 			loco_sst_push_broadcast(b->sst, b->ack);
 			b->pushed_ns = now;
 		}
-		pause_after(spin - SPINS);
+		loco_waiter_pause(&w);
 	}
 	/*
 	 * Rows that vanished because this node was just excluded (it drops

@@ -38,8 +38,8 @@ int host_path_get(struct host_path *p, const loco_region_t *word, uint32_t host,
 			p->rref = rr;
 			kind = HOST_PATH_FABRIC;
 		} else {
-			kind =
-			    host == me ? HOST_PATH_LOCAL : ret; /* -ENOENT: look again next time */
+			/* -ENOENT: look again next time; not joined, a mismatch: the error */
+			kind = host == me && ret == -ENOENT ? HOST_PATH_LOCAL : ret;
 		}
 		if (kind > 0)
 			__atomic_store_n(&p->kind, kind, __ATOMIC_RELEASE);

@@ -138,7 +138,7 @@ struct loco_lock {
 	struct lk_host *hold_hs; /* the host of this node's hold (under the claim) */
 	struct lk_host *seen_hs; /* the host of @seen (under the claim) */
 	pthread_mutex_t move_lock;
-	int need_sync; /* atomic: read the peers' M words before the next attempt */
+	int need_sync; /* atomic: read the peers' M words first: 1 created, 2 excluded */
 	uint32_t me;
 	int64_t lease_ns;
 	int64_t takeover_ns;
@@ -265,7 +265,7 @@ static void lk_peer_leave(loco_object_t *obj, uint32_t node, uint64_t view, void
 	pthread_mutex_lock(&lk->move_lock);
 	cur = lk->hs;
 	if (lk_partitioned(lk)) {
-		__atomic_store_n(&lk->need_sync, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&lk->need_sync, 2, __ATOMIC_RELEASE);
 		if (node == cur->node)
 			host_path_lose(&cur->hp);
 		goto out;
@@ -344,6 +344,10 @@ int loco_lock_create_config(loco_channel_t *ch, const char *name, uint32_t host,
 	ret = loco_object_create(ch, name, &lk_ops, lk, &lk->obj);
 	if (ret)
 		goto err_destroy_sack;
+	/* the host given here is where the lock starts: every node names the same */
+	ret = loco_object_agree(lk->obj, "host", host); /* checked as peers pair */
+	if (ret)
+		goto err_destroy_obj;
 	/* every node's: any may become the host, and its M word is read by syncs */
 	ret = loco_region_create(lk->obj, "word", WORD_LEN,
 	                         LOCO_ACCESS_READ | LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC,
@@ -513,9 +517,11 @@ static int watch(const loco_lock_t *lk, struct lk_watch *w, uint64_t v, int64_t 
  * adopt the highest epoch's host, usable one takeover time from now when
  * that moves it (its old holders' leases end first). A lost path to the
  * same host (this node was cut off, not the host) is looked up afresh.
- * Done once a peer answered, or when there is no peer.
+ * Done once a peer answered. Returns 1 when the lock must not be used yet
+ * (peers, but none answered), else 0 (with no peer, the host at hand is
+ * used and the sync stays due: the channel may not be joined yet).
  */
-static void lk_sync(loco_lock_t *lk)
+static int lk_sync(loco_lock_t *lk)
 {
 	uint32_t ids[MAX_PEERS], bnode, bepoch;
 	int n = loco_channel_peers(loco_object_channel(lk->obj), ids, MAX_PEERS), answered = 0;
@@ -524,8 +530,10 @@ static void lk_sync(loco_lock_t *lk)
 
 	bnode = cur->node;
 	bepoch = cur->epoch;
+	if (n == 0) /* after an exclusion (2), the host at hand may be this stale node */
+		return __atomic_load_n(&lk->need_sync, __ATOMIC_ACQUIRE) == 2;
 	if (loco_ack_wait(lk->sack, 0) == -ETIMEDOUT && loco_ack_outstanding(lk->sack) > 0)
-		return; /* an earlier READ may still land in the slot: later */
+		return 1; /* an earlier READ may still land in the slot: later */
 	for (int i = 0; i < n && i < MAX_PEERS; i++) {
 		uint64_t mw;
 
@@ -546,8 +554,8 @@ static void lk_sync(loco_lock_t *lk)
 			bnode = (uint32_t)mw;
 		}
 	}
-	if (answered == 0 && n > 0)
-		return;
+	if (answered == 0)
+		return 1;
 	pthread_mutex_lock(&lk->move_lock);
 	cur = lk->hs;
 	if (bepoch > cur->epoch)
@@ -556,6 +564,7 @@ static void lk_sync(loco_lock_t *lk)
 		lk_move(lk, cur->node, cur->epoch, 0);
 	__atomic_store_n(&lk->need_sync, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&lk->move_lock);
+	return 0;
 }
 
 /*
@@ -567,9 +576,7 @@ static struct lk_host *lk_host_ready(loco_lock_t *lk)
 {
 	struct lk_host *hs;
 
-	if (__atomic_load_n(&lk->need_sync, __ATOMIC_ACQUIRE))
-		lk_sync(lk);
-	if (__atomic_load_n(&lk->need_sync, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&lk->need_sync, __ATOMIC_ACQUIRE) && lk_sync(lk))
 		return NULL;
 	hs = lk_host_cur(lk);
 	if (hs->not_before != 0 && obj_now_ns() < hs->not_before)

@@ -56,9 +56,16 @@ int loco_owned_var_create(loco_channel_t *ch, const char *name, uint32_t owner, 
 	ret = value_scratch_init(&ov->big, &ov->codec);
 	if (ret)
 		goto err_free;
+	ov->big.m = loco_channel_manager(ch); /* loads back off by its wait policy */
 	ret = loco_object_create(ch, name, NULL, NULL, &ov->obj);
 	if (ret)
 		goto err_scratch;
+	/* every node must agree on the value's size and its owner: checked as peers pair */
+	ret = loco_object_agree(ov->obj, "size", size);
+	if (ret == 0)
+		ret = loco_object_agree(ov->obj, "owner", owner);
+	if (ret)
+		goto err_destroy_obj;
 	/* the owner's copy is its master: no one writes it remotely */
 	ret = loco_region_create(ov->obj, "val", ov->codec.enc_len,
 	                         ov->me == owner ? 0 : LOCO_ACCESS_WRITE, &ov->val);
@@ -93,12 +100,24 @@ void loco_owned_var_destroy(loco_owned_var_t *ov)
 	free(ov);
 }
 
+int loco_owned_var_sync(loco_owned_var_t *ov, int64_t timeout_ns)
+{
+	if (ov == NULL)
+		return -EINVAL;
+	return loco_object_sync(ov->obj, timeout_ns);
+}
+
 int loco_owned_var_store(loco_owned_var_t *ov, const void *val)
 {
+	int ret;
+
 	if (ov == NULL || val == NULL)
 		return -EINVAL;
 	if (ov->me != ov->owner)
 		return -EPERM;
+	ret = loco_object_status(ov->obj); /* as a push: the value is for the others */
+	if (ret)
+		return ret;
 	value_encode(&ov->codec, loco_region_ptr(ov->val), val, ++ov->version);
 	return 0;
 }
@@ -147,6 +166,9 @@ int loco_owned_var_push_broadcast(loco_owned_var_t *ov, loco_ack_key_t *ack)
 		return -EINVAL;
 	if (ov->me != ov->owner)
 		return -EPERM;
+	ret = loco_object_status(ov->obj); /* also with no peer to push to */
+	if (ret)
+		return ret;
 	n = loco_channel_peers(ov->ch, ids, VALUE_MAX_PEERS);
 	if (n <= 0)
 		return n;
@@ -169,8 +191,13 @@ int loco_owned_var_push_broadcast(loco_owned_var_t *ov, loco_ack_key_t *ack)
 
 int loco_owned_var_load(loco_owned_var_t *ov, void *val)
 {
+	int ret;
+
 	if (ov == NULL || val == NULL)
 		return -EINVAL;
+	ret = loco_object_status(ov->obj); /* local: allowed before the join, not on a mismatch */
+	if (ret == -LOCO_EMISMATCH)
+		return ret;
 	return value_load(&ov->codec, loco_region_ptr(ov->val), val, &ov->big, &ov->ctr);
 }
 

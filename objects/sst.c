@@ -180,10 +180,17 @@ int loco_sst_create(loco_channel_t *ch, const char *name, size_t row_size, uint3
 	ret = value_scratch_init(&sst->big, &sst->codec);
 	if (ret)
 		goto err_free_state;
+	sst->big.m = loco_channel_manager(ch); /* loads back off by its wait policy */
 	pthread_mutex_init(&sst->pred_lock, NULL);
 	ret = loco_object_create(ch, name, &sst_ops, sst, &sst->obj);
 	if (ret)
 		goto err_scratch;
+	/* every node's table must be the same shape: checked as peers pair */
+	ret = loco_object_agree(sst->obj, "row_size", row_size);
+	if (ret == 0)
+		ret = loco_object_agree(sst->obj, "max_rows", max_rows);
+	if (ret)
+		goto err_destroy_obj;
 	ret = loco_region_create(sst->obj, "rows", (size_t)max_rows * sst->codec.stride,
 	                         LOCO_ACCESS_READ | LOCO_ACCESS_WRITE, &rows);
 	if (ret)
@@ -245,10 +252,26 @@ void loco_sst_destroy(loco_sst_t *sst)
 	free(sst);
 }
 
+int loco_sst_sync(loco_sst_t *sst, int64_t timeout_ns)
+{
+	if (sst == NULL)
+		return -EINVAL;
+	return loco_object_sync(sst->obj, timeout_ns);
+}
+
 int loco_sst_store_mine(loco_sst_t *sst, const void *row)
 {
+	int ret;
+
 	if (sst == NULL || row == NULL)
 		return -EINVAL;
+	/*
+	 * Refused before the join too: a row stored then is what a joiner's
+	 * fetch finds (a barrier's episode), though it was never pushed.
+	 */
+	ret = loco_object_status(sst->obj);
+	if (ret)
+		return ret;
 	value_encode(&sst->codec, row_ptr(sst, sst->rows, sst->me), row, ++sst->version);
 	return 0;
 }
@@ -296,6 +319,9 @@ int loco_sst_push_broadcast(loco_sst_t *sst, loco_ack_key_t *ack)
 
 	if (sst == NULL)
 		return -EINVAL;
+	ret = loco_object_status(sst->obj); /* also with no peer to push to */
+	if (ret)
+		return ret;
 	for (uint32_t n = 1; n <= sst->max_rows; n++)
 		need += n != sst->me && row_state(sst, n) == ROW_PRESENT;
 	if (need == 0)
@@ -319,8 +345,13 @@ int loco_sst_push_broadcast(loco_sst_t *sst, loco_ack_key_t *ack)
 
 int loco_sst_read(loco_sst_t *sst, uint32_t node, void *row)
 {
+	int ret;
+
 	if (sst == NULL || row == NULL)
 		return -EINVAL;
+	ret = loco_object_status(sst->obj); /* local: allowed before the join, not on a mismatch */
+	if (ret == -LOCO_EMISMATCH)
+		return ret;
 	if (row_state(sst, node) != ROW_PRESENT)
 		return -ENOENT;
 	return value_load(&sst->codec, row_ptr(sst, sst->rows, node), row, &sst->big, &sst->ctr);

@@ -15,8 +15,7 @@
 #include "obj_util.h"
 #include "value.h"
 
-#define SPIN_TRIES   16u    /* attempts that only spin before a load starts yielding */
-#define SLEEP_MAX_NS 128000 /* the longest back-off sleep of a load */
+#define SPIN_TRIES 16u /* attempts that only spin before a load pauses by the wait policy */
 
 static inline void count(uint64_t *ctr, uint64_t n)
 {
@@ -47,6 +46,7 @@ int value_codec_init(struct value_codec *c, size_t size)
 int value_scratch_init(struct value_scratch *s, const struct value_codec *c)
 {
 	s->busy = 0;
+	s->m = NULL; /* the owner sets it after init */
 	s->buf = NULL;
 	if (c->kind != VALUE_HASH || c->enc_len <= VALUE_HASH_HDR + VALUE_STACK_MAX)
 		return 0;
@@ -200,20 +200,18 @@ static int hash_try(const struct value_codec *c, const void *enc, void *val, uin
 	return 0;
 }
 
-/* backoff -- pause after failed attempt @attempt (0-based). */
-static void backoff(unsigned attempt)
+/*
+ * backoff -- pause after failed attempt @attempt (0-based): a short
+ * exponential spin, then the manager's wait policy through @w (set up at
+ * attempt SPIN_TRIES). Sleeping lets the NIC thread landing the value run.
+ */
+static void backoff(unsigned attempt, loco_waiter_t *w)
 {
 	if (attempt < SPIN_TRIES) {
 		for (unsigned i = 0; i < 1u << (attempt < 8 ? attempt : 8); i++)
 			obj_cpu_relax();
-	} else if (attempt < 2 * SPIN_TRIES) {
-		sched_yield(); /* the NIC thread landing the value may need this CPU */
 	} else {
-		unsigned shift = attempt - 2 * SPIN_TRIES;
-		long ns = 1000l << (shift < 8 ? shift : 8);
-		struct timespec ts = {.tv_nsec = ns < SLEEP_MAX_NS ? ns : SLEEP_MAX_NS};
-
-		nanosleep(&ts, NULL);
+		loco_waiter_pause(w);
 	}
 }
 
@@ -231,8 +229,9 @@ static int try_once(const struct value_codec *c, const void *enc, void *val, uin
 
 /* load_retry -- the retry loop around try_once() with scratch @tmp. */
 static int load_retry(const struct value_codec *c, const void *enc, void *val, uint64_t *tmp,
-                      struct value_counters *ctr)
+                      struct value_counters *ctr, loco_manager_t *m)
 {
+	loco_waiter_t w;
 	int64_t t0 = 0;
 
 	for (unsigned attempt = 0;; attempt++) {
@@ -244,12 +243,13 @@ static int load_retry(const struct value_codec *c, const void *enc, void *val, u
 		}
 		if (attempt == SPIN_TRIES) {
 			t0 = obj_now_ns();
+			loco_waiter_init(&w, m);
 		} else if (attempt > SPIN_TRIES && obj_now_ns() - t0 > VALUE_TORN_NS) {
 			count(&ctr->retries, attempt + 1);
 			count(&ctr->torn, 1);
 			return -LOCO_ETORN;
 		}
-		backoff(attempt);
+		backoff(attempt, &w);
 	}
 }
 
@@ -258,18 +258,16 @@ int value_load(const struct value_codec *c, const void *enc, void *val, struct v
                struct value_counters *ctr)
 {
 	uint64_t stack[(VALUE_HASH_HDR + VALUE_STACK_MAX) / 8];
+	loco_waiter_t w;
 	int ret;
 
 	if (c->kind != VALUE_HASH || big->buf == NULL)
-		return load_retry(c, enc, val, stack, ctr);
+		return load_retry(c, enc, val, stack, ctr, big->m);
 	/* one loader at a time on the big buffer; the others wait their turn */
-	for (unsigned spins = 0; __atomic_exchange_n(&big->busy, 1, __ATOMIC_ACQUIRE); spins++) {
-		if (spins < 64)
-			obj_cpu_relax();
-		else
-			sched_yield();
-	}
-	ret = load_retry(c, enc, val, big->buf, ctr);
+	loco_waiter_init(&w, big->m);
+	while (__atomic_exchange_n(&big->busy, 1, __ATOMIC_ACQUIRE))
+		loco_waiter_pause(&w);
+	ret = load_retry(c, enc, val, big->buf, ctr, big->m);
 	__atomic_store_n(&big->busy, 0, __ATOMIC_RELEASE); /* pairs with the exchange above */
 	return ret;
 }

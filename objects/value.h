@@ -64,8 +64,9 @@ struct value_counters {
 
 /* A scratch buffer for HASH values above VALUE_STACK_MAX: one loader at a time. */
 struct value_scratch {
-	void *buf; /* enc_len bytes, or NULL when the stack is enough */
-	int busy;  /* atomic */
+	void *buf;         /* enc_len bytes, or NULL when the stack is enough */
+	int busy;          /* atomic */
+	loco_manager_t *m; /* whose wait policy (LOCO_WAIT) loads back off by; NULL: sleep */
 };
 
 /*
@@ -100,7 +101,8 @@ void value_encode(const struct value_codec *c, void *enc, const void *val, uint6
 /*
  * value_load -- decode the encoding at @enc (a replica the fabric writes,
  * or the master) into @val, retrying while it is unstable: spinning, then
- * yielding and sleeping with back-off, for at most VALUE_TORN_NS.
+ * pausing by @big->m's wait policy (loco_waiter_pause()), for at most
+ * VALUE_TORN_NS.
  * Returns 0; -LOCO_ETORN (@val is then untouched).
  */
 int value_load(const struct value_codec *c, const void *enc, void *val, struct value_scratch *big,

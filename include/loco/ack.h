@@ -51,6 +51,45 @@ int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns);
 /* loco_ack_outstanding -- how many attached operations have not completed. */
 size_t loco_ack_outstanding(const loco_ack_key_t *key);
 
+/*
+ * Flags of a key (loco_ack_key_create_flags()).
+ * LOCO_ACK_IGNORE_LEFT: loco_ack_wait() does not report the failure of an
+ * operation to a peer that is not in the installed membership view when
+ * the wait finds the key empty (it left, or the cluster removed it). A
+ * failure on a link to a peer still in the view is reported. Appeared in
+ * loco 0.4.
+ */
+#define LOCO_ACK_IGNORE_LEFT 1u
+
+/* Failed operations one key remembers per wait; more are counted as dropped. */
+#define LOCO_ACK_FAILURES_MAX 64u
+
+/* One failed operation (loco_ack_failures()). */
+struct loco_ack_failure {
+	uint32_t node; /* the peer the operation went to (0: unknown) */
+	int error;     /* its negative errno, e.g. -ECONNRESET */
+	int left;      /* 1: the peer was not in the view when the wait looked */
+};
+
+/*
+ * loco_ack_key_create_flags -- loco_ack_key_create() with @flags
+ * (LOCO_ACK_IGNORE_LEFT or 0). Returns 0 and sets *@out; -EINVAL (NULL,
+ * unknown flag), -ENOMEM, -ENOSPC. Appeared in loco 0.4.
+ */
+int loco_ack_key_create_flags(loco_manager_t *manager, unsigned flags, loco_ack_key_t **out);
+
+/*
+ * loco_ack_failures -- the operations that failed among those the last
+ * loco_ack_wait() that found @key empty covered (its return value other
+ * than -ETIMEDOUT): up to @max written to @out in completion order.
+ * *@dropped (may be NULL) gets how many failures did not fit the key's
+ * LOCO_ACK_FAILURES_MAX. Returns the number of failures the key holds
+ * (which may exceed @max); -EINVAL. Call it from the thread that waits
+ * on the key, not during a wait. Appeared in loco 0.4.
+ */
+int loco_ack_failures(const loco_ack_key_t *key, struct loco_ack_failure *out, size_t max,
+                      size_t *dropped);
+
 #ifdef __cplusplus
 }
 #endif

@@ -64,8 +64,12 @@ int loco_channel_create(loco_manager_t *m, loco_channel_t *parent, const char *n
  * loco_channel_join -- announce the channel and its regions to the
  * cluster, pair with every node that holds the same full name, and wait
  * until @nodes - 1 peers are paired or @timeout_ns passes (< 0: forever).
- * Returns 0; -ETIMEDOUT (the channel stays joined: late peers still pair
- * and reach the callbacks); -EINVAL.
+ * Objects of a channel never joined fail with -LOCO_ENOTJOINED. Objects
+ * made after the join are announced as they are made (see
+ * loco_object_sync()). Returns 0; -ETIMEDOUT (the channel stays joined:
+ * late peers still pair and reach the callbacks; the log says how many
+ * paired, which members did not, and how many expected nodes are not
+ * members at all); -LOCO_EPARTITION; -EINVAL.
  */
 int loco_channel_join(loco_channel_t *ch, int64_t timeout_ns);
 
@@ -131,6 +135,49 @@ void loco_object_destroy(loco_object_t *obj);
 loco_channel_t *loco_object_channel(const loco_object_t *obj);
 
 /*
+ * loco_object_status -- whether @obj may be used: 0; -LOCO_ENOTJOINED
+ * (its channel was never joined: loco_channel_join()); -LOCO_EMISMATCH (a
+ * peer holds the object with another value of a parameter agreed with
+ * loco_object_agree(), or a region of another length: the pairing of the
+ * object failed, for good, and the log names the object, both values and
+ * the peer); -EINVAL (NULL). Lock-free: objects call it on their data
+ * path. loco_region_remote() returns the same errors. Appeared in loco 0.4.
+ */
+int loco_object_status(const loco_object_t *obj);
+
+#define LOCO_AGREE_MAX 8 /* parameters one object can agree on */
+
+/*
+ * loco_object_agree -- declare that every node holding @obj must give
+ * parameter @key (a name as a region's: no '/', and "object/key" within
+ * LOCO_NAME_MAX) the same @value: a row size, a host's node id. The
+ * parameter travels with the channel's announcements and is checked when
+ * peers pair, on both sides; regions of the object are checked the same
+ * way by length, without a call. A mismatch is logged on both nodes and
+ * makes the object's calls there return -LOCO_EMISMATCH
+ * (loco_object_status()). Call it right after loco_object_create(),
+ * before the object's regions. Returns 0 (also when @key already has
+ * @value); -EEXIST (@key has another value), -ENOSPC (LOCO_AGREE_MAX
+ * parameters, or the channel's 64 announced entries, regions and
+ * parameters together, are taken), -EINVAL. Appeared in loco 0.4.
+ */
+int loco_object_agree(loco_object_t *obj, const char *key, uint64_t value);
+
+/*
+ * loco_object_sync -- wait until every peer paired in @obj's channel holds
+ * the object too: it announced every parameter of @obj and one of its
+ * regions at least (the first an object makes: the one pushed to; some
+ * regions are one node's only), so a push right after this returns
+ * reaches each of them. An object made
+ * after loco_channel_join() needs this before its first push (a peer that
+ * has not made it yet has nowhere to take it). Returns the number of
+ * those peers (>= 0); -ETIMEDOUT after @timeout_ns (< 0: forever; the log
+ * names the peers that miss it); -LOCO_ENOTJOINED, -LOCO_EMISMATCH,
+ * -LOCO_EPARTITION; -EINVAL. Appeared in loco 0.4.
+ */
+int loco_object_sync(loco_object_t *obj, int64_t timeout_ns);
+
+/*
  * loco_region_create -- @len bytes of zeroed registered memory for @obj,
  * remotely accessible as @access says, announced to the channel's peers
  * under @name. Registration happens here, never on the data path.
@@ -146,7 +193,9 @@ size_t loco_region_len(const loco_region_t *r);
 
 /*
  * loco_region_remote -- the region of the same object and name on peer
- * @node. Returns 0 and sets *@out; -ENOENT when that peer has none (yet).
+ * @node. Returns 0 and sets *@out; -ENOENT when that peer has none (yet);
+ * -LOCO_ENOTJOINED and -LOCO_EMISMATCH as loco_object_status() (also for
+ * this node's own copy).
  */
 int loco_region_remote(const loco_region_t *r, uint32_t node, loco_rref_t *out);
 
@@ -231,6 +280,49 @@ int loco_poller_add(loco_manager_t *m, int (*fn)(void *arg), void *arg, int64_t 
  * called again. Returns 0; -EINVAL (NULL).
  */
 int loco_poller_remove(loco_poller_t *p);
+
+/*
+ * Waiters: how an object's wait loop waits, by the manager's policy
+ * (enum loco_wait_policy, LOCO_WAIT). A loop that waits for a condition:
+ *
+ *	loco_waiter_t w;
+ *	loco_waiter_init(&w, m);        (or loco_waiter_reset() to reuse it)
+ *	while (!condition())
+ *		loco_waiter_pause(&w);  (check deadlines between pauses)
+ *
+ * Each pause is one step of the policy: a spin, a yield, a sleep (at most
+ * 1 ms) or a block on the manager's event count, which the completion
+ * path and the progress thread signal; loco_waiter_wake() signals it too
+ * (e.g. from a poller that saw the memory it watches change). Init and
+ * reset take a snapshot of that count: call them before the first check
+ * of the condition, and an event after it ends the next block at once.
+ *
+ * Thread safety: a waiter belongs to one thread; loco_waiter_wake() is
+ * MT-safe and lock-free. See loco_object(3). Appeared in loco 0.4.
+ */
+typedef struct loco_waiter {
+	void *priv;       /* private: the manager's wait state */
+	int policy;       /* enum loco_wait_policy of the manager (never 0) */
+	uint32_t seq;     /* private: the event count seen */
+	uint32_t pauses;  /* pauses since init or reset */
+	uint64_t t0_ns;   /* private: when spinning started */
+	int64_t sleep_ns; /* private: the next sleep */
+} loco_waiter_t;
+
+/* loco_waiter_init -- a waiter for @m's policy (@m NULL: sleep), reset. */
+void loco_waiter_init(loco_waiter_t *w, loco_manager_t *m);
+
+/* loco_waiter_reset -- start a new wait: spin first again, snapshot the event count. */
+void loco_waiter_reset(loco_waiter_t *w);
+
+/* loco_waiter_pause -- one step of the policy: spin, yield, sleep or block (<= 1 ms). */
+void loco_waiter_pause(loco_waiter_t *w);
+
+/* loco_waiter_policy -- @w's policy (enum loco_wait_policy); -EINVAL for NULL. */
+int loco_waiter_policy(const loco_waiter_t *w);
+
+/* loco_waiter_wake -- wake @m's waiters blocked in loco_waiter_pause() (block policy). */
+void loco_waiter_wake(loco_manager_t *m);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,19 @@ extern "C" {
 typedef struct loco_manager loco_manager_t;
 
 /*
+ * How a waiting thread waits (LOCO_WAIT; see loco_init(3)): spin (never
+ * sleeps), sleep (spin a few us, then sleep 50 us growing to 1 ms; the
+ * default), block (as sleep, but sleeping on an event the completion path
+ * and the progress thread signal). Appeared in loco 0.4.
+ */
+enum loco_wait_policy {
+	LOCO_WAIT_DEFAULT = 0, /* sleep */
+	LOCO_WAIT_SPIN = 1,
+	LOCO_WAIT_SLEEP = 2,
+	LOCO_WAIT_BLOCK = 3,
+};
+
+/*
  * Manager configuration. Zero/NULL fields take defaults; the environment
  * variable named beside each field overrides it when set.
  */
@@ -31,6 +44,7 @@ typedef struct loco_config {
 	uint32_t fail_timeout_ms; /* LOCO_FAIL_TIMEOUT_MS: failure detection bound (1000) */
 	uint32_t join_timeout_ms; /* LOCO_JOIN_TIMEOUT_MS: how long to retry joining (10000) */
 	uint32_t no_rejoin;       /* LOCO_REJOIN=0: an excluded node does not rejoin by itself */
+	uint32_t wait;            /* LOCO_WAIT: enum loco_wait_policy (0: sleep); loco 0.4 */
 } loco_config_t;
 
 /*

@@ -54,6 +54,17 @@ int loco_owned_var_create(loco_channel_t *ch, const char *name, uint32_t owner, 
 void loco_owned_var_destroy(loco_owned_var_t *ov);
 
 /*
+ * loco_owned_var_sync -- loco_object_sync() of the variable: wait until
+ * every peer paired in the channel holds it (needed before the first push
+ * of a variable made after loco_channel_join()). Every node agrees on
+ * @size and @owner: a node that differs makes every node's calls of the
+ * variable return -LOCO_EMISMATCH. Returns the number of peers;
+ * -ETIMEDOUT, -LOCO_ENOTJOINED, -LOCO_EMISMATCH, -LOCO_EPARTITION,
+ * -EINVAL. Appeared in loco 0.4.
+ */
+int loco_owned_var_sync(loco_owned_var_t *ov, int64_t timeout_ns);
+
+/*
  * loco_owned_var_store -- owner: set the value to the @size bytes at @val,
  * locally. Readers see it after a push. Returns 0; -EPERM (not the
  * owner), -EINVAL.

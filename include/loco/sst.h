@@ -55,6 +55,17 @@ int loco_sst_create(loco_channel_t *ch, const char *name, size_t row_size, uint3
 /* loco_sst_destroy -- wait for its pushes in flight, then free it. NULL-safe. */
 void loco_sst_destroy(loco_sst_t *sst);
 
+/*
+ * loco_sst_sync -- loco_object_sync() of the table: wait until every peer
+ * paired in the channel holds it (needed before the first push of a table
+ * made after loco_channel_join()). Every node agrees on @row_size and
+ * @max_rows: a node that differs makes every node's calls of the table
+ * return -LOCO_EMISMATCH. Returns the number of peers; -ETIMEDOUT,
+ * -LOCO_ENOTJOINED, -LOCO_EMISMATCH, -LOCO_EPARTITION, -EINVAL.
+ * Appeared in loco 0.4.
+ */
+int loco_sst_sync(loco_sst_t *sst, int64_t timeout_ns);
+
 /* loco_sst_store_mine -- set this node's row to the @row_size bytes at @row, locally. 0; -EINVAL. */
 int loco_sst_store_mine(loco_sst_t *sst, const void *row);
 

@@ -118,10 +118,18 @@ struct fab_attr {
 	uint32_t max_inline;     /* largest FAB_WR_INLINE payload (default 256) */
 	uint32_t timeout_ms;     /* dead-peer bound (default 2000) */
 	uint32_t spin_us;        /* provider thread busy-poll before blocking (0: automatic) */
+	/*
+	 * Optional: called by a provider that executes remote requests itself
+	 * (tcp: its NIC thread) after a WRITE or an atomic changed this node's
+	 * memory; it must be short and must not block. NULL: nobody is told.
+	 */
+	void (*landed)(void *arg);
+	void *landed_arg;
 };
 
-#define FAB_SPIN_AUTO   0  /* spin_us: spin only when the machine has cores to spare */
-#define FAB_PRIV_MAX    48 /* private data carried by connect (rdma_cm allows 56) */
+#define FAB_SPIN_AUTO   0          /* spin_us: spin only when the machine has cores to spare */
+#define FAB_SPIN_NONE   UINT32_MAX /* spin_us: never busy-poll (LOCO_WAIT sleep, block) */
+#define FAB_PRIV_MAX    48         /* private data carried by connect (rdma_cm allows 56) */
 #define FAB_ADDR_STRLEN 64
 
 /* Address of a fabric endpoint: where peers connect. */

@@ -149,9 +149,15 @@ static void msg(unsigned type, int shape)
 			strcpy(m.u.chan.name, "kv/shard/sst");
 		m.u.chan.flags = LC_CHAN_REPLY;
 		m.u.chan.nodes = 4;
-		m.u.chan.n = shape == 2 ? LC_MAX_REGIONS : 2;
+		m.u.chan.n = shape == 2 ? LC_MAX_REGIONS : 3;
 		for (uint32_t i = 0; i < m.u.chan.n; i++)
 			region(&m.u.chan.r[i], i, shape == 2);
+		if (shape == 1) { /* an agreed parameter (loco_object_agree): name and value only */
+			memset(&m.u.chan.r[2], 0, sizeof(m.u.chan.r[2]));
+			strcpy(m.u.chan.r[2].name, "sst/row_size");
+			m.u.chan.r[2].addr = 16;
+			m.u.chan.r[2].access = LC_REGION_PARAM;
+		}
 		break;
 	case LC_MSG_CHAN_LEAVE:
 		if (shape == 2)

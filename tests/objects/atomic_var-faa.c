@@ -59,8 +59,8 @@ int main(int argc, char **argv)
 	SC_ASSERT_EQ(loco_atomic_var_create(ch, "ctr", HOST, &av), -EEXIST);
 	SC_ASSERT_EQ(loco_atomic_var_host(av), HOST);
 	SC_ASSERT_OK(loco_ack_key_create(m, &ack));
-	if (me != HOST)
-		SC_ASSERT_EQ(loco_atomic_var_faa(av, 1, &old, SC_NS), -ENOENT);
+	/* not joined yet: refused on every node, the host included */
+	SC_ASSERT_EQ(loco_atomic_var_faa(av, 1, &old, SC_NS), -LOCO_ENOTJOINED);
 	SC_ASSERT_EQ(loco_atomic_var_faa_async(av, 1, LOCO_ATOMIC_VAR_SLOTS, ack), -EINVAL);
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	sc_sync_open(&sync, m, nodes);

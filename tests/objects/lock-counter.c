@@ -55,7 +55,7 @@ int main(int argc, char **argv)
 	SC_ASSERT_OK(loco_atomic_var_create(ch, "inside", nodes, &inside));
 	SC_ASSERT_EQ(loco_lock_release(lk), -EPERM);
 	if (me != LOCK_HOST)
-		SC_ASSERT_EQ(loco_lock_try_acquire(lk), -ENOENT); /* the host is not paired yet */
+		SC_ASSERT_EQ(loco_lock_try_acquire(lk), -LOCO_ENOTJOINED); /* not joined yet */
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	sc_sync_open(&sync, m, nodes);
 	sc_sync_wait(&sync, "joined", SC_WAIT_MS);

@@ -80,8 +80,8 @@ static void errors(struct tables *s, uint32_t me)
 	SC_ASSERT_EQ(loco_sst_fetch_result(s->l, peer, &c), -EINVAL);
 	SC_ASSERT_EQ(loco_sst_fetch_result(s->w, MAX_ROWS + 1, &c), -EINVAL);
 	SC_ASSERT_EQ(loco_sst_fetch_result(s->w, peer, &c), -ENODATA);
-	/* not paired yet: no copy to READ, and still nothing fetched */
-	SC_ASSERT_EQ(loco_sst_fetch(s->w, peer, s->ack), -ENOENT);
+	/* not joined yet: no copy to READ, and still nothing fetched */
+	SC_ASSERT_EQ(loco_sst_fetch(s->w, peer, s->ack), -LOCO_ENOTJOINED);
 	SC_ASSERT_EQ(loco_sst_fetch_result(s->w, peer, &c), -ENODATA);
 	SC_ASSERT_EQ(c, 7); /* outputs are written only on success */
 	SC_ASSERT_OK(loco_sst_set_direct(s->d));

@@ -80,6 +80,7 @@ loco_manager_t *sec_node(uint32_t id, const char *join, const char *secret)
 	unsetenv("LOCO_NODE_ID");
 	unsetenv("LOCO_SECRET");
 	unsetenv("LOCO_ADDR");
+	setenv("LOCO_MANY_MANAGERS", "1", 1); /* several nodes in this one process, on purpose */
 	cfg.addr = t_listen_addr(T_SIDE_A);
 	cfg.node_id = id;
 	cfg.join = join;

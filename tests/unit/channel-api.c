@@ -106,6 +106,7 @@ static void remote_ops__bad_ranges_are_einval(void **state)
 	assert_int_equal(loco_channel_create(*state, NULL, "ops", 1, &ch), 0);
 	assert_int_equal(loco_object_create(ch, "o", NULL, NULL, &obj), 0);
 	assert_int_equal(loco_region_create(obj, "r", 64, 0, &r), 0);
+	assert_int_equal(loco_channel_join(ch, 0), 0); /* alone: at once */
 
 	/* run + verify */
 	assert_int_equal(loco_write(r, 60, &far, 0, 8, NULL), -EINVAL);
@@ -134,6 +135,7 @@ static void remote_ops__to_self_go_through_the_fabric(void **state)
 	assert_int_equal(
 	    loco_region_create(obj, "r", 64, LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC, &r), 0);
 	assert_int_equal(loco_ack_key_create(m, &ack), 0);
+	assert_int_equal(loco_channel_join(ch, 0), 0); /* alone: at once */
 	assert_int_equal(loco_region_remote(r, loco_node_id(m), &self), 0);
 	w = loco_region_ptr(r);
 	w[0] = 40;
@@ -155,6 +157,94 @@ static void remote_ops__to_self_go_through_the_fabric(void **state)
 	loco_ack_key_destroy(ack);
 	loco_object_destroy(obj);
 	assert_int_equal(loco_channel_destroy(ch), 0);
+}
+
+static void object_status__not_joined_until_the_join(void **state)
+{
+	loco_manager_t *m = *state;
+	loco_rref_t self = {.node = 77}, before;
+	loco_channel_t *ch;
+	loco_object_t *obj;
+	loco_region_t *r;
+
+	/* configure: an object in a channel not joined yet */
+	assert_int_equal(loco_channel_create(m, NULL, "unjoined", 1, &ch), 0);
+	assert_int_equal(loco_object_create(ch, "o", NULL, NULL, &obj), 0);
+	assert_int_equal(loco_region_create(obj, "r", 64, LOCO_ACCESS_WRITE, &r), 0);
+	before = self;
+
+	/* run + verify: no reference, not even to this node's own copy; nothing written */
+	assert_int_equal(loco_object_status(obj), -LOCO_ENOTJOINED);
+	assert_int_equal(loco_region_remote(r, loco_node_id(m), &self), -LOCO_ENOTJOINED);
+	assert_int_equal(loco_region_remote(r, 99, &self), -LOCO_ENOTJOINED);
+	assert_memory_equal(&self, &before, sizeof(self));
+	assert_int_equal(loco_object_status(NULL), -EINVAL);
+
+	/* run + verify: once joined, usable */
+	assert_int_equal(loco_channel_join(ch, 0), 0);
+	assert_int_equal(loco_object_status(obj), 0);
+	assert_int_equal(loco_region_remote(r, loco_node_id(m), &self), 0);
+	printf("# before the join: %s\n", loco_strerror(-LOCO_ENOTJOINED));
+	loco_object_destroy(obj);
+	assert_int_equal(loco_channel_destroy(ch), 0);
+}
+
+static void object_agree__arguments_and_limits(void **state)
+{
+	char key[LOCO_NAME_MAX + 2];
+	loco_channel_t *ch;
+	loco_object_t *obj;
+	int ret;
+
+	/* configure */
+	assert_int_equal(loco_channel_create(*state, NULL, "agree", 1, &ch), 0);
+	assert_int_equal(loco_object_create(ch, "o", NULL, NULL, &obj), 0);
+
+	/* run + verify: bad arguments, the same value again, another value */
+	assert_int_equal(loco_object_agree(NULL, "k", 1), -EINVAL);
+	assert_int_equal(loco_object_agree(obj, NULL, 1), -EINVAL);
+	assert_int_equal(loco_object_agree(obj, "", 1), -EINVAL);
+	assert_int_equal(loco_object_agree(obj, "a/b", 1), -EINVAL);
+	memset(key, 'k', LOCO_NAME_MAX - 1); /* "o/" + this is one byte too long */
+	key[LOCO_NAME_MAX - 1] = '\0';
+	assert_int_equal(loco_object_agree(obj, key, 1), -EINVAL);
+	key[LOCO_NAME_MAX - 2] = '\0'; /* exactly LOCO_NAME_MAX */
+	assert_int_equal(loco_object_agree(obj, key, 1), 0);
+	assert_int_equal(loco_object_agree(obj, "size", 16), 0);
+	assert_int_equal(loco_object_agree(obj, "size", 16), 0);
+	assert_int_equal(loco_object_agree(obj, "size", 32), -EEXIST);
+
+	/* run + verify: LOCO_AGREE_MAX per object */
+	ret = 0;
+	for (int i = 2; i < LOCO_AGREE_MAX; i++) {
+		char k[8];
+
+		snprintf(k, sizeof(k), "k%d", i);
+		ret |= loco_object_agree(obj, k, (uint64_t)i);
+	}
+	assert_int_equal(ret, 0);
+	assert_int_equal(loco_object_agree(obj, "one-more", 1), -ENOSPC);
+	printf("# %d parameters agreed, the next: %s\n", LOCO_AGREE_MAX, loco_strerror(-ENOSPC));
+
+	/* a channel alone is never mismatched; sync returns its 0 peers */
+	assert_int_equal(loco_object_sync(obj, 0), -LOCO_ENOTJOINED);
+	assert_int_equal(loco_channel_join(ch, 0), 0);
+	assert_int_equal(loco_object_sync(obj, 0), 0);
+	assert_int_equal(loco_object_sync(NULL, 0), -EINVAL);
+	loco_object_destroy(obj);
+	assert_int_equal(loco_channel_destroy(ch), 0);
+}
+
+static void init__second_manager_is_ealready(void **state)
+{
+	loco_manager_t *m = (loco_manager_t *)0x1;
+
+	/* run + verify: the group's manager is alive; nothing written */
+	unsetenv("LOCO_MANY_MANAGERS");
+	assert_int_equal(loco_init(NULL, &m), -EALREADY);
+	assert_ptr_equal(m, (loco_manager_t *)0x1);
+	printf("# a second loco_init: %s\n", loco_strerror(-EALREADY));
+	(void)state;
 }
 
 static void init__zero_node_id_means_default(void **state)
@@ -189,6 +279,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(remote_ops__bad_ranges_are_einval, setup, teardown),
 	    cmocka_unit_test_setup_teardown(remote_ops__to_self_go_through_the_fabric, setup,
 	                                    teardown),
+	    cmocka_unit_test_setup_teardown(object_status__not_joined_until_the_join, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(object_agree__arguments_and_limits, setup, teardown),
+	    cmocka_unit_test_setup_teardown(init__second_manager_is_ealready, setup, teardown),
 	    cmocka_unit_test(init__zero_node_id_means_default),
 	};
 

@@ -333,6 +333,7 @@ static void table_open(loco_manager_t *m, struct table *t)
 {
 	assert_int_equal(loco_channel_create(m, NULL, "pred", 1, &t->ch), 0);
 	assert_int_equal(loco_sst_create(t->ch, "t", 8, 4, &t->sst), 0);
+	assert_int_equal(loco_channel_join(t->ch, 0), 0); /* alone: at once; stores need it */
 }
 
 static void table_close(struct table *t)

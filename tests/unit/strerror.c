@@ -43,7 +43,8 @@ static void strerror__errno_either_sign(void **state)
 
 static void strerror__loco_codes_have_own_text(void **state)
 {
-	const int codes[] = {LOCO_EAUTH, LOCO_EFABRIC, LOCO_ETORN, LOCO_EPARTITION};
+	const int codes[] = {LOCO_EAUTH,      LOCO_EFABRIC,    LOCO_ETORN,
+	                     LOCO_EPARTITION, LOCO_ENOTJOINED, LOCO_EMISMATCH};
 	const char *s[NELEM(codes)];
 
 	(void)state;

@@ -75,6 +75,8 @@ static int tcp_open(const struct fab_attr *attr, struct fab **out)
 	 */
 	if (attr->spin_us == FAB_SPIN_AUTO)
 		f->base.attr.spin_us = sysconf(_SC_NPROCESSORS_ONLN) > 4 ? 20 : 0;
+	else if (attr->spin_us == FAB_SPIN_NONE) /* the manager's wait policy sleeps */
+		f->base.attr.spin_us = 0;
 	if (getenv("LOCO_TCP_SPIN_US") != NULL)
 		f->base.attr.spin_us = (uint32_t)strtoul(getenv("LOCO_TCP_SPIN_US"), NULL, 10);
 	cq = fab_pow2_at_least(attr->cq_depth);

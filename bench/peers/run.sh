@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# run.sh -- loco_reduce_run against Open MPI's MPI_Allreduce (sum, 8 B and 4 KiB, 4 processes
+# on this host), RUNS times in turn: MPI over tcp (--mca btl tcp,self: the same link as LOCO's
+# tcp fabric), MPI over shared memory (vader), LOCO on tcp. Prints every run's median and p99
+# (us per allreduce, timed on rank 0 / node 1) and the median of the medians.
+#
+#   bench/peers/run.sh [BUILD_DIR] [RUNS] [ITERS]
+set -euo pipefail
+BUILD=${1:-build}
+RUNS=${2:-5}
+ITERS=${3:-5000}
+MPIRUN=(mpirun -n 4 --oversubscribe)
+[ "$(id -u)" = 0 ] && MPIRUN+=(--allow-run-as-root)
+export OMPI_MCA_btl_vader_single_copy_mechanism=none # no CMA in containers
+OUT=$(mktemp)
+trap 'rm -f "$OUT"' EXIT
+
+for _ in $(seq 1 "$RUNS"); do
+	if [ -x "$BUILD/bench/peers/mpi-allreduce" ]; then
+		"${MPIRUN[@]}" --mca btl tcp,self "$BUILD/bench/peers/mpi-allreduce" "$ITERS" |
+			sed 's/^mpi/mpi-tcp/' >>"$OUT"
+		"${MPIRUN[@]}" --mca btl vader,self "$BUILD/bench/peers/mpi-allreduce" "$ITERS" |
+			sed 's/^mpi/mpi-shm/' >>"$OUT"
+	fi
+	LOCO_FABRIC=tcp "$BUILD/tools/loco-run" -n 4 --no-prefix --timeout 300 \
+		"$BUILD/bench/peers/loco-reduce" "$ITERS" >>"$OUT"
+done
+echo "# who size median_us p99_us iters (one line per run)"
+sort -k1,1 -k2,2n -s "$OUT"
+echo "# median of the $RUNS runs' medians, us per allreduce"
+awk '{ k = $1 " " $2; v[k] = v[k] " " $3 } END { for (k in v) print k, v[k] }' "$OUT" |
+	while read -r who size rest; do
+		med=$(tr ' ' '\n' <<<"$rest" | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+		echo "$who $size $med"
+	done | sort -k2,2n -k1,1

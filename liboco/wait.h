@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * wait.h -- the manager's wait policy (LOCO_WAIT) and the wake-ups that
+ * the block policy sleeps on. The object-author side is loco_waiter_t in
+ * loco/channel.h; its functions are in wait.c.
+ *
+ * Policies (enum loco_wait_policy):
+ *   spin   spin, then sched_yield() on every pause: never sleeps.
+ *   sleep  (the default) spin LC_WAIT_SPIN_NS, then nanosleep() with a
+ *          growing interval, LC_WAIT_SLEEP_MIN_NS doubling up to
+ *          LC_WAIT_SLEEP_MAX_NS. 50 us is about the kernel's default
+ *          timer slack (a shorter sleep costs the same); a 1 ms cap keeps
+ *          the latency a long wait adds under ~1 ms while an idle waiter
+ *          wakes at most ~1000 times a second (~1-2 % of a core).
+ *   block  spin as sleep does, then sleep on a futex (the event count
+ *          below) with the same growing timeout. Completions reaped by any
+ *          thread, progress-thread turns that did work, pollers that call
+ *          loco_waiter_wake(), and the tcp NIC thread after it executed a
+ *          remote WRITE or atomic (fab_attr.landed) bump it and wake the
+ *          sleepers at once. On verbs a remote one-sided WRITE wakes
+ *          nobody (the NIC writes memory behind the CPU's back), so the
+ *          timeout (1 ms at most, the progress thread's poller period)
+ *          bounds how late such a change is seen.
+ *
+ * Thread safety: MT-safe. lc_wait_signal() is lock-free and cheap when no
+ * one is blocked (one atomic add, one load).
+ */
+#ifndef LOCO_LC_WAIT_H
+#define LOCO_LC_WAIT_H
+
+#include <stdint.h>
+
+#include <loco/channel.h>
+
+#define LC_WAIT_SPIN_NS      5000ll    /* spin this long before the first sleep */
+#define LC_WAIT_SLEEP_MIN_NS 50000ll   /* the first sleep */
+#define LC_WAIT_SLEEP_MAX_NS 1000000ll /* the longest sleep (the poller period) */
+
+struct lc_wait {
+	int policy;   /* enum loco_wait_policy, never LOCO_WAIT_DEFAULT */
+	uint32_t seq; /* atomic: event count; the futex word of block */
+	int blocked;  /* atomic: waiters sleeping on seq */
+};
+
+/* lc_wait_parse -- "spin", "sleep" or "block" into *@policy. 0, -EINVAL. */
+int lc_wait_parse(const char *s, int *policy);
+
+/* lc_wait_name -- the name of @policy. */
+const char *lc_wait_name(int policy);
+
+/* lc_wait_init -- @policy (LOCO_WAIT_DEFAULT: sleep). */
+void lc_wait_init(struct lc_wait *w, int policy);
+
+/* lc_wait_signal -- something happened: bump the event count, wake blocked waiters. NULL-safe. */
+void lc_wait_signal(struct lc_wait *w);
+
+/* lc_waiter_init -- loco_waiter_init() on wait state @s (NULL: the default policy, no wakes). */
+void lc_waiter_init(loco_waiter_t *w, struct lc_wait *s);
+
+#endif /* LOCO_LC_WAIT_H */

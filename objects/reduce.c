@@ -1,0 +1,516 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * reduce.c -- an allreduce over the present members of a channel, built
+ * on an sst (public API only).
+ *
+ * Row of node n (loco_sst rows, checksummed: never read torn):
+ *   hello       1 once n pushed its row (0: n has not pushed to us yet)
+ *   first       the first round n takes part in (0: not decided yet)
+ *   round[2]    the round whose value slot p holds, p = round parity
+ *   present[4]  bitmap of the rows present at n when it entered its
+ *               latest round (bit id - 1)
+ *   val[2]      the two value slots, each value_size rounded up to 8
+ *
+ * loco_reduce_run() for round r (after this node's first round):
+ *   1. store r and the value in slot r & 1 and push the row to every
+ *      present row's node (the errors of earlier pushes that completed
+ *      are returned first; a full staging ring waits for their acks);
+ *   2. wait until every present row (looked at again on every poll: rows
+ *      that appear or vanish meanwhile count as they are) is settled for r:
+ *        - gone (absent): skipped;
+ *        - hello 0 or first 0: pending (a node that has not decided yet);
+ *        - first > r: not in round r: skipped;
+ *        - round[r & 1] == r: a contributor, its value copied out;
+ *        - otherwise: pending;
+ *   3. fold the contributors' values in ascending id order.
+ * Why one slot per parity is enough: a node completes round r only once
+ * every present decided row with first <= r shows r. So no node enters
+ * r + 2 before every such node entered r + 1, that is finished r: while
+ * any node still reads slot r & 1 of a row, that row's node is at most in
+ * r + 1, which writes the other slot. A push rewrites slot r & 1 with
+ * the same bytes.
+ *
+ * Deciding (a node's first call, or the first after a partition): store
+ * hello with first 0 and push; wait until every present row has hello
+ * (every peer that holds us as present pushed to us at least once, which
+ * it does on entering a round and when it re-pushes while waiting). Let M
+ * be the largest round in those rows. first = M when every row showing M
+ * had us present when it entered M (or M is 0: first = 1), else M + 1.
+ * Why every node that pushed to us settles us the same way in every
+ * round: a node P that had us present when it entered a round waits for
+ * our decision before it completes that round, and counts us in iff
+ * first <= that round. P's rows here show at most M, so P entered M + 1
+ * and later rounds with us present; for M itself first = M only if P had
+ * us present on entering M. A node that does not hold us present yet
+ * does not wait for us and may leave us out of a round the others count
+ * us in: the window is the pairing itself (see loco_reduce(3)). At a
+ * start where every node pairs before its first call, all start at 1.
+ *
+ * Waiting: a wait that lasts re-pushes the row, every 50 ms (a push lost
+ * on a rebuilt link), every 1 ms while some row is undecided (a joiner
+ * needs our row to decide). The pause between polls is a step of the
+ * manager's wait policy (loco_waiter_pause(), LOCO_WAIT: spin, sleep or
+ * block); deadlines and re-pushes are checked after SPINS polls.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <loco.h>
+#include <loco/reduce.h>
+#include <loco/sst.h>
+
+#include "obj_util.h"
+
+#define SPINS          16u        /* polls before a wait looks at its deadline and re-pushes */
+#define REPUSH_NS      50000000ll /* a wait that lasts this long pushes the row again */
+#define REPUSH_FAST_NS 1000000ll  /* ... this long while a present row is undecided */
+
+enum settle {
+	PENDING = 0,
+	CONTRIB,
+	SKIPPED
+};
+
+struct row_hdr {
+	uint64_t hello;
+	uint64_t first;
+	uint64_t round[2];
+	uint64_t present[LOCO_REDUCE_MAX_NODE / 64]; /* rows present when the last round began */
+};
+
+struct loco_reduce {
+	loco_channel_t *ch;
+	loco_sst_t *sst;
+	loco_ack_key_t *ack;
+	uint32_t me;
+	int op;
+	loco_reduce_fn *fn;
+	void *arg;
+	size_t size;       /* value bytes */
+	size_t vstride;    /* value slot bytes: size rounded up to 8 */
+	size_t row_size;   /* header + 2 slots */
+	uint8_t *row;      /* this node's row, as stored last */
+	uint8_t *tmp;      /* a peer's row, read */
+	uint8_t *vals;     /* [LOCO_REDUCE_MAX_NODE][vstride]: the round's values, by id */
+	uint64_t first;    /* 0: decide on the next call */
+	uint64_t round;    /* the round entered last */
+	uint64_t done;     /* atomic: the round completed last */
+	int in_round;      /* entered, not completed (a wait timed out) */
+	int hello;         /* deciding: hello pushed */
+	int64_t pushed_ns; /* when the row was last pushed */
+	uint8_t settled[LOCO_REDUCE_MAX_NODE + 1]; /* enum settle, by id, for this round */
+};
+
+/*
+ * peer_gone_err -- an operation's error that only says its peer died, was
+ * dropped, or left (a leaving node destroys its table first: -EACCES).
+ */
+static int peer_gone_err(int err)
+{
+	return err == -ECONNRESET || err == -ECANCELED || err == -ETIMEDOUT || err == -ENOTCONN ||
+	       err == -EACCES;
+}
+
+/* acks -- wait for the ack key until @deadline: 0 (peers' deaths included), -ETIMEDOUT, or an error. */
+static int acks(loco_reduce_t *r, int64_t deadline)
+{
+	int ret = loco_ack_wait(r->ack, obj_left_ns(deadline));
+
+	if (ret == -ETIMEDOUT && loco_ack_outstanding(r->ack) != 0)
+		return -ETIMEDOUT;
+	return ret == 0 || peer_gone_err(ret) ? 0 : ret;
+}
+
+static struct row_hdr *hdr_of(uint8_t *row)
+{
+	return (struct row_hdr *)(void *)row;
+}
+
+static uint8_t *slot_of(const loco_reduce_t *r, uint8_t *row, uint64_t round)
+{
+	return row + sizeof(struct row_hdr) + (round & 1) * r->vstride;
+}
+
+static uint8_t *val_of(const loco_reduce_t *r, uint32_t id)
+{
+	return r->vals + (size_t)(id - 1) * r->vstride;
+}
+
+static int op_valid(int op, size_t size, loco_reduce_fn *fn)
+{
+	if (op == LOCO_REDUCE_USER)
+		return fn != NULL;
+	return op >= LOCO_REDUCE_SUM_U64 && op <= LOCO_REDUCE_MAX_DOUBLE && fn == NULL &&
+	       size % 8 == 0;
+}
+
+int loco_reduce_create(loco_channel_t *ch, const char *name, size_t value_size, int op,
+                       loco_reduce_fn *fn, void *arg, loco_reduce_t **out)
+{
+	loco_reduce_t *r;
+	int ret;
+
+	if (ch == NULL || name == NULL || out == NULL || value_size == 0 ||
+	    value_size > LOCO_REDUCE_MAX_SIZE || !op_valid(op, value_size, fn))
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return -ENOMEM;
+	r->ch = ch;
+	r->me = loco_node_id(loco_channel_manager(ch));
+	r->op = op;
+	r->fn = fn;
+	r->arg = arg;
+	r->size = value_size;
+	r->vstride = (value_size + 7) & ~(size_t)7;
+	r->row_size = sizeof(struct row_hdr) + 2 * r->vstride;
+	ret = -ERANGE;
+	if (r->me == 0 || r->me > LOCO_REDUCE_MAX_NODE)
+		goto err_free;
+	ret = -ENOMEM;
+	r->row = calloc(1, r->row_size);
+	r->tmp = calloc(1, r->row_size);
+	r->vals = calloc(LOCO_REDUCE_MAX_NODE, r->vstride); /* pages touched only for present ids */
+	if (r->row == NULL || r->tmp == NULL || r->vals == NULL)
+		goto err_free;
+	ret = loco_sst_create(ch, name, r->row_size, LOCO_REDUCE_MAX_NODE, &r->sst);
+	if (ret)
+		goto err_free;
+	ret = loco_ack_key_create(loco_channel_manager(ch), &r->ack);
+	if (ret)
+		goto err_destroy_sst;
+	*out = r;
+	return 0;
+
+err_destroy_sst:
+	loco_sst_destroy(r->sst);
+err_free:
+	free(r->vals);
+	free(r->tmp);
+	free(r->row);
+	free(r);
+	return ret;
+}
+
+void loco_reduce_destroy(loco_reduce_t *r)
+{
+	if (r == NULL)
+		return;
+	loco_ack_key_destroy(r->ack); /* waits for the pushes in flight */
+	loco_sst_destroy(r->sst);
+	free(r->vals);
+	free(r->tmp);
+	free(r->row);
+	free(r);
+}
+
+uint64_t loco_reduce_round(const loco_reduce_t *r)
+{
+	return r ? __atomic_load_n(&r->done, __ATOMIC_ACQUIRE) : 0;
+}
+
+/*
+ * push -- store this node's row and push it to every present row. The
+ * pushes of earlier rounds are not waited for first: only when the
+ * staging ring or the ack key is full (-EAGAIN), until @deadline.
+ */
+static int push(loco_reduce_t *r, int64_t deadline)
+{
+	int ret = loco_sst_store_mine(r->sst, r->row);
+
+	if (ret == 0)
+		ret = loco_sst_push_broadcast(r->sst, r->ack);
+	if (ret == -EAGAIN) {
+		ret =
+		    acks(r, deadline); /* a second copy of the row to some peers changes nothing */
+		if (ret == 0)
+			ret = loco_sst_push_broadcast(r->sst, r->ack);
+	}
+	r->pushed_ns = obj_now_ns();
+	return ret < 0 ? ret : 0;
+}
+
+/* push_errors -- the errors of completed pushes, without waiting: 0 or one not a peer's death. */
+static int push_errors(loco_reduce_t *r)
+{
+	int ret = loco_ack_wait(r->ack, 0);
+
+	return ret == -ETIMEDOUT || peer_gone_err(ret) ? 0 : ret;
+}
+
+/* repush -- push the row again when a wait lasts (@fast: a present row is undecided). */
+static void repush(loco_reduce_t *r, int fast)
+{
+	int64_t now = obj_now_ns();
+
+	if (now - r->pushed_ns > (fast ? REPUSH_FAST_NS : REPUSH_NS) &&
+	    loco_ack_outstanding(r->ack) == 0)
+		push(r, -1); /* a second copy changes nothing; nothing in flight: no wait */
+}
+
+/* read_peer -- @id's row into tmp: its header, or NULL when it is gone. */
+static struct row_hdr *read_peer(loco_reduce_t *r, uint32_t id)
+{
+	if (loco_sst_read(r->sst, id, r->tmp) != 0)
+		return NULL; /* -ENOENT: gone; -LOCO_ETORN: its node died mid-push */
+	return hdr_of(r->tmp);
+}
+
+static int has_bit(const uint64_t *bits, uint32_t id)
+{
+	return bits[(id - 1) / 64] >> ((id - 1) % 64) & 1u;
+}
+
+/*
+ * heard_all -- deciding: whether every present row has hello; then the
+ * first round this node may take part in into *@first.
+ */
+static int heard_all(loco_reduce_t *r, uint64_t *first)
+{
+	uint32_t ids[LOCO_REDUCE_MAX_NODE];
+	int n = loco_sst_rows(r->sst, ids, LOCO_REDUCE_MAX_NODE), all_had_me = 1;
+	uint64_t m = 0;
+
+	for (int i = 0; i < n && i < (int)LOCO_REDUCE_MAX_NODE; i++) {
+		struct row_hdr *h;
+		uint64_t top;
+
+		if (ids[i] == r->me || (h = read_peer(r, ids[i])) == NULL)
+			continue;
+		if (h->hello == 0)
+			return 0;
+		top = h->round[0] > h->round[1] ? h->round[0] : h->round[1];
+		if (top > m) {
+			m = top;
+			all_had_me = 1;
+		}
+		if (top == m && m != 0 && !has_bit(h->present, r->me))
+			all_had_me = 0;
+	}
+	*first = m == 0 ? 1 : all_had_me ? m : m + 1;
+	return 1;
+}
+
+/* decide -- this node's first round (see the top of the file). */
+static int decide(loco_reduce_t *r, int64_t deadline, uint64_t *first)
+{
+	uint64_t f = 1;
+	loco_waiter_t w;
+	int ret;
+
+	if (!r->hello) {
+		/* rounds 0 in both slots: no value of a former round can match a new one */
+		memset(r->row, 0, sizeof(struct row_hdr));
+		hdr_of(r->row)->hello = 1;
+		ret = push(r, deadline);
+		if (ret)
+			return ret;
+		r->hello = 1;
+	}
+	loco_waiter_init(&w, loco_channel_manager(r->ch));
+	for (unsigned n = 0; !heard_all(r, &f); n++) {
+		if (loco_channel_partitioned(r->ch))
+			return -LOCO_EPARTITION;
+		if (n >= SPINS) {
+			if (deadline >= 0 && obj_now_ns() >= deadline)
+				return -ETIMEDOUT;
+			repush(r, 1);
+		}
+		loco_waiter_pause(&w);
+	}
+	*first = f;
+	if (*first <= r->done)
+		*first = r->done + 1; /* this node's rounds never go back */
+	return 0;
+}
+
+/* enter -- enter the next round with the value at @in (step 1). */
+static int enter(loco_reduce_t *r, const void *in, int64_t deadline)
+{
+	struct row_hdr *h = hdr_of(r->row);
+	uint32_t ids[LOCO_REDUCE_MAX_NODE];
+	uint64_t next;
+	int n, ret;
+
+	ret = push_errors(r);
+	if (ret)
+		return ret;
+	if (r->first == 0) {
+		ret = decide(r, deadline, &next);
+		if (ret)
+			return ret;
+		r->first = h->first = next; /* final: peers may count on it once pushed */
+		r->hello = 0;
+	}
+	next = r->done + 1 > r->first ? r->done + 1 : r->first;
+	h->hello = 1;
+	memset(h->present, 0, sizeof(h->present));
+	n = loco_sst_rows(r->sst, ids, LOCO_REDUCE_MAX_NODE);
+	for (int i = 0; i < n && i < (int)LOCO_REDUCE_MAX_NODE; i++)
+		h->present[(ids[i] - 1) / 64] |= 1ull << ((ids[i] - 1) % 64);
+	h->round[next & 1] = next;
+	memcpy(slot_of(r, r->row, next), in, r->size);
+	memcpy(val_of(r, r->me), in, r->size);
+	r->round = next;
+	r->in_round = 1; /* even if the push fails: peers may have this value; waits re-push it */
+	memset(r->settled, PENDING, sizeof(r->settled));
+	return push(r, deadline);
+}
+
+/*
+ * settle_all -- look at every present row (step 2): 1 when none is
+ * pending. *@undecided: a pending row has not decided its first round.
+ */
+static int settle_all(loco_reduce_t *r, int *undecided)
+{
+	uint32_t ids[LOCO_REDUCE_MAX_NODE];
+	int n = loco_sst_rows(r->sst, ids, LOCO_REDUCE_MAX_NODE), all = 1;
+	uint64_t rd = r->round;
+
+	*undecided = 0;
+	for (int i = 0; i < n && i < (int)LOCO_REDUCE_MAX_NODE; i++) {
+		uint32_t id = ids[i];
+		struct row_hdr *h;
+
+		if (id == r->me || r->settled[id] != PENDING || (h = read_peer(r, id)) == NULL)
+			continue;
+		if (h->hello == 0 || h->first == 0) {
+			*undecided = 1;
+			all = 0;
+		} else if (h->first > rd) {
+			r->settled[id] = SKIPPED;
+		} else if (h->round[rd & 1] == rd) {
+			memcpy(val_of(r, id), slot_of(r, r->tmp, rd), r->size);
+			r->settled[id] = CONTRIB;
+		} else if (h->round[0] > rd + 1 || h->round[1] > rd + 1) {
+			r->settled[id] = SKIPPED; /* cannot happen to a node that counts us in */
+		} else {
+			all = 0;
+		}
+	}
+	return all;
+}
+
+#define FOLD(T, EXPR)                                         \
+	do {                                                  \
+		T *a_ = acc;                                  \
+		const T *b_ = in;                             \
+		for (size_t i_ = 0; i_ < r->size / 8; i_++) { \
+			T x = a_[i_], y = b_[i_];             \
+			a_[i_] = (EXPR);                      \
+		}                                             \
+	} while (0)
+
+/* fold -- @acc op= @in. */
+static void fold(loco_reduce_t *r, void *acc, const void *in)
+{
+	switch (r->op) {
+	case LOCO_REDUCE_SUM_U64:
+		FOLD(uint64_t, x + y);
+		break;
+	case LOCO_REDUCE_SUM_I64:
+		FOLD(uint64_t, x + y);
+		break; /* two's complement */
+	case LOCO_REDUCE_SUM_DOUBLE:
+		FOLD(double, x + y);
+		break;
+	case LOCO_REDUCE_MIN_U64:
+		FOLD(uint64_t, y < x ? y : x);
+		break;
+	case LOCO_REDUCE_MIN_I64:
+		FOLD(int64_t, y < x ? y : x);
+		break;
+	case LOCO_REDUCE_MIN_DOUBLE:
+		FOLD(double, y < x ? y : x);
+		break;
+	case LOCO_REDUCE_MAX_U64:
+		FOLD(uint64_t, y > x ? y : x);
+		break;
+	case LOCO_REDUCE_MAX_I64:
+		FOLD(int64_t, y > x ? y : x);
+		break;
+	case LOCO_REDUCE_MAX_DOUBLE:
+		FOLD(double, y > x ? y : x);
+		break;
+	default:
+		r->fn(acc, in, r->size, r->arg);
+		break;
+	}
+}
+
+/* combine -- the contributors' values in ascending id order into @out (step 3). */
+static void combine(loco_reduce_t *r, void *out, struct loco_reduce_info *info)
+{
+	struct loco_reduce_info inf = {.round = r->round};
+	uint8_t *acc = NULL;
+
+	r->settled[r->me] = CONTRIB;
+	for (uint32_t id = 1; id <= LOCO_REDUCE_MAX_NODE; id++) {
+		if (r->settled[id] != CONTRIB)
+			continue;
+		inf.count++;
+		inf.members[(id - 1) / 64] |= 1ull << ((id - 1) % 64);
+		if (acc == NULL)
+			acc = val_of(r, id); /* the lowest id's value, folded into in place */
+		else
+			fold(r, acc, val_of(r, id));
+	}
+	memcpy(out, acc, r->size);
+	if (info != NULL)
+		*info = inf;
+}
+
+/* reset -- partitioned: the next call decides again, as a joiner (peers drop our row). */
+static int reset(loco_reduce_t *r)
+{
+	r->first = 0;
+	r->hello = 0;
+	r->in_round = 0;
+	return -LOCO_EPARTITION;
+}
+
+static int run_once(loco_reduce_t *r, const void *in, void *out, struct loco_reduce_info *info,
+                    int64_t timeout_ns)
+{
+	int64_t deadline = obj_deadline(timeout_ns);
+	int undecided = 0, ret;
+	loco_waiter_t w;
+
+	if (loco_channel_partitioned(r->ch))
+		return -LOCO_EPARTITION;
+	if (!r->in_round) {
+		ret = enter(r, in, deadline);
+		if (ret)
+			return ret;
+	}
+	loco_waiter_init(&w, loco_channel_manager(r->ch));
+	for (unsigned n = 0; !settle_all(r, &undecided); n++) {
+		if (loco_channel_partitioned(r->ch))
+			return -LOCO_EPARTITION; /* never complete as a smaller cluster of our own */
+		if (n >= SPINS) {
+			if (deadline >= 0 && obj_now_ns() >= deadline)
+				return -ETIMEDOUT;
+			repush(r, undecided);
+		}
+		loco_waiter_pause(&w);
+	}
+	/* rows that vanished because this node was excluded look like members that left */
+	if (loco_channel_partitioned(r->ch))
+		return -LOCO_EPARTITION;
+	combine(r, out, info);
+	r->in_round = 0;
+	__atomic_store_n(&r->done, r->round, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int loco_reduce_run(loco_reduce_t *r, const void *in, void *out, struct loco_reduce_info *info,
+                    int64_t timeout_ns)
+{
+	int ret;
+
+	if (r == NULL || in == NULL || out == NULL)
+		return -EINVAL;
+	ret = run_once(r, in, out, info, timeout_ns);
+	return ret == -LOCO_EPARTITION ? reset(r) : ret;
+}

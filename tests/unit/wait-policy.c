@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * wait-policy.c -- LOCO_WAIT and the waiter (liboco/wait.c, config.c): the
+ * policy names parse and nothing else does; the environment wins over
+ * loco_config_t.wait, which wins over the default (sleep); a waiter
+ * follows its state's policy; a block-policy pause after an event returns
+ * having seen it (the snapshot logic) and leaves nobody counted blocked;
+ * a signal with nobody blocked only bumps the count.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "wait.h"
+
+static void parse__names_and_garbage(void **state)
+{
+	int p = -1;
+
+	(void)state;
+	assert_int_equal(lc_wait_parse("spin", &p), 0);
+	assert_int_equal(p, LOCO_WAIT_SPIN);
+	assert_int_equal(lc_wait_parse("sleep", &p), 0);
+	assert_int_equal(p, LOCO_WAIT_SLEEP);
+	assert_int_equal(lc_wait_parse("block", &p), 0);
+	assert_int_equal(p, LOCO_WAIT_BLOCK);
+	p = 7;
+	assert_int_equal(lc_wait_parse("Spin", &p), -EINVAL);
+	assert_int_equal(lc_wait_parse("", &p), -EINVAL);
+	assert_int_equal(p, 7); /* untouched on error */
+}
+
+static void config__env_wins_over_field_over_default(void **state)
+{
+	loco_config_t cfg = {0};
+	struct lc_config c;
+
+	(void)state;
+	unsetenv("LOCO_WAIT");
+	assert_int_equal(lc_config_read(&cfg, &c), 0);
+	assert_int_equal(c.wait, LOCO_WAIT_SLEEP); /* 0: the default */
+	cfg.wait = LOCO_WAIT_BLOCK;
+	assert_int_equal(lc_config_read(&cfg, &c), 0);
+	assert_int_equal(c.wait, LOCO_WAIT_BLOCK);
+	setenv("LOCO_WAIT", "spin", 1);
+	assert_int_equal(lc_config_read(&cfg, &c), 0);
+	assert_int_equal(c.wait, LOCO_WAIT_SPIN);
+	setenv("LOCO_WAIT", "fast", 1);
+	assert_int_equal(lc_config_read(&cfg, &c), -EINVAL);
+	unsetenv("LOCO_WAIT");
+	cfg.wait = 9;
+	assert_int_equal(lc_config_read(&cfg, &c), -EINVAL);
+}
+
+static void waiter__follows_policy(void **state)
+{
+	struct lc_wait s;
+	loco_waiter_t w;
+
+	(void)state;
+	lc_waiter_init(&w, NULL);
+	assert_int_equal(loco_waiter_policy(&w), LOCO_WAIT_SLEEP);
+	lc_wait_init(&s, LOCO_WAIT_DEFAULT);
+	assert_int_equal(s.policy, LOCO_WAIT_SLEEP);
+	lc_wait_init(&s, LOCO_WAIT_SPIN);
+	lc_waiter_init(&w, &s);
+	assert_int_equal(loco_waiter_policy(&w), LOCO_WAIT_SPIN);
+	for (int i = 0; i < 10; i++)
+		loco_waiter_pause(&w);
+	assert_int_equal(w.pauses, 10);
+	assert_int_equal(w.t0_ns, 0); /* spin reads no clock */
+	loco_waiter_reset(&w);
+	assert_int_equal(w.pauses, 0);
+	assert_int_equal(loco_waiter_policy(NULL), -EINVAL);
+}
+
+static void block__event_seen_nobody_left_blocked(void **state)
+{
+	struct lc_wait s;
+	loco_waiter_t w;
+	int i;
+
+	(void)state;
+	lc_wait_init(&s, LOCO_WAIT_BLOCK);
+	lc_wait_signal(&s); /* nobody blocked: only the count moves */
+	assert_int_equal(s.seq, 1);
+	lc_waiter_init(&w, &s);
+	assert_int_equal(w.seq, 1);
+	lc_wait_signal(&s); /* an event after the snapshot */
+	/* pause until the policy sleeps (bounded: spin phase is 5 us of pauses) */
+	for (i = 0; i < 1000000 && w.sleep_ns == LC_WAIT_SLEEP_MIN_NS; i++)
+		loco_waiter_pause(&w);
+	assert_true(w.sleep_ns > LC_WAIT_SLEEP_MIN_NS); /* one block step was taken */
+	assert_int_equal(w.seq, 2);                     /* and it saw the event */
+	assert_int_equal(s.blocked, 0);
+	printf("block: %d pauses before the first block step\n", i);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(parse__names_and_garbage),
+	    cmocka_unit_test(config__env_wins_over_field_over_default),
+	    cmocka_unit_test(waiter__follows_policy),
+	    cmocka_unit_test(block__event_seen_nobody_left_blocked),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
