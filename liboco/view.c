@@ -105,7 +105,21 @@ int loco_manager_set_event_fn(loco_manager_t *m, loco_event_fn *fn, void *arg)
 
 int loco_manager_partitioned(loco_manager_t *m)
 {
-	return m != NULL && __atomic_load_n(&m->vw->partitioned, __ATOMIC_ACQUIRE);
+	uint64_t t, now;
+
+	if (m == NULL)
+		return 0;
+	if (__atomic_load_n(&m->vw->partitioned, __ATOMIC_ACQUIRE))
+		return 1;
+	/*
+	 * The view timers did not run for a failure bound (the process was
+	 * stopped, say): nothing was heard meanwhile, and the flag is stale.
+	 * Without this, a stopped node that resumes acts on its old view until
+	 * its progress thread runs (a lock's old host granted itself its word).
+	 */
+	t = __atomic_load_n(&m->vw->timers_ns, __ATOMIC_ACQUIRE);
+	now = lc_now_ns();
+	return t != 0 && now > t && now - t > vw_fail_ns(m);
 }
 
 uint64_t loco_view(loco_manager_t *m)
@@ -736,6 +750,7 @@ void lc_view_timers(loco_manager_t *m, uint64_t now, uint64_t *wake)
 	uint32_t coord;
 	int part;
 
+	__atomic_store_n(&vw->timers_ns, now, __ATOMIC_RELEASE); /* loco_manager_partitioned() */
 	if (now + f / 10 < *wake)
 		*wake = now + f / 10;
 	if (vw->state == LC_VS_REJOINING) {

@@ -49,10 +49,11 @@ struct lc_view {
 	int state;
 	uint64_t id;
 	uint32_t n;
-	struct vmember *v; /* sorted by node id */
-	int partitioned;   /* atomic */
-	int part_logged;   /* we said so in the log */
-	int left;          /* atomic: loco_fini() may go */
+	struct vmember *v;  /* sorted by node id */
+	int partitioned;    /* atomic */
+	uint64_t timers_ns; /* atomic: the last run of lc_view_timers() (0: none yet) */
+	int part_logged;    /* we said so in the log */
+	int left;           /* atomic: loco_fini() may go */
 
 	/* acceptor, for view id + 1 */
 	uint64_t pb, ab;

@@ -33,9 +33,26 @@
  * needed, and no lock is freed under a holder that was declared failed
  * while it still ran. The takeover is what loco_lock_recovered() reports.
  *
- * A dead host: the other nodes hear peer_leave(host) and mark the lock
- * lost: every later call returns -ECONNRESET, so that a host restarted
- * with a fresh, free word never hands out a second hold.
+ * Host failover. Every node's object has the two words (and the meta word
+ * M at offset 16: epoch << 32 | host, 0 meaning "epoch 0, the host given
+ * at create"); only the current host's are used. When the host leaves
+ * (peer_leave(host, view), on the progress thread), every member picks the
+ * same new host: the lowest id among itself and the channel's present
+ * peers that hold the lock's word, and the same epoch: max(view, epoch +
+ * 1). A new host resets its own words to free (token 0). The fencing
+ * token a node sees is epoch << 44 | the word's token, so every token of
+ * the new host exceeds every token of the old one; the grant of word
+ * token 1 under an epoch > 0 reports loco_lock_recovered(). Nobody posts
+ * to the new host before one takeover time T after it learned of the
+ * move (struct lk_host.not_before): the old host executed its last CAS
+ * before it left, so a lease it granted (or renewed) ends within L of a
+ * post made before the view change, and T >= L (1 + drift) + margin. A
+ * hold on the old host ends with it (renew and release return
+ * -ECONNRESET). A partitioned node never moves the lock: it marks it
+ * "to sync" (so does a new object), and its next acquire first reads
+ * the M words of its paired peers and adopts the highest epoch (waiting T
+ * too when that moves the host): a node excluded and rejoined, or
+ * created after a move, learns where the lock went.
  *
  * Locally, one thread of the node at a time runs acquire/try/release (the
  * "claim" flag, taken by acquire and try, dropped by release or a failed
@@ -66,13 +83,20 @@
 #define TOKEN_MAX       ((1ull << 44) - 1)
 #define O_MAKE(t, n)    ((uint64_t)(t) << 32 | (uint32_t)(n))
 
-#define WORD_LEN       64 /* one line for W (offset 0) and O (offset 8) */
+#define WORD_LEN       64 /* one line for W (offset 0), O (offset 8) and M (offset 16) */
 #define W_OFF          0
 #define O_OFF          8
+#define M_OFF          16
+#define M_MAKE(e, h)   ((uint64_t)(e) << 32 | (uint32_t)(h))
+#define EPOCH_BITS     20 /* a user token: epoch (20 bits) << 44 | the word's token */
+#define EPOCH_MAX      ((1u << EPOCH_BITS) - 1)
+#define MAX_PEERS      256 /* peers read by a move or a sync */
+#define SYNC_TMO_NS    (1000ll * 1000000ll)
 #define RES_OP         0 /* result slots: acquire/try/renew/release */
 #define RES_HOLDER     1 /* loco_lock_holder(): W and O, 2 slots */
 #define RES_OWNER      3 /* the source of the owner write */
-#define RES_LEN        (4 * sizeof(uint64_t))
+#define RES_SYNC       4 /* a peer's M word */
+#define RES_LEN        (5 * sizeof(uint64_t))
 #define BACKOFF_MIN_NS 2000ll
 #define BACKOFF_MAX_NS 1000000ll
 /* an attempt in flight is waited for: the fabric fails it within its dead-peer bound */
@@ -94,29 +118,83 @@ enum lk_op {
 	LK_WRITEO /* O := a */
 };
 
+/*
+ * One host the lock has had: made at create and at every move, never
+ * freed before the lock (an application thread may still use an old one).
+ */
+struct lk_host {
+	uint32_t node;       /* the host's id */
+	uint32_t epoch;      /* 0 at create; the move's view (or the last epoch + 1) */
+	int64_t not_before;  /* obj_now_ns(): no operation on this host before */
+	struct host_path hp; /* lost for good once the host left */
+	struct lk_host *prev;
+};
+
 struct loco_lock {
 	loco_object_t *obj;
 	loco_region_t *word;
 	loco_region_t *res;
-	uint32_t host;
+	struct lk_host *hs;      /* atomic: the current host; changed under move_lock */
+	struct lk_host *hold_hs; /* the host of this node's hold (under the claim) */
+	struct lk_host *seen_hs; /* the host of @seen (under the claim) */
+	pthread_mutex_t move_lock;
+	int need_sync; /* atomic: read the peers' M words first: 1 created, 2 excluded */
 	uint32_t me;
 	int64_t lease_ns;
 	int64_t takeover_ns;
 	loco_ack_key_t *ack;  /* acquire/try/renew/release: under the claim (and hold_lock) */
 	loco_ack_key_t *qack; /* loco_lock_holder(): under query_lock */
+	loco_ack_key_t *sack; /* lk_sync()'s READs (under the claim), apart from ack: a
+	                         stalled peer never holds up the acquire's CASes */
 	pthread_mutex_t query_lock;
 	pthread_mutex_t hold_lock; /* renew vs release */
-	struct host_path hp;       /* to the host's word; lost for good when the host left */
 	int claimed;               /* a thread of this node is acquiring or holds */
 	int held;                  /* this node holds the lock (it has the claim too) */
 	int recovered;             /* ... taken over from an expired lease */
 	uint64_t cur;              /* the word as this node's grant or last renewal set it */
-	uint64_t token;            /* atomic: cur's token, for loco_lock_token() */
+	uint64_t token;            /* atomic: epoch << 44 | cur's token, for loco_lock_token() */
 	int64_t lease_end;         /* atomic: obj_now_ns() time the lease ends */
 	int64_t renew_post;        /* post time of the last grant or renewal */
 	uint64_t seen;             /* the last word seen: the next acquire's first guess */
 	uint64_t rng;              /* back-off jitter (under the claim) */
 };
+
+/*
+ * lk_wait_ns -- the one place where the lock waits: yield the CPU for
+ * @ns = 0, else sleep @ns. Back-off, claim and query waits all come here
+ * (so that a wait policy can be applied in one spot).
+ */
+static void lk_wait_ns(int64_t ns)
+{
+	struct timespec ts = {.tv_sec = ns / 1000000000ll, .tv_nsec = ns % 1000000000ll};
+
+	if (ns <= 0)
+		sched_yield();
+	else
+		nanosleep(&ts, NULL);
+}
+
+/*
+ * lk_settle -- wait until every operation on @ack completed, by
+ * @deadline (< 0: no bound), polling: unlike loco_ack_wait(), never
+ * returns -LOCO_EPARTITION with operations still in flight, which would
+ * let a later operation's result slot be overwritten by this one's (a
+ * stale CAS result reads as a grant that never happened). Returns 0, the
+ * operations' first error, or -ETIMEDOUT (still outstanding).
+ */
+static int lk_settle(loco_ack_key_t *ack, int64_t deadline)
+{
+	int ret;
+
+	for (;;) {
+		ret = loco_ack_wait(ack, 0); /* only reaps and tests: no partition check */
+		if (ret != -ETIMEDOUT || loco_ack_outstanding(ack) == 0)
+			return ret;
+		if (deadline >= 0 && obj_now_ns() >= deadline)
+			return -ETIMEDOUT;
+		lk_wait_ns(50000);
+	}
+}
 
 static uint64_t *res_ptr(const loco_lock_t *lk, unsigned slot)
 {
@@ -133,17 +211,83 @@ static int lk_partitioned(const loco_lock_t *lk)
 }
 
 /*
- * lk_peer_leave -- on the progress thread, under the manager's lock: lose
- * the host. A holder that leaves is recovered by its lease, not here: it
- * may still run (declared failed while only slow or cut off).
+ * lk_move -- under move_lock: make @node the host at @epoch, usable from
+ * @not_before on; the old host's path is lost for good. A new host resets
+ * its own words (nobody uses them before not_before). -ENOMEM: the lock
+ * is lost (-ECONNRESET), as before failover existed.
+ */
+static int lk_move(loco_lock_t *lk, uint32_t node, uint32_t epoch, int64_t not_before)
+{
+	struct lk_host *cur = lk->hs, *n = calloc(1, sizeof(*n));
+	uint64_t *w = loco_region_ptr(lk->word);
+
+	host_path_lose(&cur->hp);
+	if (n == NULL)
+		return -ENOMEM;
+	n->node = node;
+	n->epoch = epoch;
+	n->not_before = not_before;
+	host_path_init(&n->hp);
+	n->prev = cur;
+	if (node == lk->me && (node != cur->node || epoch != cur->epoch)) {
+		__atomic_store_n(&w[W_OFF / 8], 0, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&w[O_OFF / 8], 0, __ATOMIC_SEQ_CST);
+	}
+	__atomic_store_n(&w[M_OFF / 8], M_MAKE(epoch, node), __ATOMIC_SEQ_CST);
+	__atomic_store_n(&lk->hs, n, __ATOMIC_RELEASE); /* pairs with lk_host_cur() */
+	return 0;
+}
+
+static struct lk_host *lk_host_cur(const loco_lock_t *lk)
+{
+	return __atomic_load_n(&lk->hs, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * lk_peer_leave -- on the progress thread: when the host left, move the
+ * lock to the lowest id among this node and the channel's present peers
+ * that hold its word (every member computes the same from the same view).
+ * A holder that leaves is recovered by its lease, not here: it may still
+ * run (declared failed while only slow or cut off). A partitioned node
+ * (excluded: it sees everyone leave) never moves the lock: it syncs from
+ * its peers once it is back.
  */
 static void lk_peer_leave(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
 	loco_lock_t *lk = arg;
+	loco_channel_t *ch = loco_object_channel(obj);
+	uint32_t ids[MAX_PEERS], best = lk->me;
+	struct lk_host *cur;
+	uint64_t epoch;
+	loco_rref_t rr;
+	int n;
 
-	(void)obj, (void)view;
-	if (node == lk->host)
-		host_path_lose(&lk->hp);
+	pthread_mutex_lock(&lk->move_lock);
+	cur = lk->hs;
+	if (lk_partitioned(lk)) {
+		__atomic_store_n(&lk->need_sync, 2, __ATOMIC_RELEASE);
+		if (node == cur->node)
+			host_path_lose(&cur->hp);
+		goto out;
+	}
+	if (node != cur->node)
+		goto out;
+	n = loco_channel_peers(ch, ids, MAX_PEERS);
+	for (int i = 0; i < n && i < MAX_PEERS; i++) {
+		if (ids[i] == node || ids[i] >= best)
+			continue;
+		if (loco_region_remote(lk->word, ids[i], &rr) == 0) {
+			best = ids[i];
+			break; /* ascending */
+		}
+	}
+	epoch = view > cur->epoch ? view : (uint64_t)cur->epoch + 1;
+	if (epoch > EPOCH_MAX)
+		host_path_lose(&cur->hp); /* 2^20 views: lost, as before failover */
+	else
+		lk_move(lk, best, (uint32_t)epoch, obj_now_ns() + lk->takeover_ns);
+out:
+	pthread_mutex_unlock(&lk->move_lock);
 }
 
 static const struct loco_object_ops lk_ops = {
@@ -171,32 +315,43 @@ int loco_lock_create_config(loco_channel_t *ch, const char *name, uint32_t host,
 	lk = calloc(1, sizeof(*lk));
 	if (lk == NULL)
 		return -ENOMEM;
+	lk->hs = calloc(1, sizeof(*lk->hs));
+	if (lk->hs == NULL) {
+		free(lk);
+		return -ENOMEM;
+	}
 	m = loco_channel_manager(ch);
 	inc = loco_incarnation(m);
-	lk->host = host;
+	lk->hs->node = host;
+	lk->need_sync = 1; /* created after a move? the first acquire asks the peers */
 	lk->me = loco_node_id(m);
 	lk->lease_ns = lease;
 	lk->takeover_ns = takeover;
 	lk->rng = inc | 1;
 	pthread_mutex_init(&lk->query_lock, NULL);
 	pthread_mutex_init(&lk->hold_lock, NULL);
-	host_path_init(&lk->hp);
+	pthread_mutex_init(&lk->move_lock, NULL);
+	host_path_init(&lk->hs->hp);
 	ret = loco_ack_key_create(m, &lk->ack);
 	if (ret)
 		goto err_free;
 	ret = loco_ack_key_create(m, &lk->qack);
 	if (ret)
 		goto err_destroy_ack;
-	ret = loco_object_create(ch, name, &lk_ops, lk, &lk->obj);
+	ret = loco_ack_key_create(m, &lk->sack);
 	if (ret)
 		goto err_destroy_qack;
+	ret = loco_object_create(ch, name, &lk_ops, lk, &lk->obj);
+	if (ret)
+		goto err_destroy_sack;
+	/* the host given here is where the lock starts: every node names the same */
 	ret = loco_object_agree(lk->obj, "host", host); /* checked as peers pair */
 	if (ret)
 		goto err_destroy_obj;
-	ret = loco_region_create(
-	    lk->obj, "word", WORD_LEN,
-	    host == lk->me ? LOCO_ACCESS_READ | LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC : 0,
-	    &lk->word);
+	/* every node's: any may become the host, and its M word is read by syncs */
+	ret = loco_region_create(lk->obj, "word", WORD_LEN,
+	                         LOCO_ACCESS_READ | LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC,
+	                         &lk->word);
 	if (ret)
 		goto err_destroy_obj;
 	ret = loco_region_create(lk->obj, "res", RES_LEN, 0, &lk->res);
@@ -207,14 +362,18 @@ int loco_lock_create_config(loco_channel_t *ch, const char *name, uint32_t host,
 
 err_destroy_obj:
 	loco_object_destroy(lk->obj); /* and the region made so far */
+err_destroy_sack:
+	loco_ack_key_destroy(lk->sack);
 err_destroy_qack:
 	loco_ack_key_destroy(lk->qack);
 err_destroy_ack:
 	loco_ack_key_destroy(lk->ack);
 err_free:
-	host_path_fini(&lk->hp);
+	host_path_fini(&lk->hs->hp);
+	pthread_mutex_destroy(&lk->move_lock);
 	pthread_mutex_destroy(&lk->hold_lock);
 	pthread_mutex_destroy(&lk->query_lock);
+	free(lk->hs);
 	free(lk);
 	return ret;
 }
@@ -231,14 +390,18 @@ int loco_lock_create(loco_channel_t *ch, const char *name, uint32_t host, loco_l
  * completes or fails it within its dead-peer bound), so that the caller
  * always knows what it did; a READ is waited for up to @timeout_ns.
  */
-static int lk_op(loco_lock_t *lk, int op, uint64_t a, uint64_t b, unsigned slot,
+static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64_t b, unsigned slot,
                  loco_ack_key_t *ack, uint64_t *old, int64_t timeout_ns)
 {
 	size_t loff = slot * sizeof(uint64_t);
-	int path = host_path_get(&lk->hp, lk->word, lk->host, lk->me), ret;
+	int path = host_path_get(&hs->hp, lk->word, hs->node, lk->me), ret;
 
 	if (path < 0)
 		return path;
+	/* an earlier operation that timed out may still land in the slots: settle it first */
+	if (loco_ack_outstanding(ack) > 0 &&
+	    lk_settle(ack, obj_deadline(op == LK_READ2 ? timeout_ns : OP_CAP_NS)) == -ETIMEDOUT)
+		return -ETIMEDOUT;
 	if (path == HOST_PATH_LOCAL) {
 		uint64_t *w = loco_region_ptr(lk->word);
 
@@ -259,22 +422,24 @@ static int lk_op(loco_lock_t *lk, int op, uint64_t a, uint64_t b, unsigned slot,
 		__atomic_store_n(res_ptr(lk, slot), a, __ATOMIC_RELEASE);
 	for (;;) {
 		if (op == LK_READ2)
-			ret = loco_read(lk->res, loff, &lk->hp.rref, W_OFF, 2 * sizeof(uint64_t),
+			ret = loco_read(lk->res, loff, &hs->hp.rref, W_OFF, 2 * sizeof(uint64_t),
 			                ack);
 		else if (op == LK_WRITEO)
-			ret = loco_write(lk->res, loff, &lk->hp.rref, O_OFF, sizeof(uint64_t), ack);
+			ret = loco_write(lk->res, loff, &hs->hp.rref, O_OFF, sizeof(uint64_t), ack);
 		else
-			ret = loco_cas(lk->res, loff, &lk->hp.rref, W_OFF, a, b, ack);
+			ret = loco_cas(lk->res, loff, &hs->hp.rref, W_OFF, a, b, ack);
 		if (ret != -EAGAIN)
 			break;
-		sched_yield();
+		lk_wait_ns(0); /* queue or ack key full: let the progress thread drain it */
 	}
 	if (ret)
 		return ret;
 	ret = loco_ack_wait(ack, op == LK_READ2 ? timeout_ns : OP_CAP_NS);
+	if (ret == -LOCO_EPARTITION) /* the op's outcome still counts: wait for it anyway */
+		ret = lk_settle(ack, obj_deadline(op == LK_READ2 ? timeout_ns : OP_CAP_NS));
 	if (op != LK_READ2 && ret == -ETIMEDOUT && loco_ack_outstanding(ack) > 0) {
 		/* the fabric broke its bound: we cannot tell what the words hold */
-		host_path_lose(&lk->hp);
+		host_path_lose(&hs->hp);
 		return -ECONNRESET;
 	}
 	if (ret == 0 && op == LK_CAS)
@@ -299,13 +464,7 @@ static int claim(loco_lock_t *lk, int64_t deadline)
 			return -EBUSY;
 		if (deadline > 0 && obj_now_ns() >= deadline)
 			return -ETIMEDOUT;
-		if (spins < 64) {
-			sched_yield();
-		} else {
-			struct timespec ts = {.tv_nsec = 50000};
-
-			nanosleep(&ts, NULL);
-		}
+		lk_wait_ns(spins < 64 ? 0 : 50000);
 	}
 }
 
@@ -318,7 +477,6 @@ static void unclaim(loco_lock_t *lk)
 static void backoff(loco_lock_t *lk, int64_t *delay, int64_t deadline)
 {
 	int64_t d, t;
-	struct timespec ts;
 
 	lk->rng ^= lk->rng << 13; /* xorshift64 */
 	lk->rng ^= lk->rng >> 7;
@@ -329,19 +487,18 @@ static void backoff(loco_lock_t *lk, int64_t *delay, int64_t deadline)
 		if (d > t)
 			d = t > 0 ? t : 0;
 	}
-	ts.tv_sec = d / 1000000000ll;
-	ts.tv_nsec = d % 1000000000ll;
 	if (d > 0)
-		nanosleep(&ts, NULL);
+		lk_wait_ns(d);
 	*delay = *delay * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : *delay * 2;
 }
 
 /* what an acquire has seen of a HELD word: the value and since when, unbroken */
 struct lk_watch {
-	uint64_t val;   /* 0: nothing watched (0 is FREE, never watched) */
-	int64_t since;  /* completion time of the first operation that returned val */
-	int64_t last;   /* ... of the latest one */
-	bool may_steal; /* acquire (not try): a takeover is allowed */
+	uint64_t val;             /* 0: nothing watched (0 is FREE, never watched) */
+	int64_t since;            /* completion time of the first operation that returned val */
+	int64_t last;             /* ... of the latest one */
+	bool may_steal;           /* acquire (not try): a takeover is allowed */
+	const struct lk_host *hs; /* the host whose word is watched */
 };
 
 /* watch -- note that the word was @v at @now; 1 when it has been so for T. */
@@ -356,41 +513,129 @@ static int watch(const loco_lock_t *lk, struct lk_watch *w, uint64_t v, int64_t 
 }
 
 /*
- * grant -- our CAS to @word, posted at @t_post, succeeded: take the hold,
- * publish the owner word. 1 when held; 0 when the CAS completed too late
- * (the lease had already run out: given back, try again); or an error,
- * the lock given back as far as possible.
+ * lk_sync -- under the claim: read the M word of every paired peer and
+ * adopt the highest epoch's host, usable one takeover time from now when
+ * that moves it (its old holders' leases end first). A lost path to the
+ * same host (this node was cut off, not the host) is looked up afresh.
+ * Done once a peer answered. Returns 1 when the lock must not be used yet
+ * (peers, but none answered), else 0 (with no peer, the host at hand is
+ * used and the sync stays due: the channel may not be joined yet).
  */
-static int grant(loco_lock_t *lk, uint64_t word, int64_t t_post, bool stolen)
+static int lk_sync(loco_lock_t *lk)
+{
+	uint32_t ids[MAX_PEERS], bnode, bepoch;
+	int n = loco_channel_peers(loco_object_channel(lk->obj), ids, MAX_PEERS), answered = 0;
+	struct lk_host *cur = lk_host_cur(lk);
+	loco_rref_t rr;
+
+	bnode = cur->node;
+	bepoch = cur->epoch;
+	if (n == 0) /* after an exclusion (2), the host at hand may be this stale node */
+		return __atomic_load_n(&lk->need_sync, __ATOMIC_ACQUIRE) == 2;
+	if (loco_ack_wait(lk->sack, 0) == -ETIMEDOUT && loco_ack_outstanding(lk->sack) > 0)
+		return 1; /* an earlier READ may still land in the slot: later */
+	for (int i = 0; i < n && i < MAX_PEERS; i++) {
+		uint64_t mw;
+
+		if (loco_region_remote(lk->word, ids[i], &rr) != 0)
+			continue;
+		if (loco_read(lk->res, RES_SYNC * sizeof(uint64_t), &rr, M_OFF, sizeof(uint64_t),
+		              lk->sack) != 0)
+			continue;
+		if (loco_ack_wait(lk->sack, SYNC_TMO_NS) != 0) {
+			if (loco_ack_outstanding(lk->sack) > 0)
+				break; /* a READ may still land in the slot: try again later */
+			continue;
+		}
+		answered++;
+		mw = __atomic_load_n(res_ptr(lk, RES_SYNC), __ATOMIC_ACQUIRE);
+		if (mw != 0 && mw >> 32 > bepoch) {
+			bepoch = (uint32_t)(mw >> 32);
+			bnode = (uint32_t)mw;
+		}
+	}
+	if (answered == 0)
+		return 1;
+	pthread_mutex_lock(&lk->move_lock);
+	cur = lk->hs;
+	if (bepoch > cur->epoch)
+		lk_move(lk, bnode, bepoch, obj_now_ns() + lk->takeover_ns);
+	else if (__atomic_load_n(&cur->hp.lost, __ATOMIC_ACQUIRE))
+		lk_move(lk, cur->node, cur->epoch, 0);
+	__atomic_store_n(&lk->need_sync, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&lk->move_lock);
+	return 0;
+}
+
+/*
+ * lk_host_ready -- under the claim: the host to use now, after a sync if
+ * one is due; NULL when it may not be used yet (the move's wait, or no
+ * peer answered the sync): busy, try later.
+ */
+static struct lk_host *lk_host_ready(loco_lock_t *lk)
+{
+	struct lk_host *hs;
+
+	if (__atomic_load_n(&lk->need_sync, __ATOMIC_ACQUIRE) && lk_sync(lk))
+		return NULL;
+	hs = lk_host_cur(lk);
+	if (hs->not_before != 0 && obj_now_ns() < hs->not_before)
+		return NULL;
+	if (hs != lk->seen_hs) {
+		lk->seen_hs = hs; /* a new host's word starts free at token 0 */
+		lk->seen = 0;
+	}
+	return hs;
+}
+
+/* lk_user_token -- the token the user sees: epoch << 44 | the word's. */
+static uint64_t lk_user_token(const struct lk_host *hs, uint64_t word)
+{
+	return (uint64_t)hs->epoch << 44 | W_TOKEN(word);
+}
+
+/*
+ * grant -- our CAS to @word on @hs, posted at @t_post, succeeded: take the
+ * hold, publish the owner word. 1 when held; 0 when the CAS completed too
+ * late (the lease had already run out: given back, try again); or an
+ * error, the lock given back as far as possible.
+ */
+static int grant(loco_lock_t *lk, struct lk_host *hs, uint64_t word, int64_t t_post, bool stolen)
 {
 	uint64_t old = 0;
 	int ret;
 
 	lk->seen = word;
-	ret = lk_op(lk, LK_WRITEO, O_MAKE(W_TOKEN(word), lk->me), 0, RES_OWNER, lk->ack, NULL, -1);
+	ret = lk_op(lk, hs, LK_WRITEO, O_MAKE(W_TOKEN(word), lk->me), 0, RES_OWNER, lk->ack, NULL,
+	            -1);
 	if (ret == 0 && obj_now_ns() - t_post < lk->lease_ns) {
+		/* the first grant of a host the lock moved to: what it guarded may be half-done */
+		bool moved = hs->epoch > 0 && W_TOKEN(word) == 1;
+
 		lk->cur = word;
+		lk->hold_hs = hs;
 		lk->renew_post = t_post;
-		__atomic_store_n(&lk->token, W_TOKEN(word), __ATOMIC_RELAXED);
+		__atomic_store_n(&lk->token, lk_user_token(hs, word), __ATOMIC_RELAXED);
 		__atomic_store_n(&lk->lease_end, t_post + lk->lease_ns, __ATOMIC_RELAXED);
-		__atomic_store_n(&lk->recovered, stolen, __ATOMIC_RELAXED);
+		__atomic_store_n(&lk->recovered, stolen || moved, __ATOMIC_RELAXED);
 		__atomic_store_n(&lk->held, 1, __ATOMIC_RELEASE);
 		return 1;
 	}
 	/* give it back: exactly our word, so never someone else's grant */
-	if (lk_op(lk, LK_CAS, word, W_MAKE(W_TOKEN(word), 0, ST_FREE), RES_OP, lk->ack, &old, -1) ==
-	        0 &&
+	if (lk_op(lk, hs, LK_CAS, word, W_MAKE(W_TOKEN(word), 0, ST_FREE), RES_OP, lk->ack, &old,
+	          -1) == 0 &&
 	    old == word)
 		lk->seen = W_MAKE(W_TOKEN(word), 0, ST_FREE);
 	return ret;
 }
 
 /*
- * attempt -- one CAS toward a grant: of *@expect when it is FREE, or, when
- * it has been HELD unchanged for T (@w), a takeover. 1 when taken, 0 when
- * not (*@expect updated to what the word holds), or an error.
+ * attempt -- one CAS toward a grant on @hs: of *@expect when it is FREE,
+ * or, when it has been HELD unchanged for T (@w), a takeover. 1 when
+ * taken, 0 when not (*@expect updated to what the word holds), or an
+ * error.
  */
-static int attempt(loco_lock_t *lk, uint64_t *expect, struct lk_watch *w)
+static int attempt(loco_lock_t *lk, struct lk_host *hs, uint64_t *expect, struct lk_watch *w)
 {
 	for (int i = 0; i < 2; i++) {
 		uint64_t old = 0, guess = *expect, want;
@@ -407,12 +652,12 @@ static int attempt(loco_lock_t *lk, uint64_t *expect, struct lk_watch *w)
 			return -EOVERFLOW; /* 2^44 grants: not in this universe's lifetime */
 		want = W_MAKE(W_TOKEN(guess) + 1, 0, ST_HELD);
 		t_post = obj_now_ns();
-		ret = lk_op(lk, LK_CAS, guess, want, RES_OP, lk->ack, &old, -1);
+		ret = lk_op(lk, hs, LK_CAS, guess, want, RES_OP, lk->ack, &old, -1);
 		if (ret)
 			return ret;
 		now = obj_now_ns();
 		if (old == guess) {
-			ret = grant(lk, want, t_post, steal);
+			ret = grant(lk, hs, want, t_post, steal);
 			if (ret != 0)
 				return ret;
 			old = lk->seen; /* too late: given back */
@@ -428,11 +673,34 @@ static int attempt(loco_lock_t *lk, uint64_t *expect, struct lk_watch *w)
 	return 0; /* it changed under us twice: count it as busy */
 }
 
+/*
+ * try_host -- under the claim: one attempt on the current host. 1 held, 0
+ * busy (or the host may not be used yet), or an error. -ECONNRESET from a
+ * host the lock has moved away from meanwhile counts as busy.
+ */
+static int try_host(loco_lock_t *lk, struct lk_watch *w)
+{
+	struct lk_host *hs = lk_host_ready(lk);
+	uint64_t expect;
+	int ret;
+
+	if (hs == NULL)
+		return 0;
+	if (w->hs != hs) { /* a watch is of one host's word */
+		w->hs = hs;
+		w->val = 0;
+	}
+	expect = lk->seen;
+	ret = attempt(lk, hs, &expect, w);
+	if (ret == -ECONNRESET && lk_host_cur(lk) != hs)
+		return 0;
+	return ret;
+}
+
 int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 {
 	int64_t deadline, delay = BACKOFF_MIN_NS;
 	struct lk_watch w = {.may_steal = true};
-	uint64_t expect;
 	int ret;
 
 	if (lk == NULL)
@@ -441,13 +709,12 @@ int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 	ret = claim(lk, deadline);
 	if (ret)
 		return ret;
-	expect = lk->seen;
 	for (;;) {
 		if (lk_partitioned(lk)) {
 			ret = -LOCO_EPARTITION;
 			break;
 		}
-		ret = attempt(lk, &expect, &w);
+		ret = try_host(lk, &w);
 		if (ret == 1)
 			return 0; /* the claim stays with the hold */
 		if (ret < 0)
@@ -465,7 +732,6 @@ int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 int loco_lock_try_acquire(loco_lock_t *lk)
 {
 	struct lk_watch w = {.may_steal = false};
-	uint64_t expect;
 	int ret;
 
 	if (lk == NULL)
@@ -473,8 +739,7 @@ int loco_lock_try_acquire(loco_lock_t *lk)
 	ret = claim(lk, 0);
 	if (ret)
 		return ret;
-	expect = lk->seen;
-	ret = lk_partitioned(lk) ? -LOCO_EPARTITION : attempt(lk, &expect, &w);
+	ret = lk_partitioned(lk) ? -LOCO_EPARTITION : try_host(lk, &w);
 	if (ret == 1)
 		return 0;
 	unclaim(lk);
@@ -503,12 +768,16 @@ int loco_lock_renew(loco_lock_t *lk)
 		ret = -LOCO_EPARTITION;
 		goto out;
 	}
+	if (lk_host_cur(lk) != lk->hold_hs) {
+		ret = -ECONNRESET; /* the lock moved: this hold ends with its lease */
+		goto out;
+	}
 	if (t_post - lk->renew_post < lk->lease_ns / LK_RENEW_MAX) {
 		ret = 0; /* renewed a moment ago: the counter must not wrap unseen */
 		goto out;
 	}
 	want = W_MAKE(W_TOKEN(lk->cur), W_RENEW(lk->cur) + 1, ST_HELD);
-	ret = lk_op(lk, LK_CAS, lk->cur, want, RES_OP, lk->ack, &old, -1);
+	ret = lk_op(lk, lk->hold_hs, LK_CAS, lk->cur, want, RES_OP, lk->ack, &old, -1);
 	if (ret)
 		goto out;
 	if (old != lk->cur) {
@@ -542,14 +811,18 @@ int loco_lock_release(loco_lock_t *lk)
 	}
 	expired = obj_now_ns() >= __atomic_load_n(&lk->lease_end, __ATOMIC_RELAXED);
 	freed = W_MAKE(W_TOKEN(lk->cur), 0, ST_FREE);
-	/* exactly our word: a release never frees the grant of a node that took over */
-	ret = lk_op(lk, LK_CAS, lk->cur, freed, RES_OP, lk->ack, &old, -1);
-	if (ret == 0) {
-		lk->seen = old == lk->cur ? freed : old;
-		if (old != lk->cur)
-			ret = -ESTALE; /* our lease expired and another node took the lock over */
-		else if (expired)
-			ret = -ETIMEDOUT; /* freed, but the hold had outlived its lease */
+	if (lk_host_cur(lk) != lk->hold_hs) {
+		ret = -ECONNRESET; /* the lock moved away from the host of this hold */
+	} else {
+		/* exactly our word: a release never frees the grant of a node that took over */
+		ret = lk_op(lk, lk->hold_hs, LK_CAS, lk->cur, freed, RES_OP, lk->ack, &old, -1);
+		if (ret == 0) {
+			lk->seen = old == lk->cur ? freed : old;
+			if (old != lk->cur)
+				ret = -ESTALE; /* our lease expired and another node took it over */
+			else if (expired)
+				ret = -ETIMEDOUT; /* freed, but the hold had outlived its lease */
+		}
 	}
 	__atomic_store_n(&lk->lease_end, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&lk->recovered, 0, __ATOMIC_RELAXED);
@@ -601,13 +874,20 @@ int loco_lock_holder(loco_lock_t *lk, uint32_t *node, int64_t timeout_ns)
 		return -EINVAL;
 	pthread_mutex_lock(&lk->query_lock);
 	for (;;) {
+		struct lk_host *hs = lk_host_cur(lk);
+
 		/* a READ that timed out earlier may still land in the slots: settle it first */
-		if (loco_ack_wait(lk->qack, obj_left_ns(deadline)) == -ETIMEDOUT &&
-		    loco_ack_outstanding(lk->qack) > 0) {
+		if (lk_settle(lk->qack, deadline) == -ETIMEDOUT) {
 			ret = -ETIMEDOUT;
 			break;
 		}
-		ret = lk_op(lk, LK_READ2, 0, 0, RES_HOLDER, lk->qack, v, obj_left_ns(deadline));
+		if (hs->not_before != 0 && obj_now_ns() < hs->not_before) {
+			v[0] =
+			    0; /* moved: free (nobody is granted it) until the new host is used */
+			ret = 0;
+			break;
+		}
+		ret = lk_op(lk, hs, LK_READ2, 0, 0, RES_HOLDER, lk->qack, v, obj_left_ns(deadline));
 		if (ret)
 			break;
 		/* HELD, and the owner word is that grant's: or its holder has yet to write it */
@@ -617,7 +897,7 @@ int loco_lock_holder(loco_lock_t *lk, uint32_t *node, int64_t timeout_ns)
 			ret = -EAGAIN;
 			break;
 		}
-		nanosleep(&(struct timespec){.tv_nsec = 100000}, NULL);
+		lk_wait_ns(100000);
 	}
 	pthread_mutex_unlock(&lk->query_lock);
 	if (ret == 0)
@@ -631,10 +911,16 @@ void loco_lock_destroy(loco_lock_t *lk)
 		return;
 	if (__atomic_load_n(&lk->held, __ATOMIC_ACQUIRE))
 		loco_lock_release(lk); /* best effort: -ECONNRESET when the host is gone */
+	loco_ack_key_destroy(lk->sack);
 	loco_ack_key_destroy(lk->qack);
 	loco_ack_key_destroy(lk->ack);
-	loco_object_destroy(lk->obj);
-	host_path_fini(&lk->hp);
+	loco_object_destroy(lk->obj); /* no callback runs after this */
+	for (struct lk_host *h = lk->hs, *prev; h != NULL; h = prev) {
+		prev = h->prev;
+		host_path_fini(&h->hp);
+		free(h);
+	}
+	pthread_mutex_destroy(&lk->move_lock);
 	pthread_mutex_destroy(&lk->hold_lock);
 	pthread_mutex_destroy(&lk->query_lock);
 	free(lk);

@@ -18,8 +18,17 @@
  * which exceeds the lease by more than the clock-drift margin: the
  * holder's lease has ended (loco_lock_held() = 0) before anyone else can
  * be granted the lock, and no two leases overlap. The node that took over
- * learns it from loco_lock_recovered(). A host that fails takes the lock
- * with it: every later call returns -ECONNRESET. See loco_lock(3).
+ * learns it from loco_lock_recovered().
+ *
+ * A host that leaves or fails (since loco 0.4): the lock moves to the
+ * lowest id among the channel's present members holding it, at a new
+ * epoch (the view that removed the host); tokens are epoch << 44 | the
+ * host word's token, so they stay monotonic across hosts. The new host's
+ * word starts free and its first grant reports loco_lock_recovered(); it
+ * is used only one takeover time after the move, when every lease of the
+ * old host has ended. A partitioned node never moves the lock; it (and a
+ * lock created after a move) learns the current host from its peers on
+ * its next acquire. See loco_lock(3).
  *
  * Thread safety: MT-safe. The lock is held by the node, not by a thread:
  * threads of one node take turns, and any of them may renew or release it.
@@ -70,7 +79,7 @@ void loco_lock_destroy(loco_lock_t *lk);
  * loco_lock_acquire -- take the lock, trying until @timeout_ns passes
  * (< 0: forever); a lease left unrenewed for the takeover time is taken
  * over. Returns 0 (held, with a fresh lease); -ETIMEDOUT; -ENOENT (the
- * host is not paired, yet); -ECONNRESET (the host left or failed);
+ * host is not paired, yet); -ECONNRESET (the lock could not move);
  * -LOCO_EPARTITION (this node cannot reach a majority); -ENOTCONN, or the
  * fabric's error of an attempt.
  */
@@ -86,8 +95,8 @@ int loco_lock_try_acquire(loco_lock_t *lk);
  * loco_lock_renew -- extend this node's lease to lease_ns from now (a call
  * within lease_ns / 64 of the last renewal does nothing). Returns 0;
  * -EPERM (not held); -ETIMEDOUT (the lease had expired: release the lock);
- * -ESTALE (another node took the lock over); -LOCO_EPARTITION; the
- * fabric's error. The node still holds the lock until it releases it.
+ * -ESTALE (another node took the lock over); -ECONNRESET (the lock moved
+ * away from the host of this hold); -LOCO_EPARTITION; the fabric's error. The node still holds the lock until it releases it.
  */
 int loco_lock_renew(loco_lock_t *lk);
 
@@ -96,7 +105,8 @@ int loco_lock_renew(loco_lock_t *lk);
  * -EPERM (this node does not hold it); -ETIMEDOUT (the lease had expired
  * but nobody took the lock over: it is free now); -ESTALE (the lease had
  * expired and another node took the lock over: its grant is left alone);
- * -ECONNRESET (the host is gone), or the fabric's error. The lock is not
+ * -ECONNRESET (the host of this hold is gone: the lock moved), or the
+ * fabric's error. The lock is not
  * held by this node afterwards in any case.
  */
 int loco_lock_release(loco_lock_t *lk);
@@ -116,7 +126,8 @@ int64_t loco_lock_lease_left(const loco_lock_t *lk);
 
 /*
  * loco_lock_token -- the fencing token of this node's hold: greater than
- * that of every earlier grant of the lock. Returns 0 and sets *@token;
+ * that of every earlier grant of the lock, on this host or an earlier
+ * one (the host's epoch << 44 | the host word's token). Returns 0 and sets *@token;
  * -EINVAL; -EPERM (this node does not hold the lock).
  */
 int loco_lock_token(const loco_lock_t *lk, uint64_t *token);
@@ -125,7 +136,8 @@ int loco_lock_token(const loco_lock_t *lk, uint64_t *token);
  * loco_lock_recovered -- 1 when this node holds the lock and took it over
  * from a holder whose lease expired (it failed, hung, was cut off, or
  * neither renewed nor released in time: what it protected may be
- * half-updated), else 0.
+ * half-updated), or holds the first grant of a host the lock moved to
+ * (since loco 0.4), else 0.
  */
 int loco_lock_recovered(const loco_lock_t *lk);
 
