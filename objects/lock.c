@@ -62,7 +62,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
@@ -160,18 +159,14 @@ struct loco_lock {
 };
 
 /*
- * lk_wait_ns -- the one place where the lock waits: yield the CPU for
- * @ns = 0, else sleep @ns. Back-off, claim and query waits all come here
- * (so that a wait policy can be applied in one spot).
+ * lk_waiter -- a waiter for @lk's manager: every polling wait of the lock
+ * (settling operations, the claim, a full queue, the holder query) pauses
+ * by the manager's wait policy (LOCO_WAIT); only the randomized back-off
+ * between CAS attempts is a plain sleep.
  */
-static void lk_wait_ns(int64_t ns)
+static void lk_waiter(const loco_lock_t *lk, loco_waiter_t *w)
 {
-	struct timespec ts = {.tv_sec = ns / 1000000000ll, .tv_nsec = ns % 1000000000ll};
-
-	if (ns <= 0)
-		sched_yield();
-	else
-		nanosleep(&ts, NULL);
+	loco_waiter_init(w, loco_channel_manager(loco_object_channel(lk->obj)));
 }
 
 /*
@@ -182,17 +177,19 @@ static void lk_wait_ns(int64_t ns)
  * stale CAS result reads as a grant that never happened). Returns 0, the
  * operations' first error, or -ETIMEDOUT (still outstanding).
  */
-static int lk_settle(loco_ack_key_t *ack, int64_t deadline)
+static int lk_settle(const loco_lock_t *lk, loco_ack_key_t *ack, int64_t deadline)
 {
+	loco_waiter_t w;
 	int ret;
 
+	lk_waiter(lk, &w);
 	for (;;) {
 		ret = loco_ack_wait(ack, 0); /* only reaps and tests: no partition check */
 		if (ret != -ETIMEDOUT || loco_ack_outstanding(ack) == 0)
 			return ret;
 		if (deadline >= 0 && obj_now_ns() >= deadline)
 			return -ETIMEDOUT;
-		lk_wait_ns(50000);
+		loco_waiter_pause(&w);
 	}
 }
 
@@ -395,12 +392,13 @@ static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64
 {
 	size_t loff = slot * sizeof(uint64_t);
 	int path = host_path_get(&hs->hp, lk->word, hs->node, lk->me), ret;
+	loco_waiter_t w;
 
 	if (path < 0)
 		return path;
 	/* an earlier operation that timed out may still land in the slots: settle it first */
 	if (loco_ack_outstanding(ack) > 0 &&
-	    lk_settle(ack, obj_deadline(op == LK_READ2 ? timeout_ns : OP_CAP_NS)) == -ETIMEDOUT)
+	    lk_settle(lk, ack, obj_deadline(op == LK_READ2 ? timeout_ns : OP_CAP_NS)) == -ETIMEDOUT)
 		return -ETIMEDOUT;
 	if (path == HOST_PATH_LOCAL) {
 		uint64_t *w = loco_region_ptr(lk->word);
@@ -420,6 +418,7 @@ static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64
 	}
 	if (op == LK_WRITEO)
 		__atomic_store_n(res_ptr(lk, slot), a, __ATOMIC_RELEASE);
+	lk_waiter(lk, &w);
 	for (;;) {
 		if (op == LK_READ2)
 			ret = loco_read(lk->res, loff, &hs->hp.rref, W_OFF, 2 * sizeof(uint64_t),
@@ -430,13 +429,13 @@ static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64
 			ret = loco_cas(lk->res, loff, &hs->hp.rref, W_OFF, a, b, ack);
 		if (ret != -EAGAIN)
 			break;
-		lk_wait_ns(0); /* queue or ack key full: let the progress thread drain it */
+		loco_waiter_pause(&w); /* queue or ack key full: the progress thread drains it */
 	}
 	if (ret)
 		return ret;
 	ret = loco_ack_wait(ack, op == LK_READ2 ? timeout_ns : OP_CAP_NS);
 	if (ret == -LOCO_EPARTITION) /* the op's outcome still counts: wait for it anyway */
-		ret = lk_settle(ack, obj_deadline(op == LK_READ2 ? timeout_ns : OP_CAP_NS));
+		ret = lk_settle(lk, ack, obj_deadline(op == LK_READ2 ? timeout_ns : OP_CAP_NS));
 	if (op != LK_READ2 && ret == -ETIMEDOUT && loco_ack_outstanding(ack) > 0) {
 		/* the fabric broke its bound: we cannot tell what the words hold */
 		host_path_lose(&hs->hp);
@@ -454,7 +453,10 @@ static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64
 /* claim -- take this node's claim by @deadline (< 0: forever; 0: one try). */
 static int claim(loco_lock_t *lk, int64_t deadline)
 {
-	for (unsigned spins = 0;; spins++) {
+	loco_waiter_t w;
+
+	lk_waiter(lk, &w);
+	for (;;) {
 		int zero = 0;
 
 		if (__atomic_compare_exchange_n(&lk->claimed, &zero, 1, false, __ATOMIC_ACQUIRE,
@@ -464,7 +466,7 @@ static int claim(loco_lock_t *lk, int64_t deadline)
 			return -EBUSY;
 		if (deadline > 0 && obj_now_ns() >= deadline)
 			return -ETIMEDOUT;
-		lk_wait_ns(spins < 64 ? 0 : 50000);
+		loco_waiter_pause(&w);
 	}
 }
 
@@ -488,7 +490,9 @@ static void backoff(loco_lock_t *lk, int64_t *delay, int64_t deadline)
 			d = t > 0 ? t : 0;
 	}
 	if (d > 0)
-		lk_wait_ns(d);
+		nanosleep(
+		    &(struct timespec){.tv_sec = d / 1000000000ll, .tv_nsec = d % 1000000000ll},
+		    NULL);
 	*delay = *delay * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : *delay * 2;
 }
 
@@ -877,7 +881,7 @@ int loco_lock_holder(loco_lock_t *lk, uint32_t *node, int64_t timeout_ns)
 		struct lk_host *hs = lk_host_cur(lk);
 
 		/* a READ that timed out earlier may still land in the slots: settle it first */
-		if (lk_settle(lk->qack, deadline) == -ETIMEDOUT) {
+		if (lk_settle(lk, lk->qack, deadline) == -ETIMEDOUT) {
 			ret = -ETIMEDOUT;
 			break;
 		}
@@ -897,7 +901,8 @@ int loco_lock_holder(loco_lock_t *lk, uint32_t *node, int64_t timeout_ns)
 			ret = -EAGAIN;
 			break;
 		}
-		lk_wait_ns(100000);
+		/* the holder's owner word is a remote READ away: poll it every 100 us */
+		nanosleep(&(struct timespec){.tv_nsec = 100000}, NULL);
 	}
 	pthread_mutex_unlock(&lk->query_lock);
 	if (ret == 0)
