@@ -7,48 +7,10 @@
  * signals that end the launch) are multiplexed with poll(). Every node is the leader of its own
  * process group, and the launcher is a child subreaper, so whatever a node forks and orphans in
  * its group is reaped here and the launcher can tell when a group is empty. Only libc is used.
- * With --control, a unix socket in the same poll() takes commands that add and kill nodes.
+ * With --control, a unix socket in the same poll() takes commands that add and kill nodes
+ * (loco-run-control.c). Starting a node, its environment and port: loco-run-spawn.c.
  */
 #include "loco-run.h"
-
-enum lr_reason {
-	LR_RUNNING,  /* no node has failed; nothing is being ended yet */
-	LR_FAILED,   /* a node failed; exit with its status */
-	LR_TIMEDOUT, /* --timeout expired */
-	LR_SIGNALED, /* the launcher got SIGINT/SIGTERM/SIGHUP */
-	LR_INTERNAL, /* the launcher itself failed (pipe, fork...) */
-};
-
-/* One of a node's two output pipes. */
-struct lr_stream {
-	int fd;  /* read end, -1 once closed */
-	int out; /* index into lr_outs: 0 = stdout, 1 = stderr */
-	size_t len;
-	char *buf; /* LR_LINE_MAX bytes: the partial line so far */
-};
-
-struct lr_node {
-	uint32_t id;
-	pid_t pid;       /* also the process group id */
-	bool alive;      /* pid not yet reaped */
-	bool group;      /* the process group may still have members */
-	bool by_cmd;     /* the kill command signalled it: its end is no failure */
-	bool died;       /* it ended while the launch ran (not 0, or by the kill command) */
-	int st;          /* its wait status, once reaped */
-	unsigned long k; /* its place in the launch: LOCO_ADDR on hosts[k % nhosts] */
-	unsigned port;   /* the port of its LOCO_ADDR; 0 = any (it cannot be joined through) */
-	char prefix[LR_PREFIX_MAX];
-	size_t prefix_len;
-	struct lr_stream s[2];
-};
-
-/* What the launcher changes in itself and gives back to each node before exec. */
-struct lr_saved {
-	sigset_t mask;         /* SIGCHLD, SIGINT, SIGTERM, SIGHUP are blocked for the signalfd */
-	struct sigaction pipe; /* SIGPIPE is ignored */
-	struct rlimit nofile;  /* the soft limit is raised for two pipes per node... */
-	bool nofile_raised;    /* ...when it was too low */
-};
 
 /* What a pollfd (after the signalfd's) belongs to: a node's stream, else a control socket. */
 struct lr_slot {
@@ -57,52 +19,12 @@ struct lr_slot {
 	int conn; /* with node == NULL: index into lr_run.conns, or -1 for the listening socket */
 };
 
-/* A control connection: the command line read so far. */
-struct lr_conn {
-	int fd; /* -1: free */
-	size_t len;
-	char buf[LR_CTL_LINE];
-};
-
-/* An answer to a control command, built whole and written before the connection closes. */
-struct lr_reply {
-	char *buf;
-	size_t len, cap;
-	bool ok; /* the first line said "ok" */
-};
-
 /* The launcher's own stdout and stderr, written whole lines at a time. */
 struct lr_out {
 	int fd;
 	bool dead; /* a write failed (EPIPE...): output is dropped from then on */
 	size_t len;
 	char buf[LR_OUT_CAP];
-};
-
-struct lr_run {
-	const struct lr_opts *o;
-	const struct lr_saved *saved;
-	struct lr_node *nodes;
-	unsigned n;            /* nodes started (or being set up) so far */
-	unsigned cap;          /* room in nodes[]: N of -n, or LR_MAX_NODES with --control */
-	uint32_t max_id;       /* the highest id given so far: added nodes get the next ones */
-	unsigned port;         /* the first node's port; 0 with --join */
-	int sfd;               /* signalfd */
-	int cfd;               /* the listening control socket, or -1 */
-	int held[LR_HELD_MAX]; /* sockets that keep picked ports from being picked again */
-	int nheld;
-	struct lr_conn conns[LR_CTL_MAX];
-	bool failed;     /* --keep-going: a node failed; the others went on */
-	int fail_status; /* ...and the first one's status */
-	enum lr_reason reason;
-	int status; /* the exit status once reason != LR_RUNNING */
-	bool ending;
-	bool hard; /* SIGKILL sent */
-	bool need_reap;
-	double timeout_s;
-	int64_t timeout_at; /* 0 = none */
-	int64_t kill_at;
-	int64_t give_up_at;
 };
 
 static struct lr_out lr_outs[2] = {{.fd = STDOUT_FILENO}, {.fd = STDERR_FILENO}};
@@ -133,61 +55,6 @@ static int64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* make_secret -- 32 hex chars from getrandom() into @hex (33 bytes); 0 or -errno. */
-static int make_secret(char hex[33])
-{
-	static const char digits[] = "0123456789abcdef";
-	unsigned char raw[16];
-	size_t got = 0;
-
-	for (int tries = 0; got < sizeof(raw) && tries < 100; tries++) {
-		ssize_t r = getrandom(raw + got, sizeof(raw) - got, 0);
-
-		if (r < 0 && errno != EINTR)
-			return -errno;
-		if (r > 0)
-			got += (size_t)r;
-	}
-	if (got < sizeof(raw))
-		return -EIO;
-	for (size_t i = 0; i < sizeof(raw); i++) {
-		hex[2 * i] = digits[raw[i] >> 4];
-		hex[2 * i + 1] = digits[raw[i] & 15];
-	}
-	hex[32] = '\0';
-	return 0;
-}
-
-/*
- * free_port -- a TCP port on @host that was free a moment ago; 0 or -errno. With @keep, the
- * socket stays bound and its fd is put there, so that the next call gets another port.
- */
-static int free_port(const char *host, unsigned *port, int *keep)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
-	socklen_t salen = sizeof(sa);
-	int fd, ret = 0;
-
-	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-		return -EINVAL;
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&sa, &salen) < 0) {
-		ret = -errno;
-		goto out_close;
-	}
-	*port = ntohs(sa.sin_port);
-	if (keep != NULL) {
-		*keep = fd;
-		return 0;
-	}
-out_close:
-	close(fd);
-	return ret;
 }
 
 /* out_flush -- write what lr_outs[@k] holds; a failed write drops this and later output. */
@@ -318,8 +185,8 @@ static void fail(struct lr_run *run, enum lr_reason reason, int status)
 	begin_ending(run);
 }
 
-/* how_str -- "exited with status 3" or "killed by SIGKILL" for the wait status @st. */
-static const char *how_str(int st, char *buf, size_t len)
+/* lr_how_str -- "exited with status 3" or "killed by SIGKILL" for the wait status @st. */
+const char *lr_how_str(int st, char *buf, size_t len)
 {
 	const char *abbrev;
 
@@ -356,7 +223,7 @@ static void node_exited(struct lr_run *run, struct lr_node *node, int st)
 		return;
 	}
 	node->died = true;
-	how_str(st, how, sizeof(how));
+	lr_how_str(st, how, sizeof(how));
 	if (node->by_cmd) {
 		lr_msg("node %" PRIu32 " (pid %d) %s (kill command); the others go on", node->id,
 		       (int)node->pid, how);
@@ -450,512 +317,6 @@ static void on_signals(struct lr_run *run)
 	}
 }
 
-/*
- * child_exec -- in the forked child of @node: own process group, pipes as stdout/stderr,
- * /dev/null as stdin, the launcher's original signal state; then exec. Never returns.
- */
-static void child_exec(struct lr_node *node, int wfd[2], const struct lr_saved *saved,
-                       pid_t launcher, char **argv)
-{
-	int null;
-
-	setpgid(0, 0);
-	/* if the launcher dies without ending us (SIGKILL), do not outlive it */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != launcher)
-		_exit(LR_EXIT_INTERNAL);
-	null = open("/dev/null", O_RDONLY);
-	if (null >= 0 && null != STDIN_FILENO) {
-		dup2(null, STDIN_FILENO);
-		close(null);
-	}
-	if ((wfd[0] >= 0 && dup2(wfd[0], STDOUT_FILENO) < 0) ||
-	    (wfd[1] >= 0 && dup2(wfd[1], STDERR_FILENO) < 0))
-		_exit(LR_EXIT_INTERNAL);
-	if (saved->nofile_raised)
-		setrlimit(RLIMIT_NOFILE, &saved->nofile);
-	sigaction(SIGPIPE, &saved->pipe, NULL);
-	sigprocmask(SIG_SETMASK, &saved->mask, NULL);
-	execvp(argv[0], argv);
-	dprintf(STDERR_FILENO, "loco-run: node %" PRIu32 ": cannot execute %s: %s\n", node->id,
-	        argv[0], strerror(errno));
-	_exit(errno == ENOENT ? LR_EXIT_NOEXEC : 126);
-}
-
-/* node_spawn -- fork and exec @node, its stdout and stderr into two new pipes; 0 or -errno. */
-static int node_spawn(struct lr_node *node, const struct lr_opts *o, const struct lr_saved *saved)
-{
-	int fds[2][2] = {{-1, -1}, {-1, -1}};
-	int wfd[2] = {-1, -1};
-	pid_t launcher = getpid();
-	int ret;
-
-	for (int k = 0; k < 2; k++) {
-		if (pipe2(fds[k], O_CLOEXEC) < 0) {
-			ret = -errno;
-			lr_msg("node %" PRIu32 ": pipe: %s", node->id, strerror(errno));
-			goto err_close;
-		}
-		if (fcntl(fds[k][0], F_SETFL, O_NONBLOCK) < 0) {
-			ret = -errno;
-			lr_msg("node %" PRIu32 ": fcntl: %s", node->id, strerror(errno));
-			goto err_close;
-		}
-		wfd[k] = fds[k][1];
-	}
-	fflush(NULL);
-	node->pid = fork();
-	if (node->pid < 0) {
-		ret = -errno;
-		node->pid = 0;
-		lr_msg("node %" PRIu32 ": fork: %s", node->id, strerror(errno));
-		goto err_close;
-	}
-	if (node->pid == 0)
-		child_exec(node, wfd, saved, launcher, o->argv);
-	/* also here, so the group exists before anyone signals it (EACCES: it has exec'd) */
-	setpgid(node->pid, node->pid);
-	node->alive = true;
-	node->group = true;
-	for (int k = 0; k < 2; k++) {
-		close(fds[k][1]);
-		node->s[k].fd = fds[k][0];
-	}
-	return 0;
-
-err_close:
-	for (int k = 1; k >= 0; k--) {
-		if (fds[k][1] >= 0)
-			close(fds[k][1]);
-		if (fds[k][0] >= 0)
-			close(fds[k][0]);
-	}
-	return ret;
-}
-
-/* setenv_fmt -- setenv(@name) to a printf-formatted value; 0 or -errno. */
-static int setenv_fmt(const char *name, const char *fmt, ...)
-{
-	char val[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(val, sizeof(val), fmt, ap);
-	va_end(ap);
-	return setenv(name, val, 1) < 0 ? -errno : 0;
-}
-
-/*
- * job_env -- the environment every node of this launch shares: LOCO_NODES, LOCO_SECRET,
- * LOCO_FABRIC; and the first node's port in *@port (0 with --join). 0 or -errno.
- */
-static int job_env(const struct lr_opts *o, unsigned *port)
-{
-	const char *secret = getenv("LOCO_SECRET");
-	char hex[33];
-	int ret;
-
-	*port = 0;
-	ret = setenv_fmt("LOCO_NODES", "%lu", o->n);
-	if (ret)
-		return ret;
-	if (secret == NULL || secret[0] == '\0') {
-		ret = make_secret(hex);
-		if (ret) {
-			lr_msg("getrandom: %s", strerror(-ret));
-			return ret;
-		}
-		if (setenv("LOCO_SECRET", hex, 1) < 0)
-			return -errno;
-	}
-	if (o->fabric != NULL && setenv("LOCO_FABRIC", o->fabric, 1) < 0)
-		return -errno;
-	if (o->join != NULL)
-		return setenv("LOCO_JOIN", o->join, 1) < 0 ? -errno : 0;
-	ret = free_port(o->hosts[0], port, NULL);
-	if (ret)
-		lr_msg("cannot find a free port on %s: %s", o->hosts[0], strerror(-ret));
-	return ret;
-}
-
-/*
- * pick_port -- a free port on @host that no node of this launch was given; 0 or -errno. The
- * sockets stay bound until release_ports(), so that two picks never give the same port.
- */
-static int pick_port(struct lr_run *run, const char *host, unsigned *port)
-{
-	for (int tries = 0; tries < 20 && run->nheld < LR_HELD_MAX; tries++) {
-		bool used = false;
-		unsigned p;
-		int ret = free_port(host, &p, &run->held[run->nheld]);
-
-		if (ret)
-			return ret;
-		run->nheld++;
-		for (unsigned i = 0; i < run->n && !used; i++)
-			used = run->nodes[i].port == p;
-		if (!used) {
-			*port = p;
-			return 0;
-		}
-	}
-	return -EADDRINUSE;
-}
-
-/* release_ports -- close the sockets pick_port() holds: the nodes are about to bind them. */
-static void release_ports(struct lr_run *run)
-{
-	while (run->nheld > 0)
-		close(run->held[--run->nheld]);
-}
-
-/*
- * assign_ports -- the port of each node from @from on: the job's port for the first node of a
- * fresh launch, with --control a free port picked for each of the others, else 0 (any). The
- * picked ports are distinct, and free again when this returns; 0 or -errno.
- */
-static int assign_ports(struct lr_run *run, unsigned from)
-{
-	int ret = 0;
-
-	for (unsigned i = from; i < run->n && ret == 0; i++) {
-		struct lr_node *node = &run->nodes[i];
-		const char *host = run->o->hosts[node->k % (unsigned long)run->o->nhosts];
-
-		node->port = 0;
-		if (node->k == 0 && run->o->join == NULL)
-			node->port = run->port;
-		else if (run->o->control != NULL)
-			ret = pick_port(run, host, &node->port);
-		if (ret)
-			lr_msg("node %" PRIu32 ": cannot find a free port on %s: %s", node->id,
-			       host, strerror(-ret));
-	}
-	release_ports(run);
-	return ret;
-}
-
-/* join_list -- "ip:port,..." of up to LR_JOIN_MAX live nodes that have a known port, in @buf. */
-static size_t join_list(const struct lr_run *run, const struct lr_node *self, char *buf, size_t len)
-{
-	size_t off = 0;
-	int count = 0;
-
-	buf[0] = '\0';
-	for (unsigned i = 0; i < run->n && count < LR_JOIN_MAX; i++) {
-		const struct lr_node *m = &run->nodes[i];
-		int k;
-
-		if (m == self || !m->alive || m->port == 0)
-			continue;
-		k = snprintf(buf + off, len - off, "%s%s:%u", count ? "," : "",
-		             run->o->hosts[m->k % (unsigned long)run->o->nhosts], m->port);
-		if (k < 0 || (size_t)k >= len - off)
-			break;
-		off += (size_t)k;
-		count++;
-	}
-	return off;
-}
-
-/*
- * node_env -- the per-node part: LOCO_NODE_ID, LOCO_NODES, LOCO_ADDR, LOCO_JOIN. The node
- * listens on hosts[k % nhosts]. The first node of a fresh launch starts the job; the others
- * of the launch join it, or the --join address. With --control every node listens on a port
- * picked here, so that a node added later (@nodes > 0: the job's live nodes, it included)
- * can be given live members to join through. 0 or -errno.
- */
-static int node_env(struct lr_run *run, struct lr_node *node, unsigned long nodes)
-{
-	const struct lr_opts *o = run->o;
-	const char *host = o->hosts[node->k % (unsigned long)o->nhosts];
-	char list[LR_JOIN_MAX * (INET_ADDRSTRLEN + 7)];
-	int ret = setenv_fmt("LOCO_NODE_ID", "%" PRIu32, node->id);
-
-	if (ret == 0)
-		ret = setenv_fmt("LOCO_NODES", "%lu", nodes > 0 ? nodes : o->n);
-	if (ret)
-		return ret;
-	ret = setenv_fmt("LOCO_ADDR", "%s:%u", host, node->port);
-	if (ret)
-		return ret;
-	if (nodes > 0 && join_list(run, node, list, sizeof(list)) > 0)
-		return setenv("LOCO_JOIN", list, 1) < 0 ? -errno : 0;
-	if (o->join != NULL)
-		return setenv("LOCO_JOIN", o->join, 1) < 0 ? -errno : 0;
-	if (nodes > 0) {
-		lr_msg("node %" PRIu32 ": no live node to join through", node->id);
-		return -ENOENT;
-	}
-	if (node->k == 0)
-		return unsetenv("LOCO_JOIN") < 0 ? -errno : 0; /* it starts the job */
-	return setenv_fmt("LOCO_JOIN", "%s:%u", o->hosts[0], run->port);
-}
-
-/* node_init -- set up run->nodes[run->n] as the next node, id @id; 0 or -ENOMEM. */
-static int node_init(struct lr_run *run, uint32_t id)
-{
-	struct lr_node *node = &run->nodes[run->n];
-
-	*node = (struct lr_node){.id = id, .k = run->n};
-	node->prefix_len = run->o->no_prefix ? 0
-	                                     : (size_t)snprintf(node->prefix, sizeof(node->prefix),
-	                                                        "[%" PRIu32 "] ", node->id);
-	for (int k = 0; k < 2; k++) {
-		node->s[k] = (struct lr_stream){.fd = -1, .out = k};
-		node->s[k].buf = malloc(LR_LINE_MAX);
-	}
-	if (node->s[0].buf == NULL || node->s[1].buf == NULL) {
-		free(node->s[1].buf);
-		free(node->s[0].buf);
-		lr_msg("out of memory");
-		return -ENOMEM;
-	}
-	run->n++;
-	if (id > run->max_id)
-		run->max_id = id;
-	return 0;
-}
-
-/* reply -- append a printf-formatted piece to @r; what does not fit is cut. */
-__attribute__((format(printf, 2, 3))) static void reply(struct lr_reply *r, const char *fmt, ...)
-{
-	va_list ap;
-	int k;
-
-	if (r->buf == NULL || r->len + 1 >= r->cap)
-		return;
-	va_start(ap, fmt);
-	k = vsnprintf(r->buf + r->len, r->cap - r->len, fmt, ap);
-	va_end(ap);
-	if (k > 0)
-		r->len = (size_t)k < r->cap - r->len ? r->len + (size_t)k : r->cap - 1;
-}
-
-/* cmd_add -- "add [K]": start K (default 1) more nodes with fresh ids, joining live ones. */
-static void cmd_add(struct lr_run *run, const char *arg, struct lr_reply *r)
-{
-	unsigned long want = 1, live = 0, nadded = 0;
-	unsigned first;
-	uint32_t added[LR_MAX_NODES];
-	char *end;
-
-	if (arg != NULL) {
-		errno = 0;
-		want = strtoul(arg, &end, 10);
-		if (arg[0] < '0' || arg[0] > '9' || *end != '\0' || errno || want == 0)
-			want = 0;
-	}
-	if (want == 0 || want > run->cap - run->n || run->max_id > UINT32_MAX - want) {
-		reply(r, "error: add: expected a count from 1 to %u, got '%s'\n", run->cap - run->n,
-		      arg != NULL ? arg : "1");
-		return;
-	}
-	if (run->ending) {
-		reply(r, "error: add: the launch is ending\n");
-		return;
-	}
-	for (unsigned i = 0; i < run->n; i++)
-		live += run->nodes[i].alive;
-	first = run->n;
-	for (unsigned long j = 0; j < want; j++) {
-		if (node_init(run, run->max_id + 1))
-			break;
-	}
-	if (assign_ports(run, first))
-		goto out;
-	for (unsigned i = first; i < run->n; i++) {
-		struct lr_node *node = &run->nodes[i];
-
-		/* a node that was not started is listed as such (pid 0) */
-		if (node_env(run, node, live + want) || node_spawn(node, run->o, run->saved))
-			break;
-		lr_msg("node %" PRIu32 " (pid %d) added (control command)", node->id,
-		       (int)node->pid);
-		added[nadded++] = node->id;
-	}
-out:
-	if (nadded == 0) {
-		reply(r, "error: add: no node could be started (see the launcher's messages)\n");
-		return;
-	}
-	reply(r, "ok added");
-	r->ok = true;
-	for (unsigned long j = 0; j < nadded; j++)
-		reply(r, " %" PRIu32, added[j]);
-	reply(r, nadded < want ? "; the others could not be started\n" : "\n");
-}
-
-/* parse_sig -- "9", "KILL" or "SIGKILL"; the signal number or 0. */
-static int parse_sig(const char *s)
-{
-	char *end;
-	long v;
-
-	if (s[0] >= '0' && s[0] <= '9') {
-		v = strtol(s, &end, 10);
-		return *end == '\0' && v > 0 && v < NSIG ? (int)v : 0;
-	}
-	if (strncasecmp(s, "SIG", 3) == 0)
-		s += 3;
-	for (int sig = 1; sig < NSIG; sig++) {
-		const char *abbrev = sigabbrev_np(sig);
-
-		if (abbrev != NULL && strcasecmp(abbrev, s) == 0)
-			return sig;
-	}
-	return 0;
-}
-
-/* cmd_kill -- "kill ID [SIG]": send SIG (default SIGTERM) to the process group of node ID. */
-static void cmd_kill(struct lr_run *run, const char *id_s, const char *sig_s, struct lr_reply *r)
-{
-	struct lr_node *node = NULL;
-	unsigned long id = 0;
-	int sig = SIGTERM;
-	char name[32];
-	char *end = NULL;
-
-	if (id_s != NULL && id_s[0] >= '0' && id_s[0] <= '9')
-		id = strtoul(id_s, &end, 10);
-	for (unsigned i = 0; id > 0 && end != NULL && *end == '\0' && i < run->n; i++) {
-		if (run->nodes[i].id == id)
-			node = &run->nodes[i];
-	}
-	if (sig_s != NULL)
-		sig = parse_sig(sig_s);
-	if (node == NULL || sig == 0) {
-		reply(r,
-		      "error: kill: expected the id of a node of this launch and a signal, got "
-		      "'%s %s'\n",
-		      id_s != NULL ? id_s : "", sig_s != NULL ? sig_s : "");
-		return;
-	}
-	if (!node->alive) {
-		reply(r, "error: kill: node %" PRIu32 " is not running\n", node->id);
-		return;
-	}
-	node->by_cmd = true;
-	if (kill(-node->pid, sig) < 0) {
-		reply(r, "error: kill: node %" PRIu32 ": %s\n", node->id, strerror(errno));
-		return;
-	}
-	snprintf(name, sizeof(name), "SIG%s", sigabbrev_np(sig) ? sigabbrev_np(sig) : "");
-	if (sigabbrev_np(sig) == NULL)
-		snprintf(name, sizeof(name), "signal %d", sig); /* a real-time signal */
-	lr_msg("sent %s to node %" PRIu32 " (pid %d) (control command)", name, node->id,
-	       (int)node->pid);
-	reply(r, "ok sent %s to node %" PRIu32 " (pid %d)\n", name, node->id, (int)node->pid);
-	r->ok = true;
-}
-
-/* cmd_list -- "list": one line per node of the launch: id, pid, state. */
-static void cmd_list(struct lr_run *run, struct lr_reply *r)
-{
-	char how[64];
-
-	reply(r, "ok %u node(s)\n", run->n);
-	r->ok = true;
-	for (unsigned i = 0; i < run->n; i++) {
-		const struct lr_node *node = &run->nodes[i];
-
-		if (node->pid <= 0)
-			reply(r, "%" PRIu32 " - not started\n", node->id);
-		else if (node->alive && node->port > 0)
-			reply(r, "%" PRIu32 " %d running %s:%u\n", node->id, (int)node->pid,
-			      run->o->hosts[node->k % (unsigned long)run->o->nhosts], node->port);
-		else if (node->alive)
-			reply(r, "%" PRIu32 " %d running\n", node->id, (int)node->pid);
-		else
-			reply(r, "%" PRIu32 " %d %s%s\n", node->id, (int)node->pid,
-			      how_str(node->st, how, sizeof(how)),
-			      node->by_cmd ? " (kill command)" : "");
-	}
-}
-
-/* ctl_command -- carry out the command line @line and answer on @fd; then close @fd. */
-static void ctl_command(struct lr_run *run, char *line, int fd)
-{
-	struct lr_reply r = {.cap = 128 * 1024};
-	char *save = NULL, *cmd = strtok_r(line, " \t\r\n", &save);
-	char *a1 = strtok_r(NULL, " \t\r\n", &save), *a2 = strtok_r(NULL, " \t\r\n", &save);
-	char *extra = strtok_r(NULL, " \t\r\n", &save);
-	size_t off = 0;
-
-	r.buf = malloc(r.cap);
-	if (cmd != NULL && strcmp(cmd, "add") == 0 && a2 == NULL)
-		cmd_add(run, a1, &r);
-	else if (cmd != NULL && strcmp(cmd, "kill") == 0 && extra == NULL)
-		cmd_kill(run, a1, a2, &r);
-	else if (cmd != NULL && strcmp(cmd, "list") == 0 && a1 == NULL)
-		cmd_list(run, &r);
-	else
-		reply(&r, "error: unknown command; expected add [K], kill ID [SIG] or list\n");
-	if (r.buf == NULL) {
-		static const char oom[] = "error: out of memory\n";
-
-		r.buf = (char *)oom;
-		r.len = sizeof(oom) - 1;
-		r.cap = 0;
-	}
-	/* the client reads while we write; a client that does not is given up after a while */
-	for (int tries = 0; off < r.len && tries < 1000; tries++) {
-		struct pollfd p = {.fd = fd, .events = POLLOUT};
-		ssize_t w = write(fd, r.buf + off, r.len - off);
-
-		if (w > 0)
-			off += (size_t)w;
-		else if (w < 0 && errno == EAGAIN && poll(&p, 1, LR_CTL_WAIT_MS) <= 0)
-			break;
-		else if (w < 0 && errno != EAGAIN && errno != EINTR)
-			break;
-	}
-	if (r.cap > 0)
-		free(r.buf);
-	close(fd);
-}
-
-/* ctl_accept -- take a new control connection; refuse it when LR_CTL_MAX are open. */
-static void ctl_accept(struct lr_run *run)
-{
-	int fd = accept4(run->cfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-	if (fd < 0)
-		return;
-	for (int i = 0; i < LR_CTL_MAX; i++) {
-		if (run->conns[i].fd < 0) {
-			run->conns[i] = (struct lr_conn){.fd = fd};
-			return;
-		}
-	}
-	if (write(fd, "error: busy\n", 12) < 0) {
-		/* the client is gone already */
-	}
-	close(fd);
-}
-
-/* ctl_read -- read from control connection @c; a whole line (or EOF) is carried out. */
-static void ctl_read(struct lr_run *run, struct lr_conn *c)
-{
-	ssize_t r = read(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len);
-
-	if (r < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (r > 0)
-		c->len += (size_t)r;
-	c->buf[c->len] = '\0';
-	if (r > 0 && memchr(c->buf, '\n', c->len) == NULL && c->len < sizeof(c->buf) - 1)
-		return;
-	if (r < 0 || c->len == 0) {
-		close(c->fd); /* closed without a command */
-	} else {
-		c->buf[strcspn(c->buf, "\n")] = '\0';
-		ctl_command(run, c->buf, c->fd);
-	}
-	c->fd = -1;
-	c->len = 0;
-}
-
 /* poll_wait_ms -- how long poll() may sleep before a deadline needs attention; -1 = forever. */
 static int poll_wait_ms(const struct lr_run *run)
 {
@@ -1026,10 +387,10 @@ static void loop_once(struct lr_run *run, struct pollfd *pfds, struct lr_slot *s
 		if (slots[j].node != NULL)
 			stream_read(slots[j].node, slots[j].s);
 		else if (slots[j].conn < 0)
-			ctl_accept(
+			lr_ctl_accept(
 			    run); /* a command may add nodes: the slots are rebuilt next pass */
 		else
-			ctl_read(run, &run->conns[slots[j].conn]);
+			lr_ctl_read(run, &run->conns[slots[j].conn]);
 	}
 }
 
@@ -1112,7 +473,7 @@ static void summary(const struct lr_run *run, int status)
 
 		if (node->died)
 			lr_msg("summary: node %" PRIu32 " (pid %d) %s%s", node->id, (int)node->pid,
-			       how_str(node->st, how, sizeof(how)),
+			       lr_how_str(node->st, how, sizeof(how)),
 			       node->by_cmd ? " (kill command)" : "");
 	}
 	lr_msg("summary: %u of %u node(s) ended early; exit status %d", died, run->n, status);
@@ -1138,12 +499,12 @@ static int launch(const struct lr_opts *o)
 		return LR_EXIT_INTERNAL;
 	}
 	for (unsigned i = 0; i < o->n; i++) {
-		if (node_init(&run, (uint32_t)(o->first_id + i))) {
+		if (lr_node_init(&run, (uint32_t)(o->first_id + i))) {
 			ret = LR_EXIT_INTERNAL;
 			goto out_free;
 		}
 	}
-	if (job_env(o, &run.port)) {
+	if (lr_job_env(o, &run.port)) {
 		ret = LR_EXIT_INTERNAL;
 		goto out_free;
 	}
@@ -1196,14 +557,14 @@ static int launch(const struct lr_opts *o)
 		run.timeout_s = o->timeout;
 		run.timeout_at = now_ms() + (ms > 0 ? ms : 1);
 	}
-	if (assign_ports(&run, 0))
+	if (lr_assign_ports(&run, 0))
 		fail(&run, LR_INTERNAL, LR_EXIT_INTERNAL);
 	for (unsigned i = 0; i < run.n && run.reason == LR_RUNNING; i++) {
 		/* the first node first; the others join it and retry until it answers */
-		ret = node_env(&run, &run.nodes[i], 0);
+		ret = lr_node_env(&run, &run.nodes[i], 0);
 		if (ret)
 			lr_msg("node %" PRIu32 ": setenv: %s", run.nodes[i].id, strerror(-ret));
-		if (ret || node_spawn(&run.nodes[i], o, &saved))
+		if (ret || lr_node_spawn(&run.nodes[i], o, &saved))
 			fail(&run, LR_INTERNAL, LR_EXIT_INTERNAL);
 	}
 	run_loop(&run);

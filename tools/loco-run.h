@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * loco-run.h -- the local launcher's parts: loco-run.c (spawning, output,
- * ending, control commands), loco-run-opts.c (the command line, message
- * times) and loco-run-ctl.c (the control socket and its client). See
- * loco-run(1). One thread: nothing here is thread-safe.
+ * loco-run.h -- the local launcher's parts: loco-run.c (the loop: output,
+ * reaping, ending), loco-run-spawn.c (starting a node: environment, ports,
+ * fork and exec), loco-run-control.c (the control commands),
+ * loco-run-opts.c (the command line, message times) and loco-run-ctl.c (the
+ * control socket and its client). See loco-run(1). One thread: nothing here
+ * is thread-safe.
  */
 #ifndef LOCO_RUN_H
 #define LOCO_RUN_H
@@ -77,6 +79,81 @@ struct lr_opts {
 	char **argv;         /* PROGRAM ARGS..., NULL-terminated */
 };
 
+/* Why the launch is ending, if it is. */
+enum lr_reason {
+	LR_RUNNING,  /* no node has failed; nothing is being ended yet */
+	LR_FAILED,   /* a node failed; exit with its status */
+	LR_TIMEDOUT, /* --timeout expired */
+	LR_SIGNALED, /* the launcher got SIGINT/SIGTERM/SIGHUP */
+	LR_INTERNAL, /* the launcher itself failed (pipe, fork...) */
+};
+
+/* One of a node's two output pipes. */
+struct lr_stream {
+	int fd;  /* read end, -1 once closed */
+	int out; /* index into lr_outs: 0 = stdout, 1 = stderr */
+	size_t len;
+	char *buf; /* LR_LINE_MAX bytes: the partial line so far */
+};
+
+/* A node of the launch: its process (group), place, port and output streams. */
+struct lr_node {
+	uint32_t id;
+	pid_t pid;       /* also the process group id */
+	bool alive;      /* pid not yet reaped */
+	bool group;      /* the process group may still have members */
+	bool by_cmd;     /* the kill command signalled it: its end is no failure */
+	bool died;       /* it ended while the launch ran (not 0, or by the kill command) */
+	int st;          /* its wait status, once reaped */
+	unsigned long k; /* its place in the launch: LOCO_ADDR on hosts[k % nhosts] */
+	unsigned port;   /* the port of its LOCO_ADDR; 0 = any (it cannot be joined through) */
+	char prefix[LR_PREFIX_MAX];
+	size_t prefix_len;
+	struct lr_stream s[2];
+};
+
+/* What the launcher changes in itself and gives back to each node before exec. */
+struct lr_saved {
+	sigset_t mask;         /* SIGCHLD, SIGINT, SIGTERM, SIGHUP are blocked for the signalfd */
+	struct sigaction pipe; /* SIGPIPE is ignored */
+	struct rlimit nofile;  /* the soft limit is raised for two pipes per node... */
+	bool nofile_raised;    /* ...when it was too low */
+};
+
+/* A control connection: the command line read so far. */
+struct lr_conn {
+	int fd; /* -1: free */
+	size_t len;
+	char buf[LR_CTL_LINE];
+};
+
+/* The state of one launch, shared by loco-run.c, loco-run-spawn.c and loco-run-control.c. */
+struct lr_run {
+	const struct lr_opts *o;
+	const struct lr_saved *saved;
+	struct lr_node *nodes;
+	unsigned n;            /* nodes started (or being set up) so far */
+	unsigned cap;          /* room in nodes[]: N of -n, or LR_MAX_NODES with --control */
+	uint32_t max_id;       /* the highest id given so far: added nodes get the next ones */
+	unsigned port;         /* the first node's port; 0 with --join */
+	int sfd;               /* signalfd */
+	int cfd;               /* the listening control socket, or -1 */
+	int held[LR_HELD_MAX]; /* sockets that keep picked ports from being picked again */
+	int nheld;
+	struct lr_conn conns[LR_CTL_MAX];
+	bool failed;     /* --keep-going: a node failed; the others went on */
+	int fail_status; /* ...and the first one's status */
+	enum lr_reason reason;
+	int status; /* the exit status once reason != LR_RUNNING */
+	bool ending;
+	bool hard; /* SIGKILL sent */
+	bool need_reap;
+	double timeout_s;
+	int64_t timeout_at; /* 0 = none */
+	int64_t kill_at;
+	int64_t give_up_at;
+};
+
 /* lr_msg -- "loco-run: ..." on stderr. */
 void lr_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -100,5 +177,29 @@ int lr_ctl_client(const char *path, int argc, char **argv);
 
 /* lr_find_program -- 0 when execvp(@prog) can find something to run (loco-run-opts.c). */
 int lr_find_program(const char *prog);
+
+/* lr_how_str -- "exited with status 3" or "killed by SIGKILL" for wait status @st, in @buf. */
+const char *lr_how_str(int st, char *buf, size_t len);
+
+/* lr_node_init -- set up run->nodes[run->n] as the next node, id @id; 0 or -ENOMEM. */
+int lr_node_init(struct lr_run *run, uint32_t id);
+
+/* lr_job_env -- the environment all nodes share, the first node's port in *@port; 0 or -errno. */
+int lr_job_env(const struct lr_opts *o, unsigned *port);
+
+/* lr_assign_ports -- the port of each node from @from on (distinct, free again); 0 or -errno. */
+int lr_assign_ports(struct lr_run *run, unsigned from);
+
+/* lr_node_env -- @node's LOCO_NODE_ID, LOCO_NODES, LOCO_ADDR, LOCO_JOIN (@nodes > 0: added). */
+int lr_node_env(struct lr_run *run, struct lr_node *node, unsigned long nodes);
+
+/* lr_node_spawn -- fork and exec @node, its stdout and stderr into two new pipes; 0 or -errno. */
+int lr_node_spawn(struct lr_node *node, const struct lr_opts *o, const struct lr_saved *saved);
+
+/* lr_ctl_accept -- take a new control connection; refuse it when LR_CTL_MAX are open. */
+void lr_ctl_accept(struct lr_run *run);
+
+/* lr_ctl_read -- read from control connection @c; a whole line (or EOF) is carried out. */
+void lr_ctl_read(struct lr_run *run, struct lr_conn *c);
 
 #endif /* LOCO_RUN_H */
