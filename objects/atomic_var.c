@@ -279,13 +279,13 @@ static int av_sync(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, uint64
 	/*
 	 * An operation that timed out earlier may still be outstanding, and
 	 * the key keeps its error until the next wait: settle it first. Its
-	 * own outcome was the earlier caller's business.
+	 * own outcome was the earlier caller's business, but while it is in
+	 * flight (the wait timed out, or ended with -LOCO_EPARTITION) its
+	 * result could still land in the slot a new operation reads.
 	 */
-	if (loco_ack_wait(av->ack, obj_left_ns(deadline)) == -ETIMEDOUT &&
-	    loco_ack_outstanding(av->ack) > 0) {
-		ret = -ETIMEDOUT;
+	ret = loco_ack_wait(av->ack, obj_left_ns(deadline));
+	if (ret != 0 && loco_ack_outstanding(av->ack) > 0)
 		goto out_unlock;
-	}
 	if (op == AV_WRITE)
 		*slot_ptr(av, slot) = a;
 	loco_waiter_init(&w, av_manager(av));
