@@ -15,17 +15,12 @@
 #include <unistd.h>
 
 #include "log.h"
-
-enum log_time {
-	LOG_TIME_MONO,
-	LOG_TIME_WALL,
-	LOG_TIME_NONE
-};
+#include "log_time.h"
 
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
-static int log_level = LC_LOG_WARN;            /* written once under log_once */
-static enum log_time log_time = LOG_TIME_MONO; /* written once under log_once */
-static struct timespec log_start;              /* written once, at load, before any thread */
+static int log_level = LC_LOG_WARN;                  /* written once under log_once */
+static enum lc_log_time log_time = LC_LOG_TIME_MONO; /* written once under log_once */
+static struct timespec log_start;                    /* written once, at load, before any thread */
 
 /* log_note_start -- the origin of "mono" times: when liboco was loaded, about process start. */
 __attribute__((constructor)) static void log_note_start(void)
@@ -36,13 +31,9 @@ __attribute__((constructor)) static void log_note_start(void)
 static void log_init(void)
 {
 	static const char *const names[] = {"error", "warn", "info", "debug"};
-	const char *env = getenv("LOCO_LOG_TIME");
+	const char *env;
 
-	/* anything else (or unset) is the default, mono */
-	if (env != NULL && strcasecmp(env, "wall") == 0)
-		log_time = LOG_TIME_WALL;
-	else if (env != NULL && strcasecmp(env, "none") == 0)
-		log_time = LOG_TIME_NONE;
+	log_time = lc_log_time_parse(getenv("LOCO_LOG_TIME"));
 	env = getenv("LOCO_LOG");
 
 	if (env == NULL || *env == '\0')
@@ -63,32 +54,6 @@ int lc_log_enabled(enum lc_log_level level)
 	return (int)level <= log_level;
 }
 
-/*
- * time_str -- " 12.345678" (seconds since the library was loaded), " 2026-11-25T23:20:26.123456Z"
- * (UTC wall clock) or "" (LOCO_LOG_TIME=none) into @buf.
- */
-static void time_str(char *buf, size_t len)
-{
-	struct timespec ts;
-	struct tm tm;
-	int64_t ns;
-
-	buf[0] = '\0';
-	if (log_time == LOG_TIME_MONO) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ns = (int64_t)(ts.tv_sec - log_start.tv_sec) * 1000000000 +
-		     (ts.tv_nsec - log_start.tv_nsec);
-		snprintf(buf, len, " %" PRId64 ".%06" PRId64, ns / 1000000000,
-		         ns % 1000000000 / 1000);
-	} else if (log_time == LOG_TIME_WALL) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		gmtime_r(&ts.tv_sec, &tm);
-		size_t k = strftime(buf, len, " %Y-%m-%dT%H:%M:%S", &tm);
-
-		snprintf(buf + k, len - k, ".%06ldZ", ts.tv_nsec / 1000);
-	}
-}
-
 void lc_log(enum lc_log_level level, const char *fmt, ...)
 {
 	static const char *const tags[] = {"error", "warn", "info", "debug"};
@@ -98,7 +63,7 @@ void lc_log(enum lc_log_level level, const char *fmt, ...)
 
 	if (!lc_log_enabled(level))
 		return;
-	time_str(t, sizeof(t));
+	lc_log_time_str(log_time, &log_start, t, sizeof(t));
 	n = snprintf(line, sizeof(line), "loco[%d]%s %s: ", (int)getpid(), t, tags[level]);
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);

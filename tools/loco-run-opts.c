@@ -1,47 +1,22 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* loco-run-opts.c -- the launcher's command line, message times and program lookup (loco-run.h). */
 #include "loco-run.h"
+#include "log_time.h"
 
-static enum lr_time lr_time_kind = LR_TIME_MONO; /* written once by lr_time_init() */
-static struct timespec lr_time_start;            /* CLOCK_MONOTONIC at lr_time_init() */
+static enum lc_log_time lr_time_kind = LC_LOG_TIME_MONO; /* written once by lr_time_init() */
+static struct timespec lr_time_start;                    /* CLOCK_MONOTONIC at lr_time_init() */
 
 /* lr_time_init -- read LOCO_LOG_TIME (mono, wall, none; default mono) and note the start. */
 void lr_time_init(void)
 {
-	const char *env = getenv("LOCO_LOG_TIME");
-
 	clock_gettime(CLOCK_MONOTONIC, &lr_time_start);
-	if (env != NULL && strcmp(env, "wall") == 0)
-		lr_time_kind = LR_TIME_WALL;
-	else if (env != NULL && strcmp(env, "none") == 0)
-		lr_time_kind = LR_TIME_NONE;
+	lr_time_kind = lc_log_time_parse(getenv("LOCO_LOG_TIME"));
 }
 
-/*
- * lr_time_str -- " 12.345678" (seconds since the launcher started), " 2026-11-25T23:20:26.123456Z"
- * (wall clock, UTC) or "" into @buf, as liboco writes them in its log lines.
- */
+/* lr_time_str -- the time of a message, as liboco writes it on its log lines (log_time.h). */
 void lr_time_str(char *buf, size_t len)
 {
-	struct timespec ts;
-	struct tm tm;
-
-	buf[0] = '\0';
-	if (lr_time_kind == LR_TIME_MONO) {
-		int64_t ns;
-
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ns = (int64_t)(ts.tv_sec - lr_time_start.tv_sec) * 1000000000 +
-		     (ts.tv_nsec - lr_time_start.tv_nsec);
-		snprintf(buf, len, " %" PRId64 ".%06" PRId64, ns / 1000000000,
-		         ns % 1000000000 / 1000);
-	} else if (lr_time_kind == LR_TIME_WALL) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		gmtime_r(&ts.tv_sec, &tm);
-		size_t k = strftime(buf, len, " %Y-%m-%dT%H:%M:%S", &tm);
-
-		snprintf(buf + k, len - k, ".%06ldZ", ts.tv_nsec / 1000);
-	}
+	lc_log_time_str(lr_time_kind, &lr_time_start, buf, len);
 }
 
 /* lr_usage -- the synopsis, to @f. */

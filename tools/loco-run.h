@@ -58,13 +58,6 @@
 #define LR_JOIN_MAX      8    /* live members an added node is given to join through */
 #define LR_HELD_MAX      (LR_MAX_NODES + 32) /* ports held while nodes are being started */
 
-/* How times are written in front of messages (LOCO_LOG_TIME, as in liboco's log lines). */
-enum lr_time {
-	LR_TIME_MONO,
-	LR_TIME_WALL,
-	LR_TIME_NONE
-};
-
 struct lr_opts {
 	unsigned long n;
 	unsigned long first_id;
