@@ -27,25 +27,11 @@
 #include <loco/barrier.h>
 
 #include "ctrl_wire.h"
+#include "rss.h"
 #include "sec.h"
 #include "tcp/wire.h"
 
-/*
- * Under AddressSanitizer freed memory sits in its quarantine (and
- * malloc_trim() does not reach its allocator): resident memory says
- * nothing there, and LeakSanitizer checks for leaks at exit instead.
- */
-#if defined(__SANITIZE_ADDRESS__)
-#define RSS_CHECKED 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RSS_CHECKED 0
-#endif
-#endif
-#ifndef RSS_CHECKED
-#define RSS_CHECKED 1
-#endif
-
+/* RSS_CHECKED (rss.h): under AddressSanitizer malloc_trim() does not reach its allocator either */
 #define CONNS   1000 /* per port */
 #define HELD    150  /* open at once, at most */
 #define WAIT_NS 5000000000ll
