@@ -3,12 +3,16 @@
 # install.sh -- what README "Install into a prefix" says works: install the build into a temporary
 # directory (meson install --destdir), build a program with pkg-config and an rpath, run it with no
 # LD_LIBRARY_PATH, and find the man pages (installed without pandoc, from docs/man/gen/).
-# usage: install.sh BUILD_ROOT SOURCE_ROOT VERSION CC    exit 0 pass, 1 fail, 77 skip
+# usage: install.sh BUILD_ROOT SOURCE_ROOT VERSION CC [SANITIZE]    exit 0 pass, 1 fail, 77 skip
+# SANITIZE: the build's b_sanitize (none, address,undefined, ...): a sanitized liboco needs the
+# program built with the same -fsanitize (its runtime).
 set -u
 build=$1
 src=$2
 version=$3
 cc=$4
+san=()
+[ "${5:-none}" != none ] && san=("-fsanitize=$5")
 fails=0
 check() { # check WHAT COMMAND...
 	local what=$1
@@ -55,7 +59,7 @@ int main(void)
 }
 C
 # shellcheck disable=SC2046 # pkg-config's words are meant to split
-if ! "$cc" -o "$tmp/app" "$tmp/app.c" $(pkc --cflags --libs) -Wl,-rpath,"$libdir" 2>"$tmp/cc.log"; then
+if ! "$cc" "${san[@]}" -o "$tmp/app" "$tmp/app.c" $(pkc --cflags --libs) -Wl,-rpath,"$libdir" 2>"$tmp/cc.log"; then
 	cat "$tmp/cc.log"
 	echo "FAIL: cc with pkg-config"
 	exit 1
