@@ -95,6 +95,9 @@ void t_init(const char *name, unsigned timeout_s);
 /* t_provider -- the provider under test: LOCO_FABRIC, default "tcp". */
 const char *t_provider(void);
 
+/* t_test_name -- the name given to t_init() ("test" before it). */
+const char *t_test_name(void);
+
 /*
  * t_stop_silences_peer -- whether SIGSTOP of a process silences its end of
  * the fabric. True for tcp, whose provider thread plays the NIC inside the
@@ -180,6 +183,11 @@ void t_chan_close(struct t_chan *ch);
  */
 #define T_SIDE_A 0
 #define T_SIDE_B 1
+
+#define T_IO_TIMEOUT 20000 /* ms: bound of every pipe exchange with a live peer */
+
+/* t_side_set_target -- this process is a forked target (target.c): its fabs listen on side B. */
+void t_side_set_target(void);
 
 /* t_listen_addr -- the listen address of side @side (T_SIDE_A, T_SIDE_B). */
 const char *t_listen_addr(int side);
