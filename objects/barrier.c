@@ -67,12 +67,6 @@ struct loco_barrier {
 	uint64_t floor[LOCO_BARRIER_MAX_NODE + 1]; /* by node id */
 };
 
-/* peer_gone_err -- an operation's error that only says its peer died or was dropped. */
-static int peer_gone_err(int err)
-{
-	return err == -ECONNRESET || err == -ECANCELED || err == -ETIMEDOUT || err == -ENOTCONN;
-}
-
 /*
  * acks -- wait for the ack key until @deadline. Returns 0 (a dead peer's
  * failures included: its row is gone or going), -ETIMEDOUT while
@@ -84,7 +78,7 @@ static int acks(loco_barrier_t *b, int64_t deadline)
 
 	if (ret == -ETIMEDOUT && loco_ack_outstanding(b->ack) != 0)
 		return -ETIMEDOUT;
-	return ret == 0 || peer_gone_err(ret) ? 0 : ret;
+	return ret == 0 || obj_peer_gone_err(ret) ? 0 : ret;
 }
 
 /* loco_barrier_create -- an sst of 8-byte rows pushed straight from the row, an ack key. */

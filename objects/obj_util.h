@@ -6,6 +6,7 @@
 #ifndef LOCO_OBJ_UTIL_H
 #define LOCO_OBJ_UTIL_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -56,6 +57,16 @@ static inline int64_t obj_left_ns(int64_t deadline)
 		return -1;
 	t = deadline - obj_now_ns();
 	return t > 0 ? t : 0;
+}
+
+/*
+ * obj_peer_gone_err -- whether an operation's error only says that its
+ * peer died or was dropped (the link failed or was closed; its operations
+ * flushed or timed out), not that this node did something wrong.
+ */
+static inline int obj_peer_gone_err(int err)
+{
+	return err == -ECONNRESET || err == -ECANCELED || err == -ETIMEDOUT || err == -ENOTCONN;
 }
 
 #endif /* LOCO_OBJ_UTIL_H */

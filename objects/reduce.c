@@ -103,13 +103,12 @@ struct loco_reduce {
 };
 
 /*
- * peer_gone_err -- an operation's error that only says its peer died, was
- * dropped, or left (a leaving node destroys its table first: -EACCES).
+ * peer_gone_err -- obj_peer_gone_err(), or the peer left: a leaving node
+ * destroys its table first (-EACCES).
  */
 static int peer_gone_err(int err)
 {
-	return err == -ECONNRESET || err == -ECANCELED || err == -ETIMEDOUT || err == -ENOTCONN ||
-	       err == -EACCES;
+	return obj_peer_gone_err(err) || err == -EACCES;
 }
 
 /* acks -- wait for the ack key until @deadline: 0 (peers' deaths included), -ETIMEDOUT, or an error. */
