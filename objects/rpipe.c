@@ -214,16 +214,6 @@ void loco_rpipe_destroy(loco_rpipe_t *p)
 	free(p);
 }
 
-int loco_rpipe_sync(loco_rpipe_t *p, int64_t timeout_ns)
-{
-	int ret;
-
-	if (p == NULL)
-		return -EINVAL;
-	ret = loco_object_sync(p->obj, timeout_ns);
-	return ret < 0 ? ret : 0;
-}
-
 size_t loco_rpipe_max_msg(const loco_rpipe_t *p)
 {
 	return p ? (size_t)p->size - LOCO_RPIPE_OVERHEAD : 0;
@@ -248,6 +238,30 @@ static int peer(loco_rpipe_t *p)
 		ret = loco_region_remote(p->ring, other, &p->rring);
 	if (ret == 0)
 		p->have_peer = 1;
+	return ret;
+}
+
+/*
+ * loco_rpipe_sync -- wait until the other end's regions are known (it
+ * made the pipe and paired): only the two ends matter, not the channel's
+ * other nodes (so not loco_object_sync()).
+ */
+int loco_rpipe_sync(loco_rpipe_t *p, int64_t timeout_ns)
+{
+	int64_t deadline = obj_deadline(timeout_ns);
+	loco_waiter_t w;
+	int ret;
+
+	if (p == NULL)
+		return -EINVAL;
+	loco_waiter_init(&w, p->m);
+	while ((ret = peer(p)) == -ENOENT) {
+		if (loco_channel_partitioned(p->ch))
+			return -LOCO_EPARTITION;
+		if (deadline >= 0 && obj_now_ns() >= deadline)
+			return -ETIMEDOUT;
+		loco_waiter_pause(&w);
+	}
 	return ret;
 }
 

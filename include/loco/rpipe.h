@@ -65,9 +65,10 @@ int loco_rpipe_create(loco_channel_t *ch, const char *name, uint32_t writer, uin
 void loco_rpipe_destroy(loco_rpipe_t *p);
 
 /*
- * loco_rpipe_sync -- wait until the other end holds the pipe
- * (loco_object_sync()). Returns 0; -ETIMEDOUT, -LOCO_ENOTJOINED,
- * -LOCO_EMISMATCH, -LOCO_EPARTITION, -EINVAL.
+ * loco_rpipe_sync -- wait until the other end made the pipe and paired
+ * (the channel's other nodes do not matter). Not needed before the first
+ * write: that waits for the reader too. Returns 0; -ETIMEDOUT,
+ * -LOCO_ENOTJOINED, -LOCO_EMISMATCH, -LOCO_EPARTITION, -EINVAL.
  */
 int loco_rpipe_sync(loco_rpipe_t *p, int64_t timeout_ns);
 
