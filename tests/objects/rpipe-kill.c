@@ -137,7 +137,7 @@ int main(int argc, char **argv)
 	char line[64];
 	uint32_t me, ft;
 	uint64_t k = 0;
-	int64_t t_kill;
+	int64_t t_kill, t_err;
 	pid_t pid = 0;
 	int report = -1, reader_dies, ret;
 	double ms;
@@ -192,11 +192,14 @@ int main(int argc, char **argv)
 			if (k == MID)
 				sc_sync_put(&sync, BOX_MID, 1);
 		}
+		t_err = sc_now_ns();
+		/* the error may come before node 1's mailbox write of the kill time */
+		SC_WAIT_UNTIL(sc_sync_get(&sync, BOX_T) != 0, SC_WAIT_MS, "node 1's kill time");
 		t_kill = (int64_t)sc_sync_get(&sync, BOX_T);
-		if (t_kill == 0)
+		if (t_err < t_kill)
 			SC_FAIL("message %llu failed before the kill: %s", (unsigned long long)k,
 			        loco_strerror(ret));
-		ms = (double)(sc_now_ns() - t_kill) / 1e6;
+		ms = (double)(t_err - t_kill) / 1e6;
 		sc_log("%s message %llu: %s, %.1f ms after the kill",
 		       reader_dies ? "wrote" : "read", (unsigned long long)k, loco_strerror(ret),
 		       ms);
