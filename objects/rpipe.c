@@ -81,6 +81,7 @@ struct loco_rpipe {
 	loco_ack_key_t *dack; /* data WRITEs: one signaled at a time (errors) */
 	loco_ack_key_t *cack; /* ctl WRITEs: every one (source slot reuse) */
 	uint8_t *base;        /* local ring (reader) or shadow (writer) */
+	XXH3_state_t *xs;     /* reader: hashing a long payload in pieces */
 	uint64_t *ctlw;       /* local ctl words */
 	uint64_t size;
 	uint32_t writer, reader, me;
@@ -132,11 +133,51 @@ static uint32_t tag_of(int kind, uint64_t seq)
 	return (uint32_t)kind | (uint32_t)(seq << 8);
 }
 
+static uint64_t seed_of(size_t len, uint64_t seq, int kind)
+{
+	return seq * 0x9E3779B97F4A7C15ull ^ ((uint64_t)len << 8 | (uint64_t)kind);
+}
+
+/* sum_of -- the writer's sum of a record's payload (private memory: its shadow). */
 static uint64_t sum_of(const void *data, size_t len, uint64_t seq, int kind)
 {
-	uint64_t seed = seq * 0x9E3779B97F4A7C15ull ^ ((uint64_t)len << 8 | (uint64_t)kind);
+	return XXH3_64bits_withSeed(data, len, seed_of(len, seq, kind));
+}
 
-	return XXH3_64bits_withSeed(data, len, seed);
+/*
+ * copy_words -- @n 8-byte words from ring memory that the fabric may be
+ * writing, with one atomic load each (never torn; pairs with the
+ * provider's word stores, as value.c reads a replica).
+ */
+static void copy_words(uint64_t *dst, const uint8_t *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = __atomic_load_n((const uint64_t *)(const void *)src + i, __ATOMIC_RELAXED);
+}
+
+/*
+ * ring_sum -- the reader's sum of @len payload bytes at @src, in the
+ * ring: read word by word (the payload is 8-byte aligned and padded to
+ * 8, so the padding words are read too but not hashed), small payloads
+ * in one go, larger ones in SUM_CHUNK pieces through the streaming state.
+ */
+#define SUM_CHUNK 256u
+static uint64_t ring_sum(loco_rpipe_t *p, const uint8_t *src, size_t len, uint64_t seq)
+{
+	uint64_t tmp[SUM_CHUNK / 8], seed = seed_of(len, seq, KIND_MSG);
+
+	if (len <= SUM_CHUNK) {
+		copy_words(tmp, src, r8(len) / 8);
+		return XXH3_64bits_withSeed(tmp, len, seed);
+	}
+	XXH3_64bits_reset_withSeed(p->xs, seed);
+	for (size_t o = 0; o < len; o += SUM_CHUNK) {
+		size_t n = len - o < SUM_CHUNK ? len - o : SUM_CHUNK;
+
+		copy_words(tmp, src + o, r8(n) / 8);
+		XXH3_64bits_update(p->xs, tmp, n);
+	}
+	return XXH3_64bits_digest(p->xs);
 }
 
 int loco_rpipe_create(loco_channel_t *ch, const char *name, uint32_t writer, uint32_t reader,
@@ -163,6 +204,10 @@ int loco_rpipe_create(loco_channel_t *ch, const char *name, uint32_t writer, uin
 	p->reader = reader;
 	p->me = me;
 	p->is_writer = me == writer;
+	ret = -ENOMEM;
+	p->xs = XXH3_createState();
+	if (p->xs == NULL)
+		goto err_free;
 	ret = loco_ack_key_create(p->m, &p->dack);
 	if (ret)
 		goto err_free;
@@ -200,6 +245,7 @@ err_cack:
 err_dack:
 	loco_ack_key_destroy(p->dack);
 err_free:
+	XXH3_freeState(p->xs);
 	free(p);
 	return ret;
 }
@@ -211,6 +257,7 @@ void loco_rpipe_destroy(loco_rpipe_t *p)
 	loco_ack_key_destroy(p->dack); /* waits for the WRITEs in flight */
 	loco_ack_key_destroy(p->cack);
 	loco_object_destroy(p->obj);
+	XXH3_freeState(p->xs);
 	free(p);
 }
 
@@ -613,7 +660,7 @@ static int next(loco_rpipe_t *p, size_t *poff, size_t *plen)
 		if (load64(r + HDR + r8(len)) != sum)
 			return 0;
 		__atomic_thread_fence(__ATOMIC_ACQUIRE); /* the payload after the words above */
-		if (sum_of(r + HDR, len, p->seq, KIND_MSG) != sum) {
+		if (ring_sum(p, r + HDR, len, p->seq) != sum) {
 			p->st.torn++;
 			return 0;
 		}
