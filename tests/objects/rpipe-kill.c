@@ -13,9 +13,11 @@
  * Node 2 streams through "v" (checking every message it reads); once it
  * has passed MID messages it says so, and node 1 SIGKILLs node 9 and
  * publishes the kill time. Node 2 goes on until a call fails: it must be
- * -ECONNRESET within the failure bound + 1 s of the kill (the view that
- * removes the node makes the pipe lost; about 1.0 s with a 1 s bound
- * here), and stay so. Messages read before were all whole and in order.
+ * -ECONNRESET within 2 failure bounds + 1 s of the kill, and stay so: a
+ * WRITE to a dead reader fails at once, but a writer waiting for room or
+ * a reader waiting for a message learns it from the view that removes
+ * the node (about one bound, 1.0-1.05 s with 1 s here; lock-dead-holder
+ * allows the same: a bound + 1 s for the link, as much for the view). Messages read before were all whole and in order.
  * Node 3 then writes 1000 more messages through "o"; node 1 checks all.
  */
 #include <errno.h>
@@ -204,9 +206,9 @@ int main(int argc, char **argv)
 		       reader_dies ? "wrote" : "read", (unsigned long long)k, loco_strerror(ret),
 		       ms);
 		SC_ASSERT_EQ(ret, -ECONNRESET);
-		if (ms > (double)ft + SLACK_MS)
+		if (ms > 2.0 * ft + SLACK_MS)
 			SC_FAIL("the error came %.1f ms after the kill: over %u ms", ms,
-			        ft + SLACK_MS);
+			        2 * ft + SLACK_MS);
 		ret = reader_dies ? stream_write(v, SEED_V, k, 0)
 		                  : loco_rpipe_read(v, buf, sizeof(buf), &(size_t){0}, 0);
 		SC_ASSERT_EQ(ret, -ECONNRESET); /* for good */
