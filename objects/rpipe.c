@@ -60,10 +60,12 @@ int loco_rpipe_create(loco_channel_t *ch, const char *name, uint32_t writer, uin
 	ret = loco_object_create(ch, name, &rp_ops, p, &p->obj);
 	if (ret)
 		goto err_cack;
-	/* both ends must name the same ends and ring: checked as they pair */
-	ret = loco_object_agree(p->obj, "writer", writer);
-	if (ret == 0)
-		ret = loco_object_agree(p->obj, "reader", reader);
+	/*
+	 * both ends must name the same ends and ring: checked as they pair.
+	 * The ends go in one parameter (writer << 32 | reader): a pipe takes
+	 * 4 of the channel's 64 announced entries (2 parameters, 2 regions).
+	 */
+	ret = loco_object_agree(p->obj, "ends", (uint64_t)writer << 32 | reader);
 	if (ret == 0)
 		ret = loco_object_agree(p->obj, "ring", ring_bytes);
 	if (ret)
