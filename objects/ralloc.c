@@ -46,10 +46,17 @@
 
 #include "obj_util.h"
 
-enum ra_kind { K_FREE = 0, K_EMPTY, K_CLASS, K_RUN, K_BODY, K_RESV };
+enum ra_kind {
+	K_FREE = 0,
+	K_EMPTY,
+	K_CLASS,
+	K_RUN,
+	K_BODY,
+	K_RESV
+};
 
-#define RA_CLS_MIN    6  /* 64 B */
-#define RA_CLASSES    21 /* up to 1 << 20: LOCO_RALLOC_SLICE_MAX */
+#define RA_CLS_MIN    6    /* 64 B */
+#define RA_CLASSES    21   /* up to 1 << 20: LOCO_RALLOC_SLICE_MAX */
 #define RA_WINDOW     512u /* table entries one refill READ covers */
 #define RA_RUN_TRIES  4
 #define RA_SENTINEL   (~0ull) /* a result slot before its CAS completed */
@@ -565,7 +572,8 @@ static int refill(loco_ralloc_t *ra, struct ra_host *h, int64_t deadline)
 			if (ra->pend.n < ra->batch)
 				ra->pend.idx[ra->pend.n++] = i;
 		}
-		if (nfree <= ra->pend.n) /* nothing left here after this batch: look further next time */
+		if (nfree <=
+		    ra->pend.n) /* nothing left here after this batch: look further next time */
 			h->cursor = start + n == ra->nslices ? 0 : start + n;
 		ret = h->nempty > 0;
 		pthread_mutex_unlock(&ra->lock);
@@ -1003,7 +1011,8 @@ int loco_ralloc_alloc(loco_ralloc_t *ra, uint32_t node, size_t len, loco_rptr_t 
 		if (i >= 0) {
 			uint32_t blk = slice_take(ra, h, (uint32_t)i);
 
-			ra_block(h, ((size_t)i << ra->slice_shift) + ((size_t)blk << cls), len, out);
+			ra_block(h, ((size_t)i << ra->slice_shift) + ((size_t)blk << cls), len,
+			         out);
 			ra->st.allocs++;
 			pthread_mutex_unlock(&ra->lock);
 			return 0;
@@ -1042,7 +1051,9 @@ int loco_ralloc_free(loco_ralloc_t *ra, const loco_rptr_t *p)
 	i = (uint32_t)(off >> ra->slice_shift);
 	s = &h->sl[i];
 	if (s->kind == K_RUN && (off & (ra->slice_len - 1)) == 0) {
-		for (uint32_t k = i; k < i + s->run; k++) {
+		uint32_t end = i + s->run;
+
+		for (uint32_t k = i; k < end; k++) {
 			h->sl[k].kind = K_EMPTY;
 			h->sl[k].run = 0;
 			list_push(h, &h->empty, k);
@@ -1089,8 +1100,8 @@ static void give_all(loco_ralloc_t *ra, bool all)
 		for (uint32_t i = 0; i < ra->nslices; i++) {
 			if (h->sl[i].kind == K_FREE || h->sl[i].kind == K_RESV)
 				continue;
-			if (loco_cas(ra->scratch, junk_off(ra), &h->rr_table, (size_t)i * 8, h->word,
-			             0, ra->give_ack) != 0)
+			if (loco_cas(ra->scratch, junk_off(ra), &h->rr_table, (size_t)i * 8,
+			             h->word, 0, ra->give_ack) != 0)
 				return;
 			h->sl[i].kind = K_FREE;
 			ra->st.returned++;
