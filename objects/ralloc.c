@@ -456,14 +456,15 @@ static int read_table(loco_ralloc_t *ra, const loco_rref_t *rt, uint32_t start, 
 	                    ra->claim_ack);
 
 	if (ret)
-		return ret;
+		return obj_peer_gone_err(ret) ? -ECONNRESET : ret;
 	ra->pend.active = 1; /* a READ in flight: the next refill settles it first */
 	ra->pend.n = 0;
 	ret = ra_settle(ra, ra->claim_ack, deadline);
-	if (ret == -ETIMEDOUT)
+	if (ret == -ETIMEDOUT && loco_ack_outstanding(ra->claim_ack) != 0)
 		return ret;
 	ra->pend.active = 0;
-	return ret;
+	/* the link failed: the host died, or the view is about to say so */
+	return obj_peer_gone_err(ret) ? -ECONNRESET : ret;
 }
 
 /* post_claims -- under refill_lock: CAS 0 -> word for pend.idx[0 .. n); waits by @deadline. */
@@ -491,7 +492,7 @@ static int post_claims(loco_ralloc_t *ra, struct ra_host *h, const loco_rref_t *
 	p->n = posted;
 	if (posted == 0) {
 		pend_finish(ra);
-		return ret ? ret : -EAGAIN;
+		return obj_peer_gone_err(ret) ? -ECONNRESET : ret ? ret : -EAGAIN;
 	}
 	ret = ra_settle(ra, ra->claim_ack, deadline);
 	if (ret == -ETIMEDOUT)

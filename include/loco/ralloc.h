@@ -107,8 +107,10 @@ void loco_ralloc_destroy(loco_ralloc_t *ra);
  * -EINVAL; -EMSGSIZE (@len above the heap); -ENOMEM (no free slice: the
  * heap is exhausted, or too fragmented for a run); -ENOENT (@node holds
  * no heap of this allocator yet: not paired, or it made none);
- * -ECONNRESET (@node left the view); -ETIMEDOUT (the claim is settled by
- * a later call); -LOCO_EPARTITION; -LOCO_ENOTJOINED, -LOCO_EMISMATCH.
+ * -ECONNRESET (@node left the view, or the link to it failed during a
+ * claim); -ETIMEDOUT (a claim still in flight is settled by a later
+ * call); -EAGAIN (the fabric's queue is full); -LOCO_EPARTITION;
+ * -LOCO_ENOTJOINED, -LOCO_EMISMATCH.
  */
 int loco_ralloc_alloc(loco_ralloc_t *ra, uint32_t node, size_t len, loco_rptr_t *out,
                       int64_t timeout_ns);
