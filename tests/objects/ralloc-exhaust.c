@@ -21,11 +21,16 @@
  * 4. Node 2 allocates one block of the whole heap (a run of 16 slices),
  *    writes and reads it; heap + 1 B is -EMSGSIZE; node 3 gets -ENOMEM.
  *    After every free and trim, node 1's table is all free.
+ *
+ * Beside it, allocator "numa" (a 2 MiB heap, a mapping of its own) asks
+ * for NUMA node 0: its heap's pages must be there (on a machine whose
+ * kernel knows NUMA nodes); a node the machine lacks is -EINVAL.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <loco/ralloc.h>
 
@@ -71,6 +76,25 @@ static loco_ralloc_stats_t stats(loco_ralloc_t *ra)
 	return st;
 }
 
+/* numa_check -- a heap bound to node 0 lives there; nodes that do not exist are refused. */
+static void numa_check(loco_channel_t *ch)
+{
+	loco_ralloc_config_t nc = {.heap_len = 2u << 20, .numa_node = 0};
+	loco_ralloc_t *ra;
+	loco_ralloc_stats_t st;
+
+	SC_ASSERT_OK(loco_ralloc_create(ch, "numa", &nc, &ra));
+	SC_ASSERT_OK(loco_ralloc_stats(ra, &st));
+	sc_log("a heap asked on NUMA node 0 is on node %d", st.heap_numa);
+	if (access("/sys/devices/system/node/node0", F_OK) == 0)
+		SC_ASSERT_EQ(st.heap_numa, 0);
+	loco_ralloc_destroy(ra);
+	nc.numa_node = 1 << 20;
+	SC_ASSERT_EQ(loco_ralloc_create(ch, "numa", &nc, &ra), -EINVAL);
+	nc.numa_node = -2;
+	SC_ASSERT_EQ(loco_ralloc_create(ch, "numa", &nc, &ra), -EINVAL);
+}
+
 int main(int argc, char **argv)
 {
 	const loco_ralloc_config_t cfg = {
@@ -94,6 +118,7 @@ int main(int argc, char **argv)
 	me = loco_node_id(m);
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "ra-ex", 3, &ch));
 	SC_ASSERT_OK(loco_ralloc_create(ch, "ra", &cfg, &ra));
+	numa_check(ch);
 	SC_ASSERT_OK(loco_object_create(ch, "src", NULL, NULL, &bobj));
 	SC_ASSERT_OK(loco_region_create(bobj, "buf", HEAP, 0, &buf));
 	SC_ASSERT_OK(loco_ack_key_create(m, &ack));
