@@ -116,6 +116,7 @@ struct loco_ralloc {
 	loco_ack_key_t *give_ack;  /* posted under lock; only polled */
 	struct ra_pend pend;       /* under refill_lock */
 	loco_ralloc_stats_t st;    /* under lock (the host_* fields are filled by stats) */
+	uint64_t give_seq;         /* under lock: give-backs posted */
 	uint64_t reclaimed;        /* atomic */
 };
 
@@ -351,6 +352,7 @@ static void give_back(loco_ralloc_t *ra, struct ra_host *h, uint32_t keep)
 		h->owned--;
 		h->sl[i].kind = K_FREE;
 		ra->st.returned++;
+		ra->give_seq++;
 	}
 }
 
@@ -430,12 +432,14 @@ static int pend_settle(loco_ralloc_t *ra, int64_t deadline)
 /*
  * adopt -- under lock: slices whose word on the host is this node's but
  * which the shadow thinks free: a claim whose CAS executed but whose
- * completion failed on the link. Only while no give-back is in flight
- * (a give-back posted but not executed leaves the word in place too).
+ * completion failed on the link. Only when no give-back was in flight
+ * when the READ of the table was posted, and none was posted since
+ * (@gseq, from host_snapshot(), is still ra->give_seq): a give-back
+ * that executes after the READ leaves this node's word in the copy.
  */
-static void adopt(loco_ralloc_t *ra, struct ra_host *h, uint32_t start, uint32_t n)
+static void adopt(loco_ralloc_t *ra, struct ra_host *h, uint32_t start, uint32_t n, uint64_t gseq)
 {
-	if (loco_ack_outstanding(ra->give_ack) != 0)
+	if (gseq != ra->give_seq)
 		return;
 	for (uint32_t i = start; i < start + n; i++) {
 		if (snap(ra)[i] != h->word || h->sl[i].kind != K_FREE)
@@ -500,9 +504,12 @@ static int post_claims(loco_ralloc_t *ra, struct ra_host *h, const loco_rref_t *
 	return 0; /* the results say what each did */
 }
 
-/* host_snapshot -- under lock: @h's gen, word and table rref, or its error. */
+/*
+ * host_snapshot -- under lock, before a READ of @h's table: @h's gen,
+ * word and table rref, or its error; in *@gseq what adopt() needs.
+ */
 static int host_snapshot(loco_ralloc_t *ra, struct ra_host *h, uint64_t *gen, uint64_t *word,
-                         loco_rref_t *rt)
+                         loco_rref_t *rt, uint64_t *gseq)
 {
 	int ret;
 
@@ -514,6 +521,7 @@ static int host_snapshot(loco_ralloc_t *ra, struct ra_host *h, uint64_t *gen, ui
 	*gen = h->gen;
 	*word = h->word;
 	*rt = h->rr_table;
+	*gseq = loco_ack_outstanding(ra->give_ack) == 0 ? ra->give_seq : UINT64_MAX;
 	return 0;
 }
 
@@ -526,7 +534,7 @@ static int host_snapshot(loco_ralloc_t *ra, struct ra_host *h, uint64_t *gen, ui
 static int refill(loco_ralloc_t *ra, struct ra_host *h, int64_t deadline)
 {
 	uint32_t nwin = (ra->nslices + RA_WINDOW - 1) / RA_WINDOW + 1;
-	uint64_t gen, word;
+	uint64_t gen, word, gseq;
 	loco_rref_t rt;
 	int ret;
 
@@ -544,7 +552,7 @@ static int refill(loco_ralloc_t *ra, struct ra_host *h, int64_t deadline)
 			goto out;
 		}
 		pthread_mutex_lock(&ra->lock);
-		ret = host_snapshot(ra, h, &gen, &word, &rt);
+		ret = host_snapshot(ra, h, &gen, &word, &rt, &gseq);
 		if (ret == 0 && h->nempty > 0)
 			ret = 1; /* another thread's refill came first */
 		pthread_mutex_unlock(&ra->lock);
@@ -564,7 +572,7 @@ static int refill(loco_ralloc_t *ra, struct ra_host *h, int64_t deadline)
 			ret = -ECONNRESET;
 			goto out;
 		}
-		adopt(ra, h, start, n);
+		adopt(ra, h, start, n, gseq);
 		ra->pend.n = 0;
 		for (uint32_t i = start; i < start + n; i++) {
 			if (snap(ra)[i] != 0 || h->sl[i].kind != K_FREE)
@@ -609,7 +617,7 @@ out:
  */
 static int run_claim(loco_ralloc_t *ra, struct ra_host *h, uint32_t n, int64_t deadline)
 {
-	uint64_t gen, word;
+	uint64_t gen, word, gseq;
 	loco_rref_t rt;
 	int ret;
 
@@ -627,7 +635,7 @@ static int run_claim(loco_ralloc_t *ra, struct ra_host *h, uint32_t n, int64_t d
 			goto out;
 		}
 		pthread_mutex_lock(&ra->lock);
-		ret = host_snapshot(ra, h, &gen, &word, &rt);
+		ret = host_snapshot(ra, h, &gen, &word, &rt, &gseq);
 		if (ret == 0)
 			ra->st.slow++;
 		pthread_mutex_unlock(&ra->lock);
@@ -642,7 +650,7 @@ static int run_claim(loco_ralloc_t *ra, struct ra_host *h, uint32_t n, int64_t d
 			ret = -ECONNRESET;
 			goto out;
 		}
-		adopt(ra, h, 0, ra->nslices);
+		adopt(ra, h, 0, ra->nslices, gseq);
 		for (uint32_t s = 0, len = 0; s < ra->nslices; s++) {
 			const struct ra_slice *sl = &h->sl[s];
 
@@ -1106,6 +1114,7 @@ static void give_all(loco_ralloc_t *ra, bool all)
 				return;
 			h->sl[i].kind = K_FREE;
 			ra->st.returned++;
+			ra->give_seq++;
 		}
 	}
 }

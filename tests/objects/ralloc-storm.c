@@ -17,12 +17,18 @@
  * block that overlapped another node's would fail its check once that
  * node wrote its own pattern.
  *
+ * Then two threads of every node run the same storm at once on one
+ * allocator (it is MT-safe), each on its own blocks (TOPS operations,
+ * TLIVE blocks at most), checking each other's blocks never overlap
+ * theirs by content.
+ *
  * Then, at a barrier with every block still held, node 1 checks that its
  * table's used slices come to exactly the sum of the slices each node holds
  * by its own count (claimed - given back). Every node frees everything
  * (checked), trims its cache; node 1's table must then be all free.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +45,9 @@
 #define TMO      (10 * SC_NS)
 #define BOX_HELD 16 /* + node id: the slices a node holds by its own count */
 #define OPS_BASE 3000
+
+#define TOPS  sc_scaled(1500)
+#define TLIVE 16
 
 struct blk {
 	loco_rptr_t p;
@@ -107,12 +116,82 @@ static void check(struct ctx *c, const struct blk *b)
 	c->checked++;
 }
 
+/* One thread of the threaded storm: its own buffer, ack key and blocks, the node's allocator. */
+struct tctx {
+	struct ctx c;
+	uint32_t tag; /* the pattern's node field: node id + 100 * (thread + 1) */
+	uint64_t allocs;
+};
+
+static void *thread_storm(void *arg)
+{
+	struct tctx *t = arg;
+	struct blk live[TLIVE];
+	uint64_t rng = 0xabcdefull * t->tag, seq = 0;
+	int nlive = 0;
+
+	for (uint32_t op = 0; op < TOPS; op++) {
+		uint64_t r = rng_next(&rng) % 100;
+
+		if (nlive < TLIVE && (nlive == 0 || r < 50)) {
+			struct blk *b = &live[nlive++];
+			size_t len = 1 + rng_next(&rng) % 8192;
+
+			SC_ASSERT_OK(loco_ralloc_alloc(t->c.ra, HOST, len, &b->p, TMO));
+			b->seq = ++seq;
+			fill(loco_region_ptr(t->c.buf), len, t->tag, b->seq);
+			SC_ASSERT_OK(loco_write(t->c.buf, 0, &b->p.rref, 0, len, t->c.ack));
+			SC_ASSERT_OK(loco_ack_wait(t->c.ack, TMO));
+			t->allocs++;
+		} else {
+			int k = (int)(rng_next(&rng) % (uint64_t)nlive);
+
+			check(&t->c, &live[k]);
+			if (r < 80)
+				continue;
+			SC_ASSERT_OK(loco_ralloc_free(t->c.ra, &live[k].p));
+			live[k] = live[--nlive];
+		}
+	}
+	while (nlive > 0) {
+		check(&t->c, &live[nlive - 1]);
+		SC_ASSERT_OK(loco_ralloc_free(t->c.ra, &live[--nlive].p));
+	}
+	return NULL;
+}
+
+/* threaded -- two threads of this node storm on one allocator at once. */
+static void threaded(loco_manager_t *m, loco_ralloc_t *ra, loco_region_t *tbuf[2], uint32_t me)
+{
+	struct tctx t[2];
+	pthread_t th[2];
+
+	for (int i = 0; i < 2; i++) {
+		t[i] = (struct tctx){.c = {.ra = ra, .buf = tbuf[i], .me = me + 100u * (i + 1)},
+		                     .tag = me + 100u * (i + 1)};
+		t[i].c.want = malloc(8192);
+		SC_ASSERT(t[i].c.want != NULL);
+		SC_ASSERT_OK(loco_ack_key_create(m, &t[i].c.ack));
+	}
+	for (int i = 0; i < 2; i++)
+		SC_ASSERT(pthread_create(&th[i], NULL, thread_storm, &t[i]) == 0);
+	for (int i = 0; i < 2; i++)
+		SC_ASSERT(pthread_join(th[i], NULL) == 0);
+	sc_log("two threads: %llu + %llu blocks allocated, written and checked on one allocator",
+	       (unsigned long long)t[0].allocs, (unsigned long long)t[1].allocs);
+	for (int i = 0; i < 2; i++) {
+		loco_ack_key_destroy(t[i].c.ack);
+		free(t[i].c.want);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const loco_ralloc_config_t cfg = {.heap_len = HEAP, .slice_len = SLICE, .numa_node = -1};
 	loco_manager_t *m;
 	loco_channel_t *ch;
 	loco_object_t *bobj;
+	loco_region_t *tbuf[2];
 	struct sc_sync sync;
 	struct blk live[LIVE];
 	struct ctx c = {0};
@@ -135,6 +214,8 @@ int main(int argc, char **argv)
 	SC_ASSERT_OK(loco_ralloc_create(ch, "ra", &cfg, &c.ra));
 	SC_ASSERT_OK(loco_object_create(ch, "src", NULL, NULL, &bobj));
 	SC_ASSERT_OK(loco_region_create(bobj, "buf", BUF, 0, &c.buf));
+	SC_ASSERT_OK(loco_region_create(bobj, "t0", 8192, 0, &tbuf[0]));
+	SC_ASSERT_OK(loco_region_create(bobj, "t1", 8192, 0, &tbuf[1]));
 	SC_ASSERT_OK(loco_ack_key_create(m, &c.ack));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	c.want = malloc(BUF);
@@ -193,6 +274,8 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.claimed, (unsigned long long)st.lost,
 	       (unsigned long long)st.returned);
 	SC_ASSERT(st.slow < st.allocs / 4); /* most allocations take no round trip */
+	threaded(m, c.ra, tbuf, c.me);
+	SC_ASSERT_OK(loco_ralloc_stats(c.ra, &st));
 
 	/* the table agrees with the shadows while every node holds its blocks */
 	sc_sync_put(&sync, BOX_HELD + c.me, 1 + st.claimed - st.returned);
