@@ -62,6 +62,7 @@ enum ra_kind {
 #define RA_SENTINEL   (~0ull) /* a result slot before its CAS completed */
 #define RA_DESTROY_NS (5ll * 1000000000ll)
 #define RA_PEERS_MAX  1024
+#define RA_GIVE_MAX   64 /* give-backs in flight at most: more stay cached until later */
 
 struct ra_slice {
 	uint8_t kind;
@@ -344,8 +345,9 @@ static void give_back(loco_ralloc_t *ra, struct ra_host *h, uint32_t keep)
 		uint32_t i = (uint32_t)h->empty;
 
 		if (!h->gone && h->have_rr &&
-		    loco_cas(ra->scratch, junk_off(ra), &h->rr_table, (size_t)i * 8, h->word, 0,
-		             ra->give_ack) != 0)
+		    (loco_ack_outstanding(ra->give_ack) >= RA_GIVE_MAX ||
+		     loco_cas(ra->scratch, junk_off(ra), &h->rr_table, (size_t)i * 8, h->word, 0,
+		              ra->give_ack) != 0))
 			return;
 		list_del(h, &h->empty, i);
 		h->nempty--;
@@ -452,15 +454,56 @@ static void adopt(loco_ralloc_t *ra, struct ra_host *h, uint32_t start, uint32_t
 	}
 }
 
+/*
+ * post_retry -- post with @fn until it is not refused for a full queue
+ * (-EAGAIN: the fabric drains it), by @deadline.
+ */
+static int post_retry(loco_ralloc_t *ra, int64_t deadline, int (*fn)(void *arg), void *arg)
+{
+	loco_waiter_t w;
+	int ret;
+
+	loco_waiter_init(&w, ra->m);
+	while ((ret = fn(arg)) == -EAGAIN) {
+		if (deadline >= 0 && obj_now_ns() >= deadline)
+			return -ETIMEDOUT;
+		loco_waiter_pause(&w);
+	}
+	return ret;
+}
+
+struct post_args {
+	loco_ralloc_t *ra;
+	const loco_rref_t *rt;
+	uint32_t i, n; /* READ: entries [i, i + n); CAS: slice i */
+	uint64_t word;
+};
+
+static int post_read(void *arg)
+{
+	struct post_args *a = arg;
+
+	return loco_read(a->ra->scratch, (size_t)a->i * 8, a->rt, (size_t)a->i * 8,
+	                 (size_t)a->n * 8, a->ra->claim_ack);
+}
+
+static int post_cas(void *arg)
+{
+	struct post_args *a = arg;
+
+	return loco_cas(a->ra->scratch, res_off(a->ra, a->i), a->rt, (size_t)a->i * 8, 0, a->word,
+	                a->ra->claim_ack);
+}
+
 /* read_table -- under refill_lock: entries [@start, @start + @n) of @h's table into snap(). */
 static int read_table(loco_ralloc_t *ra, const loco_rref_t *rt, uint32_t start, uint32_t n,
                       int64_t deadline)
 {
-	int ret = loco_read(ra->scratch, (size_t)start * 8, rt, (size_t)start * 8, (size_t)n * 8,
-	                    ra->claim_ack);
+	struct post_args a = {.ra = ra, .rt = rt, .i = start, .n = n};
+	int ret = post_retry(ra, deadline, post_read, &a);
 
-	if (ret)
-		return obj_peer_gone_err(ret) ? -ECONNRESET : ret;
+	if (ret) /* -ETIMEDOUT: the queue stayed full; -ENOTCONN: no link */
+		return ret != -ETIMEDOUT && obj_peer_gone_err(ret) ? -ECONNRESET : ret;
 	ra->pend.active = 1; /* a READ in flight: the next refill settles it first */
 	ra->pend.n = 0;
 	ret = ra_settle(ra, ra->claim_ack, deadline);
@@ -485,10 +528,9 @@ static int post_claims(loco_ralloc_t *ra, struct ra_host *h, const loco_rref_t *
 	for (uint32_t k = 0; k < p->n; k++) /* a slot not posted or failed keeps it */
 		__atomic_store_n(&res(ra)[p->idx[k]], RA_SENTINEL, __ATOMIC_RELAXED);
 	for (uint32_t k = 0; k < p->n; k++) {
-		uint32_t i = p->idx[k];
+		struct post_args a = {.ra = ra, .rt = rt, .i = p->idx[k], .word = word};
 
-		ret = loco_cas(ra->scratch, res_off(ra, i), rt, (size_t)i * 8, 0, word,
-		               ra->claim_ack);
+		ret = post_retry(ra, deadline, post_cas, &a);
 		if (ret)
 			break;
 		posted++;
@@ -496,7 +538,9 @@ static int post_claims(loco_ralloc_t *ra, struct ra_host *h, const loco_rref_t *
 	p->n = posted;
 	if (posted == 0) {
 		pend_finish(ra);
-		return obj_peer_gone_err(ret) ? -ECONNRESET : ret ? ret : -EAGAIN;
+		return ret != -ETIMEDOUT && obj_peer_gone_err(ret) ? -ECONNRESET
+		       : ret                                       ? ret
+		                                                   : -EAGAIN;
 	}
 	ret = ra_settle(ra, ra->claim_ack, deadline);
 	if (ret == -ETIMEDOUT)
@@ -688,13 +732,22 @@ static int run_claim(loco_ralloc_t *ra, struct ra_host *h, uint32_t n, int64_t d
 		if (pret == -ETIMEDOUT) {
 			/* the claimed ones go to the cache when they settle; the cached ones now */
 			for (uint32_t i = (uint32_t)first; i < (uint32_t)first + n; i++) {
+				uint32_t k = 0;
+
 				if (h->gen != gen)
 					break;
-				if (h->sl[i].kind != K_RESV || !h->sl[i].cached)
+				if (h->sl[i].kind != K_RESV)
 					continue;
-				h->sl[i].kind = K_EMPTY;
-				list_push(h, &h->empty, i);
-				h->nempty++;
+				if (h->sl[i].cached) {
+					h->sl[i].kind = K_EMPTY;
+					list_push(h, &h->empty, i);
+					h->nempty++;
+					continue;
+				}
+				while (k < ra->pend.n && ra->pend.idx[k] != i)
+					k++;
+				if (k == ra->pend.n) /* never posted */
+					h->sl[i].kind = K_FREE;
 			}
 			pthread_mutex_unlock(&ra->lock);
 			ret = pret;
