@@ -160,6 +160,7 @@ int main(int argc, char **argv)
 	/* a free posts its give-backs and does not wait for them: they land soon after */
 	if (me == HOST)
 		SC_WAIT_UNTIL(stats(ra).host_used == kept, SC_WAIT_MS, "node 2's give-backs");
+	sc_sync_wait(&sync, "given back", SC_WAIT_MS);
 	if (me == 3) {
 		n = fill_up(ra, 0);
 		sc_log("phase 2: node 3 got %u blocks while node 2 kept %u slices", n, kept);
