@@ -6,7 +6,7 @@
  * allocators' shadows.
  *
  * loco-run -n 3 (or more). Every node holds allocator "ra" in channel
- * "ra-storm" (a 16 MiB heap of 64 KiB slices, batches of 4); node 1's heap
+ * "ra-storm" (an 8 MiB heap of 64 KiB slices, batches of 4); node 1's heap
  * is the one used (node 1 allocates on itself too, through its self link).
  * Each node runs OPS random operations: allocate (1 B - 4 KiB mostly, up
  * to 64 KiB sometimes, and runs of 2-4 slices rarely; at most LIVE blocks
@@ -38,7 +38,7 @@
 #include "scenario.h"
 
 #define HOST     1
-#define HEAP     (16u << 20)
+#define HEAP     (8u << 20)
 #define SLICE    (64u << 10)
 #define LIVE     48
 #define BUF      (4u * SLICE)
