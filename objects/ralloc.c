@@ -625,8 +625,8 @@ static int refill(loco_ralloc_t *ra, struct ra_host *h, int64_t deadline)
 			if (ra->pend.n < ra->batch)
 				ra->pend.idx[ra->pend.n++] = i;
 		}
-		if (nfree <=
-		    ra->pend.n) /* nothing left here after this batch: look further next time */
+		/* nothing left here after this batch: look further next time */
+		if (nfree <= ra->pend.n)
 			h->cursor = start + n == ra->nslices ? 0 : start + n;
 		ret = h->nempty > 0;
 		pthread_mutex_unlock(&ra->lock);
