@@ -374,9 +374,9 @@ int loco_ralloc_create(loco_channel_t *ch, const char *name, const loco_ralloc_c
 	ret = loco_object_create(ch, name, &ra_ops, ra, &ra->obj);
 	if (ret)
 		goto err_destroy_give;
-	ret = loco_object_agree(ra->obj, "slice", slice);
+	ret = loco_object_agree(ra->obj, "slice_len", slice);
 	if (ret == 0)
-		ret = loco_object_agree(ra->obj, "heap", cfg->heap_len);
+		ret = loco_object_agree(ra->obj, "heap_len", cfg->heap_len);
 	if (ret)
 		goto err_destroy_obj;
 	ret = loco_region_create(ra->obj, "table", (size_t)ra->nslices * 8,
