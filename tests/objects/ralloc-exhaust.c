@@ -22,6 +22,9 @@
  *    writes and reads it; heap + 1 B is -EMSGSIZE; node 3 gets -ENOMEM.
  *    After every free and trim, node 1's table is all free.
  *
+ * Allocator "mm" is made with 8 KiB slices on node 3 and 4 KiB on the
+ * others: every node's allocations on it fail with -LOCO_EMISMATCH.
+ *
  * Beside it, allocator "numa" (a 2 MiB heap, a mapping of its own) asks
  * for NUMA node 0: its heap's pages must be there (on a machine whose
  * kernel knows NUMA nodes); a node the machine lacks is -EINVAL.
@@ -101,7 +104,8 @@ int main(int argc, char **argv)
 	    .heap_len = HEAP, .slice_len = SLICE, .batch = 2, .keep = 4, .numa_node = -1};
 	loco_manager_t *m;
 	loco_channel_t *ch;
-	loco_ralloc_t *ra;
+	loco_ralloc_t *ra, *mm;
+	loco_ralloc_config_t mcfg = cfg;
 	loco_object_t *bobj;
 	loco_region_t *buf;
 	loco_ack_key_t *ack;
@@ -119,12 +123,17 @@ int main(int argc, char **argv)
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "ra-ex", 3, &ch));
 	SC_ASSERT_OK(loco_ralloc_create(ch, "ra", &cfg, &ra));
 	numa_check(ch);
+	mcfg.slice_len = me == 3 ? 2 * SLICE : SLICE;
+	SC_ASSERT_OK(loco_ralloc_create(ch, "mm", &mcfg, &mm));
 	SC_ASSERT_OK(loco_object_create(ch, "src", NULL, NULL, &bobj));
 	SC_ASSERT_OK(loco_region_create(bobj, "buf", HEAP, 0, &buf));
 	SC_ASSERT_OK(loco_ack_key_create(m, &ack));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	sc_sync_open(&sync, m, 3);
 	sc_sync_wait(&sync, "joined", SC_WAIT_MS);
+	SC_WAIT_UNTIL(loco_ralloc_alloc(mm, HOST, 1, &p, TMO) == -LOCO_EMISMATCH, SC_WAIT_MS,
+	              "-LOCO_EMISMATCH from allocator mm");
+	loco_ralloc_destroy(mm);
 
 	/* 1. one node exhausts the heap */
 	if (me == 2) {
