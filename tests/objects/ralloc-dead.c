@@ -16,6 +16,13 @@
  *    reclaim resets its slices (counted in loco_ralloc_stats().reclaimed,
  *    within the failure bound + 3 s of the kill), and node 2 then gets
  *    the whole heap.
+ * 1b. Stopped allocator. Node 1 spawns node 11 (role "stopper"): it
+ *    takes half the heap too, and node 1 SIGSTOPs it. The view removes
+ *    it and node 1 reclaims its slices (node 1 then gets the whole heap
+ *    itself); node 1 SIGCONTs it: node 11 learns it was excluded, rejoins
+ *    as a new incarnation, finds its old blocks forgotten (free:
+ *    -ECONNRESET) and allocates on node 1 again (it reports that); after
+ *    its trim node 1's table is all free.
  * 2. Dead host. Node 1 spawns node 10 (role "host"): every base node
  *    allocates blocks on node 10's heap and writes them. Node 1 SIGKILLs
  *    node 10. Once the view removed it, every base node's allocation on
@@ -23,6 +30,7 @@
  *    sizes), and the frees of its old blocks fail with -ECONNRESET too.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdnoreturn.h>
 #include <string.h>
@@ -43,8 +51,10 @@
 #define ON10     20 /* blocks each base node takes on node 10 */
 #define TMO      (10 * SC_NS)
 #define SLACK_MS 3000
+#define STOPPER  11
 #define BOX_HELD 1
 #define BOX_T    2
+#define LONG_MS  60000 /* a stop, a removal, a rejoin and a re-pairing */
 
 static const loco_ralloc_config_t cfg = {
     .heap_len = HEAP, .slice_len = SLICE, .batch = 4, .keep = 4, .numa_node = -1};
@@ -82,8 +92,22 @@ static void free_all(loco_ralloc_t *ra, unsigned n)
 	SC_ASSERT_OK(loco_ralloc_trim(ra, TMO));
 }
 
-/* extra_main -- node 9 (@alloc: takes half of node 1's heap) or node 10 (a host); then waits. */
-static noreturn void extra_main(int alloc)
+static int rejoined; /* atomic: the stopper saw LOCO_EVENT_REJOINED */
+
+static void on_event(loco_manager_t *m, const loco_event_t *ev, void *arg)
+{
+	(void)m;
+	(void)arg;
+	if (ev->type == LOCO_EVENT_REJOINED)
+		__atomic_store_n(&rejoined, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * extra_main -- node 9 (@role 1: takes half of node 1's heap), node 11
+ * (@role 2: the same, then is stopped, excluded and rejoins) or node 10
+ * (@role 0: a host); then waits for its SIGKILL.
+ */
+static noreturn void extra_main(int role)
 {
 	loco_manager_t *m = sc_start();
 	loco_channel_t *ch;
@@ -91,30 +115,58 @@ static noreturn void extra_main(int alloc)
 	loco_object_t *bobj;
 	loco_region_t *buf;
 	loco_ack_key_t *ack;
+	loco_ralloc_stats_t st;
 
+	SC_ASSERT_OK(loco_manager_set_event_fn(m, on_event, NULL));
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "ra-dead", 4, &ch));
 	SC_ASSERT_OK(loco_ralloc_create(ch, "ra", &cfg, &ra));
 	SC_ASSERT_OK(loco_object_create(ch, "src", NULL, NULL, &bobj));
 	SC_ASSERT_OK(loco_region_create(bobj, "buf", BLK, 0, &buf));
 	SC_ASSERT_OK(loco_ack_key_create(m, &ack));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
-	if (alloc) {
-		loco_ralloc_stats_t st;
-
-		memset(loco_region_ptr(buf), 0x99, BLK);
-		for (unsigned i = 0; i < NBLK / 2; i++) {
-			SC_ASSERT_OK(loco_ralloc_alloc(ra, HOST, BLK, &blocks[i], TMO));
-			SC_ASSERT_OK(loco_write(buf, 0, &blocks[i].rref, 0, BLK, ack));
-		}
-		SC_ASSERT_OK(loco_ack_wait(ack, TMO));
-		st = stats(ra);
-		sc_log("node %u holds %u blocks in %llu slices of node %u (pid %d)",
-		       loco_node_id(m), NBLK / 2, (unsigned long long)(st.claimed - st.returned),
-		       HOST, (int)getpid());
-		sc_report("held %llu", (unsigned long long)(st.claimed - st.returned));
-	} else {
+	if (role == 0) {
 		sc_log("node %u hosts a heap (pid %d)", loco_node_id(m), (int)getpid());
 		sc_report("ready");
+		for (;;)
+			pause(); /* SIGKILL ends us; the alarm fails us if nobody sends it */
+	}
+	memset(loco_region_ptr(buf), 0x99, BLK);
+	for (unsigned i = 0; i < NBLK / 2; i++) {
+		SC_ASSERT_OK(loco_ralloc_alloc(ra, HOST, BLK, &blocks[i], TMO));
+		SC_ASSERT_OK(loco_write(buf, 0, &blocks[i].rref, 0, BLK, ack));
+	}
+	SC_ASSERT_OK(loco_ack_wait(ack, TMO));
+	st = stats(ra);
+	sc_log("node %u holds %u blocks in %llu slices of node %u (pid %d)", loco_node_id(m),
+	       NBLK / 2, (unsigned long long)(st.claimed - st.returned), HOST, (int)getpid());
+	sc_report("held %llu", (unsigned long long)(st.claimed - st.returned));
+	if (role == 2) {
+		unsigned n = 0;
+		int64_t dl;
+		int ret;
+
+		/* stopped here, excluded, continued: wait for the rejoin and the re-pairing */
+		SC_WAIT_UNTIL(__atomic_load_n(&rejoined, __ATOMIC_ACQUIRE), LONG_MS, "the rejoin");
+		SC_WAIT_UNTIL(sc_is_peer(ch, HOST) && !loco_channel_partitioned(ch), LONG_MS,
+		              "node 1 paired again");
+		for (unsigned i = 0; i < NBLK / 2; i++)
+			SC_ASSERT_EQ(loco_ralloc_free(ra, &blocks[i]), -ECONNRESET);
+		dl = sc_now_ms() + SC_WAIT_MS;
+		while (n < 16) {
+			ret = loco_ralloc_alloc(ra, HOST, BLK, &blocks[n], TMO);
+			if (ret == 0) {
+				n++;
+				continue;
+			}
+			if (sc_now_ms() >= dl)
+				SC_FAIL("allocation on node 1 after the rejoin: %s",
+				        loco_strerror(ret));
+			sc_sleep_ms(10);
+		}
+		free_all(ra, n);
+		sc_log("node %u: rejoined; its old blocks forgotten, %u new ones on node %u",
+		       loco_node_id(m), n, HOST);
+		sc_report("rejoined %u", n);
 	}
 	for (;;)
 		pause(); /* SIGKILL ends us; the alarm fails us if nobody sends it */
@@ -137,11 +189,13 @@ int main(int argc, char **argv)
 	int64_t t_kill;
 	pid_t pid = 0;
 
-	sc_init("ralloc-dead", argc, argv, 100);
+	sc_init("ralloc-dead", argc, argv, 170);
 	if (argc > 1 && strcmp(argv[1], "alloc") == 0)
 		extra_main(1);
 	if (argc > 1 && strcmp(argv[1], "host") == 0)
 		extra_main(0);
+	if (argc > 1 && strcmp(argv[1], "stopper") == 0)
+		extra_main(2);
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
@@ -193,6 +247,33 @@ int main(int argc, char **argv)
 		free_all(ra, n);
 	}
 	sc_sync_wait(&sync, "phase 1", SC_WAIT_MS);
+
+	/* 1b. an allocator that is stopped, excluded, continued: it rejoins */
+	if (me == 1) {
+		uint64_t rec0 = stats(ra).reclaimed;
+		unsigned got;
+
+		pid = sc_spawn_node(m, "stopper", STOPPER, &report);
+		sc_read_line(report, line, sizeof(line), SC_WAIT_MS);
+		SC_ASSERT(sscanf(line, "held %llu", &held) == 1);
+		t_kill = sc_now_ns();
+		sc_stop(pid);
+		SC_WAIT_UNTIL(stats(ra).reclaimed == rec0 + held, (int)(ft + SLACK_MS),
+		              "node 11's slices reclaimed");
+		sc_log("stopped node 11's %llu slices reclaimed %.0f ms after its stop", held,
+		       (double)(sc_now_ns() - t_kill) / 1e6);
+		n = fill_up(ra, HOST);
+		SC_ASSERT_EQ(n, NBLK);
+		free_all(ra, n);
+		SC_ASSERT_OK(kill(pid, SIGCONT));
+		sc_read_line(report, line, sizeof(line), LONG_MS);
+		SC_ASSERT(sscanf(line, "rejoined %u", &got) == 1 && got == 16);
+		close(report);
+		SC_WAIT_UNTIL(stats(ra).host_used == 0, SC_WAIT_MS, "node 11's give-backs");
+		SC_ASSERT_EQ(sc_kill(pid), 128 + 9);
+		sc_log("node 11 rejoined and allocated again; node 1's heap all free");
+	}
+	sc_sync_wait(&sync, "phase 1b", LONG_MS);
 
 	/* 2. a host that dies */
 	if (me == 1) {
