@@ -145,7 +145,8 @@ static void nic_sync(struct tcp_fab *f)
 	}
 	memcpy(f->nic_links, f->links, f->nlinks * sizeof(f->links[0]));
 	f->nic_nlinks = f->nlinks;
-	f->nic_gen = __atomic_load_n(&f->links_gen, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->nic_gen, __atomic_load_n(&f->links_gen, __ATOMIC_RELAXED),
+	                 __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -314,11 +315,16 @@ static int nic_after(struct tcp_fab *f, const struct epoll_event *ev, int n)
 	return busy;
 }
 
-/* nic_pending -- work posted since the role last took it (tcp_nic_wake()). */
+/*
+ * nic_pending -- work posted since the role last took it (tcp_nic_wake()),
+ * or links to add, close, admit or reap (a link that failed at its timer).
+ */
 static int nic_pending(struct tcp_fab *f)
 {
 	return __atomic_load_n(&f->work_seq, __ATOMIC_SEQ_CST) !=
-	       __atomic_load_n(&f->work_seen, __ATOMIC_SEQ_CST);
+	           __atomic_load_n(&f->work_seen, __ATOMIC_SEQ_CST) ||
+	       __atomic_load_n(&f->links_gen, __ATOMIC_ACQUIRE) !=
+	           __atomic_load_n(&f->nic_gen, __ATOMIC_RELAXED);
 }
 
 /*
