@@ -490,13 +490,14 @@ void *tcp_nic_main(void *arg)
 
 	while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
 		uint64_t t0 = lc_now_ns(), cq0 = __atomic_load_n(&f->cq_tail, __ATOMIC_RELAXED);
-		int busy = 0, n, tnext = -1;
+		int busy = 0, n, tnext = -1, locked;
 		int64_t timeout;
 		unsigned gen;
 
 		if (nic_park(f, t0))
 			continue;
-		if (nic_lock(f)) {
+		locked = nic_lock(f);
+		if (locked) {
 			busy = nic_before(f, &tnext);
 			gen = f->free_gen;
 			nic_unlock(f);
@@ -506,15 +507,15 @@ void *tcp_nic_main(void *arg)
 		}
 		/*
 		 * At most 100 ms: a driving thread may have issued what the
-		 * dead-peer timer watches and left. With work posted that the
-		 * role has not taken (its holder is about to, or leaving), look
-		 * again after 50 us.
+		 * dead-peer timer watches and left. With work pending: at once
+		 * if it is ours (a link our turn failed), after 50 us if a
+		 * driver holds the role (it is about to take it, or leaving).
 		 */
 		if (busy || t0 - last_busy < spin_ns)
 			timeout = 0;
 		else
 			timeout = (tnext < 0 || tnext > 100 ? 100 : tnext) * 1000000ll;
-		n = nic_epoll(f, ev, timeout, 50000);
+		n = nic_epoll(f, ev, timeout, locked ? 0 : 50000);
 		if (n > 0) {
 			if (!nic_lock(f)) {
 				/*
