@@ -117,6 +117,12 @@ static int stub_fab(struct fab *f)
 	return -EOPNOTSUPP;
 }
 
+static int stub_progress(struct fab *f, int64_t t)
+{
+	(void)f, (void)t;
+	return -EOPNOTSUPP;
+}
+
 static int stub_wait(struct fab *f, int t)
 {
 	(void)f, (void)t;
@@ -147,6 +153,7 @@ void fab_ops_fill(struct fab_ops *dst, const struct fab_ops *src)
 	    .poll = src->poll ? src->poll : stub_poll,
 	    .post = src->post ? src->post : stub_post,
 	    .post_recv = src->post_recv ? src->post_recv : stub_post_recv,
+	    .progress = src->progress ? src->progress : stub_progress,
 	    .wait = src->wait ? src->wait : stub_wait,
 	    .wait_fd = src->wait_fd ? src->wait_fd : stub_fab,
 	};

@@ -180,6 +180,7 @@ struct fab_ops {
 	int (*poll)(struct fab *fab, struct fab_wc *wc, int max);
 	int (*post)(struct fab_link *link, const struct fab_wr *wr, int n);
 	int (*post_recv)(struct fab_link *link, const struct fab_recv_wr *wr, int n);
+	int (*progress)(struct fab *fab, int64_t timeout_ns);
 	int (*wait)(struct fab *fab, int timeout_ms);
 	int (*wait_fd)(struct fab *fab);
 };
@@ -280,6 +281,24 @@ static inline int fab_post_recv(struct fab_link *link, const struct fab_recv_wr 
 static inline int fab_poll(struct fab *fab, struct fab_wc *wc, int max)
 {
 	return fab->ops->poll(fab, wc, max);
+}
+
+/*
+ * fab_progress -- lend the calling thread to a provider that does its
+ * work in software (tcp): if no other thread is doing it right now, do
+ * the provider's pending work (issue posted requests, execute the peers'
+ * requests, produce completions) and wait up to @timeout_ns (0: do not
+ * wait) for more to arrive, doing that too. A thread that waits for a
+ * remote WRITE or a completion and calls this instead of sleeping sees it
+ * without a thread hop. The caller reaps the completions this produced
+ * (fab_poll()): the CQ's wait fd is not signaled for them. Returns 1
+ * (work was done), 0 (none arrived),
+ * -EBUSY (another thread is doing the provider's work: sleep instead) or
+ * -EOPNOTSUPP (the hardware does it: verbs). MT-safe.
+ */
+static inline int fab_progress(struct fab *fab, int64_t timeout_ns)
+{
+	return fab->ops->progress(fab, timeout_ns);
 }
 
 /*

@@ -18,7 +18,8 @@
 
 void tcp_link_set_out(struct tcp_link *l, int want)
 {
-	struct epoll_event ev = {.events = EPOLLIN | (want ? EPOLLOUT : 0), .data.ptr = l};
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLET | (want ? EPOLLOUT : 0),
+	                         .data.ptr = l};
 
 	if (l->want_out == want || l->fd < 0)
 		return;
