@@ -1,14 +1,23 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * nic.c -- the NIC thread of a tcp fab: its loop over epoll, its private
- * view of the links (sync with close requests), input dispatch, and the
- * dead-peer and tcp_drain timers.
+ * nic.c -- the NIC role of a tcp fab (tcp.h): its turn (the private
+ * view of the links, with close and admit requests; issue; input; ACKs;
+ * the dead-peer and tcp_drain timers), the drivers that take the role
+ * through fab_progress(), and the NIC thread that holds it otherwise and
+ * parks while a driver does.
+ *
+ * Who may sleep where: a driver sleeps in epoll holding the role; the NIC
+ * thread sleeps in epoll without it, or parks on a futex while a driver
+ * drives (lease_end_ns). Posted work is counted in work_seq; whoever
+ * sleeps counts itself in sleepers, then looks at work_seq (nic_epoll()),
+ * while a poster bumps work_seq, then looks at sleepers (tcp_nic_wake()):
+ * one of the two sees the other.
  */
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <linux/futex.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
