@@ -260,11 +260,11 @@ static int post_inline(struct tcp_fab *f, struct tcp_link *l)
 	f->role = TCP_ROLE_POSTER;
 	if (l->state == TCP_LINK_UP && l->sq_issue - l->sq_done < TCP_INLINE_INFLIGHT &&
 	    tcp_tx_used(l) == 0) {
-		__atomic_add_fetch(&f->nic_busy, 1, __ATOMIC_SEQ_CST);
+		tcp_nic_touch(f);
 		tcp_link_issue(l);
 		if (l->state == TCP_LINK_UP)
 			tcp_tx_flush(l);
-		__atomic_add_fetch(&f->nic_busy, 1, __ATOMIC_SEQ_CST);
+		tcp_nic_touch(f);
 		all = l->sq_issue == __atomic_load_n(&l->sq_prod, __ATOMIC_ACQUIRE);
 	}
 	f->role = TCP_ROLE_NONE;

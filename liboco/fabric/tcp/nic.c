@@ -286,12 +286,6 @@ static int nic_events(struct tcp_fab *f, const struct epoll_event *ev, int n)
 	return busy;
 }
 
-/* nic_busy -- the NIC role starts (odd) or stops (even) touching memory: mr_dereg waits. */
-static void nic_busy(struct tcp_fab *f)
-{
-	__atomic_add_fetch(&f->nic_busy, 1, __ATOMIC_SEQ_CST);
-}
-
 /*
  * nic_before -- with the role: the view, the work posted, the timers
  * (next check in ms into *@tnext). Everything posted before it is taken.
@@ -302,11 +296,11 @@ static int nic_before(struct tcp_fab *f, int *tnext)
 
 	__atomic_store_n(&f->work_seen, __atomic_load_n(&f->work_seq, __ATOMIC_SEQ_CST),
 	                 __ATOMIC_SEQ_CST);
-	nic_busy(f);
+	tcp_nic_touch(f);
 	nic_sync(f);
 	busy = nic_turn(f);
 	*tnext = nic_timers(f, lc_now_ns());
-	nic_busy(f);
+	tcp_nic_touch(f);
 	return busy;
 }
 
@@ -315,12 +309,12 @@ static int nic_after(struct tcp_fab *f, const struct epoll_event *ev, int n)
 {
 	int busy;
 
-	nic_busy(f);
+	tcp_nic_touch(f);
 	busy = nic_events(f, ev, n);
 	nic_sync(f); /* a close or admission the events woke us for */
 	if (n > 0 || f->left)
 		busy |= nic_turn(f); /* ACKs for what arrived, responses flushed */
-	nic_busy(f);
+	tcp_nic_touch(f);
 	return busy;
 }
 
@@ -368,18 +362,6 @@ static int nic_epoll(struct tcp_fab *f, struct epoll_event *ev, int64_t timeout_
 	if (timeout_ns != 0)
 		__atomic_sub_fetch(&f->sleepers, 1, __ATOMIC_SEQ_CST);
 	return n < 0 ? 0 : n;
-}
-
-void tcp_nic_wake(struct tcp_fab *f)
-{
-	/* the work is published; count it, then look for sleepers (pairs with nic_epoll()) */
-	__atomic_add_fetch(&f->work_seq, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&f->sleepers, __ATOMIC_SEQ_CST) > 0) {
-		if (!__atomic_exchange_n(&f->kicked, 1, __ATOMIC_SEQ_CST))
-			tcp_nic_kick(f);
-	} else if (__atomic_load_n(&f->parked, __ATOMIC_SEQ_CST)) {
-		tcp_nic_unpark(f);
-	}
 }
 
 /*
@@ -473,14 +455,6 @@ static int nic_park(struct tcp_fab *f, uint64_t now)
 		syscall(SYS_futex, &f->park_seq, FUTEX_WAIT_PRIVATE, seq, &ts, NULL, 0);
 	__atomic_store_n(&f->parked, 0, __ATOMIC_SEQ_CST);
 	return 1;
-}
-
-/* tcp_nic_unpark -- wake the NIC thread if it parks (fab close, work nobody may take). */
-void tcp_nic_unpark(struct tcp_fab *f)
-{
-	__atomic_add_fetch(&f->park_seq, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&f->parked, __ATOMIC_SEQ_CST))
-		syscall(SYS_futex, &f->park_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 /*

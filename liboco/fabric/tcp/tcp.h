@@ -254,6 +254,16 @@ void tcp_exec_request(struct tcp_link *l, const struct tcp_frame *f, const uint8
 
 /* state.c */
 void tcp_nic_kick(struct tcp_fab *f);
+/* tcp_nic_touch -- the NIC role starts (odd) or stops (even) touching memory: mr_dereg waits. */
+void tcp_nic_touch(struct tcp_fab *f);
+/*
+ * tcp_nic_wake -- work was published for the NIC role (posted, a close or
+ * admit request): count it, then wake a holder that sleeps in epoll or
+ * the parked NIC thread (pairs with nic_epoll() in nic.c).
+ */
+void tcp_nic_wake(struct tcp_fab *f);
+/* tcp_nic_unpark -- wake the NIC thread if it parks (fab close, work nobody may take). */
+void tcp_nic_unpark(struct tcp_fab *f);
 void tcp_flush_sq(struct tcp_link *l, int first_err, int err);
 void tcp_flush_rq(struct tcp_link *l);
 void tcp_link_fail(struct tcp_link *l, int first_err, int err, const char *why);
@@ -281,8 +291,6 @@ int tcp_nic_reap(struct tcp_fab *f, struct tcp_link *l);
 /* nic.c */
 void *tcp_nic_main(void *arg);
 int tcp_progress(struct fab *fab, int64_t timeout_ns);
-void tcp_nic_unpark(struct tcp_fab *f);
-void tcp_nic_wake(struct tcp_fab *f);
 
 /* mr.c */
 int tcp_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct fab_mr **out);
