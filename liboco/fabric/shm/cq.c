@@ -60,6 +60,17 @@ void shm_bell(struct shm_link *l)
 		lc_log_debug("shm: link %u: cannot ring the peer: %s", l->base.id, strerror(errno));
 }
 
+/* shm_rnr_bell -- wake the peer's thread if it has requests waiting for our RECVs or ring room. */
+void shm_rnr_bell(struct shm_link *l)
+{
+	uint64_t one = 1;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* our store, then its flag: pairs with defer() */
+	if (l->peer != NULL && __atomic_load_n(&l->peer->rnr, __ATOMIC_RELAXED) &&
+	    write(l->peer_rnr, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		lc_log_debug("shm: link %u: cannot ring the peer: %s", l->base.id, strerror(errno));
+}
+
 static void disarm(struct shm_fab *f)
 {
 	if (__atomic_load_n(&f->poll_waiting, __ATOMIC_RELAXED)) {

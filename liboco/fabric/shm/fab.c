@@ -25,6 +25,7 @@
 #endif
 
 #define EV_KICK (3ull << 32)
+#define EV_RNR  (4ull << 32)
 
 static void shm_fab_close(struct fab *fab);
 
@@ -119,6 +120,14 @@ static void *shm_thread_main(void *arg)
 				shm_thread_accept(f);
 				continue;
 			}
+			if (u == EV_RNR) {
+				/* a peer posted RECVs or freed ring room we wait for */
+				if (read(f->rnr_evfd, &v, sizeof(v)) < 0)
+					(void)0;
+				for (unsigned k = 0; k < f->nlinks; k++)
+					shm_link_progress(f->links[k]);
+				continue;
+			}
 			if (u == EV_KICK) {
 				if (read(f->evfd, &v, sizeof(v)) < 0)
 					(void)0;
@@ -152,7 +161,7 @@ static int shm_fab_open(const struct fab_attr *attr, struct fab **out)
 	f = calloc(1, sizeof(*f));
 	if (f == NULL)
 		return -ENOMEM;
-	f->lfd = f->port_fd = f->epfd = f->evfd = f->cq_evfd = f->fpage_fd = -1;
+	f->lfd = f->port_fd = f->epfd = f->evfd = f->cq_evfd = f->rnr_evfd = f->fpage_fd = -1;
 	f->base.attr = *attr;
 	f->uid = geteuid();
 	fab_ops_fill(&f->ops, &fab_shm_ops);
@@ -187,7 +196,8 @@ static int shm_fab_open(const struct fab_attr *attr, struct fab **out)
 	f->epfd = epoll_create1(EPOLL_CLOEXEC);
 	f->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	f->cq_evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (f->epfd < 0 || f->evfd < 0 || f->cq_evfd < 0) {
+	f->rnr_evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (f->epfd < 0 || f->evfd < 0 || f->cq_evfd < 0 || f->rnr_evfd < 0) {
 		ret = -errno;
 		goto err_close;
 	}
@@ -195,6 +205,8 @@ static int shm_fab_open(const struct fab_attr *attr, struct fab **out)
 	epoll_ctl(f->epfd, EPOLL_CTL_ADD, f->lfd, &ev);
 	ev = (struct epoll_event){.events = EPOLLIN, .data.u64 = EV_KICK};
 	epoll_ctl(f->epfd, EPOLL_CTL_ADD, f->evfd, &ev);
+	ev = (struct epoll_event){.events = EPOLLIN, .data.u64 = EV_RNR};
+	epoll_ctl(f->epfd, EPOLL_CTL_ADD, f->rnr_evfd, &ev);
 	ret = -pthread_create(&f->thread, NULL, shm_thread_main, f);
 	if (ret) {
 		lc_log_err("shm: cannot start the provider thread: %s", strerror(-ret));
@@ -239,6 +251,8 @@ static void shm_fab_close(struct fab *fab)
 		close(f->evfd);
 	if (f->cq_evfd >= 0)
 		close(f->cq_evfd);
+	if (f->rnr_evfd >= 0)
+		close(f->rnr_evfd);
 	keytab_fini(&f->kt);
 	pthread_spin_destroy(&f->cq_lock);
 	pthread_cond_destroy(&f->cond);

@@ -45,11 +45,11 @@ int shm_abstract_name(const struct fab_addr *a, uid_t uid, void *sun_, socklen_t
 	return 0;
 }
 
-/* send_msg -- one message with up to 3 fds; waits up to 1 s for room. 0 or -errno. */
+/* send_msg -- one message with up to SHM_NFDS fds; waits up to 1 s for room. 0 or -errno. */
 static int send_msg(int fd, const struct shm_msg *m, const int *fds, int nfds)
 {
 	union {
-		char buf[CMSG_SPACE(3 * sizeof(int))];
+		char buf[CMSG_SPACE(SHM_NFDS * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = {.iov_base = (void *)m, .iov_len = sizeof(*m)};
@@ -82,7 +82,7 @@ static int send_msg(int fd, const struct shm_msg *m, const int *fds, int nfds)
 }
 
 /*
- * recv_msg -- one message, non-blocking, with its fds (up to 3; others
+ * recv_msg -- one message, non-blocking, with its fds (up to SHM_NFDS; others
  * closed). Returns 1, 0 at EOF, -EAGAIN, -EPROTO (wrong size or magic).
  */
 static int recv_msg(int fd, struct shm_msg *m, int *fds, int *nfds)
@@ -114,7 +114,7 @@ static int recv_msg(int fd, struct shm_msg *m, int *fds, int *nfds)
 			int x;
 
 			memcpy(&x, CMSG_DATA(c) + (size_t)i * sizeof(int), sizeof(int));
-			if (*nfds < 3)
+			if (*nfds < SHM_NFDS)
 				fds[(*nfds)++] = x;
 			else
 				close(x);
@@ -148,7 +148,7 @@ static struct shm_link *link_new(struct shm_fab *f, int fd, int passive)
 		return NULL;
 	l->fab = f;
 	l->fd = fd;
-	l->pidfd = l->mine_fd = l->peer_bell = -1;
+	l->pidfd = l->mine_fd = l->peer_bell = l->peer_rnr = -1;
 	l->base.fab = &f->base;
 	l->passive = passive;
 	l->rng = lc_now_ns() | 1;
@@ -188,6 +188,8 @@ void shm_link_free(struct shm_link *l)
 		close(l->mine_fd);
 	if (l->peer_bell >= 0)
 		close(l->peer_bell);
+	if (l->peer_rnr >= 0)
+		close(l->peer_rnr);
 	pthread_spin_destroy(&l->post_lock);
 	pthread_mutex_destroy(&l->sock_lock);
 	free(l->dq);
@@ -225,7 +227,7 @@ static int map_peer(struct shm_link *l, int *fds)
 
 	if (fstat(fds[0], &st) < 0 || (size_t)st.st_size < sizeof(struct shm_fpage) ||
 	    fstat(fds[1], &st) < 0 || (size_t)st.st_size < sizeof(struct shm_lpage)) {
-		close_fds(fds, 3);
+		close_fds(fds, SHM_NFDS);
 		return -EPROTO;
 	}
 	fp = mmap(NULL, sizeof(struct shm_fpage), PROT_READ, MAP_SHARED, fds[0], 0);
@@ -238,11 +240,13 @@ static int map_peer(struct shm_link *l, int *fds)
 		if (lp != MAP_FAILED)
 			munmap(lp, sizeof(struct shm_lpage));
 		close(fds[2]);
+		close(fds[3]);
 		return -ENOMEM;
 	}
 	l->pfab = fp;
 	l->peer = lp;
 	l->peer_bell = fds[2];
+	l->peer_rnr = fds[3];
 	if (l->pfab->magic != SHM_MAGIC || l->peer->magic != SHM_MAGIC)
 		return -EPROTO;
 	return 0;
@@ -264,8 +268,11 @@ static int announce(struct shm_link *l, uint32_t type)
 {
 	struct shm_fab *f = l->fab;
 	struct shm_msg m = {.magic = SHM_MAGIC, .version = SHM_VERSION, .type = type};
-	int fds[3] = {f->fpage_fd, l->mine_fd, f->cq_evfd};
-	int ret = send_msg(l->fd, &m, fds, 3);
+	int fds[SHM_NFDS] = {f->fpage_fd, l->mine_fd, f->cq_evfd, f->rnr_evfd};
+	int ret;
+
+	m.id = f->narenas; /* the ARENA messages that follow at once */
+	ret = send_msg(l->fd, &m, fds, SHM_NFDS);
 
 	for (unsigned i = 0; ret == 0 && i < f->narenas; i++)
 		ret = shm_send_arena(l, i);
@@ -274,40 +281,75 @@ static int announce(struct shm_link *l, uint32_t type)
 	return ret;
 }
 
+/* map_arena -- an ARENA message (@m, its fd): map the peer's arena. 0 or -EPROTO. */
+static int map_arena(struct shm_link *l, const struct shm_msg *m, int *fds, int nfds)
+{
+	struct stat st;
+	void *p;
+
+	if (m->type != SHM_M_ARENA || nfds != 1 || m->id >= SHM_MAX_ARENAS ||
+	    __atomic_load_n(&l->maps[m->id].base, __ATOMIC_RELAXED) != NULL ||
+	    fstat(fds[0], &st) < 0 || (uint64_t)st.st_size < m->size || m->size == 0) {
+		close_fds(fds, nfds);
+		return -EPROTO;
+	}
+	p = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	close(fds[0]);
+	if (p == MAP_FAILED) {
+		lc_log_warn("shm: link %u: cannot map arena %u of %llu bytes: %s", l->base.id, m->id,
+		            (unsigned long long)m->size, strerror(errno));
+		return 0;
+	}
+	l->maps[m->id].size = m->size;
+	/* pairs with the load of base in remote_ptr() */
+	__atomic_store_n(&l->maps[m->id].base, (uint8_t *)p, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* read_arenas -- the @n ARENA messages that follow ACK or FDS, by @deadline. */
+static int read_arenas(struct shm_link *l, uint32_t n, uint64_t deadline)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&l->sock_lock);
+	for (uint32_t got = 0; got < n && ret == 0;) {
+		struct pollfd p = {.fd = l->fd, .events = POLLIN};
+		struct shm_msg m;
+		int fds[SHM_NFDS], nfds, r = recv_msg(l->fd, &m, fds, &nfds);
+		uint64_t now = lc_now_ns();
+
+		if (r == 1) {
+			ret = map_arena(l, &m, fds, nfds);
+			got++;
+		} else if (r == 0) {
+			ret = -ECONNRESET;
+		} else if (r != -EAGAIN) {
+			ret = r;
+		} else if (now >= deadline) {
+			ret = -ETIMEDOUT;
+		} else {
+			poll(&p, 1, (int)((deadline - now) / 1000000ull) + 1);
+		}
+	}
+	pthread_mutex_unlock(&l->sock_lock);
+	return ret;
+}
+
 int shm_link_drain(struct shm_link *l)
 {
 	int ret = 0;
 
 	pthread_mutex_lock(&l->sock_lock);
-	for (int i = 0; i < 256; i++) {
+	for (int i = 0; i < 256 && ret == 0; i++) {
 		struct shm_msg m;
-		int fds[3], nfds, r = recv_msg(l->fd, &m, fds, &nfds);
-		struct stat st;
-		void *p;
+		int fds[SHM_NFDS], nfds, r = recv_msg(l->fd, &m, fds, &nfds);
 
 		if (r == -EAGAIN)
 			break;
-		if (r <= 0) {
+		if (r <= 0)
 			ret = r == 0 ? -ECONNRESET : r;
-			break;
-		}
-		if (m.type != SHM_M_ARENA || nfds != 1 || m.id >= SHM_MAX_ARENAS ||
-		    __atomic_load_n(&l->maps[m.id].base, __ATOMIC_RELAXED) != NULL ||
-		    fstat(fds[0], &st) < 0 || (uint64_t)st.st_size < m.size || m.size == 0) {
-			close_fds(fds, nfds);
-			ret = -EPROTO;
-			break;
-		}
-		p = mmap(NULL, m.size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
-		close(fds[0]);
-		if (p == MAP_FAILED) {
-			lc_log_warn("shm: link %u: cannot map arena %u of %llu bytes: %s",
-			            l->base.id, m.id, (unsigned long long)m.size, strerror(errno));
-			continue;
-		}
-		l->maps[m.id].size = m.size;
-		/* pairs with the load of base in remote_ptr() */
-		__atomic_store_n(&l->maps[m.id].base, (uint8_t *)p, __ATOMIC_RELEASE);
+		else
+			ret = map_arena(l, &m, fds, nfds);
 	}
 	pthread_mutex_unlock(&l->sock_lock);
 	return ret;
@@ -437,7 +479,7 @@ int shm_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, cons
 		}
 		poll(&p, 1, (int)((deadline - now) / 1000000ull) + 1);
 	}
-	if (m.type != SHM_M_ACK || nfds != 3) {
+	if (m.type != SHM_M_ACK || nfds != SHM_NFDS) {
 		close_fds(fds, nfds);
 		ret = -EPROTO;
 		goto err;
@@ -452,6 +494,8 @@ int shm_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, cons
 	l->pidfd = pidfd_of(cred.pid);
 	l->peer_addr = *peer;
 	ret = map_peer(l, fds);
+	if (ret == 0)
+		ret = read_arenas(l, m.id, deadline);
 	if (ret == 0)
 		ret = make_page(l);
 	if (ret)
@@ -566,7 +610,7 @@ void shm_thread_input(struct shm_fab *f, struct shm_link *l)
 	int st = __atomic_load_n(&l->state, __ATOMIC_ACQUIRE);
 	struct epoll_event ev = {.events = EPOLLRDHUP, .data.u64 = (EV_SOCK << 32) | l->base.id};
 	struct shm_msg m;
-	int fds[3], nfds, r;
+	int fds[SHM_NFDS], nfds, r;
 
 	if (st == SHM_LINK_UP) {
 		if (shm_link_drain(l) != 0)
@@ -665,9 +709,11 @@ int shm_link_admit(struct fab_link *link)
 		ret = recv_msg(l->fd, &m, fds, &nfds);
 		pthread_mutex_unlock(&l->sock_lock);
 		if (ret == 1) {
-			ret = m.type == SHM_M_FDS && nfds == 3 ? map_peer(l, fds) : -EPROTO;
-			if (ret == -EPROTO && !(m.type == SHM_M_FDS && nfds == 3))
+			ret = m.type == SHM_M_FDS && nfds == SHM_NFDS ? map_peer(l, fds) : -EPROTO;
+			if (ret == -EPROTO && !(m.type == SHM_M_FDS && nfds == SHM_NFDS))
 				close_fds(fds, nfds);
+			if (ret == 0)
+				ret = read_arenas(l, m.id, deadline);
 			break;
 		}
 		if (ret == 0)

@@ -358,6 +358,20 @@ static void complete(struct shm_link *l, const struct fab_wr *wr, int ret)
 		shm_cq_push(l->fab, l, wr->wrid, wr->opcode, ret, ret == 0 ? wr->len : 0, 0, 0);
 }
 
+/*
+ * defer_wait -- with post_lock held: requests wait for the peer's RECV or
+ * ring room: ask the peer to ring our thread (its post_recv() or
+ * delivery checks the flag after its store), then look again.
+ */
+static int run_deferred(struct shm_link *l);
+
+static void defer_wait(struct shm_link *l)
+{
+	__atomic_store_n(&l->mine->rnr, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	run_deferred(l);
+}
+
 /* run_deferred -- with post_lock held: execute waiting requests until one must wait again. */
 static int run_deferred(struct shm_link *l)
 {
@@ -436,6 +450,8 @@ int shm_post(struct fab_link *link, const struct fab_wr *wr, int n)
 			copy_out(l->dq_inline + (size_t)slot * max_inline, wr[i].local, wr[i].len);
 		__atomic_store_n(&l->dq_tail, l->dq_tail + 1, __ATOMIC_RELEASE);
 	}
+	if (l->dq_head != l->dq_tail)
+		defer_wait(l);
 	pthread_spin_unlock(&l->post_lock);
 	shm_cq_wake(f);
 	return 0;
@@ -471,7 +487,8 @@ int shm_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, int n)
 	/* pairs with the acquire load of rq_posted in can_send() */
 	__atomic_store_n(&l->mine->rq_posted, l->rq_prod, __ATOMIC_RELEASE);
 	pthread_spin_unlock(&l->post_lock);
-	shm_bell(l); /* a SEND may wait for it at the peer */
+	shm_bell(l);     /* a SEND may wait for it at the peer */
+	shm_rnr_bell(l); /* its thread runs it if its poller does not */
 	if (__atomic_load_n(&l->mine->ring_prod, __ATOMIC_ACQUIRE) !=
 	    __atomic_load_n(&l->mine->ring_cons, __ATOMIC_RELAXED))
 		shm_cq_wake(f); /* a record waits for it here */
@@ -522,6 +539,7 @@ static int deliver(struct shm_link *l)
 		/* pairs with the acquire load of ring_cons in ring_room() */
 		__atomic_store_n(&m->ring_cons, cons, __ATOMIC_RELEASE);
 		shm_bell(l); /* room for a SEND waiting there */
+		shm_rnr_bell(l);
 	}
 	return moved;
 }

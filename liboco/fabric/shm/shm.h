@@ -55,6 +55,7 @@
 #define SHM_ADOPT_MAX  (64ull << 20)         /* adopt a whole anonymous mapping up to this size */
 #define SHM_MAGIC      0x4c4f434f53484d31ull /* "LOCOSHM1" */
 #define SHM_VERSION    1u
+#define SHM_NFDS       4 /* ACK, FDS: fab page, link page, doorbell, progress bell */
 
 enum shm_link_state {
 	SHM_LINK_HANDSHAKE = 1, /* accepted, waiting for HELLO */
@@ -89,6 +90,7 @@ struct shm_lpage {
 	uint64_t rq_posted __attribute__((aligned(64))); /* owner: RECVs posted */
 	uint64_t ring_cons __attribute__((aligned(64))); /* owner: ring bytes consumed */
 	uint64_t ring_prod __attribute__((aligned(64))); /* peer: ring bytes produced */
+	uint32_t rnr __attribute__((aligned(64))); /* owner: requests wait for the peer's RECVs */
 	uint32_t rq_lens[SHM_RQ_MAX] __attribute__((aligned(64))); /* owner: lengths of RECVs */
 	uint8_t ring[SHM_RING] __attribute__((aligned(64)));       /* peer writes records */
 };
@@ -156,7 +158,8 @@ struct shm_link {
 	int mine_fd;
 	struct shm_lpage *peer;
 	const struct shm_fpage *pfab;
-	int peer_bell;
+	int peer_bell; /* the peer's CQ eventfd: its poller sleeps */
+	int peer_rnr;  /* the peer's progress bell: it has requests waiting for our RECVs */
 	struct shm_map *maps; /* [SHM_MAX_ARENAS] */
 
 	/* initiator: requests waiting behind a SEND with no RECV posted (post_lock) */
@@ -183,6 +186,7 @@ struct shm_fab {
 	int lfd;          /* the unix listening socket */
 	int port_fd;      /* the TCP socket that reserves the port */
 	int epfd, evfd, cq_evfd;
+	int rnr_evfd; /* peers ring it when we wait for their RECVs: the thread progresses */
 	pthread_t thread;
 	int stop;
 	struct fab_addr addr;
@@ -226,6 +230,7 @@ void shm_cq_push(struct shm_fab *f, struct shm_link *l, uint64_t wrid, int opcod
                  uint32_t len, uint32_t imm, int has_imm);
 void shm_cq_wake(struct shm_fab *f);
 void shm_bell(struct shm_link *l);
+void shm_rnr_bell(struct shm_link *l);
 int shm_poll(struct fab *fab, struct fab_wc *wc, int max);
 int shm_wait_fd(struct fab *fab);
 int shm_arm(struct fab *fab);
