@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -92,6 +93,15 @@ static int make_fpage(struct shm_fab *f)
 		return -errno;
 	}
 	f->fpage->magic = SHM_MAGIC;
+	{
+		pthread_mutexattr_t ma;
+
+		pthread_mutexattr_init(&ma);
+		pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+		pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+		pthread_mutex_init(&f->fpage->life, &ma);
+		pthread_mutexattr_destroy(&ma);
+	}
 	return 0;
 }
 
@@ -108,6 +118,10 @@ static void *shm_thread_main(void *arg)
 	struct shm_fab *f = arg;
 	struct epoll_event ev[32];
 
+	/* our life, for peers to see (shm_peer_gone()) */
+	if (pthread_mutex_lock(&f->fpage->life) != 0)
+		lc_log_warn("shm: cannot take the life lock: peers will think this node dead");
+	__atomic_store_n(&f->alive, 1, __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
 		int n = epoll_wait(f->epfd, ev, 32, 100);
 
@@ -144,6 +158,7 @@ static void *shm_thread_main(void *arg)
 		shm_thread_timers(f);
 		pthread_mutex_unlock(&f->lock);
 	}
+	pthread_mutex_unlock(&f->fpage->life);
 	return NULL;
 }
 
@@ -212,6 +227,8 @@ static int shm_fab_open(const struct fab_attr *attr, struct fab **out)
 		lc_log_err("shm: cannot start the provider thread: %s", strerror(-ret));
 		goto err_close;
 	}
+	while (!__atomic_load_n(&f->alive, __ATOMIC_ACQUIRE))
+		sched_yield(); /* peers must not see us dead */
 	*out = &f->base;
 	return 0;
 

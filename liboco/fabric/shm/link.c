@@ -296,8 +296,8 @@ static int map_arena(struct shm_link *l, const struct shm_msg *m, int *fds, int 
 	p = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
 	close(fds[0]);
 	if (p == MAP_FAILED) {
-		lc_log_warn("shm: link %u: cannot map arena %u of %llu bytes: %s", l->base.id, m->id,
-		            (unsigned long long)m->size, strerror(errno));
+		lc_log_warn("shm: link %u: cannot map arena %u of %llu bytes: %s", l->base.id,
+		            m->id, (unsigned long long)m->size, strerror(errno));
 		return 0;
 	}
 	l->maps[m->id].size = m->size;

@@ -426,6 +426,9 @@ int shm_post(struct fab_link *link, const struct fab_wr *wr, int n)
 	for (i = 0; i < n; i++) {
 		int ret;
 
+		if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == SHM_LINK_UP &&
+		    shm_peer_gone(l->pfab))
+			fail_locked(l, -ECONNRESET, -ECONNRESET, NULL);
 		if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) != SHM_LINK_UP) {
 			shm_cq_push(f, l, wr[i].wrid, wr[i].opcode,
 			            __atomic_load_n(&l->err, __ATOMIC_ACQUIRE), 0, 0, 0);

@@ -80,6 +80,14 @@ struct shm_fpage {
 	uint64_t magic;
 	uint64_t slow_ns; /* LOCO_SHM_SLOW_WRITE of the target: how peers land WRITEs here */
 	uint32_t waiting __attribute__((aligned(64))); /* the poller sleeps: ring the doorbell */
+	/*
+	 * Held by the provider thread for the fab's life: a robust, process-
+	 * shared mutex, so when the process dies the kernel marks its lock
+	 * word FUTEX_OWNER_DIED before anyone can reap it. Peers read the word
+	 * before each post (shm_peer_gone()): a dead peer's requests fail at
+	 * once, without a syscall.
+	 */
+	pthread_mutex_t life __attribute__((aligned(64)));
 	struct shm_kent ent[SHM_KEYS] __attribute__((aligned(64)));
 };
 
@@ -158,8 +166,8 @@ struct shm_link {
 	int mine_fd;
 	struct shm_lpage *peer;
 	const struct shm_fpage *pfab;
-	int peer_bell; /* the peer's CQ eventfd: its poller sleeps */
-	int peer_rnr;  /* the peer's progress bell: it has requests waiting for our RECVs */
+	int peer_bell;        /* the peer's CQ eventfd: its poller sleeps */
+	int peer_rnr;         /* the peer's progress bell: it has requests waiting for our RECVs */
 	struct shm_map *maps; /* [SHM_MAX_ARENAS] */
 
 	/* initiator: requests waiting behind a SEND with no RECV posted (post_lock) */
@@ -189,6 +197,7 @@ struct shm_fab {
 	int rnr_evfd; /* peers ring it when we wait for their RECVs: the thread progresses */
 	pthread_t thread;
 	int stop;
+	int alive; /* atomic: the thread holds fpage->life */
 	struct fab_addr addr;
 	uid_t uid;
 
@@ -214,6 +223,14 @@ struct shm_fab {
 	int64_t cq_credits;
 	int poll_waiting; /* atomic */
 };
+
+/* shm_peer_gone -- whether the process behind @pfab died or closed its fab (glibc's lock word). */
+static inline int shm_peer_gone(const struct shm_fpage *pfab)
+{
+	uint32_t w = __atomic_load_n((const uint32_t *)(const void *)&pfab->life, __ATOMIC_ACQUIRE);
+
+	return (w & 0x40000000u) || (w & 0x3fffffffu) == 0; /* FUTEX_OWNER_DIED, FUTEX_TID_MASK */
+}
 
 static inline struct shm_link *to_shm_link(struct fab_link *l)
 {
