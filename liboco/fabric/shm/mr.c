@@ -4,8 +4,8 @@
  * access must lie in memory a peer can map: a shared mapping of a file
  * (memfd, /dev/shm) that an fd of this process names is shared as it is;
  * private anonymous memory (the core's arenas, malloc, mmap) is adopted:
- * its whole mapping (up to SHM_ADOPT_MAX, else the region's pages) is
- * copied into a new memfd mapped over it at the same address, so the
+ * the 2 MiB-aligned window of its mapping around it (SHM_ADOPT_ALIGN: a
+ * chunk of the core's arenas) is copied into a new memfd mapped over it at the same address, so the
  * caller's pointers stay valid. Each such memfd is an arena, sent to every
  * peer (ARENA message) before the region's key is published in the fab
  * page, where peers check key, bounds and rights. Regions with local
@@ -174,12 +174,14 @@ static int arena_for(struct shm_fab *f, uintptr_t addr, size_t len, uint32_t *id
 		*off = v.off + (addr - v.start);
 	} else if (v.perms[3] == 'p' && v.ino == 0 && strcmp(v.path, "[stack]") != 0 &&
 	           strcmp(v.path, "[vvar]") != 0 && strcmp(v.path, "[vdso]") != 0) {
-		uintptr_t s = v.start, e = v.end;
+		/* the 2 MiB-aligned window around the region (the core's chunks), within the mapping */
+		uintptr_t s = ps & ~(uintptr_t)(SHM_ADOPT_ALIGN - 1);
+		uintptr_t e = (pe + SHM_ADOPT_ALIGN - 1) & ~(uintptr_t)(SHM_ADOPT_ALIGN - 1);
 
-		if (e - s > SHM_ADOPT_MAX) {
-			s = ps;
-			e = pe;
-		}
+		if (s < v.start)
+			s = v.start;
+		if (e > v.end || e < pe)
+			e = v.end;
 		a.fd = adopt(s, e);
 		if (a.fd < 0) {
 			lc_log_err("shm: cannot adopt %p+%zu into a memfd: %s", (void *)s, e - s,

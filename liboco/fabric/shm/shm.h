@@ -43,19 +43,19 @@
 #include "../keytab.h"
 #include "../provider.h"
 
-#define SHM_KEYS       4096u /* regions per fab (published key table entries) */
-#define SHM_MAX_LINKS  1024u
-#define SHM_MAX_ARENAS 1024u         /* memfd arenas per fab */
-#define SHM_RQ_MAX     4096u         /* rq_depth limit (RECV lengths published per link) */
-#define SHM_RING       (256u * 1024) /* SEND ring bytes per link direction */
-#define SHM_REC_ALIGN  64u
-#define SHM_MAX_SEND   (64u * 1024)          /* largest SEND */
-#define SHM_MAX_MSG    (1u << 31)            /* largest WRITE/READ */
-#define SHM_HELLO_MS   1000                  /* an accepted connection must send its HELLO within */
-#define SHM_ADOPT_MAX  (64ull << 20)         /* adopt a whole anonymous mapping up to this size */
-#define SHM_MAGIC      0x4c4f434f53484d31ull /* "LOCOSHM1" */
-#define SHM_VERSION    1u
-#define SHM_NFDS       4 /* ACK, FDS: fab page, link page, doorbell, progress bell */
+#define SHM_KEYS        4096u /* regions per fab (published key table entries) */
+#define SHM_MAX_LINKS   1024u
+#define SHM_MAX_ARENAS  1024u         /* memfd arenas per fab */
+#define SHM_RQ_MAX      4096u         /* rq_depth limit (RECV lengths published per link) */
+#define SHM_RING        (256u * 1024) /* SEND ring bytes per link direction */
+#define SHM_REC_ALIGN   64u
+#define SHM_MAX_SEND    (64u * 1024) /* largest SEND */
+#define SHM_MAX_MSG     (1u << 31)   /* largest WRITE/READ */
+#define SHM_HELLO_MS    1000         /* an accepted connection must send its HELLO within */
+#define SHM_ADOPT_ALIGN (2ull << 20) /* adopt anonymous memory in windows this aligned */
+#define SHM_MAGIC       0x4c4f434f53484d31ull /* "LOCOSHM1" */
+#define SHM_VERSION     1u
+#define SHM_NFDS        4 /* ACK, FDS: fab page, link page, doorbell, progress bell */
 
 enum shm_link_state {
 	SHM_LINK_HANDSHAKE = 1, /* accepted, waiting for HELLO */
