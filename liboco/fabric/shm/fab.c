@@ -138,8 +138,20 @@ static void *shm_thread_main(void *arg)
 				/* a peer posted RECVs or freed ring room we wait for */
 				if (read(f->rnr_evfd, &v, sizeof(v)) < 0)
 					(void)0;
-				for (unsigned k = 0; k < f->nlinks; k++)
-					shm_link_progress(f->links[k]);
+				int landed = 0;
+
+				for (unsigned k = 0; k < f->nlinks; k++) {
+					struct shm_link *x = f->links[k];
+
+					shm_link_progress(x);
+					if (x->mine != NULL &&
+					    __atomic_load_n(&x->mine->landed, __ATOMIC_RELAXED))
+						landed |= __atomic_exchange_n(&x->mine->landed, 0,
+						                              __ATOMIC_SEQ_CST);
+				}
+				/* a peer's WRITE or atomic changed our memory (LOCO_WAIT=block) */
+				if (landed && f->base.attr.landed != NULL)
+					f->base.attr.landed(f->base.attr.landed_arg);
 				continue;
 			}
 			if (u == EV_KICK) {
@@ -205,6 +217,7 @@ static int shm_fab_open(const struct fab_attr *attr, struct fab **out)
 		slow = getenv("LOCO_TCP_SLOW_WRITE");
 	if (slow != NULL && *slow != '\0')
 		f->fpage->slow_ns = strtoull(slow, NULL, 10);
+	f->fpage->want_landed = attr->landed != NULL;
 	ret = shm_listen(f, attr->listen_addr);
 	if (ret)
 		goto err_close;

@@ -428,7 +428,7 @@ int shm_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, cons
 	struct ucred cred;
 	socklen_t slen, clen = sizeof(cred);
 	struct shm_link *l = NULL;
-	int fd, ret, fds[3], nfds = 0;
+	int fd, ret, fds[SHM_NFDS], nfds = 0;
 
 	if (fab_connect_check(peer, priv, priv_len, out))
 		return -EINVAL;
@@ -688,7 +688,7 @@ int shm_link_admit(struct fab_link *link)
 	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP,
 	                         .data.u64 = (EV_SOCK << 32) | l->base.id};
 	struct shm_msg m;
-	int ret, fds[3], nfds = 0;
+	int ret, fds[SHM_NFDS], nfds = 0;
 
 	pthread_mutex_lock(&f->lock);
 	if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) != SHM_LINK_HELD) {

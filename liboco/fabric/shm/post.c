@@ -349,9 +349,28 @@ void shm_link_fail(struct shm_link *l, int first_err, int err, const char *why)
 	pthread_spin_unlock(&l->post_lock);
 }
 
+/*
+ * landed_bell -- after a WRITE or atomic: when the target's core wants to
+ * know (LOCO_WAIT=block: fab_attr.landed), ring its thread, once until it
+ * has told the core (the flag in its link page batches the rings).
+ */
+static void landed_bell(struct shm_link *l)
+{
+	uint64_t one = 1;
+
+	if (!__atomic_load_n(&l->pfab->want_landed, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&l->peer->landed, __ATOMIC_RELAXED) ||
+	    __atomic_exchange_n(&l->peer->landed, 1, __ATOMIC_SEQ_CST))
+		return;
+	if (write(l->peer_rnr, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		lc_log_debug("shm: link %u: cannot ring the peer: %s", l->base.id, strerror(errno));
+}
+
 /* complete -- the completion of @wr that executed with @ret (0 or an error). */
 static void complete(struct shm_link *l, const struct fab_wr *wr, int ret)
 {
+	if (ret == 0 && wr->opcode != FAB_OP_READ && wr->opcode != FAB_OP_SEND)
+		landed_bell(l);
 	if (ret == 0 && !(wr->flags & FAB_WR_SIGNALED))
 		fab_credits_give(&l->fab->cq_credits, 1);
 	else

@@ -78,7 +78,8 @@ struct shm_kent {
 /* The fab page: written by its fab only (peers map it read-only: sealed). */
 struct shm_fpage {
 	uint64_t magic;
-	uint64_t slow_ns; /* LOCO_SHM_SLOW_WRITE of the target: how peers land WRITEs here */
+	uint64_t slow_ns;     /* LOCO_SHM_SLOW_WRITE of the target: how peers land WRITEs here */
+	uint32_t want_landed; /* fab_attr.landed is set: peers ring after WRITEs and atomics */
 	uint32_t waiting __attribute__((aligned(64))); /* the poller sleeps: ring the doorbell */
 	/*
 	 * Held by the provider thread for the fab's life: a robust, process-
@@ -99,6 +100,8 @@ struct shm_lpage {
 	uint64_t ring_cons __attribute__((aligned(64))); /* owner: ring bytes consumed */
 	uint64_t ring_prod __attribute__((aligned(64))); /* peer: ring bytes produced */
 	uint32_t rnr __attribute__((aligned(64))); /* owner: requests wait for the peer's RECVs */
+	uint32_t
+	    landed; /* peer: 1 after its WRITE or atomic here, until our thread told the core */
 	uint32_t rq_lens[SHM_RQ_MAX] __attribute__((aligned(64))); /* owner: lengths of RECVs */
 	uint8_t ring[SHM_RING] __attribute__((aligned(64)));       /* peer writes records */
 };
