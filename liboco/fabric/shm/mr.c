@@ -106,6 +106,21 @@ static int fd_of(const struct vma *v)
 	return open(path, O_RDWR | O_CLOEXEC);
 }
 
+/*
+ * copy_words -- copy pages word by word, not instrumented: the pages of a
+ * region registered from malloc() may hold a sanitizer's redzones, which
+ * the new mapping must keep as they are.
+ */
+__attribute__((no_sanitize("address"))) static void copy_words(void *dst, const void *src,
+                                                               size_t len)
+{
+	volatile uint64_t *d = dst;
+	const volatile uint64_t *x = src;
+
+	for (size_t i = 0; i < len / 8; i++)
+		d[i] = x[i];
+}
+
 /* adopt -- copy [@s, @e) into a new memfd mapped over it at the same address. The fd or -errno. */
 static int adopt(uintptr_t s, uintptr_t e)
 {
@@ -120,7 +135,7 @@ static int adopt(uintptr_t s, uintptr_t e)
 	tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (tmp == MAP_FAILED)
 		goto err;
-	memcpy(tmp, (const void *)s, len);
+	copy_words(tmp, (const void *)s, len);
 	munmap(tmp, len);
 	p = mmap((void *)s, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
 	if (p == MAP_FAILED)
@@ -174,14 +189,23 @@ static int arena_for(struct shm_fab *f, uintptr_t addr, size_t len, uint32_t *id
 		*off = v.off + (addr - v.start);
 	} else if (v.perms[3] == 'p' && v.ino == 0 && strcmp(v.path, "[stack]") != 0 &&
 	           strcmp(v.path, "[vvar]") != 0 && strcmp(v.path, "[vdso]") != 0) {
-		/* the 2 MiB-aligned window around the region (the core's chunks), within the mapping */
+		/*
+		 * A mapping that fits the 2 MiB-aligned window around the region
+		 * (a chunk of the core's arenas, a test's mmap) is adopted whole,
+		 * so that its other regions share the arena; in a larger mapping
+		 * (merged with neighbours: malloc's, a sanitizer's) only the
+		 * region's own pages, never memory that is not the caller's.
+		 */
 		uintptr_t s = ps & ~(uintptr_t)(SHM_ADOPT_ALIGN - 1);
 		uintptr_t e = (pe + SHM_ADOPT_ALIGN - 1) & ~(uintptr_t)(SHM_ADOPT_ALIGN - 1);
 
-		if (s < v.start)
+		if (v.start >= s && v.end <= e) {
 			s = v.start;
-		if (e > v.end || e < pe)
 			e = v.end;
+		} else {
+			s = ps;
+			e = pe;
+		}
 		a.fd = adopt(s, e);
 		if (a.fd < 0) {
 			lc_log_err("shm: cannot adopt %p+%zu into a memfd: %s", (void *)s, e - s,
