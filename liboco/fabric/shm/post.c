@@ -139,6 +139,7 @@ static int remote_ptr(struct shm_link *l, uint32_t rkey, uint64_t addr, uint64_t
 {
 	const struct shm_kent *e = &l->pfab->ent[rkey & (SHM_KEYS - 1)];
 	struct shm_kent c;
+	uint8_t *base;
 	uint64_t off;
 	int ok = 0;
 
@@ -161,12 +162,16 @@ static int remote_ptr(struct shm_link *l, uint32_t rkey, uint64_t addr, uint64_t
 	if (addr < c.base || addr - c.base > c.len || len > c.len - (addr - c.base))
 		return -EACCES;
 	off = c.off + (addr - c.base);
-	if (l->maps[c.arena].base == NULL)
+	/* pairs with the release store in map_arena() */
+	base = __atomic_load_n(&l->maps[c.arena].base, __ATOMIC_ACQUIRE);
+	if (base == NULL) {
 		shm_link_drain(l); /* the ARENA message precedes the key's publication */
-	if (l->maps[c.arena].base == NULL || off < c.off || off > l->maps[c.arena].size ||
+		base = __atomic_load_n(&l->maps[c.arena].base, __ATOMIC_ACQUIRE);
+	}
+	if (base == NULL || off < c.off || off > l->maps[c.arena].size ||
 	    len > l->maps[c.arena].size - off)
 		return -EACCES;
-	*out = l->maps[c.arena].base + off;
+	*out = base + off;
 	return 0;
 }
 
