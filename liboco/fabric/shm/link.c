@@ -732,6 +732,7 @@ int shm_link_admit(struct fab_link *link)
 		__atomic_store_n(&l->state, SHM_LINK_UP, __ATOMIC_RELEASE);
 		if (l->in_epoll)
 			epoll_ctl(f->epfd, EPOLL_CTL_MOD, l->fd, &ev);
+		shm_link_progress(l); /* requests posted while it was held */
 	} else if (ret) {
 		shm_link_fail(l, ret, ret, NULL);
 	}

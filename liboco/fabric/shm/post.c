@@ -453,13 +453,14 @@ int shm_post(struct fab_link *link, const struct fab_wr *wr, int n)
 		if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == SHM_LINK_UP &&
 		    shm_peer_gone(l->pfab))
 			fail_locked(l, -ECONNRESET, -ECONNRESET, NULL);
-		if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) != SHM_LINK_UP) {
+		if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == SHM_LINK_DOWN) {
 			shm_cq_push(f, l, wr[i].wrid, wr[i].opcode,
 			            __atomic_load_n(&l->err, __ATOMIC_ACQUIRE), 0, 0, 0);
 			continue;
 		}
-		if (l->dq_head != l->dq_tail)
-			break; /* behind a waiting SEND */
+		if (l->dq_head != l->dq_tail ||
+		    __atomic_load_n(&l->state, __ATOMIC_ACQUIRE) != SHM_LINK_UP)
+			break; /* behind a waiting SEND, or held: run at admission */
 		ret = exec_one(l, &wr[i], wr[i].local);
 		if (ret == DEFER)
 			break;
@@ -477,7 +478,8 @@ int shm_post(struct fab_link *link, const struct fab_wr *wr, int n)
 			copy_out(l->dq_inline + (size_t)slot * max_inline, wr[i].local, wr[i].len);
 		__atomic_store_n(&l->dq_tail, l->dq_tail + 1, __ATOMIC_RELEASE);
 	}
-	if (l->dq_head != l->dq_tail)
+	if (l->dq_head != l->dq_tail && l->mine != NULL &&
+	    __atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == SHM_LINK_UP)
 		defer_wait(l);
 	pthread_spin_unlock(&l->post_lock);
 	shm_cq_wake(f);
