@@ -335,10 +335,12 @@ static void fail_locked(struct shm_link *l, int first_err, int err, const char *
 	__atomic_store_n(&l->cause, first_err, __ATOMIC_RELEASE);
 	__atomic_store_n(&l->err, err, __ATOMIC_RELEASE);
 	__atomic_store_n(&l->state, SHM_LINK_DOWN, __ATOMIC_RELEASE);
-	for (; l->dq_head != l->dq_tail; l->dq_head++, first = 0)
+	for (; l->dq_head != l->dq_tail; first = 0) {
 		shm_cq_push(f, l, l->dq[l->dq_head & l->dq_mask].wrid,
 		            l->dq[l->dq_head & l->dq_mask].opcode, first ? first_err : err, 0, 0,
 		            0);
+		__atomic_store_n(&l->dq_head, l->dq_head + 1, __ATOMIC_RELAXED); /* peeked */
+	}
 	for (; l->rq_cons != l->rq_prod; l->rq_cons++)
 		shm_cq_push(f, l, l->rq[l->rq_cons & l->rq_mask].wrid, FAB_OP_RECV, -ECANCELED, 0,
 		            0, 0);
@@ -412,7 +414,7 @@ static int run_deferred(struct shm_link *l)
 
 		if (ret == DEFER)
 			break;
-		l->dq_head++;
+		__atomic_store_n(&l->dq_head, l->dq_head + 1, __ATOMIC_RELAXED); /* peeked */
 		moved = 1;
 		complete(l, wr, ret);
 		if (ret) {
@@ -579,8 +581,11 @@ int shm_link_progress(struct shm_link *l)
 
 	if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) != SHM_LINK_UP || l->mine == NULL)
 		return 0;
-	if (__atomic_load_n(&l->mine->ring_prod, __ATOMIC_ACQUIRE) == l->mine->ring_cons &&
-	    __atomic_load_n(&l->dq_tail, __ATOMIC_ACQUIRE) == l->dq_head)
+	/* a peek without the lock: a stale look only delays the work to the next poll */
+	if (__atomic_load_n(&l->mine->ring_prod, __ATOMIC_ACQUIRE) ==
+	        __atomic_load_n(&l->mine->ring_cons, __ATOMIC_RELAXED) &&
+	    __atomic_load_n(&l->dq_tail, __ATOMIC_ACQUIRE) ==
+	        __atomic_load_n(&l->dq_head, __ATOMIC_RELAXED))
 		return 0;
 	pthread_spin_lock(&l->post_lock);
 	if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == SHM_LINK_UP)
