@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * rpipe.c -- the rpipe's set-up and the state both ends share (the
+ * design is in rpipe_impl.h). Public API only.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "obj_util.h"
+#include "rpipe_impl.h"
+
+/* rp_peer_leave -- on the progress thread: the other end left for good. */
+static void rp_peer_leave(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
+{
+	loco_rpipe_t *p = arg;
+
+	(void)obj, (void)view;
+	if (node == (p->is_writer ? p->reader : p->writer))
+		__atomic_store_n(&p->lost, 1, __ATOMIC_RELEASE); /* pairs with is_lost() */
+}
+
+static const struct loco_object_ops rp_ops = {
+    .peer_leave = rp_peer_leave,
+};
+
+int loco_rpipe_create(loco_channel_t *ch, const char *name, uint32_t writer, uint32_t reader,
+                      size_t ring_bytes, loco_rpipe_t **out)
+{
+	loco_rpipe_t *p;
+	uint32_t me;
+	int ret;
+
+	if (ch == NULL || name == NULL || out == NULL || writer == 0 || reader == 0 ||
+	    writer == reader || ring_bytes < LOCO_RPIPE_RING_MIN ||
+	    ring_bytes > LOCO_RPIPE_RING_MAX || ring_bytes % 64 != 0)
+		return -EINVAL;
+	me = loco_node_id(loco_channel_manager(ch));
+	if (me != writer && me != reader)
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return -ENOMEM;
+	p->ch = ch;
+	p->m = loco_channel_manager(ch);
+	p->size = ring_bytes;
+	p->writer = writer;
+	p->reader = reader;
+	p->me = me;
+	p->is_writer = me == writer;
+	ret = -ENOMEM;
+	p->xs = XXH3_createState();
+	if (p->xs == NULL)
+		goto err_free;
+	ret = loco_ack_key_create(p->m, &p->dack);
+	if (ret)
+		goto err_free;
+	ret = loco_ack_key_create(p->m, &p->cack);
+	if (ret)
+		goto err_dack;
+	ret = loco_object_create(ch, name, &rp_ops, p, &p->obj);
+	if (ret)
+		goto err_cack;
+	/*
+	 * both ends must name the same ends and ring: checked as they pair.
+	 * The ends go in one parameter (writer << 32 | reader): a pipe takes
+	 * 4 of the channel's 64 announced entries (2 parameters, 2 regions).
+	 */
+	ret = loco_object_agree(p->obj, "ends", (uint64_t)writer << 32 | reader);
+	if (ret == 0)
+		ret = loco_object_agree(p->obj, "ring", ring_bytes);
+	if (ret)
+		goto err_obj;
+	/* the ctl first: loco_object_sync() waits for the first region */
+	ret = loco_region_create(p->obj, "ctl", CTL_LEN, LOCO_ACCESS_WRITE, &p->ctl);
+	if (ret)
+		goto err_obj;
+	ret = loco_region_create(p->obj, "ring", ring_bytes, p->is_writer ? 0 : LOCO_ACCESS_WRITE,
+	                         &p->ring);
+	if (ret)
+		goto err_obj;
+	p->base = loco_region_ptr(p->ring);
+	p->ctlw = loco_region_ptr(p->ctl);
+	*out = p;
+	return 0;
+
+err_obj:
+	loco_object_destroy(p->obj); /* and its regions */
+err_cack:
+	loco_ack_key_destroy(p->cack);
+err_dack:
+	loco_ack_key_destroy(p->dack);
+err_free:
+	XXH3_freeState(p->xs);
+	free(p);
+	return ret;
+}
+
+void loco_rpipe_destroy(loco_rpipe_t *p)
+{
+	if (p == NULL)
+		return;
+	loco_ack_key_destroy(p->dack); /* waits for the WRITEs in flight */
+	loco_ack_key_destroy(p->cack);
+	loco_object_destroy(p->obj);
+	XXH3_freeState(p->xs);
+	free(p);
+}
+
+size_t loco_rpipe_max_msg(const loco_rpipe_t *p)
+{
+	return p ? (size_t)p->size - LOCO_RPIPE_OVERHEAD : 0;
+}
+
+void loco_rpipe_stats(const loco_rpipe_t *p, loco_rpipe_stats_t *st)
+{
+	if (p != NULL && st != NULL)
+		*st = p->st;
+}
+
+/* rp_peer -- look the other end's regions up once: 0, -ENOENT (not paired yet), or an error. */
+int rp_peer(loco_rpipe_t *p)
+{
+	uint32_t other = p->is_writer ? p->reader : p->writer;
+	int ret;
+
+	if (p->have_peer)
+		return 0;
+	ret = loco_region_remote(p->ctl, other, &p->rctl);
+	if (ret == 0 && p->is_writer)
+		ret = loco_region_remote(p->ring, other, &p->rring);
+	if (ret == 0)
+		p->have_peer = 1;
+	return ret;
+}
+
+/*
+ * loco_rpipe_sync -- wait until the other end's regions are known (it
+ * made the pipe and paired): only the two ends matter, not the channel's
+ * other nodes (so not loco_object_sync()).
+ */
+int loco_rpipe_sync(loco_rpipe_t *p, int64_t timeout_ns)
+{
+	int64_t deadline = obj_deadline(timeout_ns);
+	loco_waiter_t w;
+	int ret;
+
+	if (p == NULL)
+		return -EINVAL;
+	loco_waiter_init(&w, p->m);
+	while ((ret = rp_peer(p)) == -ENOENT) {
+		if (loco_channel_partitioned(p->ch))
+			return -LOCO_EPARTITION;
+		if (deadline >= 0 && obj_now_ns() >= deadline)
+			return -ETIMEDOUT;
+		loco_waiter_pause(&w);
+	}
+	return ret;
+}
+
+/* rp_lose -- the pipe is unusable from now on. */
+int rp_lose(loco_rpipe_t *p)
+{
+	__atomic_store_n(&p->lost, 1, __ATOMIC_RELEASE);
+	return -ECONNRESET;
+}
+
+/* rp_check -- the state every call looks at first: 0 or the error to return. */
+int rp_check(loco_rpipe_t *p)
+{
+	int ret = loco_object_status(p->obj);
+
+	if (ret)
+		return ret;
+	if (p->is_writer) {
+		ret = loco_ack_wait(p->dack, 0); /* errors of completed data WRITEs */
+		if (ret != 0 && ret != -ETIMEDOUT)
+			return rp_lose(p);
+		if (is_lost(p))
+			return -ECONNRESET;
+	}
+	if (loco_channel_partitioned(p->ch))
+		return -LOCO_EPARTITION;
+	return 0;
+}
+
+/*
+ * rp_ctl_put -- write @v into the other end's ctl word 0 from a source slot.
+ * Every ctl WRITE is signaled and WRITEs to one node complete in order:
+ * with fewer than CTL_SLOTS outstanding, the slot used CTL_SLOTS WRITEs
+ * ago is free. Returns 0 when posted, -EAGAIN (try later), or an error.
+ */
+int rp_ctl_put(loco_rpipe_t *p, uint64_t v)
+{
+	unsigned slot = (unsigned)(p->ctl_n % CTL_SLOTS);
+	int ret;
+
+	if (loco_ack_outstanding(p->cack) >= CTL_SLOTS)
+		return -EAGAIN;
+	ret = loco_ack_wait(p->cack, 0);
+	if (ret != 0 && ret != -ETIMEDOUT && p->is_writer)
+		return rp_lose(p);
+	__atomic_store_n(&p->ctlw[CTL_SRC + slot], v, __ATOMIC_RELEASE);
+	ret = loco_write(p->ctl, (CTL_SRC + slot) * 8, &p->rctl, 0, 8, p->cack);
+	if (ret == 0)
+		p->ctl_n++;
+	return ret;
+}

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * rpipe_impl.h -- objects/-private: the parts of the rpipe (rpipe.c: set-up
+ * and the state both ends share, rpipe_write.c: the writer, rpipe_read.c:
+ * the reader). A one-way pipe between two nodes: a ring in the reader's
+ * memory that the writer fills with one RDMA WRITE per message, through
+ * its shadow of the reader's ring (RDMA Managed Buffers' rpipe). Public
+ * API only.
+ *
+ * Regions (both ends make both; the lengths are checked at pairing):
+ *   "ring"  ring_bytes. The reader's copy is the ring (remotely
+ *           writable). The writer's copy is its shadow: a message bound
+ *           for ring offset X is built at offset X of the shadow and
+ *           written from there, so the zero-copy writer builds in place
+ *           and the shadow keeps every unconsumed message.
+ *   "ctl"   128 bytes. Word 0 is written by the other end: on the writer
+ *           the reader's position (bytes consumed, for ever growing), on
+ *           the reader the position the writer waits for ("want").
+ *           Words 8..15 are this end's sources of those WRITEs.
+ *
+ * A record, 8-byte aligned, never across the ring's end:
+ *   u32 len, u32 tag (kind | seq << 8), u64 sum, payload (padded to 8),
+ *   u64 trailer (= sum).
+ * sum = XXH3-64 of the payload seeded with (seq, len, kind); seq counts
+ * records from 0. A PAD record (header only) says "go back to the start";
+ * fewer than 16 bytes left before the end are skipped without a record.
+ * The reader takes a record once tag, trailer and sum all match: a WRITE
+ * may land its 64-byte lines in any order (DESIGN §3), so a flag alone
+ * could be seen before the payload; the checksum covers every byte, and
+ * the seq in the seed rejects a former lap's record at the same place.
+ * The trailer is a cheap first test (no hashing while the tail of a
+ * message is still in flight on a fabric that lands lines in order).
+ *
+ * Flow: the writer knows free = ring - (tail - head) from the head the
+ * reader last wrote into its ctl. The reader writes its head when a
+ * quarter of the ring was consumed since the last time, or when the
+ * writer asked: a writer short of room writes the head it needs into the
+ * reader's ctl (once per wait) and the reader returns space as soon as it
+ * has consumed that far (on release, and while it waits for a message).
+ * Space is never reused before the reader consumed it, which also proves
+ * that the WRITE that used it (and its source) is done.
+ *
+ * Failure: peer_leave(other end) makes the pipe lost: the writer's calls
+ * fail with -ECONNRESET; the reader reads what fully landed, then fails
+ * with -ECONNRESET. One WRITE in flight at a time is signaled to an ack
+ * key, whose errors make the writer's pipe lost too (a message may have
+ * been dropped on a failed link: never go on silently).
+ */
+#ifndef LOCO_OBJECTS_RPIPE_IMPL_H
+#define LOCO_OBJECTS_RPIPE_IMPL_H
+
+#include <stdint.h>
+
+#include <xxhash.h>
+
+#include <loco.h>
+#include <loco/rpipe.h>
+
+#define CTL_LEN   128u
+#define CTL_SRC   8u /* first source slot word */
+#define CTL_SLOTS 8u
+#define HDR       16u
+#define TRL       8u
+
+enum {
+	KIND_MSG = 1,
+	KIND_PAD = 2,
+};
+
+struct rec_hdr {
+	uint32_t len;
+	uint32_t tag;
+	uint64_t sum;
+};
+
+struct loco_rpipe {
+	loco_object_t *obj;
+	loco_channel_t *ch;
+	loco_manager_t *m;
+	loco_region_t *ring;
+	loco_region_t *ctl;
+	loco_ack_key_t *dack; /* data WRITEs: one signaled at a time (errors) */
+	loco_ack_key_t *cack; /* ctl WRITEs: every one (source slot reuse) */
+	uint8_t *base;        /* local ring (reader) or shadow (writer) */
+	XXH3_state_t *xs;     /* reader: hashing a long payload in pieces */
+	uint64_t *ctlw;       /* local ctl words */
+	uint64_t size;
+	uint32_t writer, reader, me;
+	int is_writer;
+	int lost;          /* atomic: the other end left, or a WRITE failed: sticky */
+	int have_peer;     /* the other end's regions were looked up */
+	loco_rref_t rring; /* writer: the reader's ring */
+	loco_rref_t rctl;  /* the other end's ctl */
+	uint64_t seq;      /* records written / read */
+	uint64_t ctl_n;    /* ctl WRITEs posted */
+	/* writer */
+	uint64_t tail;   /* bytes placed (positions grow for ever) */
+	uint64_t asked;  /* the last want written */
+	size_t resv_off; /* reservation: ring offset of its record */
+	size_t resv_len; /* reserved payload bytes (0: none) */
+	/* reader */
+	uint64_t head;      /* bytes consumed */
+	uint64_t published; /* the head written to the writer last */
+	size_t peek_rec;    /* bytes of the peeked record (0: none) */
+	loco_rpipe_stats_t st;
+};
+
+static inline int is_lost(const loco_rpipe_t *p)
+{
+	return __atomic_load_n(&p->lost, __ATOMIC_ACQUIRE);
+}
+
+static inline uint64_t r8(uint64_t n)
+{
+	return (n + 7) & ~(uint64_t)7;
+}
+
+static inline uint32_t tag_of(int kind, uint64_t seq)
+{
+	return (uint32_t)kind | (uint32_t)(seq << 8);
+}
+
+static inline uint64_t seed_of(size_t len, uint64_t seq, int kind)
+{
+	return seq * 0x9E3779B97F4A7C15ull ^ ((uint64_t)len << 8 | (uint64_t)kind);
+}
+
+/* sum_of -- the sum of a record's payload in private memory (the writer's shadow; a PAD's none). */
+static inline uint64_t sum_of(const void *data, size_t len, uint64_t seq, int kind)
+{
+	return XXH3_64bits_withSeed(data, len, seed_of(len, seq, kind));
+}
+
+/* rp_peer -- look the other end's regions up once: 0, -ENOENT (not paired yet), or an error. */
+int rp_peer(loco_rpipe_t *p);
+
+/* rp_lose -- the pipe is unusable from now on: -ECONNRESET. */
+int rp_lose(loco_rpipe_t *p);
+
+/* rp_check -- what every call looks at first: 0 or the error to return. */
+int rp_check(loco_rpipe_t *p);
+
+/* rp_ctl_put -- write @v into the other end's ctl word 0: 0, -EAGAIN (try later), or an error. */
+int rp_ctl_put(loco_rpipe_t *p, uint64_t v);
+
+#endif /* LOCO_OBJECTS_RPIPE_IMPL_H */

@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * rpipe_write.c -- the rpipe's writer: room from the reader's returned
+ * position, records built in the shadow, one WRITE each (rpipe_impl.h).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "obj_util.h"
+#include "rpipe_impl.h"
+
+/* room -- ring bytes free for the writer (may be < 0 right after a skip). */
+static int64_t room(const loco_rpipe_t *p)
+{
+	uint64_t head = __atomic_load_n(&p->ctlw[0], __ATOMIC_ACQUIRE); /* the reader's ctl_put */
+
+	return (int64_t)p->size - (int64_t)(p->tail - head);
+}
+
+/* wait_room -- wait until @need bytes from tail on are free, or @deadline. */
+static int wait_room(loco_rpipe_t *p, uint64_t need, int64_t deadline, int nonblock)
+{
+	loco_waiter_t w;
+	int counted = 0;
+
+	loco_waiter_init(&w, p->m);
+	for (unsigned n = 0;; n++) {
+		uint64_t want;
+		int ret;
+
+		if (room(p) >= (int64_t)need)
+			return 0;
+		if (!counted) {
+			p->st.full++;
+			counted = 1;
+		}
+		ret = rp_check(p);
+		if (ret)
+			return ret;
+		/* ask the reader for the space (once per position wanted) */
+		want = p->tail + need - p->size;
+		if (want > p->asked) {
+			ret = rp_ctl_put(p, want);
+			if (ret == 0) {
+				p->asked = want;
+				p->st.asks++;
+			} else if (ret != -EAGAIN) {
+				return ret == -ECONNRESET ? ret : rp_lose(p);
+			}
+		}
+		if (nonblock)
+			return -EAGAIN;
+		if (deadline >= 0 && n >= 4 && obj_now_ns() >= deadline)
+			return -ETIMEDOUT;
+		loco_waiter_pause(&w);
+	}
+}
+
+/*
+ * post -- WRITE the record of @len ring bytes at @off from the shadow.
+ * One data WRITE at a time is signaled (to learn of errors); a full
+ * queue is retried until @deadline.
+ */
+static int post(loco_rpipe_t *p, size_t off, size_t len, int64_t deadline, int nonblock)
+{
+	loco_ack_key_t *ack = loco_ack_outstanding(p->dack) == 0 ? p->dack : NULL;
+	loco_waiter_t w;
+	int ret;
+
+	loco_waiter_init(&w, p->m);
+	for (unsigned n = 0;; n++) {
+		ret = loco_write(p->ring, off, &p->rring, off, len, ack);
+		if (ret != -EAGAIN)
+			break;
+		if (nonblock || (deadline >= 0 && obj_now_ns() >= deadline))
+			return nonblock ? -EAGAIN : -ETIMEDOUT;
+		if (is_lost(p))
+			return -ECONNRESET;
+		loco_waiter_pause(&w);
+	}
+	if (ret == -ENOTCONN || obj_peer_gone_err(ret))
+		return rp_lose(p);
+	return ret;
+}
+
+/*
+ * place -- find ring room for a record of @rec bytes at the tail: skip or
+ * pad to the ring's start when it does not fit before the end (the pad
+ * is a record of its own), then wait for the room. Sets *@off.
+ */
+static int place(loco_rpipe_t *p, uint64_t rec, int64_t deadline, int nonblock, size_t *off)
+{
+	int ret = rp_check(p);
+
+	if (ret)
+		return ret;
+	ret = rp_peer(p);
+	if (ret == -ENOENT) {
+		/* the reader has not paired yet: wait for it as for room */
+		loco_waiter_t w;
+
+		loco_waiter_init(&w, p->m);
+		while ((ret = rp_peer(p)) == -ENOENT) {
+			if (nonblock)
+				return -EAGAIN;
+			if (deadline >= 0 && obj_now_ns() >= deadline)
+				return -ETIMEDOUT;
+			if (is_lost(p))
+				return -ECONNRESET;
+			loco_waiter_pause(&w);
+		}
+	}
+	if (ret)
+		return ret;
+	for (;;) {
+		size_t o = (size_t)(p->tail % p->size);
+		uint64_t left = p->size - o;
+		struct rec_hdr *h;
+
+		if (left < HDR) {
+			p->tail += left; /* nothing written: the reader skips it too */
+			p->st.wraps++;
+			continue;
+		}
+		if (left >= rec) {
+			ret = wait_room(p, rec, deadline, nonblock);
+			if (ret)
+				return ret;
+			*off = o;
+			return 0;
+		}
+		ret = wait_room(p, left, deadline, nonblock);
+		if (ret)
+			return ret;
+		h = (struct rec_hdr *)(void *)(p->base + o);
+		h->len = 0;
+		h->tag = tag_of(KIND_PAD, p->seq);
+		h->sum = sum_of(NULL, 0, p->seq, KIND_PAD);
+		ret = post(p, o, HDR, deadline, nonblock);
+		if (ret)
+			return ret;
+		p->seq++;
+		p->tail += left;
+		p->st.wraps++;
+	}
+}
+
+/* seal -- the record at @off with @len payload bytes in place: header and trailer. */
+static uint64_t seal(loco_rpipe_t *p, size_t off, size_t len)
+{
+	struct rec_hdr *h = (struct rec_hdr *)(void *)(p->base + off);
+	uint64_t sum = sum_of(p->base + off + HDR, len, p->seq, KIND_MSG);
+	uint64_t rec = HDR + r8(len) + TRL;
+
+	h->len = (uint32_t)len;
+	h->tag = tag_of(KIND_MSG, p->seq);
+	h->sum = sum;
+	memcpy(p->base + off + rec - TRL, &sum, sizeof(sum));
+	return rec;
+}
+
+static int writer_args(loco_rpipe_t *p, size_t len)
+{
+	if (!p->is_writer)
+		return -EPERM;
+	if (p->resv_len != 0)
+		return -EBUSY;
+	if (len > p->size - LOCO_RPIPE_OVERHEAD)
+		return -EMSGSIZE;
+	return 0;
+}
+
+int loco_rpipe_write(loco_rpipe_t *p, const void *buf, size_t len, int64_t timeout_ns)
+{
+	int64_t deadline = obj_deadline(timeout_ns);
+	uint64_t rec;
+	size_t off;
+	int ret;
+
+	if (p == NULL || buf == NULL || len == 0)
+		return -EINVAL;
+	ret = writer_args(p, len);
+	if (ret)
+		return ret;
+	rec = HDR + r8(len) + TRL;
+	ret = place(p, rec, deadline, timeout_ns == 0, &off);
+	if (ret)
+		return ret;
+	memcpy(p->base + off + HDR, buf, len);
+	seal(p, off, len);
+	ret = post(p, off, rec, deadline, timeout_ns == 0);
+	if (ret)
+		return ret; /* nothing placed: the tail stays */
+	p->seq++;
+	p->tail += rec;
+	p->st.msgs++;
+	p->st.bytes += len;
+	return 0;
+}
+
+int loco_rpipe_reserve(loco_rpipe_t *p, size_t len, void **ptr, int64_t timeout_ns)
+{
+	size_t off;
+	int ret;
+
+	if (p == NULL || ptr == NULL || len == 0)
+		return -EINVAL;
+	ret = writer_args(p, len);
+	if (ret)
+		return ret;
+	ret = place(p, HDR + r8(len) + TRL, obj_deadline(timeout_ns), timeout_ns == 0, &off);
+	if (ret)
+		return ret;
+	p->resv_off = off;
+	p->resv_len = len;
+	*ptr = p->base + off + HDR;
+	return 0;
+}
+
+int loco_rpipe_commit(loco_rpipe_t *p, size_t len)
+{
+	uint64_t rec;
+	int ret;
+
+	if (p == NULL || !p->is_writer || p->resv_len == 0 || len == 0 || len > p->resv_len)
+		return -EINVAL;
+	rec = seal(p, p->resv_off, len);
+	ret = post(p, p->resv_off, rec, -1, 0); /* a full queue drains: no deadline */
+	if (ret) {
+		p->resv_len = 0;
+		return ret;
+	}
+	p->resv_len = 0;
+	p->seq++;
+	p->tail += rec;
+	p->st.msgs++;
+	p->st.bytes += len;
+	return 0;
+}

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * rpipe-kill.c -- one end of a pipe is SIGKILLed mid-stream: the other
+ * end's calls fail with -ECONNRESET within the failure bound (no hang),
+ * and a pipe between two other nodes streams on unaffected.
+ *
+ * loco-run -n 3, argument "reader" or "writer": the end that dies. Node 1
+ * spawns node 9 (this program, role "victim-reader" or "victim-writer");
+ * nodes 1, 2, 3 and 9 join channel "rpk". Pipe "v" joins node 2 and node
+ * 9 (2 -> 9 when the reader dies, 9 -> 2 when the writer dies); pipe "o"
+ * runs 3 -> 1 the whole time (node 1 reads it in a thread).
+ *
+ * Node 2 streams through "v" (checking every message it reads); once it
+ * has passed MID messages it says so, and node 1 SIGKILLs node 9 and
+ * publishes the kill time. Node 2 goes on until a call fails: it must be
+ * -ECONNRESET within 2 failure bounds + 1 s of the kill, and stay so: a
+ * WRITE to a dead reader fails at once, but a writer waiting for room or
+ * a reader waiting for a message learns it from the view that removes
+ * the node (about one bound, 1.0-1.05 s with 1 s here; lock-dead-holder
+ * allows the same: a bound + 1 s for the link, as much for the view). Messages read before were all whole and in order.
+ * Node 3 then writes 1000 more messages through "o"; node 1 checks all.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <loco/rpipe.h>
+
+#include "rpipe-pattern.h"
+#include "scenario.h"
+
+#define VICTIM   9
+#define RING     (64u * 1024)
+#define MAXMSG   4096u
+#define MID      5000u
+#define AFTER    1000u
+#define TMO      (20 * SC_NS)
+#define SLACK_MS 1000
+#define BOX_MID  1 /* node 2 passed MID messages */
+#define BOX_T    2 /* node 1's kill time */
+#define BOX_DONE 3 /* node 2 saw the error */
+#define BOX_OTOT 4 /* node 3: messages it writes through "o" in all, + 1 */
+#define SEED_V   9
+#define SEED_O   3
+
+static uint8_t buf[MAXMSG];
+
+/* stream_write -- message k of @seed through @p: 0 or the error. */
+static int stream_write(loco_rpipe_t *p, uint64_t seed, uint64_t k, int64_t tmo)
+{
+	size_t len = rp_size(seed, k, MAXMSG);
+
+	rp_fill(buf, len, seed, k);
+	return loco_rpipe_write(p, buf, len, tmo);
+}
+
+/* stream_read -- read message k of @seed from @p and check it: 0 or the error. */
+static int stream_read(loco_rpipe_t *p, uint8_t *b, uint64_t seed, uint64_t k, int64_t tmo)
+{
+	size_t len = 0;
+	int ret = loco_rpipe_read(p, b, MAXMSG, &len, tmo);
+
+	if (ret)
+		return ret;
+	if (len != rp_size(seed, k, MAXMSG) || !rp_check(b, len, seed, k))
+		SC_FAIL("message %llu of seed %llu (%zu B): wrong length or content",
+		        (unsigned long long)k, (unsigned long long)seed, len);
+	return 0;
+}
+
+/* victim_main -- node 9: the pipe's other end, streaming until SIGKILLed. */
+static noreturn void victim_main(int reader)
+{
+	loco_manager_t *m = sc_start();
+	loco_channel_t *ch;
+	loco_rpipe_t *v;
+	uint64_t k = 0;
+
+	SC_ASSERT_OK(loco_channel_create(m, NULL, "rpk", 4, &ch));
+	SC_ASSERT_OK(
+	    loco_rpipe_create(ch, "v", reader ? 2 : VICTIM, reader ? VICTIM : 2, RING, &v));
+	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
+	sc_log("node %u is the %s of v (pid %d)", loco_node_id(m), reader ? "reader" : "writer",
+	       (int)getpid());
+	sc_report("ready");
+	for (;; k++) {
+		int ret =
+		    reader ? stream_read(v, buf, SEED_V, k, TMO) : stream_write(v, SEED_V, k, TMO);
+
+		if (ret)
+			SC_FAIL("victim: message %llu: %s", (unsigned long long)k,
+			        loco_strerror(ret));
+	}
+}
+
+struct oread {
+	loco_rpipe_t *p;
+	struct sc_sync *sync;
+	uint64_t n;
+};
+
+/* o_reader -- node 1: read "o" until node 3's total is known and reached. */
+static void *o_reader(void *arg)
+{
+	static uint8_t b[MAXMSG];
+	struct oread *o = arg;
+	int64_t end = sc_now_ns() + 60 * SC_NS;
+
+	for (;;) {
+		uint64_t tot = sc_sync_get(o->sync, BOX_OTOT);
+		int ret;
+
+		if (tot != 0 && o->n == tot - 1)
+			return NULL;
+		ret = stream_read(o->p, b, SEED_O, o->n, 100000000);
+		if (ret == 0)
+			o->n++;
+		else if (ret != -ETIMEDOUT)
+			SC_FAIL("read of o, message %llu: %s", (unsigned long long)o->n,
+			        loco_strerror(ret));
+		if (sc_now_ns() > end)
+			SC_FAIL("o: %llu messages in 60 s, node 3 wrote %llu",
+			        (unsigned long long)o->n, (unsigned long long)(tot ? tot - 1 : 0));
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const uint32_t base[] = {1, 2, 3};
+	loco_manager_t *m;
+	loco_channel_t *ch;
+	loco_rpipe_t *v = NULL, *o = NULL;
+	struct sc_sync sync;
+	struct oread orr = {0};
+	pthread_t ot;
+	char line[64];
+	uint32_t me, ft;
+	uint64_t k = 0;
+	int64_t t_kill, t_err;
+	pid_t pid = 0;
+	int report = -1, reader_dies, ret;
+	double ms;
+
+	sc_init("rpipe-kill", argc, argv, 100);
+	if (argc > 1 && strncmp(argv[1], "victim-", 7) == 0)
+		victim_main(strcmp(argv[1], "victim-reader") == 0);
+	if (argc < 2 || (strcmp(argv[1], "reader") != 0 && strcmp(argv[1], "writer") != 0))
+		SC_FAIL("usage: rpipe-kill reader|writer");
+	reader_dies = strcmp(argv[1], "reader") == 0;
+	if (sc_nodes() != 3)
+		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
+	m = sc_start();
+	me = loco_node_id(m);
+	ft = sc_fail_timeout();
+	SC_WAIT_UNTIL(sc_members_are(m, base, 3), SC_WAIT_MS, "members {1, 2, 3}");
+	sc_sync_open(&sync, m, 3);
+	sc_sync_wait(&sync, "started", SC_WAIT_MS);
+
+	SC_ASSERT_OK(loco_channel_create(m, NULL, "rpk", 4, &ch));
+	if (me == 2)
+		SC_ASSERT_OK(loco_rpipe_create(ch, "v", reader_dies ? 2 : VICTIM,
+		                               reader_dies ? VICTIM : 2, RING, &v));
+	if (me == 1 || me == 3)
+		SC_ASSERT_OK(loco_rpipe_create(ch, "o", 3, 1, RING, &o));
+	if (me == 1)
+		pid = sc_spawn_node(m, reader_dies ? "victim-reader" : "victim-writer", VICTIM,
+		                    &report);
+	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
+	if (me == 1) {
+		sc_read_line(report, line, sizeof(line), SC_WAIT_MS);
+		SC_ASSERT(strcmp(line, "ready") == 0);
+		close(report);
+		orr.p = o;
+		orr.sync = &sync;
+		SC_ASSERT(pthread_create(&ot, NULL, o_reader, &orr) == 0);
+	}
+	sc_sync_wait(&sync, "joined", SC_WAIT_MS);
+
+	if (me == 1) {
+		SC_WAIT_UNTIL(sc_sync_get(&sync, BOX_MID) != 0, SC_WAIT_MS, "node 2 mid-stream");
+		t_kill = sc_now_ns();
+		SC_ASSERT_EQ(sc_kill(pid), 128 + 9);
+		sc_sync_put(&sync, BOX_T, (uint64_t)t_kill);
+		sc_log("killed node %u (the %s)", VICTIM, reader_dies ? "reader" : "writer");
+	} else if (me == 2) {
+		for (;; k++) {
+			ret = reader_dies ? stream_write(v, SEED_V, k, TMO)
+			                  : stream_read(v, buf, SEED_V, k, TMO);
+			if (ret)
+				break;
+			if (k == MID)
+				sc_sync_put(&sync, BOX_MID, 1);
+		}
+		t_err = sc_now_ns();
+		/* the error may come before node 1's mailbox write of the kill time */
+		SC_WAIT_UNTIL(sc_sync_get(&sync, BOX_T) != 0, SC_WAIT_MS, "node 1's kill time");
+		t_kill = (int64_t)sc_sync_get(&sync, BOX_T);
+		if (t_err < t_kill)
+			SC_FAIL("message %llu failed before the kill: %s", (unsigned long long)k,
+			        loco_strerror(ret));
+		ms = (double)(t_err - t_kill) / 1e6;
+		sc_log("%s message %llu: %s, %.1f ms after the kill",
+		       reader_dies ? "wrote" : "read", (unsigned long long)k, loco_strerror(ret),
+		       ms);
+		SC_ASSERT_EQ(ret, -ECONNRESET);
+		if (ms > 2.0 * ft + SLACK_MS)
+			SC_FAIL("the error came %.1f ms after the kill: over %u ms", ms,
+			        2 * ft + SLACK_MS);
+		ret = reader_dies ? stream_write(v, SEED_V, k, 0)
+		                  : loco_rpipe_read(v, buf, sizeof(buf), &(size_t){0}, 0);
+		SC_ASSERT_EQ(ret, -ECONNRESET); /* for good */
+		sc_sync_put(&sync, BOX_DONE, 1);
+	} else {
+		/* node 3: "o" streams on until after node 2's error, then AFTER more */
+		for (; sc_sync_get(&sync, BOX_DONE) == 0; k++)
+			SC_ASSERT_OK(stream_write(o, SEED_O, k, TMO));
+		sc_sync_put(&sync, BOX_OTOT, k + AFTER + 1);
+		for (uint64_t end = k + AFTER; k < end; k++)
+			SC_ASSERT_OK(stream_write(o, SEED_O, k, TMO));
+		sc_log("wrote %llu messages through o, %u after the failure", (unsigned long long)k,
+		       AFTER);
+	}
+	if (me == 1) {
+		pthread_join(ot, NULL);
+		sc_log("read all %llu messages of o", (unsigned long long)orr.n);
+	}
+	sc_sync_wait(&sync, "done", 60000);
+	loco_rpipe_destroy(o);
+	loco_rpipe_destroy(v);
+	SC_ASSERT_OK(loco_channel_destroy(ch));
+	sc_sync_close(&sync);
+	loco_fini(m);
+	return SC_EXIT_PASS;
+}
