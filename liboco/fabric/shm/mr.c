@@ -39,14 +39,19 @@ struct vma {
 	dev_t dev;
 	unsigned long ino;
 	char path[64];
+	int hugepage; /* VmFlags hg: madvise(MADV_HUGEPAGE), as the core's arena chunks */
 };
 
-/* vma_find -- the mapping holding [@ps, @pe) (page aligned), from /proc/self/maps. */
+/*
+ * vma_find -- the mapping holding [@ps, @pe) (page aligned), from
+ * /proc/self/smaps (its VmFlags say whether it was advised for huge
+ * pages: the core's arena chunks are).
+ */
 static int vma_find(uintptr_t ps, uintptr_t pe, struct vma *out)
 {
-	FILE *fp = fopen("/proc/self/maps", "re");
+	FILE *fp = fopen("/proc/self/smaps", "re");
 	char line[512];
-	int ret = -EINVAL;
+	int ret = -EINVAL, found = 0;
 
 	if (fp == NULL)
 		return -errno;
@@ -56,6 +61,12 @@ static int vma_find(uintptr_t ps, uintptr_t pe, struct vma *out)
 		int pos = 0;
 		struct vma v = {0};
 
+		if (found) {
+			if (strncmp(line, "VmFlags:", 8) != 0)
+				continue;
+			out->hugepage = strstr(line, " hg") != NULL;
+			break;
+		}
 		if (sscanf(line, "%lx-%lx %4s %llx %x:%x %lu %n", &s, &e, v.perms, &v.off, &maj,
 		           &min, &v.ino, &pos) < 7)
 			continue;
@@ -72,7 +83,7 @@ static int vma_find(uintptr_t ps, uintptr_t pe, struct vma *out)
 		}
 		*out = v;
 		ret = 0;
-		break;
+		found = 1;
 	}
 	fclose(fp);
 	return ret;
@@ -147,8 +158,14 @@ err:
 	return ret;
 }
 
-/* arena_for -- under fab->lock: the arena holding [@addr, @addr + @len), made if need be. */
-static int arena_for(struct shm_fab *f, uintptr_t addr, size_t len, uint32_t *id, uint64_t *off)
+/*
+ * arena_for -- under fab->lock: the arena holding [@addr, @addr + @len),
+ * made if need be. For a region with local access only (@remote 0) only
+ * the core's arena chunks are adopted, at their first region (so that no
+ * thread writes them while they are copied); 1 when it was not.
+ */
+static int arena_for(struct shm_fab *f, uintptr_t addr, size_t len, int remote, uint32_t *id,
+                     uint64_t *off)
 {
 	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t ps = addr & ~(pg - 1), pe = (addr + len + pg - 1) & ~(pg - 1);
@@ -157,6 +174,8 @@ static int arena_for(struct shm_fab *f, uintptr_t addr, size_t len, uint32_t *id
 	struct vma v;
 	int ret = vma_find(ps, pe, &v);
 
+	if (!remote && (ret || !v.hugepage || v.perms[3] != 'p' || v.ino != 0))
+		return 1; /* nothing to share; it stays as it is */
 	if (ret) {
 		lc_log_err("shm: cannot register %p+%zu: not inside one mapping", (void *)addr,
 		           len);
@@ -192,9 +211,11 @@ static int arena_for(struct shm_fab *f, uintptr_t addr, size_t len, uint32_t *id
 		/*
 		 * A mapping that fits the 2 MiB-aligned window around the region
 		 * (a chunk of the core's arenas, a test's mmap) is adopted whole,
-		 * so that its other regions share the arena; in a larger mapping
-		 * (merged with neighbours: malloc's, a sanitizer's) only the
-		 * region's own pages, never memory that is not the caller's.
+		 * so that its other regions share the arena; chunks of the core
+		 * merged into one mapping (advised for huge pages) one chunk; in
+		 * any other larger mapping (merged with neighbours: malloc's, a
+		 * sanitizer's) only the region's own pages, never memory that is
+		 * not the caller's.
 		 */
 		uintptr_t s = ps & ~(uintptr_t)(SHM_ADOPT_ALIGN - 1);
 		uintptr_t e = (pe + SHM_ADOPT_ALIGN - 1) & ~(uintptr_t)(SHM_ADOPT_ALIGN - 1);
@@ -202,6 +223,10 @@ static int arena_for(struct shm_fab *f, uintptr_t addr, size_t len, uint32_t *id
 		if (v.start >= s && v.end <= e) {
 			s = v.start;
 			e = v.end;
+		} else if (v.hugepage) {
+			/* chunks of the core's arenas merged into one mapping: one chunk */
+			s = s < v.start ? v.start : s;
+			e = e > v.end ? v.end : e;
 		} else {
 			s = ps;
 			e = pe;
@@ -271,8 +296,9 @@ int shm_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct 
 	if (m == NULL)
 		return -ENOMEM;
 	pthread_mutex_lock(&f->lock);
-	if (access & REMOTE)
-		ret = arena_for(f, (uintptr_t)addr, len, &arena, &off);
+	ret = arena_for(f, (uintptr_t)addr, len, (access & REMOTE) != 0, &arena, &off);
+	if (ret == 1)
+		ret = 0; /* local access only, in memory left as it is */
 	if (ret == 0)
 		ret = keytab_add(&f->kt, addr, len, access, &key);
 	if (ret == 0 && (access & REMOTE)) {
