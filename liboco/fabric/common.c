@@ -17,6 +17,7 @@
 
 static const struct fab_ops *const providers[] = {
     &fab_tcp_ops,
+    &fab_shm_ops,
 #ifdef LOCO_HAVE_VERBS
     &fab_verbs_ops,
 #endif
@@ -28,6 +29,7 @@ const char *const *fab_provider_names(void)
 {
 	static const char *const names[] = {
 	    "tcp",
+	    "shm",
 #ifdef LOCO_HAVE_VERBS
 	    "verbs",
 #endif

@@ -186,7 +186,7 @@ struct fab_ops {
 };
 
 /*
- * fab_open -- open provider @name ("tcp", "verbs"); NULL or "" reads
+ * fab_open -- open provider @name ("tcp", "shm", "verbs"); NULL or "" reads
  * LOCO_FABRIC and defaults to "tcp". @attr may be NULL.
  * Returns 0 and sets *@out; -ENOENT (no such provider), -ENODEV, -ENOMEM,
  * or the provider's error.
@@ -370,6 +370,7 @@ const char *fab_opcode_str(int opcode);
 
 /* Built-in providers (the list fab_open() searches). */
 extern const struct fab_ops fab_tcp_ops;
+extern const struct fab_ops fab_shm_ops;
 #ifdef LOCO_HAVE_VERBS
 extern const struct fab_ops fab_verbs_ops;
 #endif
