@@ -537,8 +537,7 @@ static int deliver(struct shm_link *l)
 		const struct shm_rec *r = (const struct shm_rec *)(m->ring + cons % SHM_RING);
 		struct shm_rec rec = *r;
 
-		if (rec.span == 0 || rec.span > SHM_RING || rec.span % SHM_REC_ALIGN ||
-		    rec.span > prod - cons) {
+		if (shm_rec_check(&rec, cons, prod) != 0) {
 			fail_locked(l, -EPROTO, -EPROTO, "bad record in the ring");
 			return moved;
 		}
@@ -549,7 +548,7 @@ static int deliver(struct shm_link *l)
 				break; /* the peer counts RECVs: it did not send without one */
 			rw = &l->rq[l->rq_cons & l->rq_mask];
 			if (rec.op == FAB_OP_SEND) {
-				if (rec.len > rw->len || rec.len > rec.span - sizeof(rec)) {
+				if (rec.len > rw->len) {
 					fail_locked(l, -EMSGSIZE, -ECANCELED,
 					            "SEND larger than its RECV");
 					return moved;

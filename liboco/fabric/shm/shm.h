@@ -35,6 +35,7 @@
 #ifndef LOCO_FABRIC_SHM_H
 #define LOCO_FABRIC_SHM_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -114,6 +115,29 @@ struct shm_rec {
 	uint8_t op; /* FAB_OP_SEND, FAB_OP_WRITE_IMM, or 0 (pad) */
 	uint8_t pad[3];
 };
+
+/*
+ * shm_rec_check -- whether record @rec, read at ring offset @cons of a
+ * ring whose producer says @prod, is one the reader may act on. The peer
+ * writes both (hostile input): the record must be aligned, at least a
+ * header when it carries a message (a pad record skips to the ring's end),
+ * lie inside the ring without crossing its end, lie inside what the peer
+ * produced, and a SEND's payload fit its span. 0 or -EPROTO.
+ */
+static inline int shm_rec_check(const struct shm_rec *rec, uint64_t cons, uint64_t prod)
+{
+	uint64_t pos = cons % SHM_RING, avail = prod - cons;
+
+	if (avail > SHM_RING || rec->span == 0 || rec->span % SHM_REC_ALIGN || rec->span > avail ||
+	    pos + rec->span > SHM_RING)
+		return -EPROTO;
+	if (rec->op == 0)
+		return pos + rec->span == SHM_RING ? 0 : -EPROTO; /* a pad ends the ring */
+	if (rec->span < sizeof(*rec) ||
+	    (rec->op == FAB_OP_SEND && rec->len > rec->span - sizeof(*rec)))
+		return -EPROTO;
+	return rec->op == FAB_OP_SEND || rec->op == FAB_OP_WRITE_IMM ? 0 : -EPROTO;
+}
 
 /* Socket messages. */
 enum shm_msg_type {
