@@ -10,7 +10,7 @@
  * Nodes may join a running job and die (any but node 1, which hosts the
  * lock and the counter): the others go on. With the launcher:
  *
- *   loco-run -n 4 --keep-going --control /tmp/ctl ./halfway 8000 &
+ *   loco-run -n 4 --keep-going --control /tmp/ctl ./halfway 40000 &
  *   loco-run --ctl /tmp/ctl add; loco-run --ctl /tmp/ctl kill 3 KILL
  *
  * (docs/examples/halfway-join-kill.sh). A node cut off from the majority, or whose round timed

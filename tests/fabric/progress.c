@@ -15,7 +15,11 @@
  *    (more than a send queue's worth, so the streaming path batches):
  *    -EBUSY to one of them at times, never a deadlock; every completion
  *    once (the two take turns at fab_poll(), which is serialized).
- * 4. A link closed by another thread while a driver sleeps in
+ * 4. A driver that leaves right after a WRITE it waited for landed (it
+ *    ACKs on its next turn, which never comes): the initiator's request
+ *    still completes, within the failure bound (b's NIC thread ACKs when
+ *    it takes over).
+ * 5. A link closed by another thread while a driver sleeps in
  *    fab_progress() with a long timeout: the close returns (the sleeper is
  *    woken to do it) well before that timeout.
  */
@@ -226,6 +230,42 @@ static void two_drivers(void)
 	       (unsigned long long)(d[0].calls + d[1].calls));
 }
 
+struct leaver {
+	uint64_t want;
+	uint64_t done;
+};
+
+static void *leaver_main(void *arg)
+{
+	struct leaver *lv = arg;
+
+	drive_until(b, &bbuf[0], lv->want, &lv->done);
+	return NULL; /* gone: the WRITE's ACK is owed */
+}
+
+static void driver_leaves(void)
+{
+	struct leaver lv = {.want = 0xfeed0001};
+	struct fab_wr wr;
+	struct fab_wc wc;
+	pthread_t th;
+	int64_t t0;
+
+	T_ASSERT_OK(pthread_create(&th, NULL, leaver_main, &lv));
+	t_sleep_ms(20); /* the leaver drives b by now */
+	abuf[8] = lv.want;
+	wr = wr_write(amr, &abuf[8], bmr, &bbuf[0], 300000);
+	t0 = t_now_ms();
+	T_ASSERT_OK(fab_post(la, &wr, 1));
+	T_ASSERT_OK(pthread_join(th, NULL)); /* it saw the WRITE and left */
+	T_ASSERT_OK(t_poll_one(a, &wc, TMO));
+	T_ASSERT_EQX(wc.wrid, wr.wrid);
+	T_ASSERT_EQ(wc.status, 0);
+	printf("a driver left with the ACK of the WRITE it saw owed: completed after %lld ms: "
+	       "ok\n",
+	       (long long)(t_now_ms() - t0));
+}
+
 static void *sleeper_main(void *arg)
 {
 	int *ret = arg;
@@ -279,6 +319,7 @@ int main(void)
 		t_sleep_ms(3);
 		hand_over();
 		two_drivers();
+		driver_leaves();
 		close_while_driving();
 	}
 	T_ASSERT_OK(fab_link_close(la));

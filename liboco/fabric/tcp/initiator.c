@@ -262,8 +262,10 @@ static int post_inline(struct tcp_fab *f, struct tcp_link *l)
 	    tcp_tx_used(l) == 0) {
 		tcp_nic_touch(f);
 		tcp_link_issue(l);
-		if (l->state == TCP_LINK_UP)
+		if (l->state == TCP_LINK_UP) {
+			tcp_send_acks(l); /* the ACKs a driver left: with this send */
 			tcp_tx_flush(l);
+		}
 		tcp_nic_touch(f);
 		all = l->sq_issue == __atomic_load_n(&l->sq_prod, __ATOMIC_ACQUIRE);
 	}

@@ -93,7 +93,16 @@ static void link_input(struct tcp_link *l)
 	}
 	if (l->state != TCP_LINK_UP)
 		return;
-	tcp_send_acks(l);
+	/*
+	 * A driver is a thread waiting for what just arrived: it first returns
+	 * to look at it, and ACKs on its next turn, or with its next request
+	 * on the link (post_inline()), or the NIC thread does when it takes
+	 * over (nic_turn()). A refusal goes at once.
+	 */
+	if (__atomic_load_n(&l->fab->role, __ATOMIC_RELAXED) != TCP_ROLE_DRIVER || l->nak_sent)
+		tcp_send_acks(l);
+	else if (l->acked_psn != l->exec_psn - 1)
+		l->fab->acks_owed = 1;
 	if (l->state != TCP_LINK_DOWN && l->nak_sent) {
 		/* the refusal is the last thing the peer hears on this link */
 		tcp_link_fail(l, -ECANCELED, -ECANCELED, NULL);
@@ -217,14 +226,17 @@ static int nic_timers(struct tcp_fab *f, uint64_t now)
 
 /*
  * nic_turn -- the NIC's work that needs no event: issue what was posted,
- * send ACKs, flush output, read what an earlier turn left unread.
+ * send ACKs (unless @acks is 0: a driver's turn right after input, see
+ * link_input()), flush output, read what an earlier turn left unread.
  * Returns whether anything moved.
  */
-static int nic_turn(struct tcp_fab *f)
+static int nic_turn(struct tcp_fab *f, int acks)
 {
 	int busy = 0;
 
 	f->left = 0;
+	if (acks)
+		f->acks_owed = 0;
 	for (unsigned i = 0; i < f->nic_nlinks; i++) {
 		struct tcp_link *l = f->nic_links[i];
 
@@ -234,7 +246,8 @@ static int nic_turn(struct tcp_fab *f)
 			busy = 1;
 		}
 		if (l->state == TCP_LINK_UP) {
-			tcp_send_acks(l);
+			if (acks)
+				tcp_send_acks(l);
 			tcp_tx_flush(l);
 		}
 		/* what no event will bring back: input left unread, requests not issued */
@@ -298,7 +311,7 @@ static int nic_before(struct tcp_fab *f, int *tnext)
 	                 __ATOMIC_SEQ_CST);
 	tcp_nic_touch(f);
 	nic_sync(f);
-	busy = nic_turn(f);
+	busy = nic_turn(f, 1);
 	*tnext = nic_timers(f, lc_now_ns());
 	tcp_nic_touch(f);
 	return busy;
@@ -313,7 +326,7 @@ static int nic_after(struct tcp_fab *f, const struct epoll_event *ev, int n)
 	busy = nic_events(f, ev, n);
 	nic_sync(f); /* a close or admission the events woke us for */
 	if (n > 0 || f->left)
-		busy |= nic_turn(f); /* ACKs for what arrived, responses flushed */
+		busy |= nic_turn(f, f->role != TCP_ROLE_DRIVER); /* responses flushed */
 	tcp_nic_touch(f);
 	return busy;
 }
@@ -373,7 +386,7 @@ int tcp_progress(struct fab *fab, int64_t timeout_ns)
 {
 	struct tcp_fab *f = to_tcp_fab(fab);
 	struct epoll_event ev[TCP_EVENTS];
-	int busy, n, tnext, left;
+	int busy, n, tnext, left, owed;
 
 	if (timeout_ns < 0)
 		return -EINVAL;
@@ -397,12 +410,16 @@ int tcp_progress(struct fab *fab, int64_t timeout_ns)
 	n = nic_epoll(f, ev, busy ? 0 : timeout_ns, 0);
 	busy |= nic_after(f, ev, n);
 	left = f->left;
+	owed = f->acks_owed;
 	/* the wait may be over: the NIC thread takes over unless we are back soon */
 	__atomic_store_n(&f->lease_end_ns, lc_now_ns() + TCP_LEASE_NS, __ATOMIC_RELAXED);
 	__atomic_store_n(&f->role, TCP_ROLE_NONE, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&f->nic_mu);
 	if (left)
 		tcp_nic_wake(f); /* this thread may not come back: the NIC thread finishes */
+	else if (owed && __atomic_load_n(&f->sleepers, __ATOMIC_SEQ_CST) > 0)
+		tcp_nic_kick(
+		    f); /* ACKs owed, the NIC thread in epoll, not parked: it parks, or ACKs */
 	return busy || n > 0;
 }
 

@@ -207,6 +207,7 @@ struct tcp_fab {
 	int parked;            /* atomic: the NIC thread parks (nic_park()) */
 	int role;              /* atomic: enum tcp_role, who holds nic_mu */
 	int nic_wants;         /* atomic: the NIC thread waits for the role: drivers stay off */
+	int acks_owed;         /* the role: a driver left ACKs for its next turn (link_input()) */
 	int left;              /* the role: its last turn left work no event will bring back */
 	unsigned nic_busy;     /* atomic: odd while the NIC touches memory (mr_dereg waits) */
 };
