@@ -257,7 +257,7 @@ static int post_inline(struct tcp_fab *f, struct tcp_link *l)
 
 	if (pthread_mutex_trylock(&f->nic_mu) != 0)
 		return 0;
-	f->role = TCP_ROLE_POSTER;
+	__atomic_store_n(&f->role, TCP_ROLE_POSTER, __ATOMIC_RELAXED);
 	if (l->state == TCP_LINK_UP && l->sq_issue - l->sq_done < TCP_INLINE_INFLIGHT &&
 	    tcp_tx_used(l) == 0) {
 		tcp_nic_touch(f);
@@ -269,7 +269,7 @@ static int post_inline(struct tcp_fab *f, struct tcp_link *l)
 		tcp_nic_touch(f);
 		all = l->sq_issue == __atomic_load_n(&l->sq_prod, __ATOMIC_ACQUIRE);
 	}
-	f->role = TCP_ROLE_NONE;
+	__atomic_store_n(&f->role, TCP_ROLE_NONE, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&f->nic_mu);
 	if (__atomic_load_n(&f->cq_tail, __ATOMIC_RELAXED) != cq0)
 		tcp_cq_wake(f);

@@ -326,7 +326,8 @@ static int nic_after(struct tcp_fab *f, const struct epoll_event *ev, int n)
 	busy = nic_events(f, ev, n);
 	nic_sync(f); /* a close or admission the events woke us for */
 	if (n > 0 || f->left)
-		busy |= nic_turn(f, f->role != TCP_ROLE_DRIVER); /* responses flushed */
+		busy |= nic_turn(f, __atomic_load_n(&f->role, __ATOMIC_RELAXED) !=
+		                        TCP_ROLE_DRIVER); /* responses flushed */
 	tcp_nic_touch(f);
 	return busy;
 }
