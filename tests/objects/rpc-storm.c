@@ -17,8 +17,11 @@
  * the handler checks seq == the next expected from that caller (a lost,
  * duplicated or reordered call fails), the payload's pattern byte by
  * byte, and returns a checksum the caller compares with its own.
- * Asserted besides: each node ran exactly 3 COUNT calls; with "trad",
- * fewer ring messages than calls (batches formed).
+ * Then a burst of 4 COUNT one-way calls per pair without progress calls:
+ * the rings fill. Asserted besides: each node ran exactly 5 COUNT calls
+ * from each other, found a ring full at least once, and with "trad" or
+ * "overflow" posted fewer ring messages than calls (batches formed); with
+ * "none" one per call.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -106,7 +109,7 @@ int main(int argc, char **argv)
 	loco_rpc_cfg_t cfg;
 	loco_rpc_stats_t st;
 	struct sc_sync sync;
-	uint32_t id, count, threads;
+	uint32_t id, count, threads, burst;
 	uint64_t seq[64] = {0}, nbuf = 0, bytes = 0;
 	uint8_t *send;
 	int64_t t0, dl;
@@ -121,6 +124,7 @@ int main(int argc, char **argv)
 	                                         : LOCO_RPC_AGG_NONE;
 	threads = argc > 2 ? (uint32_t)atoi(argv[2]) : 0;
 	count = sc_scaled(argc > 3 ? (uint32_t)atoi(argv[3]) : 2000);
+	burst = 4 * count;
 	if (sc_nodes() != N)
 		SC_FAIL("run with loco-run -n 4");
 	m = sc_start();
@@ -192,6 +196,25 @@ int main(int argc, char **argv)
 				(void)loco_rpc_progress(ep, 64);
 		}
 	}
+	/*
+	 * a burst of one-way calls without loco_rpc_progress(): every ring
+	 * fills (32 KiB, 48 B a call), so callers wait (running the calls that
+	 * reach them meanwhile) or batch them (overflow)
+	 */
+	for (uint64_t k = 0; k < burst; k++) {
+		for (unsigned q = 0; q < N; q++) {
+			uint32_t to = all[q];
+			struct head h = {seq[to]++, sizeof(struct head)};
+			int ret;
+
+			if (to == me)
+				continue;
+			ret = loco_rpc_call(ep, to, id, &h, sizeof(h), TMO);
+			if (ret)
+				SC_FAIL("burst call %llu to %u: %s", (unsigned long long)h.seq, to,
+				        loco_strerror(ret));
+		}
+	}
 	SC_ASSERT_OK(loco_rpc_flush(ep, 0, TMO));
 	/* run what the others still send, until every caller's count is in */
 	dl = sc_now_ms() + 120000;
@@ -199,7 +222,7 @@ int main(int argc, char **argv)
 		int done = 1;
 
 		for (unsigned q = 0; q < N; q++)
-			if (all[q] != me && __atomic_load_n(&ran[all[q]], __ATOMIC_RELAXED) < count)
+			if (all[q] != me && __atomic_load_n(&ran[all[q]], __ATOMIC_RELAXED) < count + burst)
 				done = 0;
 		if (done)
 			break;
@@ -232,11 +255,12 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.full, (unsigned long long)st.handled,
 	       (unsigned long long)st.pulls, (unsigned long long)st.replies,
 	       (unsigned long long)nbuf, (double)bytes / 1e6, (double)st.calls / s);
-	SC_ASSERT_EQ(st.calls, (uint64_t)count * (N - 1));
-	SC_ASSERT_EQ(st.handled, (uint64_t)count * (N - 1));
+	SC_ASSERT_EQ(st.calls, (uint64_t)(count + burst) * (N - 1));
+	SC_ASSERT_EQ(st.handled, (uint64_t)(count + burst) * (N - 1));
+	SC_ASSERT(st.full > 0);
 	SC_ASSERT_EQ(st.unknown + st.bad + st.dropped + st.timeouts, 0);
 	SC_ASSERT(st.pulls > 0);
-	if (agg == LOCO_RPC_AGG_TRAD)
+	if (agg != LOCO_RPC_AGG_NONE)
 		SC_ASSERT(st.records < st.calls);
 	else if (agg == LOCO_RPC_AGG_NONE)
 		SC_ASSERT_EQ(st.records, st.calls);
