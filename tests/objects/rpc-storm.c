@@ -222,7 +222,8 @@ int main(int argc, char **argv)
 		int done = 1;
 
 		for (unsigned q = 0; q < N; q++)
-			if (all[q] != me && __atomic_load_n(&ran[all[q]], __ATOMIC_RELAXED) < count + burst)
+			if (all[q] != me &&
+			    __atomic_load_n(&ran[all[q]], __ATOMIC_RELAXED) < count + burst)
 				done = 0;
 		if (done)
 			break;
