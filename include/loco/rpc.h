@@ -117,8 +117,7 @@ void loco_rpc_cfg_default(loco_rpc_cfg_t *cfg, const uint32_t *nodes, uint32_t n
 /*
  * loco_rpc_create -- endpoint @name in @ch (this node among cfg->nodes):
  * its pipes, reply slots and, with cfg->threads, its server threads.
- * Make it before loco_channel_join(), or call loco_object_sync()-like
- * loco_rpc_sync() after. Returns 0 and sets *@out; -EINVAL, -EEXIST,
+ * Make it before loco_channel_join(), or wait with loco_rpc_sync() after. Returns 0 and sets *@out; -EINVAL, -EEXIST,
  * -ENOMEM, -ENOSPC (the channel's announced entries), or the fabric's
  * error.
  */
@@ -198,10 +197,11 @@ int loco_rpc_call_buffer(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const vo
  * the pull failed; -ENOBUFS: no pull room at that nesting) into *@status
  * and its result's length into *@ret_len (both may be NULL), the result
  * into the ticket's buffer. Returns 0 (the ticket is done); -EAGAIN
- * (timeout 0) or -ETIMEDOUT: the ticket is dropped -- a late result is
- * never copied to the buffer (its slot is kept until it lands or the
- * callee leaves); -ECONNRESET (the callee left or died); -EMSGSIZE (the
- * result is longer than the buffer: truncated, status still set).
+ * (timeout 0: the ticket stays valid); -ETIMEDOUT (the ticket is
+ * dropped: a late result is never copied anywhere, and its slot is kept
+ * until it lands or the callee leaves); -ECONNRESET (the callee left or
+ * died); -EMSGSIZE (the result is longer than the buffer: truncated,
+ * status still set); -EINVAL (a done ticket).
  */
 int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *ret_len,
                   int64_t timeout_ns);
