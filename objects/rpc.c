@@ -386,6 +386,7 @@ void loco_rpc_destroy(loco_rpc_ep_t *ep)
 int loco_rpc_sync(loco_rpc_ep_t *ep, int64_t timeout_ns)
 {
 	int64_t deadline = obj_deadline(timeout_ns);
+	loco_waiter_t w;
 	int ret;
 
 	if (ep == NULL)
@@ -398,6 +399,24 @@ int loco_rpc_sync(loco_rpc_ep_t *ep, int64_t timeout_ns)
 		ret = loco_rpipe_sync(p->out, obj_left_ns(deadline));
 		if (ret == 0)
 			ret = loco_rpipe_sync(p->in, obj_left_ns(deadline));
+		if (ret)
+			return ret;
+		/* and the endpoint's own regions there: its reply slots, its send region */
+		loco_waiter_init(&w, ep->m);
+		for (;;) {
+			loco_rref_t r;
+
+			ret = loco_region_remote(ep->rets, p->node, &r);
+			if (ret == 0)
+				ret = loco_region_remote(ep->send, p->node, &r);
+			if (ret != -ENOENT)
+				break;
+			if (peer_dead(p))
+				return -ECONNRESET;
+			if (deadline >= 0 && obj_now_ns() >= deadline)
+				return -ETIMEDOUT;
+			loco_waiter_pause(&w);
+		}
 		if (ret)
 			return ret;
 	}

@@ -11,6 +11,9 @@
 #include "obj_util.h"
 #include "rpc_impl.h"
 
+/* how long a reply waits for the caller's reply slots to be known here */
+#define REPLY_LOOKUP_NS (5 * 1000000000ll)
+
 static const struct rpc_handler *lookup(loco_rpc_ep_t *ep, uint32_t id)
 {
 	unsigned n = __atomic_load_n(&ep->nh, __ATOMIC_ACQUIRE);
@@ -26,21 +29,28 @@ static void reply(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t slot, uint64_t
                   int32_t status, const void *data, uint32_t len)
 {
 	struct slot_hdr hd = {.tag = tag, .status = status, .len = len};
+	int64_t t0 = obj_now_ns();
 	loco_waiter_t w;
 	size_t off;
 	uint8_t *src;
 	int ret;
 
 	pthread_mutex_lock(&p->rlock);
-	if (!p->have_rrets) {
-		if (loco_region_remote(ep->rets, p->node, &p->rrets) != 0)
-			goto drop;
-		p->have_rrets = 1;
-	}
 	loco_waiter_init(&w, ep->m);
 	for (;;) {
 		if (peer_dead(p))
 			goto drop;
+		if (!p->have_rrets) { /* its regions may reach us just after its first call */
+			ret = loco_region_remote(ep->rets, p->node, &p->rrets);
+			if (ret == 0)
+				p->have_rrets = 1;
+			else if (ret != -ENOENT || obj_now_ns() - t0 > REPLY_LOOKUP_NS)
+				goto drop;
+			else {
+				loco_waiter_pause(&w);
+				continue;
+			}
+		}
 		if (loco_ack_outstanding(p->rack) < RSRC_K) {
 			(void)loco_ack_wait(p->rack,
 			                    0); /* clear a failure: the view tells deaths */

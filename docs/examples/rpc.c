@@ -3,7 +3,7 @@
  * rpc.c -- node 2 serves three handlers, node 1 calls them: "add" with a
  * result (loco_rpc_call_return), "sum" on a 256 KiB buffer that node 2
  * pulls with an RDMA READ (loco_rpc_call_buffer), and COUNT one-way
- * "tick" calls batched by trad aggregation; then a one-way "quit".
+ * "tick" calls batched by trad aggregation; then "quit", awaited.
  * Node 2 runs the calls in its own loop (loco_rpc_progress).
  *
  *   loco-run -n 2 ./rpc [COUNT]
@@ -102,8 +102,13 @@ static int caller(loco_rpc_ep_t *ep, unsigned long count)
 	for (unsigned long i = 0; i < count; i++)
 		if ((ret = loco_rpc_call(ep, 2, loco_rpc_id("tick"), &i, sizeof(i), 10 * SEC)))
 			return fail("tick", ret);
-	if ((ret = loco_rpc_call(ep, 2, loco_rpc_id("quit"), NULL, 0, 10 * SEC)) ||
-	    (ret = loco_rpc_flush(ep, 0, 10 * SEC)))
+	/*
+	 * "quit" with a result: it runs after every tick (FIFO per caller), so
+	 * its answer says node 2 has them all -- a member that leaves has its
+	 * calls still in the rings dropped, so node 1 waits for it
+	 */
+	if ((ret = loco_rpc_call_return(ep, 2, loco_rpc_id("quit"), NULL, 0, NULL, 0, NULL,
+	                                10 * SEC)))
 		return fail("quit", ret);
 	return s == 42 && got == want ? 0 : 1;
 }
