@@ -13,7 +13,7 @@
  * Call k from node a to node b: form k % 3 -- one-way loco_rpc_call(),
  * loco_rpc_call_return() (result: f(seq)), loco_rpc_call_buffer() whose
  * payload size cycles through 1 B .. 300 KB (inline up to 1 KiB, pulled
- * above) and is 1 MiB once. Every call's data starts with {seq, len};
+ * above) and is 1 MiB at calls COUNT / 2 and COUNT / 2 + 1. Every call's data starts with {seq, len};
  * the handler checks seq == the next expected from that caller (a lost,
  * duplicated or reordered call fails), the payload's pattern byte by
  * byte, and returns a checksum the caller compares with its own.
@@ -90,13 +90,13 @@ static int storm_fn(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap,
 	return (int)(h.seq % 1000);
 }
 
-static size_t buf_len(uint64_t k)
+static size_t buf_len(uint64_t k, uint64_t count)
 {
 	static const size_t sz[] = {1,    8,     100, 1000, 1008, 1009, 2000,   4096,
 	                            9999, 65536, 3,   200,  17,   5,    300000, 777};
 
-	if (k == 301)
-		return BIG; /* once: a whole 1 MiB */
+	if (k == count / 2 || k == count / 2 + 1)
+		return BIG; /* a whole 1 MiB, at least once from every node */
 	return sizeof(struct head) + sz[(k / 3) % 16];
 }
 
@@ -177,7 +177,7 @@ int main(int argc, char **argv)
 				SC_ASSERT_EQ(status, (int)(h.seq % 1000));
 				SC_ASSERT_EQ(r[0], h.seq * 3 + 1);
 			} else {
-				h.len = len = buf_len(k);
+				h.len = len = buf_len(k, count);
 				memcpy(send, &h, sizeof(h));
 				for (size_t i = sizeof(h); i < len; i++)
 					send[i] = pat(h.seq, i);
