@@ -10,13 +10,14 @@
  * the endpoint's waits run calls too), COUNT the calls per ordered pair
  * (default 2000, divided by LOCO_TEST_SCALE).
  *
- * Call k from node a to node b: form k % 3 -- one-way loco_rpc_call(),
- * loco_rpc_call_return() (result: f(seq)), loco_rpc_call_buffer() whose
- * payload size cycles through 1 B .. 300 KB (inline up to 1 KiB, pulled
- * above) and is 1 MiB at calls COUNT / 2 and COUNT / 2 + 1. Every
- * call's data starts with {seq, len}; the handler checks seq == the next expected from that caller (a lost,
- * duplicated or reordered call fails), the payload's pattern byte by
- * byte, and returns a checksum the caller compares with its own.
+ * Call k from node a to node b (the b-th member): form (k + b) % 3 --
+ * one-way loco_rpc_call(), loco_rpc_call_return() (result: f(seq)),
+ * loco_rpc_call_buffer() whose payload size cycles through 1 B .. 300 KB
+ * (inline up to 1 KiB, pulled above) and is 1 MiB at calls COUNT / 2 and
+ * COUNT / 2 + 1. Every call's data starts with {seq, len}; the handler
+ * checks seq == the next expected from that caller (a lost, duplicated
+ * or reordered call fails), the payload's pattern byte by byte, and
+ * returns a checksum the caller compares with its own.
  * Then a burst of 4 COUNT one-way calls per pair without progress calls:
  * the rings fill. Asserted besides: each node ran exactly 5 COUNT calls
  * from each other, found a ring full at least once, and with "trad" or
