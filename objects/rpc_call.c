@@ -275,7 +275,9 @@ static int call_slot(loco_rpc_ep_t *ep, struct rpc_peer *p, struct rf_hdr *h, co
 	    .tag = h->tag, .slot = h->slot, .node = p->node, .ret = ret, .ret_cap = ret_cap};
 	if (t != &local)
 		return 0;
-	rc = loco_rpc_wait(ep, t, &st, NULL, obj_left_ns(deadline));
+	rc = loco_rpc_wait(ep, t, &st, NULL, timeout_ns == 0 ? 0 : obj_left_ns(deadline));
+	if (rc == -EAGAIN) /* timeout 0: nobody holds the ticket; its late reply frees the slot */
+		slot_end(ep, t->slot, SLOT_ABANDONED);
 	return rc ? rc : (st < 0 ? st : 0);
 }
 
