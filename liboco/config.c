@@ -11,7 +11,7 @@
 #define FAIL_TIMEOUT_MIN_MS 100
 
 const struct lc_config_entry lc_config_table[] = {
-    {"LOCO_FABRIC", "tcp", "fabric provider: tcp or verbs"},
+    {"LOCO_FABRIC", "tcp", "fabric provider: tcp, shm (peers on this host) or verbs"},
     {"LOCO_DEVICE", NULL, "fabric device (verbs: mlx5_0 or mlx5_0:2); unset: the first usable"},
     {"LOCO_ADDR", "127.0.0.1:0", "control-plane address ip[:port] of this node"},
     {"LOCO_JOIN", NULL, "ip:port[,ip:port...] of live members to join through; unset: start alone"},
@@ -25,6 +25,8 @@ const struct lc_config_entry lc_config_table[] = {
     {"LOCO_LOG_TIME", "mono",
      "log line time: mono (s since start), wall (UTC date and time) or none"},
     {"LOCO_TCP_SLOW_WRITE", NULL, "tcp test knob: land WRITEs line-shuffled, <ns> per word"},
+    {"LOCO_SHM_SLOW_WRITE", NULL,
+     "shm test knob: peers land WRITEs here line-shuffled, <ns> per word"},
     {"LOCO_MANY_MANAGERS", NULL, "test knob: 1 lets one process run several managers at once"},
     {"LOCO_WAIT", "sleep",
      "how waits wait: spin (never sleep), sleep (spin 5 us, then sleep 50 us growing to 1 ms), "

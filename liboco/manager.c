@@ -52,6 +52,21 @@ static void landed_fn(void *arg)
 	lc_wait_signal(&m->wait);
 }
 
+/*
+ * drive_fn -- a waiter lends its thread to the fabric instead of sleeping
+ * (fab_progress(); the tcp provider's NIC role), and reaps the
+ * completions that brought, so neither needs a thread hop.
+ */
+static int drive_fn(void *arg, int64_t ns)
+{
+	loco_manager_t *m = arg;
+	int ret = fab_progress(m->fab, ns);
+
+	if (ret > 0)
+		lc_progress_reap(m);
+	return ret;
+}
+
 /* ack_in_view -- whether @node is in the installed view (LOCO_ACK_IGNORE_LEFT; waiters only). */
 static int ack_in_view(void *arg, uint32_t node)
 {
@@ -169,6 +184,11 @@ static int open_endpoints(loco_manager_t *m)
 	ret = fab_open(m->cfg.fabric, &fattr, &m->fab);
 	if (ret)
 		return ret;
+	if (m->wait.policy != LOCO_WAIT_BLOCK && fab_progress(m->fab, 0) != -EOPNOTSUPP) {
+		/* a software fabric: waiters do its work (block leaves it to its thread) */
+		m->wait.drive = drive_fn;
+		m->wait.drive_arg = m;
+	}
 	ret = fab_get_addr(m->fab, &fa);
 	if (ret == 0)
 		ret = fab_addr_format(&fa, m->fab_addr, sizeof(m->fab_addr));

@@ -236,7 +236,7 @@ void lc_mem_fini(loco_manager_t *m)
 int lc_memlock_check(const char *fabric)
 {
 	struct rlimit rl;
-	int pins = strcmp(fabric, "tcp") != 0; /* only real RDMA pins registered memory */
+	int pins = strcmp(fabric, "tcp") != 0 && strcmp(fabric, "shm") != 0; /* only RDMA pins */
 
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
 	    rl.rlim_cur >= (64ull << 20))

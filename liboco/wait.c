@@ -47,6 +47,8 @@ void lc_wait_init(struct lc_wait *w, int policy)
 	    policy == LOCO_WAIT_SPIN || policy == LOCO_WAIT_BLOCK ? policy : LOCO_WAIT_SLEEP;
 	w->seq = 0;
 	w->blocked = 0;
+	w->drive = NULL;
+	w->drive_arg = NULL;
 }
 
 void lc_wait_signal(struct lc_wait *w)
@@ -115,6 +117,19 @@ void loco_waiter_pause(loco_waiter_t *w)
 	s = w->priv;
 	n = w->pauses < UINT32_MAX ? w->pauses++ : w->pauses;
 	if (w->policy == LOCO_WAIT_SPIN) {
+		/*
+		 * A software fabric: poll its sockets from here, as MPI's
+		 * progress does, yielding the CPU when nothing came (others may
+		 * wait for it on a machine with fewer cores than spinners).
+		 */
+		if (s != NULL && s->drive != NULL) {
+			int r = s->drive(s->drive_arg, 0);
+
+			if (r == 0 && n >= CLOCK_AFTER)
+				sched_yield();
+			if (r >= 0)
+				return;
+		}
 		if (n < SPIN_PAUSES)
 			lc_cpu_relax();
 		else
@@ -132,6 +147,14 @@ void loco_waiter_pause(loco_waiter_t *w)
 		lc_cpu_relax();
 		return;
 	}
+	if (s != NULL && s->drive != NULL) {
+		int r = s->drive(s->drive_arg, w->sleep_ns);
+
+		if (r > 0)
+			return; /* something arrived: look again, and sleep as long next time */
+		if (r == 0)
+			goto grow;
+	}
 	if (w->policy == LOCO_WAIT_BLOCK && s != NULL) {
 		block(s, w, w->sleep_ns);
 	} else {
@@ -139,6 +162,7 @@ void loco_waiter_pause(loco_waiter_t *w)
 
 		nanosleep(&ts, NULL);
 	}
+grow:
 	if (w->sleep_ns < LC_WAIT_SLEEP_MAX_NS)
 		w->sleep_ns =
 		    w->sleep_ns * 2 < LC_WAIT_SLEEP_MAX_NS ? w->sleep_ns * 2 : LC_WAIT_SLEEP_MAX_NS;

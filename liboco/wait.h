@@ -40,6 +40,13 @@ struct lc_wait {
 	int policy;   /* enum loco_wait_policy, never LOCO_WAIT_DEFAULT */
 	uint32_t seq; /* atomic: event count; the futex word of block */
 	int blocked;  /* atomic: waiters sleeping on seq */
+	/*
+	 * drive(drive_arg, ns): instead of sleeping up to ns, do the fabric's
+	 * work and wait for it (fab_progress()): 1 something happened, 0
+	 * nothing did, < 0 not now (sleep as the policy says). NULL: none.
+	 */
+	int (*drive)(void *arg, int64_t ns);
+	void *drive_arg;
 };
 
 /* lc_wait_parse -- "spin", "sleep" or "block" into *@policy. 0, -EINVAL. */

@@ -153,25 +153,6 @@ out:
 	return ret;
 }
 
-/* ra_host_rr -- under lock: look up @h's table and heap once per pairing. */
-int ra_host_rr(loco_ralloc_t *ra, struct ra_host *h)
-{
-	loco_rref_t t, hp;
-	int ret;
-
-	if (h->have_rr)
-		return 0;
-	ret = loco_region_remote(ra->table, h->node, &t);
-	if (ret == 0)
-		ret = loco_region_remote(ra->heap, h->node, &hp);
-	if (ret)
-		return ret;
-	h->rr_table = t;
-	h->rr_heap = hp;
-	h->have_rr = 1;
-	return 0;
-}
-
 /* slice_format -- under lock: EMPTY slice @i becomes a CLASS slice of blocks of 1 << @cls. */
 static void slice_format(loco_ralloc_t *ra, struct ra_host *h, uint32_t i, unsigned cls)
 {
@@ -210,32 +191,6 @@ static uint32_t slice_take(loco_ralloc_t *ra, struct ra_host *h, uint32_t i)
 	if (--s->nfree == 0)
 		list_del(h, &h->partial[s->cls], i);
 	return blk;
-}
-
-/*
- * ra_give_back -- under lock: return EMPTY slices of @h to its host until
- * @h keeps @keep of them, with one CAS each (word -> 0) posted together
- * and not waited for: a later claim of the same slice is posted after
- * them and executes after them (requests to one node execute in order).
- * A full ack key leaves the rest in the cache for the next time.
- */
-void ra_give_back(loco_ralloc_t *ra, struct ra_host *h, uint32_t keep)
-{
-	while (h->nempty > keep && h->empty >= 0) {
-		uint32_t i = (uint32_t)h->empty;
-
-		if (!h->gone && h->have_rr &&
-		    (loco_ack_outstanding(ra->give_ack) >= RA_GIVE_MAX ||
-		     loco_cas(ra->scratch, junk_off(ra), &h->rr_table, (size_t)i * 8, h->word, 0,
-		              ra->give_ack) != 0))
-			return;
-		list_del(h, &h->empty, i);
-		h->nempty--;
-		h->owned--;
-		h->sl[i].kind = K_FREE;
-		ra->st.returned++;
-		ra->give_seq++;
-	}
 }
 
 /* ---- callbacks ------------------------------------------------------------- */

@@ -107,6 +107,8 @@ static void list_fabrics(const struct li_opts *o, const char *selected, int *sel
 
 		if (strcmp(names[i], "tcp") == 0)
 			note = "software RDMA over TCP: any Linux host";
+		else if (strcmp(names[i], "shm") == 0)
+			note = "shared memory: peers on this host, same user";
 		else if (strcmp(names[i], "verbs") == 0)
 			note = ret == -ENODEV ? "no RDMA device with an active port"
 			                      : "libibverbs + librdmacm (RoCE, InfiniBand, rxe)";

@@ -17,6 +17,7 @@
 
 static const struct fab_ops *const providers[] = {
     &fab_tcp_ops,
+    &fab_shm_ops,
 #ifdef LOCO_HAVE_VERBS
     &fab_verbs_ops,
 #endif
@@ -28,6 +29,7 @@ const char *const *fab_provider_names(void)
 {
 	static const char *const names[] = {
 	    "tcp",
+	    "shm",
 #ifdef LOCO_HAVE_VERBS
 	    "verbs",
 #endif
@@ -117,6 +119,12 @@ static int stub_fab(struct fab *f)
 	return -EOPNOTSUPP;
 }
 
+static int stub_progress(struct fab *f, int64_t t)
+{
+	(void)f, (void)t;
+	return -EOPNOTSUPP;
+}
+
 static int stub_wait(struct fab *f, int t)
 {
 	(void)f, (void)t;
@@ -147,6 +155,7 @@ void fab_ops_fill(struct fab_ops *dst, const struct fab_ops *src)
 	    .poll = src->poll ? src->poll : stub_poll,
 	    .post = src->post ? src->post : stub_post,
 	    .post_recv = src->post_recv ? src->post_recv : stub_post_recv,
+	    .progress = src->progress ? src->progress : stub_progress,
 	    .wait = src->wait ? src->wait : stub_wait,
 	    .wait_fd = src->wait_fd ? src->wait_fd : stub_fab,
 	};

@@ -180,12 +180,13 @@ struct fab_ops {
 	int (*poll)(struct fab *fab, struct fab_wc *wc, int max);
 	int (*post)(struct fab_link *link, const struct fab_wr *wr, int n);
 	int (*post_recv)(struct fab_link *link, const struct fab_recv_wr *wr, int n);
+	int (*progress)(struct fab *fab, int64_t timeout_ns);
 	int (*wait)(struct fab *fab, int timeout_ms);
 	int (*wait_fd)(struct fab *fab);
 };
 
 /*
- * fab_open -- open provider @name ("tcp", "verbs"); NULL or "" reads
+ * fab_open -- open provider @name ("tcp", "shm", "verbs"); NULL or "" reads
  * LOCO_FABRIC and defaults to "tcp". @attr may be NULL.
  * Returns 0 and sets *@out; -ENOENT (no such provider), -ENODEV, -ENOMEM,
  * or the provider's error.
@@ -283,6 +284,24 @@ static inline int fab_poll(struct fab *fab, struct fab_wc *wc, int max)
 }
 
 /*
+ * fab_progress -- lend the calling thread to a provider that does its
+ * work in software (tcp): if no other thread is doing it right now, do
+ * the provider's pending work (issue posted requests, execute the peers'
+ * requests, produce completions) and wait up to @timeout_ns (0: do not
+ * wait) for more to arrive, doing that too. A thread that waits for a
+ * remote WRITE or a completion and calls this instead of sleeping sees it
+ * without a thread hop. The caller reaps the completions this produced
+ * (fab_poll()): the CQ's wait fd is not signaled for them. Returns 1
+ * (work was done), 0 (none arrived),
+ * -EBUSY (another thread is doing the provider's work: sleep instead) or
+ * -EOPNOTSUPP (the hardware does it: verbs). MT-safe.
+ */
+static inline int fab_progress(struct fab *fab, int64_t timeout_ns)
+{
+	return fab->ops->progress(fab, timeout_ns);
+}
+
+/*
  * fab_wait -- block until a completion may be ready or @timeout_ms passes
  * (-1: forever). Returns 0, or -ETIMEDOUT. Spurious wake-ups are allowed.
  */
@@ -351,6 +370,7 @@ const char *fab_opcode_str(int opcode);
 
 /* Built-in providers (the list fab_open() searches). */
 extern const struct fab_ops fab_tcp_ops;
+extern const struct fab_ops fab_shm_ops;
 #ifdef LOCO_HAVE_VERBS
 extern const struct fab_ops fab_verbs_ops;
 #endif

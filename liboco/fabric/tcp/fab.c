@@ -63,6 +63,7 @@ static int tcp_open(const struct fab_attr *attr, struct fab **out)
 	fab_ops_fill(&f->ops, &fab_tcp_ops);
 	f->base.ops = &f->ops;
 	pthread_mutex_init(&f->lock, NULL);
+	pthread_mutex_init(&f->nic_mu, NULL);
 	pthread_cond_init(&f->cond, NULL);
 	fab_acceptq_init(&f->acceptq, &f->lock, &f->cond);
 	f->rng = lc_now_ns() | 1;
@@ -127,6 +128,7 @@ static void tcp_close(struct fab *fab)
 	if (f->nic) {
 		__atomic_store_n(&f->stop, 1, __ATOMIC_RELEASE);
 		tcp_nic_kick(f);
+		tcp_nic_unpark(f);
 		pthread_join(f->nic, NULL);
 	}
 	if (f->nlinks)
@@ -144,6 +146,7 @@ static void tcp_close(struct fab *fab)
 	keytab_fini(&f->kt);
 	pthread_cond_destroy(&f->cond);
 	pthread_mutex_destroy(&f->lock);
+	pthread_mutex_destroy(&f->nic_mu);
 	free(f->cq);
 	free(f);
 }
@@ -172,6 +175,7 @@ const struct fab_ops fab_tcp_ops = {
     .poll = tcp_poll,
     .post = tcp_post,
     .post_recv = tcp_post_recv,
+    .progress = tcp_progress,
     .wait = tcp_wait,
     .wait_fd = tcp_wait_fd,
 };

@@ -243,6 +243,37 @@ void tcp_on_response(struct tcp_link *l, const struct tcp_frame *f, const uint8_
 	}
 }
 
+/*
+ * post_inline -- issue @l's requests from the posting thread, when nobody
+ * holds the NIC role and the link is not streaming (fewer than
+ * TCP_INLINE_INFLIGHT requests in flight, nothing queued to send): they
+ * then leave without a thread hop. On a streaming link the NIC thread
+ * takes them, batching many into few sends. Returns whether all went.
+ */
+static int post_inline(struct tcp_fab *f, struct tcp_link *l)
+{
+	uint64_t cq0 = __atomic_load_n(&f->cq_tail, __ATOMIC_RELAXED);
+	int all = 0;
+
+	if (pthread_mutex_trylock(&f->nic_mu) != 0)
+		return 0;
+	f->role = TCP_ROLE_POSTER;
+	if (l->state == TCP_LINK_UP && l->sq_issue - l->sq_done < TCP_INLINE_INFLIGHT &&
+	    tcp_tx_used(l) == 0) {
+		tcp_nic_touch(f);
+		tcp_link_issue(l);
+		if (l->state == TCP_LINK_UP)
+			tcp_tx_flush(l);
+		tcp_nic_touch(f);
+		all = l->sq_issue == __atomic_load_n(&l->sq_prod, __ATOMIC_ACQUIRE);
+	}
+	f->role = TCP_ROLE_NONE;
+	pthread_mutex_unlock(&f->nic_mu);
+	if (__atomic_load_n(&f->cq_tail, __ATOMIC_RELAXED) != cq0)
+		tcp_cq_wake(f);
+	return all;
+}
+
 int tcp_post(struct fab_link *link, const struct fab_wr *wr, int n)
 {
 	struct tcp_link *l = to_tcp_link(link);
@@ -279,9 +310,8 @@ int tcp_post(struct fab_link *link, const struct fab_wr *wr, int n)
 	__atomic_store_n(&l->sq_prod, prod, __ATOMIC_RELEASE);
 	pthread_spin_unlock(&l->post_lock);
 
-	/* wake the NIC only if it sleeps; pairs with its SEQ_CST store before epoll_wait */
-	if (__atomic_exchange_n(&f->nic_sleeping, 0, __ATOMIC_SEQ_CST))
-		tcp_nic_kick(f);
+	if (!post_inline(f, l))
+		tcp_nic_wake(f);
 	return 0;
 }
 
@@ -308,7 +338,6 @@ int tcp_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, int n)
 	/* pairs with the acquire loads of rq_prod in the NIC (credits, delivery) */
 	__atomic_store_n(&l->rq_prod, prod, __ATOMIC_RELEASE);
 	pthread_spin_unlock(&l->post_lock);
-	if (__atomic_exchange_n(&f->nic_sleeping, 0, __ATOMIC_SEQ_CST))
-		tcp_nic_kick(f);
+	tcp_nic_wake(f);
 	return 0;
 }

@@ -142,7 +142,7 @@ static const char *admission_full(struct tcp_fab *f, const struct fab_addr *peer
  */
 static int link_publish(struct tcp_fab *f, struct tcp_link *l, const char **why)
 {
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = l};
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = l};
 
 	pthread_mutex_lock(&f->lock);
 	if (f->nlinks == TCP_MAX_LINKS) {
@@ -177,7 +177,7 @@ static int link_publish(struct tcp_fab *f, struct tcp_link *l, const char **why)
 void tcp_on_hello(struct tcp_link *l, const struct tcp_frame *fr, const uint8_t *data)
 {
 	struct tcp_fab *f = l->fab;
-	struct epoll_event ev = {.events = EPOLLRDHUP, .data.ptr = l};
+	struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET, .data.ptr = l};
 	struct tcp_hello h;
 
 	if (fr->type != TCP_F_HELLO || tcp_hello_decode(data, fr->len, &h) != 0) {
@@ -213,7 +213,7 @@ void tcp_on_hello(struct tcp_link *l, const struct tcp_frame *fr, const uint8_t 
 void tcp_nic_admit(struct tcp_link *l)
 {
 	struct tcp_fab *f = l->fab;
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = l};
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = l};
 	struct tcp_hello mine = {.magic = TCP_MAGIC, .version = TCP_VERSION};
 	struct tcp_frame ack = {.type = TCP_F_HELLO_ACK, .len = TCP_HELLO_LEN};
 	uint8_t b;
@@ -378,7 +378,7 @@ int tcp_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, cons
 		tcp_link_free(l); /* closes fd */
 		return ret;
 	}
-	tcp_nic_kick(f);
+	tcp_nic_wake(f);
 	*out = &l->base;
 	return 0;
 
@@ -402,7 +402,7 @@ int tcp_link_close(struct fab_link *link)
 	pthread_mutex_lock(&f->lock);
 	l->close_req = 1;
 	__atomic_add_fetch(&f->links_gen, 1, __ATOMIC_RELEASE);
-	tcp_nic_kick(f);
+	tcp_nic_wake(f);
 	while (!l->closed)
 		pthread_cond_wait(&f->cond, &f->lock);
 	pthread_mutex_unlock(&f->lock);
@@ -424,7 +424,7 @@ int tcp_link_admit(struct fab_link *link)
 	if (!l->admit_done) {
 		l->admit_req = 1;
 		__atomic_add_fetch(&f->links_gen, 1, __ATOMIC_RELEASE);
-		tcp_nic_kick(f);
+		tcp_nic_wake(f);
 		while (!l->admit_done)
 			pthread_cond_wait(&f->cond, &f->lock);
 	}

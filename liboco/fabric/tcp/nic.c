@@ -1,14 +1,26 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * nic.c -- the NIC thread of a tcp fab: its loop over epoll, its private
- * view of the links (sync with close requests), input dispatch, and the
- * dead-peer and tcp_drain timers.
+ * nic.c -- the NIC role of a tcp fab (tcp.h): its turn (the private
+ * view of the links, with close and admit requests; issue; input; ACKs;
+ * the dead-peer and tcp_drain timers), the drivers that take the role
+ * through fab_progress(), and the NIC thread that holds it otherwise and
+ * parks while a driver does.
+ *
+ * Who may sleep where: a driver sleeps in epoll holding the role; the NIC
+ * thread sleeps in epoll without it, or parks on a futex while a driver
+ * drives (lease_end_ns). Posted work is counted in work_seq; whoever
+ * sleeps counts itself in sleepers, then looks at work_seq (nic_epoll()),
+ * while a poster bumps work_seq, then looks at sleepers (tcp_nic_wake()):
+ * one of the two sees the other.
  */
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../clock.h"
@@ -18,10 +30,17 @@
 /* link_input -- read what the socket has and process whole frames. */
 static void link_input(struct tcp_link *l)
 {
-	/* before admission only a HELLO is read (rx_cap), and nothing after it */
+	/*
+	 * Before admission only a HELLO is read (rx_cap), and nothing after
+	 * it. The socket is edge-triggered: a read shorter than asked for
+	 * drained it; after four full reads (fairness between links) the rest
+	 * is left for the next turn (rx_more), since no event will say so.
+	 */
+	l->rx_more = 0;
 	for (int round = 0;
 	     round < 4 && (l->state == TCP_LINK_UP || l->state == TCP_LINK_HANDSHAKE); round++) {
-		ssize_t n = recv(l->fd, l->rx + l->rx_len, l->rx_cap - l->rx_len, MSG_DONTWAIT);
+		size_t want = l->rx_cap - l->rx_len;
+		ssize_t n = recv(l->fd, l->rx + l->rx_len, want, MSG_DONTWAIT);
 		size_t off = 0;
 
 		if (n == 0) {
@@ -67,8 +86,10 @@ static void link_input(struct tcp_link *l)
 			return;
 		memmove(l->rx, l->rx + off, l->rx_len - off);
 		l->rx_len -= off;
-		if ((size_t)n < l->rx_cap / 2)
-			break; /* the socket is probably drained */
+		if ((size_t)n < want)
+			break; /* drained */
+		if (round == 3)
+			l->rx_more = 1;
 	}
 	if (l->state != TCP_LINK_UP)
 		return;
@@ -114,7 +135,8 @@ static void nic_sync(struct tcp_fab *f)
 				l->fd = -1;
 			}
 			l->draining = 0;
-			l->closed = 1;
+			l->closed = 1; /* its closer frees it */
+			__atomic_add_fetch(&f->free_gen, 1, __ATOMIC_RELEASE);
 			f->links[i] = f->links[--f->nlinks];
 			pthread_cond_broadcast(&f->cond);
 			continue;
@@ -124,6 +146,7 @@ static void nic_sync(struct tcp_fab *f)
 		if (l->reap && tcp_nic_reap(f, l)) {
 			/* down before its HELLO, or refused while still in the accept queue */
 			f->links[i] = f->links[--f->nlinks];
+			__atomic_add_fetch(&f->free_gen, 1, __ATOMIC_RELEASE);
 			tcp_link_free(l);
 			continue;
 		}
@@ -131,26 +154,9 @@ static void nic_sync(struct tcp_fab *f)
 	}
 	memcpy(f->nic_links, f->links, f->nlinks * sizeof(f->links[0]));
 	f->nic_nlinks = f->nlinks;
-	f->nic_gen = __atomic_load_n(&f->links_gen, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->nic_gen, __atomic_load_n(&f->links_gen, __ATOMIC_RELAXED),
+	                 __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&f->lock);
-}
-
-/* nic_work_pending -- anything posted that the NIC has not taken yet. */
-static int nic_work_pending(struct tcp_fab *f)
-{
-	if (__atomic_load_n(&f->links_gen, __ATOMIC_ACQUIRE) != f->nic_gen)
-		return 1;
-	for (unsigned i = 0; i < f->nic_nlinks; i++) {
-		struct tcp_link *l = f->nic_links[i];
-
-		if (__atomic_load_n(&l->sq_prod, __ATOMIC_ACQUIRE) != l->sq_issue &&
-		    (l->state == TCP_LINK_UP || l->state == TCP_LINK_DOWN))
-			return 1;
-		if (l->state == TCP_LINK_UP &&
-		    __atomic_load_n(&l->rq_prod, __ATOMIC_ACQUIRE) != (uint32_t)l->credits_sent)
-			return 1;
-	}
-	return 0;
 }
 
 /*
@@ -209,6 +215,256 @@ static int nic_timers(struct tcp_fab *f, uint64_t now)
 	return next;
 }
 
+/*
+ * nic_turn -- the NIC's work that needs no event: issue what was posted,
+ * send ACKs, flush output, read what an earlier turn left unread.
+ * Returns whether anything moved.
+ */
+static int nic_turn(struct tcp_fab *f)
+{
+	int busy = 0;
+
+	f->left = 0;
+	for (unsigned i = 0; i < f->nic_nlinks; i++) {
+		struct tcp_link *l = f->nic_links[i];
+
+		busy |= tcp_link_issue(l);
+		if ((l->state == TCP_LINK_UP || l->state == TCP_LINK_HANDSHAKE) && l->rx_more) {
+			link_input(l);
+			busy = 1;
+		}
+		if (l->state == TCP_LINK_UP) {
+			tcp_send_acks(l);
+			tcp_tx_flush(l);
+		}
+		/* what no event will bring back: input left unread, requests not issued */
+		if (l->state == TCP_LINK_UP &&
+		    (l->rx_more || l->sq_issue != __atomic_load_n(&l->sq_prod, __ATOMIC_ACQUIRE)))
+			f->left = 1;
+	}
+	return busy;
+}
+
+/* nic_events -- act on what epoll_wait() returned. Returns whether anything moved. */
+static int nic_events(struct tcp_fab *f, const struct epoll_event *ev, int n)
+{
+	int busy = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct tcp_link *l = ev[i].data.ptr;
+
+		if (l == NULL) {
+			tcp_nic_accept(f);
+			continue;
+		}
+		if (l == (struct tcp_link *)f) {
+			uint64_t v;
+
+			if (read(f->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				lc_log_warn("tcp: eventfd read: %s", strerror(errno));
+			/* after the read: a kick that still finds kicked set was read here */
+			__atomic_exchange_n(&f->kicked, 0, __ATOMIC_SEQ_CST);
+			continue;
+		}
+		if (l->state == TCP_LINK_DOWN) {
+			if (l->draining)
+				tcp_drain(l, 0);
+			continue;
+		}
+		if (l->state == TCP_LINK_HELD) {
+			/* only a hang-up or an error is watched on a held link */
+			lc_log_info("tcp: link %u: the peer left before admission", l->base.id);
+			tcp_link_fail(l, -ECONNRESET, -ECONNRESET, NULL);
+			continue;
+		}
+		if (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+			link_input(l);
+		if (l->state == TCP_LINK_UP)
+			tcp_tx_flush(l);
+		busy = 1;
+	}
+	return busy;
+}
+
+/*
+ * nic_before -- with the role: the view, the work posted, the timers
+ * (next check in ms into *@tnext). Everything posted before it is taken.
+ */
+static int nic_before(struct tcp_fab *f, int *tnext)
+{
+	int busy;
+
+	__atomic_store_n(&f->work_seen, __atomic_load_n(&f->work_seq, __ATOMIC_SEQ_CST),
+	                 __ATOMIC_SEQ_CST);
+	tcp_nic_touch(f);
+	nic_sync(f);
+	busy = nic_turn(f);
+	*tnext = nic_timers(f, lc_now_ns());
+	tcp_nic_touch(f);
+	return busy;
+}
+
+/* nic_after -- with the role: act on @n events, then on what they brought. */
+static int nic_after(struct tcp_fab *f, const struct epoll_event *ev, int n)
+{
+	int busy;
+
+	tcp_nic_touch(f);
+	busy = nic_events(f, ev, n);
+	nic_sync(f); /* a close or admission the events woke us for */
+	if (n > 0 || f->left)
+		busy |= nic_turn(f); /* ACKs for what arrived, responses flushed */
+	tcp_nic_touch(f);
+	return busy;
+}
+
+/*
+ * nic_pending -- work posted since the role last took it (tcp_nic_wake()),
+ * or links to add, close, admit or reap (a link that failed at its timer).
+ */
+static int nic_pending(struct tcp_fab *f)
+{
+	return __atomic_load_n(&f->work_seq, __ATOMIC_SEQ_CST) !=
+	           __atomic_load_n(&f->work_seen, __ATOMIC_SEQ_CST) ||
+	       __atomic_load_n(&f->links_gen, __ATOMIC_ACQUIRE) !=
+	           __atomic_load_n(&f->nic_gen, __ATOMIC_RELAXED);
+}
+
+/*
+ * nic_epoll -- epoll_wait() for at most @timeout_ns (< 0: forever). A
+ * sleeper counts itself in sleepers first and looks for posted work after
+ * that (pairs with tcp_nic_wake(): one of the two sees the other); with
+ * work pending it waits @pending_ns instead.
+ */
+static int nic_epoll(struct tcp_fab *f, struct epoll_event *ev, int64_t timeout_ns,
+                     int64_t pending_ns)
+{
+	struct timespec ts;
+	int n;
+
+	if (timeout_ns != 0) {
+		__atomic_add_fetch(&f->sleepers, 1, __ATOMIC_SEQ_CST);
+		if (nic_pending(f))
+			timeout_ns = pending_ns;
+	}
+	n = -1;
+	errno = ENOSYS;
+#ifdef LOCO_HAVE_EPOLL_PWAIT2
+	if (timeout_ns > 0 && timeout_ns % 1000000 != 0) {
+		ts.tv_sec = timeout_ns / 1000000000;
+		ts.tv_nsec = timeout_ns % 1000000000;
+		n = epoll_pwait2(f->epfd, ev, TCP_EVENTS, &ts, NULL);
+	}
+#endif
+	if (n < 0 && errno == ENOSYS) /* whole milliseconds (a kernel older than 5.11) */
+		n = epoll_wait(f->epfd, ev, TCP_EVENTS,
+		               timeout_ns < 0 ? -1 : (int)((timeout_ns + 999999) / 1000000));
+	if (timeout_ns != 0)
+		__atomic_sub_fetch(&f->sleepers, 1, __ATOMIC_SEQ_CST);
+	return n < 0 ? 0 : n;
+}
+
+/*
+ * tcp_progress -- fab_progress(): take the NIC role if nobody holds it,
+ * do its work, and sleep in epoll for up to @timeout_ns holding it (the
+ * events it sleeps for are its own to act on).
+ */
+int tcp_progress(struct fab *fab, int64_t timeout_ns)
+{
+	struct tcp_fab *f = to_tcp_fab(fab);
+	struct epoll_event ev[TCP_EVENTS];
+	int busy, n, tnext, left;
+
+	if (timeout_ns < 0)
+		return -EINVAL;
+	if (__atomic_load_n(&f->nic_wants, __ATOMIC_SEQ_CST))
+		return -EBUSY; /* the NIC thread holds events and waits for the role */
+	if (pthread_mutex_trylock(&f->nic_mu) != 0) {
+		/* another driver may sleep with it: sleep as the wait policy says */
+		if (__atomic_load_n(&f->role, __ATOMIC_RELAXED) == TCP_ROLE_DRIVER)
+			return -EBUSY;
+		pthread_mutex_lock(&f->nic_mu); /* held briefly: wait for it */
+		timeout_ns = 0;                 /* and look first: it may have brought the news */
+	}
+	__atomic_store_n(&f->role, TCP_ROLE_DRIVER, __ATOMIC_RELAXED);
+	if (timeout_ns > 0) /* the NIC thread parks until this sleep is over, and a little more */
+		__atomic_store_n(&f->lease_end_ns,
+		                 lc_now_ns() + (uint64_t)timeout_ns + TCP_LEASE_NS,
+		                 __ATOMIC_RELAXED);
+	busy = nic_before(f, &tnext);
+	if (tnext >= 0 && (int64_t)tnext * 1000000ll < timeout_ns)
+		timeout_ns = (int64_t)tnext * 1000000ll;
+	n = nic_epoll(f, ev, busy ? 0 : timeout_ns, 0);
+	busy |= nic_after(f, ev, n);
+	left = f->left;
+	/* the wait may be over: the NIC thread takes over unless we are back soon */
+	__atomic_store_n(&f->lease_end_ns, lc_now_ns() + TCP_LEASE_NS, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->role, TCP_ROLE_NONE, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&f->nic_mu);
+	if (left)
+		tcp_nic_wake(f); /* this thread may not come back: the NIC thread finishes */
+	return busy || n > 0;
+}
+
+/*
+ * nic_lock -- the NIC thread takes the role if nobody holds it, or
+ * returns 0. When it must wait (it holds events), it raises nic_wants:
+ * a mutex is not fair, and a driver would otherwise take the role back
+ * at once, again and again.
+ */
+static int nic_lock(struct tcp_fab *f)
+{
+	if (pthread_mutex_trylock(&f->nic_mu) != 0)
+		return 0;
+	__atomic_store_n(&f->role, TCP_ROLE_NIC, __ATOMIC_RELAXED);
+	return 1;
+}
+
+static void nic_unlock(struct tcp_fab *f)
+{
+	__atomic_store_n(&f->role, TCP_ROLE_NONE, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&f->nic_mu);
+}
+
+/*
+ * nic_park -- while a thread drives (sleeps in tcp_progress(), or did less
+ * than TCP_LEASE_NS ago),
+ * the NIC thread stays off the sockets' wait queues, so that their events
+ * wake the driver only: it sleeps on park_seq until the lease ends, or
+ * until work is posted that nobody may take (tcp_nic_wake()), and then
+ * takes that work. Returns whether it parked.
+ */
+static int nic_park(struct tcp_fab *f, uint64_t now)
+{
+	uint64_t end = __atomic_load_n(&f->lease_end_ns, __ATOMIC_RELAXED);
+	uint32_t seq = __atomic_load_n(&f->park_seq, __ATOMIC_SEQ_CST);
+	struct timespec ts;
+	int tnext;
+
+	if (end <= now)
+		return 0;
+	ts.tv_sec = (time_t)((end - now) / 1000000000ull);
+	ts.tv_nsec = (long)((end - now) % 1000000000ull);
+	__atomic_store_n(&f->parked, 1, __ATOMIC_SEQ_CST);
+	/* work posted that the role has not taken: take it if nobody holds the role */
+	if (nic_pending(f) && nic_lock(f)) {
+		nic_before(f, &tnext);
+		nic_unlock(f);
+	}
+	if (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE))
+		syscall(SYS_futex, &f->park_seq, FUTEX_WAIT_PRIVATE, seq, &ts, NULL, 0);
+	__atomic_store_n(&f->parked, 0, __ATOMIC_SEQ_CST);
+	return 1;
+}
+
+/*
+ * tcp_nic_main -- the NIC thread: plays the NIC whenever nobody else does.
+ * It sleeps in epoll without the role, so that a driving thread
+ * (tcp_progress()) can hold it meanwhile. The links its events name may
+ * have been freed by the role's holder by the time it takes the role
+ * (free_gen tells): their events are then dropped and every link read
+ * again instead.
+ */
 void *tcp_nic_main(void *arg)
 {
 	struct tcp_fab *f = arg;
@@ -217,65 +473,56 @@ void *tcp_nic_main(void *arg)
 
 	while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
 		uint64_t t0 = lc_now_ns(), cq0 = __atomic_load_n(&f->cq_tail, __ATOMIC_RELAXED);
-		int busy = 0, timeout, n, tnext;
+		int busy = 0, n, tnext = -1, locked;
+		int64_t timeout;
+		unsigned gen;
 
-		__atomic_add_fetch(&f->nic_busy, 1, __ATOMIC_SEQ_CST); /* odd: touching memory */
-		nic_sync(f);
-		for (unsigned i = 0; i < f->nic_nlinks; i++) {
-			struct tcp_link *l = f->nic_links[i];
-
-			busy |= tcp_link_issue(l);
-			if (l->state == TCP_LINK_UP) {
-				tcp_send_acks(l);
-				tcp_tx_flush(l);
-			}
-		}
-		tnext = nic_timers(f, lc_now_ns());
-		__atomic_add_fetch(&f->nic_busy, 1, __ATOMIC_SEQ_CST);
-
-		if (busy || t0 - last_busy < spin_ns) {
-			timeout = 0;
+		if (nic_park(f, t0))
+			continue;
+		locked = nic_lock(f);
+		if (locked) {
+			busy = nic_before(f, &tnext);
+			gen = f->free_gen;
+			nic_unlock(f);
 		} else {
-			__atomic_store_n(&f->nic_sleeping, 1, __ATOMIC_SEQ_CST);
-			timeout = nic_work_pending(f) ? 0 : tnext;
+			/* a driving thread holds the role and does all of it */
+			gen = __atomic_load_n(&f->free_gen, __ATOMIC_ACQUIRE);
 		}
-		n = epoll_wait(f->epfd, ev, TCP_EVENTS, timeout);
-		__atomic_store_n(&f->nic_sleeping, 0, __ATOMIC_SEQ_CST);
-
-		__atomic_add_fetch(&f->nic_busy, 1, __ATOMIC_SEQ_CST);
-		for (int i = 0; i < n; i++) {
-			struct tcp_link *l = ev[i].data.ptr;
-
-			if (l == NULL) {
-				tcp_nic_accept(f);
-				continue;
+		/*
+		 * At most 100 ms: a driving thread may have issued what the
+		 * dead-peer timer watches and left. With work pending: at once
+		 * if it is ours (a link our turn failed), after 50 us if a
+		 * driver holds the role (it is about to take it, or leaving).
+		 */
+		if (busy || t0 - last_busy < spin_ns)
+			timeout = 0;
+		else
+			timeout = (tnext < 0 || tnext > 100 ? 100 : tnext) * 1000000ll;
+		n = nic_epoll(f, ev, timeout, locked ? 0 : 50000);
+		if (n > 0) {
+			if (!nic_lock(f)) {
+				/*
+				 * A driver holds the role, and we hold events it
+				 * will not see again (edge-triggered): it lets us
+				 * have the role next (nic_wants), woken if it sleeps.
+				 */
+				__atomic_store_n(&f->nic_wants, 1, __ATOMIC_SEQ_CST);
+				tcp_nic_kick(f);
+				pthread_mutex_lock(&f->nic_mu);
+				__atomic_store_n(&f->role, TCP_ROLE_NIC, __ATOMIC_RELAXED);
+				__atomic_store_n(&f->nic_wants, 0, __ATOMIC_SEQ_CST);
 			}
-			if (l == (struct tcp_link *)f) {
-				uint64_t v;
-
-				if (read(f->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-					lc_log_warn("tcp: eventfd read: %s", strerror(errno));
-				continue;
+			if (f->free_gen != gen) {
+				/* what the events name may be gone: read every link instead */
+				pthread_mutex_lock(&f->lock);
+				for (unsigned i = 0; i < f->nlinks; i++)
+					f->links[i]->rx_more = 1;
+				pthread_mutex_unlock(&f->lock);
+				n = 0;
 			}
-			if (l->state == TCP_LINK_DOWN) {
-				if (l->draining)
-					tcp_drain(l, 0);
-				continue;
-			}
-			if (l->state == TCP_LINK_HELD) {
-				/* only a hang-up or an error is watched on a held link */
-				lc_log_info("tcp: link %u: the peer left before admission",
-				            l->base.id);
-				tcp_link_fail(l, -ECONNRESET, -ECONNRESET, NULL);
-				continue;
-			}
-			if (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
-				link_input(l);
-			if (l->state == TCP_LINK_UP)
-				tcp_tx_flush(l);
-			busy = 1;
+			busy |= nic_after(f, ev, n);
+			nic_unlock(f);
 		}
-		__atomic_add_fetch(&f->nic_busy, 1, __ATOMIC_SEQ_CST);
 		if (busy || n > 0)
 			last_busy = lc_now_ns();
 		if (__atomic_load_n(&f->cq_tail, __ATOMIC_RELAXED) != cq0)

@@ -8,9 +8,11 @@
  * it; it calls nothing of theirs.
  */
 #include <errno.h>
+#include <linux/futex.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../../log.h"
@@ -18,7 +20,8 @@
 
 void tcp_link_set_out(struct tcp_link *l, int want)
 {
-	struct epoll_event ev = {.events = EPOLLIN | (want ? EPOLLOUT : 0), .data.ptr = l};
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLET | (want ? EPOLLOUT : 0),
+	                         .data.ptr = l};
 
 	if (l->want_out == want || l->fd < 0)
 		return;
@@ -129,6 +132,31 @@ void tcp_nic_kick(struct tcp_fab *f)
 
 	if (write(f->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		lc_log_warn("tcp: cannot wake the NIC thread: %s", strerror(errno));
+}
+
+void tcp_nic_touch(struct tcp_fab *f)
+{
+	__atomic_add_fetch(&f->nic_busy, 1, __ATOMIC_SEQ_CST);
+}
+
+void tcp_nic_wake(struct tcp_fab *f)
+{
+	/* the work is published; count it, then look for sleepers (pairs with nic_epoll()) */
+	__atomic_add_fetch(&f->work_seq, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&f->sleepers, __ATOMIC_SEQ_CST) > 0) {
+		if (!__atomic_exchange_n(&f->kicked, 1, __ATOMIC_SEQ_CST))
+			tcp_nic_kick(f);
+	} else if (__atomic_load_n(&f->parked, __ATOMIC_SEQ_CST)) {
+		tcp_nic_unpark(f);
+	}
+}
+
+/* tcp_nic_unpark -- wake the NIC thread if it parks (fab close, work nobody may take). */
+void tcp_nic_unpark(struct tcp_fab *f)
+{
+	__atomic_add_fetch(&f->park_seq, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&f->parked, __ATOMIC_SEQ_CST))
+		syscall(SYS_futex, &f->park_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 /*

@@ -3,10 +3,18 @@
  * tcp.h -- private header of the tcp provider: software RDMA over TCP, the
  * fabric provider that runs anywhere.
  *
- * One thread per fab plays the NIC: it alone reads and writes the links'
- * sockets, executes the peers' one-sided requests against registered
- * memory, turns the application's posted work requests into frames, and
- * produces completions. The application never runs for one-sided traffic.
+ * The NIC is a role, held by one thread at a time (the nic_mu mutex): it
+ * alone reads and writes the links' sockets, executes the peers'
+ * one-sided requests against registered memory, turns the application's
+ * posted work requests into frames, and produces completions. One thread
+ * per fab, the NIC thread, plays it whenever nobody else does, so the
+ * application never has to run for one-sided traffic. But a thread that
+ * posts may issue its own requests at once, and a thread that waits for
+ * a WRITE or a completion may lend itself through fab_progress() and wait
+ * in epoll as the NIC (nic.c): then what it waits for needs no thread
+ * hop, and the NIC thread is not woken at all. Link sockets are
+ * edge-triggered, and epoll wakes the newest of several sleepers: a
+ * driving waiter gets the events, the NIC thread sleeps on.
  *
  * An accepted connection is read only up to its HELLO (1 s bound), then
  * held and not read at all until fab_link_admit() makes the NIC answer
@@ -54,13 +62,23 @@
 #include "../provider.h"
 #include "wire.h"
 
-#define TCP_READ_WINDOW (256u * 1024) /* READ bytes a link may have in flight */
-#define TCP_RX_CAP      (2 * (TCP_HDR_LEN + TCP_MAX_SEG))
-#define TCP_MAX_LINKS   1024
-#define TCP_KEYS        4096
-#define TCP_EVENTS      64
-#define TCP_MAX_MSG     (1u << 31) /* largest request */
-#define TCP_HELLO_MS    1000       /* an accepted connection must send its HELLO within */
+#define TCP_READ_WINDOW     (256u * 1024) /* READ bytes a link may have in flight */
+#define TCP_RX_CAP          (2 * (TCP_HDR_LEN + TCP_MAX_SEG))
+#define TCP_MAX_LINKS       1024
+#define TCP_KEYS            4096
+#define TCP_EVENTS          64
+#define TCP_MAX_MSG         (1u << 31) /* largest request */
+#define TCP_LEASE_NS        1000000ull /* a driver holds off the NIC thread this long after a call */
+#define TCP_INLINE_INFLIGHT 4          /* post_inline(): a link with this many in flight streams */
+
+/* who holds the NIC role (tcp_fab.role, written with it) */
+enum tcp_role {
+	TCP_ROLE_NONE = 0,
+	TCP_ROLE_NIC,    /* the NIC thread: briefly */
+	TCP_ROLE_POSTER, /* a posting thread issuing its requests: briefly */
+	TCP_ROLE_DRIVER, /* a waiting thread (tcp_progress()): may sleep in epoll with it */
+};
+#define TCP_HELLO_MS 1000 /* an accepted connection must send its HELLO within */
 
 _Static_assert(TCP_PRIV_MAX <= FAB_PRIV_MAX, "HELLO private data fits struct fab_pending");
 
@@ -91,6 +109,7 @@ struct tcp_link {
 	int closed;    /* set under fab->lock by the NIC */
 	int want_out;  /* EPOLLOUT armed */
 	int draining;  /* down after a NAK: flush it, half-close, read to EOF */
+	int rx_more;   /* NIC: input left unread (edge-triggered: no event will say so) */
 	uint64_t drain_deadline;
 
 	/* admission (the passive side): HANDSHAKE -> HELD -> (admit) UP */
@@ -151,6 +170,7 @@ struct tcp_fab {
 	struct keytab kt;
 	int lfd, epfd, evfd, cq_evfd;
 	pthread_t nic;
+	pthread_mutex_t nic_mu; /* the NIC role: held by the NIC thread or a driving thread */
 	int stop;
 	struct fab_addr addr;
 	uint64_t slow_ns;
@@ -173,12 +193,22 @@ struct tcp_fab {
 	/* completion queue: the NIC produces, one poller consumes */
 	struct fab_wc *cq;
 	uint32_t cq_mask;
-	uint64_t cq_head;   /* atomic: consumer */
-	uint64_t cq_tail;   /* atomic: producer */
-	int64_t cq_credits; /* atomic: CQ entries not yet promised to a request */
-	int poll_waiting;   /* atomic */
-	int nic_sleeping;   /* atomic */
-	unsigned nic_busy;  /* atomic: odd while the NIC touches memory (mr_dereg waits) */
+	uint64_t cq_head;      /* atomic: consumer */
+	uint64_t cq_tail;      /* atomic: producer */
+	int64_t cq_credits;    /* atomic: CQ entries not yet promised to a request */
+	int poll_waiting;      /* atomic */
+	int sleepers;          /* atomic: NIC-role threads in epoll_wait with a timeout */
+	int kicked;            /* atomic: the eventfd was written and not read yet */
+	uint64_t work_seq;     /* atomic: bumped by every post, close and admit request */
+	uint64_t work_seen;    /* atomic: work_seq when the NIC role last took the work */
+	unsigned free_gen;     /* atomic, written with the role: bumped when a link may be freed */
+	uint64_t lease_end_ns; /* atomic: the NIC thread parks until then (nic_park()) */
+	uint32_t park_seq;     /* atomic: the parked NIC thread's futex word */
+	int parked;            /* atomic: the NIC thread parks (nic_park()) */
+	int role;              /* atomic: enum tcp_role, who holds nic_mu */
+	int nic_wants;         /* atomic: the NIC thread waits for the role: drivers stay off */
+	int left;              /* the role: its last turn left work no event will bring back */
+	unsigned nic_busy;     /* atomic: odd while the NIC touches memory (mr_dereg waits) */
 };
 
 static inline int tcp_psn_before(uint32_t a, uint32_t b)
@@ -224,6 +254,16 @@ void tcp_exec_request(struct tcp_link *l, const struct tcp_frame *f, const uint8
 
 /* state.c */
 void tcp_nic_kick(struct tcp_fab *f);
+/* tcp_nic_touch -- the NIC role starts (odd) or stops (even) touching memory: mr_dereg waits. */
+void tcp_nic_touch(struct tcp_fab *f);
+/*
+ * tcp_nic_wake -- work was published for the NIC role (posted, a close or
+ * admit request): count it, then wake a holder that sleeps in epoll or
+ * the parked NIC thread (pairs with nic_epoll() in nic.c).
+ */
+void tcp_nic_wake(struct tcp_fab *f);
+/* tcp_nic_unpark -- wake the NIC thread if it parks (fab close, work nobody may take). */
+void tcp_nic_unpark(struct tcp_fab *f);
 void tcp_flush_sq(struct tcp_link *l, int first_err, int err);
 void tcp_flush_rq(struct tcp_link *l);
 void tcp_link_fail(struct tcp_link *l, int first_err, int err, const char *why);
@@ -250,6 +290,7 @@ int tcp_nic_reap(struct tcp_fab *f, struct tcp_link *l);
 
 /* nic.c */
 void *tcp_nic_main(void *arg);
+int tcp_progress(struct fab *fab, int64_t timeout_ns);
 
 /* mr.c */
 int tcp_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct fab_mr **out);

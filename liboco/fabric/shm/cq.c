@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * cq.c -- the completion queue of an shm fab: a ring that posting threads,
+ * the poller and the provider thread produce into (cq_lock) and one poller
+ * consumes; every request and RECV took a credit for its entry, so it
+ * never overflows. fab_poll() also moves peers' SEND records into posted
+ * RECVs and retries requests waiting for a RECV at the peer. The wait fd
+ * is an eventfd that peers ring too (the doorbell), when the fab page
+ * says its poller sleeps.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../log.h"
+#include "shm.h"
+
+void shm_cq_push(struct shm_fab *f, struct shm_link *l, uint64_t wrid, int opcode, int status,
+                 uint32_t len, uint32_t imm, int has_imm)
+{
+	struct fab_wc *wc;
+	uint64_t tail;
+
+	pthread_spin_lock(&f->cq_lock);
+	tail = f->cq_tail;
+	wc = &f->cq[tail & f->cq_mask];
+	*wc = (struct fab_wc){
+	    .wrid = wrid,
+	    .link_ctx = __atomic_load_n(&l->base.ctx, __ATOMIC_RELAXED),
+	    .status = status,
+	    .len = len,
+	    .imm = imm,
+	    .link_id = l->base.id,
+	    .opcode = (uint8_t)opcode,
+	    .has_imm = (uint8_t)has_imm,
+	};
+	/* pairs with the acquire load of cq_tail in shm_poll() */
+	__atomic_store_n(&f->cq_tail, tail + 1, __ATOMIC_RELEASE);
+	pthread_spin_unlock(&f->cq_lock);
+}
+
+void shm_cq_wake(struct shm_fab *f)
+{
+	uint64_t one = 1;
+
+	if (__atomic_load_n(&f->poll_waiting, __ATOMIC_SEQ_CST) &&
+	    write(f->cq_evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		lc_log_warn("shm: cannot wake the poller: %s", strerror(errno));
+}
+
+/* shm_bell -- ring the peer's doorbell if its poller sleeps (after a store it must see). */
+void shm_bell(struct shm_link *l)
+{
+	uint64_t one = 1;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* our store, then its flag: pairs with arm */
+	if (l->pfab != NULL && __atomic_load_n(&l->pfab->waiting, __ATOMIC_RELAXED) &&
+	    write(l->peer_bell, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		lc_log_debug("shm: link %u: cannot ring the peer: %s", l->base.id, strerror(errno));
+}
+
+/* shm_rnr_bell -- wake the peer's thread if it has requests waiting for our RECVs or ring room. */
+void shm_rnr_bell(struct shm_link *l)
+{
+	uint64_t one = 1;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* our store, then its flag: pairs with defer() */
+	if (l->peer != NULL && __atomic_load_n(&l->peer->rnr, __ATOMIC_RELAXED) &&
+	    write(l->peer_rnr, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		lc_log_debug("shm: link %u: cannot ring the peer: %s", l->base.id, strerror(errno));
+}
+
+static void disarm(struct shm_fab *f)
+{
+	if (__atomic_load_n(&f->poll_waiting, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&f->poll_waiting, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&f->fpage->waiting, 0, __ATOMIC_RELAXED);
+	}
+}
+
+/* links_walk -- progress (or, with @check, test readiness of) every link. */
+static int links_walk(struct shm_fab *f, int check)
+{
+	unsigned n;
+	int any = 0;
+
+	__atomic_add_fetch(&f->poll_busy, 1, __ATOMIC_SEQ_CST); /* odd: close waits */
+	n = __atomic_load_n(&f->nlinks, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < n && i < SHM_MAX_LINKS; i++) {
+		struct shm_link *l = __atomic_load_n(&f->links[i], __ATOMIC_ACQUIRE);
+
+		if (l == NULL)
+			continue;
+		if (check ? shm_link_ready(l) : shm_link_progress(l) > 0)
+			any = 1;
+		if (check && any)
+			break;
+	}
+	__atomic_add_fetch(&f->poll_busy, 1, __ATOMIC_RELEASE);
+	return any;
+}
+
+int shm_poll(struct fab *fab, struct fab_wc *wc, int max)
+{
+	struct shm_fab *f = to_shm_fab(fab);
+	uint64_t head, tail;
+	int n = 0;
+
+	if (wc == NULL || max <= 0)
+		return -EINVAL;
+	links_walk(f, 0);
+	head = __atomic_load_n(&f->cq_head, __ATOMIC_RELAXED);
+	tail = __atomic_load_n(&f->cq_tail, __ATOMIC_ACQUIRE);
+	for (; head != tail && n < max; head++, n++)
+		wc[n] = f->cq[head & f->cq_mask];
+	if (n) {
+		__atomic_store_n(&f->cq_head, head, __ATOMIC_RELEASE);
+		fab_credits_give(&f->cq_credits, n);
+		disarm(f); /* one-shot, as ibv_req_notify_cq() */
+	}
+	return n;
+}
+
+int shm_wait_fd(struct fab *fab)
+{
+	return to_shm_fab(fab)->cq_evfd;
+}
+
+/* anything_ready -- after announcing the sleep: whether the poller should poll instead. */
+static int anything_ready(struct shm_fab *f)
+{
+	return __atomic_load_n(&f->cq_head, __ATOMIC_RELAXED) !=
+	           __atomic_load_n(&f->cq_tail, __ATOMIC_ACQUIRE) ||
+	       fab_acceptq_ready(&f->acceptq) || links_walk(f, 1);
+}
+
+static void announce(struct shm_fab *f)
+{
+	__atomic_store_n(&f->poll_waiting, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&f->fpage->waiting, 1, __ATOMIC_SEQ_CST);
+	/* the flags, then the rings: pairs with the fence in shm_bell() */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+int shm_arm(struct fab *fab)
+{
+	struct shm_fab *f = to_shm_fab(fab);
+	uint64_t v;
+
+	if (read(f->cq_evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return -errno;
+	announce(f);
+	if (anything_ready(f)) {
+		__atomic_store_n(&f->poll_waiting, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&f->fpage->waiting, 0, __ATOMIC_RELAXED);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+int shm_wait(struct fab *fab, int timeout_ms)
+{
+	struct shm_fab *f = to_shm_fab(fab);
+	struct pollfd pfd = {.fd = f->cq_evfd, .events = POLLIN};
+	uint64_t v;
+	int r;
+
+	announce(f);
+	if (anything_ready(f)) {
+		disarm(f);
+		return 0;
+	}
+	r = poll(&pfd, 1, timeout_ms);
+	disarm(f);
+	if (r > 0 && read(f->cq_evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return -errno;
+	if (r == 0)
+		return -ETIMEDOUT;
+	return r < 0 && errno != EINTR ? -errno : 0;
+}

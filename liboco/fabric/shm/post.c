@@ -1,0 +1,611 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * post.c -- the data path of the shm provider: requests execute in the
+ * posting thread on the target's mapped memory after the key check
+ * against the target's published table; SEND and WRITE_IMM go through the
+ * ring in the target's link page when a RECV is posted there, else wait
+ * (with every later request of the link) in the link's deferred queue,
+ * which fab_poll() retries; the receiver's fab_poll() delivers records
+ * into its RECVs. A failure takes the link down (shm_link_fail()).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../../clock.h"
+#include "../../log.h"
+#include "shm.h"
+
+#define DEFER 1 /* exec_one(): the request must wait for a RECV or ring room */
+
+static uint64_t xorshift(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+static void spin_ns(uint64_t ns)
+{
+	uint64_t end = lc_now_ns() + ns;
+
+	while (lc_now_ns() < end)
+		lc_cpu_relax();
+}
+
+/* copy_out -- from memory others may write: aligned words with one 8-byte load each. */
+static void copy_out(void *dst, const void *src, size_t len)
+{
+	uint8_t *d = dst;
+	const uint8_t *s = src;
+
+	while (len && ((uintptr_t)s & 7)) {
+		*d++ = __atomic_load_n(s++, __ATOMIC_RELAXED);
+		len--;
+	}
+	for (; len >= 8; len -= 8, s += 8, d += 8) {
+		uint64_t w = __atomic_load_n((const uint64_t *)s, __ATOMIC_RELAXED);
+
+		memcpy(d, &w, 8);
+	}
+	while (len--)
+		*d++ = __atomic_load_n(s++, __ATOMIC_RELAXED);
+}
+
+/* copy_in -- into memory others may read: ascending, aligned words with one 8-byte store each. */
+static void copy_in(void *dst, const void *src, size_t len, uint64_t pause_ns)
+{
+	uint8_t *d = dst;
+	const uint8_t *s = src;
+
+	while (len && ((uintptr_t)d & 7)) {
+		__atomic_store_n(d++, __atomic_load_n(s++, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+		len--;
+	}
+	for (; len >= 8; len -= 8, s += 8, d += 8) {
+		uint64_t w;
+
+		copy_out(&w, s, 8);
+		__atomic_store_n((uint64_t *)d, w, __ATOMIC_RELAXED);
+		if (pause_ns)
+			spin_ns(pause_ns);
+	}
+	while (len--)
+		__atomic_store_n(d++, __atomic_load_n(s++, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+}
+
+/*
+ * land_write -- a WRITE into the target's memory: lines in ascending order,
+ * or with the target's slow knob, lines shuffled, words ascending within a
+ * line, a pause between words (DESIGN §3: the worst legal NIC).
+ */
+static void land_write(uint64_t slow_ns, uint64_t *rng, uint8_t *dst, const uint8_t *src,
+                       size_t len)
+{
+	uintptr_t start = (uintptr_t)dst, end = start + len, first, nlines;
+
+	if (slow_ns == 0 || len == 0) {
+		copy_in(dst, src, len, 0);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		return;
+	}
+	first = start & ~(uintptr_t)63;
+	nlines = (end - first + 63) / 64;
+	/* a random permutation of the lines without memory: i -> (a * i + b) mod nlines, gcd 1 */
+	{
+		uint64_t a = 1, b = xorshift(rng) % nlines;
+
+		for (int tries = 0; tries < 16 && nlines > 1; tries++) {
+			uint64_t c = xorshift(rng) % nlines, x = c, y = nlines;
+
+			while (y) {
+				uint64_t t = x % y;
+
+				x = y;
+				y = t;
+			}
+			if (c && x == 1) {
+				a = c;
+				break;
+			}
+		}
+		for (uint64_t i = 0; i < nlines; i++) {
+			uintptr_t k = (uintptr_t)((a * i + b) % nlines);
+			uintptr_t lo = first + k * 64, hi = lo + 64;
+
+			if (lo < start)
+				lo = start;
+			if (hi > end)
+				hi = end;
+			copy_in((void *)lo, src + (lo - start), hi - lo, slow_ns);
+		}
+	}
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+/*
+ * remote_ptr -- where [@addr, @addr + @len) of key @rkey with @access lies
+ * in our mapping of the peer's memory, after the checks against its
+ * published key table (key, rights, bounds) and our mapping's size.
+ * 0 and *@out; -EACCES. Called between busy_enter() and busy_exit().
+ */
+static int remote_ptr(struct shm_link *l, uint32_t rkey, uint64_t addr, uint64_t len,
+                      unsigned access, uint8_t **out)
+{
+	const struct shm_kent *e = &l->pfab->ent[rkey & (SHM_KEYS - 1)];
+	struct shm_kent c;
+	uint8_t *base;
+	uint64_t off;
+	int ok = 0;
+
+	for (int i = 0; i < 64 && !ok; i++) {
+		uint32_t seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+
+		if (!(seq & 1))
+			return -EACCES;
+		c.key = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
+		c.access = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
+		c.arena = __atomic_load_n(&e->arena, __ATOMIC_RELAXED);
+		c.base = __atomic_load_n(&e->base, __ATOMIC_RELAXED);
+		c.len = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
+		c.off = __atomic_load_n(&e->off, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		ok = __atomic_load_n(&e->seq, __ATOMIC_RELAXED) == seq;
+	}
+	if (!ok || c.key != rkey || (c.access & access) != access || c.arena >= SHM_MAX_ARENAS)
+		return -EACCES;
+	if (addr < c.base || addr - c.base > c.len || len > c.len - (addr - c.base))
+		return -EACCES;
+	off = c.off + (addr - c.base);
+	/* pairs with the release store in map_arena() */
+	base = __atomic_load_n(&l->maps[c.arena].base, __ATOMIC_ACQUIRE);
+	if (base == NULL) {
+		shm_link_drain(l); /* the ARENA message precedes the key's publication */
+		base = __atomic_load_n(&l->maps[c.arena].base, __ATOMIC_ACQUIRE);
+	}
+	if (base == NULL || off < c.off || off > l->maps[c.arena].size ||
+	    len > l->maps[c.arena].size - off)
+		return -EACCES;
+	*out = base + off;
+	return 0;
+}
+
+/* busy_enter / busy_exit -- bracket accesses to the peer's memory (its mr_dereg waits them out). */
+static void busy_enter(struct shm_link *l)
+{
+	__atomic_add_fetch(&l->mine->busy, 1, __ATOMIC_SEQ_CST);
+}
+
+static void busy_exit(struct shm_link *l)
+{
+	__atomic_add_fetch(&l->mine->busy, 1, __ATOMIC_RELEASE);
+}
+
+static int local_ok(struct shm_link *l, const struct fab_wr *wr, unsigned access)
+{
+	void *p;
+
+	if (wr->len == 0 || (wr->flags & FAB_WR_INLINE))
+		return 0;
+	return keytab_check(&l->fab->kt, wr->lkey, (uintptr_t)wr->local, wr->len, access, &p);
+}
+
+/* ring_room -- whether a record of @span bytes fits the peer's ring (with its pad). */
+static int ring_room(struct shm_link *l, uint32_t span, uint64_t *prod_out, uint32_t *pad)
+{
+	uint64_t prod = __atomic_load_n(&l->peer->ring_prod, __ATOMIC_RELAXED);
+	uint64_t cons = __atomic_load_n(&l->peer->ring_cons, __ATOMIC_ACQUIRE);
+	uint32_t pos = (uint32_t)(prod % SHM_RING);
+
+	*pad = pos + span > SHM_RING ? SHM_RING - pos : 0;
+	*prod_out = prod;
+	return SHM_RING - (prod - cons) >= (uint64_t)*pad + span;
+}
+
+static uint32_t rec_span(const struct fab_wr *wr)
+{
+	uint32_t n = (uint32_t)sizeof(struct shm_rec) + (wr->opcode == FAB_OP_SEND ? wr->len : 0);
+
+	return (n + SHM_REC_ALIGN - 1) & ~(SHM_REC_ALIGN - 1);
+}
+
+/* can_send -- whether a SEND or WRITE_IMM may go now (a RECV posted at the peer, ring room). */
+static int can_send(struct shm_link *l, const struct fab_wr *wr)
+{
+	uint64_t prod;
+	uint32_t pad;
+
+	if (__atomic_load_n(&l->peer->rq_posted, __ATOMIC_ACQUIRE) <= l->credits_used)
+		return 0;
+	return ring_room(l, rec_span(wr), &prod, &pad);
+}
+
+/* put_rec -- append the record of @wr (payload from @src) to the peer's ring; room was checked. */
+static void put_rec(struct shm_link *l, const struct fab_wr *wr, const uint8_t *src)
+{
+	uint32_t span = rec_span(wr), pad;
+	uint64_t prod;
+	struct shm_rec *r;
+
+	ring_room(l, span, &prod, &pad);
+	if (pad) {
+		r = (struct shm_rec *)(l->peer->ring + prod % SHM_RING);
+		*r = (struct shm_rec){.span = pad, .op = 0};
+		prod += pad;
+	}
+	r = (struct shm_rec *)(l->peer->ring + prod % SHM_RING);
+	*r = (struct shm_rec){.span = span, .len = wr->len, .imm = wr->imm, .op = wr->opcode};
+	if (wr->opcode == FAB_OP_SEND && wr->len)
+		copy_out(r + 1, src, wr->len);
+	l->credits_used++;
+	/* pairs with the acquire load of ring_prod in deliver() */
+	__atomic_store_n(&l->peer->ring_prod, prod + span, __ATOMIC_RELEASE);
+}
+
+/*
+ * exec_one -- execute @wr now (payload at @src). Returns 0, DEFER, or the
+ * negative status it completes with.
+ */
+static int exec_one(struct shm_link *l, const struct fab_wr *wr, const uint8_t *src)
+{
+	uint8_t *p = NULL;
+	int ret = 0;
+
+	switch (wr->opcode) {
+	case FAB_OP_SEND:
+	case FAB_OP_WRITE_IMM:
+		if (!can_send(l, wr))
+			return DEFER;
+		if (local_ok(l, wr, 0))
+			return -EFAULT;
+		if (wr->opcode == FAB_OP_SEND &&
+		    wr->len > l->peer->rq_lens[l->credits_used & (SHM_RQ_MAX - 1)])
+			return -EMSGSIZE;
+		if (wr->opcode == FAB_OP_WRITE_IMM) {
+			busy_enter(l);
+			ret = remote_ptr(l, wr->rkey, wr->remote_addr, wr->len,
+			                 FAB_ACCESS_REMOTE_WRITE, &p);
+			if (ret == 0)
+				land_write(l->pfab->slow_ns, &l->rng, p, src, wr->len);
+			busy_exit(l);
+			if (ret)
+				return ret;
+		}
+		put_rec(l, wr, src);
+		shm_bell(l);
+		return 0;
+	case FAB_OP_WRITE:
+		if (local_ok(l, wr, 0))
+			return -EFAULT;
+		busy_enter(l);
+		ret =
+		    remote_ptr(l, wr->rkey, wr->remote_addr, wr->len, FAB_ACCESS_REMOTE_WRITE, &p);
+		if (ret == 0)
+			land_write(l->pfab->slow_ns, &l->rng, p, src, wr->len);
+		busy_exit(l);
+		return ret;
+	case FAB_OP_READ:
+		if (local_ok(l, wr, FAB_ACCESS_LOCAL_WRITE))
+			return -EFAULT;
+		busy_enter(l);
+		ret = remote_ptr(l, wr->rkey, wr->remote_addr, wr->len, FAB_ACCESS_REMOTE_READ, &p);
+		if (ret == 0)
+			copy_out(wr->local, p, wr->len);
+		busy_exit(l);
+		return ret;
+	case FAB_OP_CAS:
+	case FAB_OP_FAA: {
+		uint64_t old;
+
+		if (local_ok(l, wr, FAB_ACCESS_LOCAL_WRITE))
+			return -EFAULT;
+		busy_enter(l);
+		ret = remote_ptr(l, wr->rkey, wr->remote_addr, 8, FAB_ACCESS_REMOTE_ATOMIC, &p);
+		if (ret == 0 && wr->opcode == FAB_OP_CAS) {
+			old = wr->compare;
+			__atomic_compare_exchange_n((uint64_t *)p, &old, wr->swap, false,
+			                            __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		} else if (ret == 0) {
+			old = __atomic_fetch_add((uint64_t *)p, wr->swap, __ATOMIC_SEQ_CST);
+		}
+		busy_exit(l);
+		if (ret == 0)
+			memcpy(wr->local, &old, 8);
+		return ret;
+	}
+	}
+	return -EINVAL;
+}
+
+/* fail_locked -- with post_lock held: take @l down (shm_link_fail()). */
+static void fail_locked(struct shm_link *l, int first_err, int err, const char *why)
+{
+	struct shm_fab *f = l->fab;
+	int first = 1;
+
+	if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == SHM_LINK_DOWN)
+		return;
+	if (why != NULL)
+		lc_log_warn("shm: link %u down: %s", l->base.id, why);
+	__atomic_store_n(&l->cause, first_err, __ATOMIC_RELEASE);
+	__atomic_store_n(&l->err, err, __ATOMIC_RELEASE);
+	__atomic_store_n(&l->state, SHM_LINK_DOWN, __ATOMIC_RELEASE);
+	for (; l->dq_head != l->dq_tail; first = 0) {
+		shm_cq_push(f, l, l->dq[l->dq_head & l->dq_mask].wrid,
+		            l->dq[l->dq_head & l->dq_mask].opcode, first ? first_err : err, 0, 0,
+		            0);
+		__atomic_store_n(&l->dq_head, l->dq_head + 1, __ATOMIC_RELAXED); /* peeked */
+	}
+	for (; l->rq_cons != l->rq_prod; l->rq_cons++)
+		shm_cq_push(f, l, l->rq[l->rq_cons & l->rq_mask].wrid, FAB_OP_RECV, -ECANCELED, 0,
+		            0, 0);
+	if (l->fd >= 0)
+		shutdown(l->fd, SHUT_RDWR); /* the peer sees the link die */
+	shm_cq_wake(f);
+}
+
+void shm_link_fail(struct shm_link *l, int first_err, int err, const char *why)
+{
+	pthread_spin_lock(&l->post_lock);
+	fail_locked(l, first_err, err, why);
+	pthread_spin_unlock(&l->post_lock);
+}
+
+/*
+ * landed_bell -- after a WRITE or atomic: when the target's core wants to
+ * know (LOCO_WAIT=block: fab_attr.landed), ring its thread, once until it
+ * has told the core (the flag in its link page batches the rings).
+ */
+static void landed_bell(struct shm_link *l)
+{
+	uint64_t one = 1;
+
+	if (!__atomic_load_n(&l->pfab->want_landed, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&l->peer->landed, __ATOMIC_RELAXED) ||
+	    __atomic_exchange_n(&l->peer->landed, 1, __ATOMIC_SEQ_CST))
+		return;
+	if (write(l->peer_rnr, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		lc_log_debug("shm: link %u: cannot ring the peer: %s", l->base.id, strerror(errno));
+}
+
+/* complete -- the completion of @wr that executed with @ret (0 or an error). */
+static void complete(struct shm_link *l, const struct fab_wr *wr, int ret)
+{
+	if (ret == 0 && wr->opcode != FAB_OP_READ && wr->opcode != FAB_OP_SEND)
+		landed_bell(l);
+	if (ret == 0 && !(wr->flags & FAB_WR_SIGNALED))
+		fab_credits_give(&l->fab->cq_credits, 1);
+	else
+		shm_cq_push(l->fab, l, wr->wrid, wr->opcode, ret, ret == 0 ? wr->len : 0, 0, 0);
+}
+
+/*
+ * defer_wait -- with post_lock held: requests wait for the peer's RECV or
+ * ring room: ask the peer to ring our thread (its post_recv() or
+ * delivery checks the flag after its store), then look again.
+ */
+static int run_deferred(struct shm_link *l);
+
+static void defer_wait(struct shm_link *l)
+{
+	__atomic_store_n(&l->mine->rnr, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	run_deferred(l);
+}
+
+/* run_deferred -- with post_lock held: execute waiting requests until one must wait again. */
+static int run_deferred(struct shm_link *l)
+{
+	int moved = 0;
+
+	while (l->dq_head != l->dq_tail &&
+	       __atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == SHM_LINK_UP) {
+		uint32_t i = l->dq_head & l->dq_mask;
+		const struct fab_wr *wr = &l->dq[i];
+		const uint8_t *src = (wr->flags & FAB_WR_INLINE)
+		                         ? l->dq_inline + (size_t)i * l->fab->base.attr.max_inline
+		                         : wr->local;
+		int ret = exec_one(l, wr, src);
+
+		if (ret == DEFER)
+			break;
+		__atomic_store_n(&l->dq_head, l->dq_head + 1, __ATOMIC_RELAXED); /* peeked */
+		moved = 1;
+		complete(l, wr, ret);
+		if (ret) {
+			fail_locked(l, ret, -ECANCELED,
+			            ret == -EFAULT ? "local buffer outside its region (lkey)"
+			                           : NULL);
+			break;
+		}
+	}
+	return moved;
+}
+
+int shm_post(struct fab_link *link, const struct fab_wr *wr, int n)
+{
+	struct shm_link *l = to_shm_link(link);
+	struct shm_fab *f = l->fab;
+	uint32_t max_inline = f->base.attr.max_inline;
+	int i;
+
+	if (wr == NULL || n <= 0)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (fab_wr_check(&wr[i], SHM_MAX_MSG, max_inline) ||
+		    (wr[i].opcode == FAB_OP_SEND && wr[i].len > SHM_MAX_SEND))
+			return -EINVAL;
+	pthread_spin_lock(&l->post_lock);
+	if (l->dq_tail - l->dq_head + (uint32_t)n > l->dq_mask + 1) {
+		pthread_spin_unlock(&l->post_lock);
+		return -EAGAIN;
+	}
+	if (!fab_credits_take(&f->cq_credits, n)) {
+		pthread_spin_unlock(&l->post_lock);
+		return -EAGAIN;
+	}
+	for (i = 0; i < n; i++) {
+		int ret;
+
+		if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == SHM_LINK_UP &&
+		    shm_peer_gone(l->pfab))
+			fail_locked(l, -ECONNRESET, -ECONNRESET, NULL);
+		if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == SHM_LINK_DOWN) {
+			shm_cq_push(f, l, wr[i].wrid, wr[i].opcode,
+			            __atomic_load_n(&l->err, __ATOMIC_ACQUIRE), 0, 0, 0);
+			continue;
+		}
+		if (l->dq_head != l->dq_tail ||
+		    __atomic_load_n(&l->state, __ATOMIC_ACQUIRE) != SHM_LINK_UP)
+			break; /* behind a waiting SEND, or held: run at admission */
+		ret = exec_one(l, &wr[i], wr[i].local);
+		if (ret == DEFER)
+			break;
+		complete(l, &wr[i], ret);
+		if (ret)
+			fail_locked(l, ret, -ECANCELED,
+			            ret == -EFAULT ? "local buffer outside its region (lkey)"
+			                           : NULL);
+	}
+	for (; i < n; i++) { /* wait behind a SEND with no RECV at the peer */
+		uint32_t slot = l->dq_tail & l->dq_mask;
+
+		l->dq[slot] = wr[i];
+		if (wr[i].flags & FAB_WR_INLINE)
+			copy_out(l->dq_inline + (size_t)slot * max_inline, wr[i].local, wr[i].len);
+		__atomic_store_n(&l->dq_tail, l->dq_tail + 1, __ATOMIC_RELEASE);
+	}
+	if (l->dq_head != l->dq_tail && l->mine != NULL &&
+	    __atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == SHM_LINK_UP)
+		defer_wait(l);
+	pthread_spin_unlock(&l->post_lock);
+	shm_cq_wake(f);
+	return 0;
+}
+
+int shm_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, int n)
+{
+	struct shm_link *l = to_shm_link(link);
+	struct shm_fab *f = l->fab;
+
+	if (fab_recv_check(&f->kt, wr, n))
+		return -EINVAL;
+	pthread_spin_lock(&l->post_lock);
+	if (l->rq_prod - l->rq_cons + (uint32_t)n > l->rq_mask + 1) {
+		pthread_spin_unlock(&l->post_lock);
+		return -EAGAIN;
+	}
+	if (!fab_credits_take(&f->cq_credits, n)) {
+		pthread_spin_unlock(&l->post_lock);
+		return -EAGAIN;
+	}
+	if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == SHM_LINK_DOWN) {
+		for (int i = 0; i < n; i++)
+			shm_cq_push(f, l, wr[i].wrid, FAB_OP_RECV, -ECANCELED, 0, 0, 0);
+		pthread_spin_unlock(&l->post_lock);
+		shm_cq_wake(f);
+		return 0;
+	}
+	for (int i = 0; i < n; i++, l->rq_prod++) {
+		l->rq[l->rq_prod & l->rq_mask] = wr[i];
+		l->mine->rq_lens[l->rq_prod & (SHM_RQ_MAX - 1)] = wr[i].len;
+	}
+	/* pairs with the acquire load of rq_posted in can_send() */
+	__atomic_store_n(&l->mine->rq_posted, l->rq_prod, __ATOMIC_RELEASE);
+	pthread_spin_unlock(&l->post_lock);
+	shm_bell(l);     /* a SEND may wait for it at the peer */
+	shm_rnr_bell(l); /* its thread runs it if its poller does not */
+	if (__atomic_load_n(&l->mine->ring_prod, __ATOMIC_ACQUIRE) !=
+	    __atomic_load_n(&l->mine->ring_cons, __ATOMIC_RELAXED))
+		shm_cq_wake(f); /* a record waits for it here */
+	return 0;
+}
+
+/* deliver -- with post_lock held: move the peer's records into posted RECVs. */
+static int deliver(struct shm_link *l)
+{
+	struct shm_lpage *m = l->mine;
+	uint64_t cons = m->ring_cons, prod = __atomic_load_n(&m->ring_prod, __ATOMIC_ACQUIRE);
+	int moved = 0;
+
+	while (cons != prod) {
+		const struct shm_rec *r = (const struct shm_rec *)(m->ring + cons % SHM_RING);
+		struct shm_rec rec = *r;
+
+		if (rec.span == 0 || rec.span > SHM_RING || rec.span % SHM_REC_ALIGN ||
+		    rec.span > prod - cons) {
+			fail_locked(l, -EPROTO, -EPROTO, "bad record in the ring");
+			return moved;
+		}
+		if (rec.op != 0) {
+			const struct fab_recv_wr *rw;
+
+			if (l->rq_cons == l->rq_prod)
+				break; /* the peer counts RECVs: it did not send without one */
+			rw = &l->rq[l->rq_cons & l->rq_mask];
+			if (rec.op == FAB_OP_SEND) {
+				if (rec.len > rw->len || rec.len > rec.span - sizeof(rec)) {
+					fail_locked(l, -EMSGSIZE, -ECANCELED,
+					            "SEND larger than its RECV");
+					return moved;
+				}
+				memcpy(rw->local, r + 1, rec.len);
+				shm_cq_push(l->fab, l, rw->wrid, FAB_OP_RECV, 0, rec.len, rec.imm,
+				            1);
+			} else {
+				shm_cq_push(l->fab, l, rw->wrid, FAB_OP_RECV_IMM, 0, rec.len,
+				            rec.imm, 1);
+			}
+			l->rq_cons++;
+			moved = 1;
+		}
+		cons += rec.span;
+	}
+	if (cons != m->ring_cons) {
+		/* pairs with the acquire load of ring_cons in ring_room() */
+		__atomic_store_n(&m->ring_cons, cons, __ATOMIC_RELEASE);
+		shm_bell(l); /* room for a SEND waiting there */
+		shm_rnr_bell(l);
+	}
+	return moved;
+}
+
+int shm_link_progress(struct shm_link *l)
+{
+	int moved = 0;
+
+	if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) != SHM_LINK_UP || l->mine == NULL)
+		return 0;
+	/* a peek without the lock: a stale look only delays the work to the next poll */
+	if (__atomic_load_n(&l->mine->ring_prod, __ATOMIC_ACQUIRE) ==
+	        __atomic_load_n(&l->mine->ring_cons, __ATOMIC_RELAXED) &&
+	    __atomic_load_n(&l->dq_tail, __ATOMIC_ACQUIRE) ==
+	        __atomic_load_n(&l->dq_head, __ATOMIC_RELAXED))
+		return 0;
+	pthread_spin_lock(&l->post_lock);
+	if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == SHM_LINK_UP)
+		moved = deliver(l) + run_deferred(l);
+	pthread_spin_unlock(&l->post_lock);
+	return moved;
+}
+
+int shm_link_ready(struct shm_link *l)
+{
+	int ready = 0;
+
+	if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) != SHM_LINK_UP || l->mine == NULL)
+		return 0;
+	pthread_spin_lock(&l->post_lock);
+	if (__atomic_load_n(&l->mine->ring_prod, __ATOMIC_ACQUIRE) != l->mine->ring_cons &&
+	    l->rq_cons != l->rq_prod)
+		ready = 1;
+	if (l->dq_head != l->dq_tail && can_send(l, &l->dq[l->dq_head & l->dq_mask]))
+		ready = 1;
+	pthread_spin_unlock(&l->post_lock);
+	return ready;
+}
