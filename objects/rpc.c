@@ -73,7 +73,7 @@ static void rpc_peer_leave(loco_object_t *obj, uint32_t node, uint64_t view, voi
 
 	(void)obj, (void)view;
 	if (p != NULL)
-		__atomic_store_n(&p->dead, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&p->dead, 1, __ATOMIC_RELEASE); /* pairs with peer_dead() */
 }
 
 static const struct loco_object_ops rpc_ops = {
@@ -93,6 +93,7 @@ static int rpc_poll(void *arg)
 	for (unsigned i = 0; i < ep->npeers; i++) {
 		struct rpc_peer *p = &ep->peers[i];
 
+		/* a hint only (relaxed): the batch itself is read under wlock */
 		if (__atomic_load_n(&p->blen, __ATOMIC_RELAXED) == 0 || peer_dead(p))
 			continue;
 		if (pthread_mutex_trylock(&p->wlock) != 0)
@@ -122,9 +123,10 @@ static void *rpc_server_start(void *arg)
 	free(arg);
 	pthread_mutex_lock(&l->mu);
 	l->self = pthread_self();
-	__atomic_store_n(&l->running, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&l->running, 1,
+	                 __ATOMIC_RELEASE); /* publishes self: pairs with rpc_help() */
 	loco_waiter_init(&w, ep->m);
-	while (!__atomic_load_n(&ep->stop, __ATOMIC_ACQUIRE)) {
+	while (!__atomic_load_n(&ep->stop, __ATOMIC_ACQUIRE)) { /* pairs with destroy's store */
 		if (rpc_lane_progress(ep, l, 64) > 0)
 			loco_waiter_reset(&w);
 		else
@@ -351,7 +353,7 @@ void loco_rpc_destroy(loco_rpc_ep_t *ep)
 {
 	if (ep == NULL)
 		return;
-	__atomic_store_n(&ep->stop, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&ep->stop, 1, __ATOMIC_RELEASE); /* pairs with rpc_server_start() */
 	for (unsigned i = 0; i < ep->nlanes; i++)
 		if (ep->lanes[i].started)
 			pthread_join(ep->lanes[i].th, NULL);
@@ -438,6 +440,7 @@ int loco_rpc_register(loco_rpc_ep_t *ep, const char *name, loco_rpc_fn fn, void 
 		ret = -ENOSPC;
 	if (ret == 0) {
 		ep->h[ep->nh] = (struct rpc_handler){.id = hid, .fn = fn, .arg = arg};
+		/* publishes the entry: pairs with the acquire load in lookup() */
 		__atomic_store_n(&ep->nh, ep->nh + 1, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&ep->hlock);

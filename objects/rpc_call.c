@@ -188,6 +188,11 @@ static int landed(loco_rpc_ep_t *ep, uint32_t s, uint64_t tag, struct slot_hdr *
 {
 	const uint8_t *b = (const uint8_t *)loco_region_ptr(ep->rets) + (size_t)s * ep->slot_bytes;
 
+	/*
+	 * The tag first, then the rest: the WRITE has no release to pair
+	 * with (its lines land in any order), so the sum over the whole
+	 * reply, seeded with the tag, is what proves it landed whole.
+	 */
 	if (__atomic_load_n((const uint64_t *)(const void *)b, __ATOMIC_ACQUIRE) != tag)
 		return 0;
 	memcpy(hd, b, sizeof(*hd));

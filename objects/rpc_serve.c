@@ -16,7 +16,7 @@
 
 static const struct rpc_handler *lookup(loco_rpc_ep_t *ep, uint32_t id)
 {
-	unsigned n = __atomic_load_n(&ep->nh, __ATOMIC_ACQUIRE);
+	unsigned n = __atomic_load_n(&ep->nh, __ATOMIC_ACQUIRE); /* pairs with register's store */
 
 	for (unsigned i = 0; i < n; i++)
 		if (ep->h[i].id == id)
