@@ -22,7 +22,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,9 +180,11 @@ static double raw_rate(loco_manager_t *m, size_t size, long n)
 	loco_ack_key_t *k[2];
 	uint64_t t0 = bench_now_ns();
 	size_t off = 0;
+	loco_waiter_t w;
 	long i = 0;
 	int cur = 0;
 
+	loco_waiter_init(&w, m);
 	die_if("ack", loco_ack_key_create(m, &k[0]));
 	die_if("ack", loco_ack_key_create(m, &k[1]));
 	while (i < n) {
@@ -193,9 +194,10 @@ static double raw_rate(loco_manager_t *m, size_t size, long n)
 
 			if (off + size > RAWBUF)
 				off = 0;
-			/* -EAGAIN: the fabric's queue is full; it drains by itself */
+			/* -EAGAIN: the fabric's queue is full: wait as rpipe does (a spin waiter drives it) */
+			loco_waiter_reset(&w);
 			while ((ret = loco_write(rsrc, off, &peer_dst, off, size, a)) == -EAGAIN)
-				sched_yield();
+				loco_waiter_pause(&w);
 			die_if("write", ret);
 			off += size;
 		}
