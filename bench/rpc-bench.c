@@ -9,7 +9,7 @@
  * to write it back); and the one-sided operations MPI's RMA is compared
  * with (8 B write, read, FAA, CAS, each + its completion).
  *
- *   loco-run -n 2 build/bench/rpc-bench [--calls N] [--iters N] [--json FILE]
+ *   loco-run -n 2 build/bench/rpc-bench [--calls N] [--iters N] [--agg-bytes N] [--json FILE]
  *
  * Node 2 serves: it runs loco_rpc_progress() on the three endpoints
  * (one per aggregation mode), pausing by the manager's wait policy
@@ -299,12 +299,14 @@ int main(int argc, char **argv)
 	    {"calls", required_argument, NULL, 'c'},
 	    {"iters", required_argument, NULL, 'i'},
 	    {"json", required_argument, NULL, 'j'},
+	    {"agg-bytes", required_argument, NULL, 'a'},
 	    {NULL, 0, NULL, 0},
 	};
 	static const size_t sizes[] = {8, 64, 256};
 	static const char *opn[] = {"write", "read", "faa", "cas"};
 	const char *json = NULL, *prov = getenv("LOCO_FABRIC"), *wait = getenv("LOCO_WAIT");
 	long calls = 200000, iters = 20000;
+	size_t agg_bytes = 0; /* 0: the endpoint's default (4 KiB) */
 	char json_default[160];
 	struct rate r[12];
 	double lat[2][2], ops[4][2], *t;
@@ -325,9 +327,12 @@ int main(int argc, char **argv)
 		case 'j':
 			json = optarg;
 			break;
+		case 'a':
+			agg_bytes = (size_t)atol(optarg);
+			break;
 		default:
 			fprintf(stderr, "usage: loco-run -n 2 rpc-bench [--calls N] [--iters N] "
-			                "[--json FILE]\n");
+			                "[--agg-bytes N] [--json FILE]\n");
 			return 2;
 		}
 	}
@@ -355,6 +360,7 @@ int main(int argc, char **argv)
 		cfg.ring_bytes = 1u << 20;
 		cfg.pull_bytes = 64u * 1024;
 		cfg.agg = e;
+		cfg.agg_bytes = agg_bytes;
 		die_if("rpc", loco_rpc_create(ch, mode_name[e], &cfg, &ep[e]));
 		die_if("register", loco_rpc_register(ep[e], "sink", sink, NULL, NULL));
 		die_if("register", loco_rpc_register(ep[e], "count", count, NULL, NULL));
@@ -404,8 +410,9 @@ int main(int argc, char **argv)
 		die_if("fin", loco_rpc_call(ep[0], 2, loco_rpc_id("fin"), NULL, 0, TMO));
 
 		printf(
-		    "rpc-bench: provider %s, wait policy %s, %ld calls per rate, %ld round trips\n",
-		    prov, wait, calls, iters);
+		    "rpc-bench: provider %s, wait policy %s, %ld calls per rate, %ld round trips, "
+		    "batches of %zu B\n",
+		    prov, wait, calls, iters, agg_bytes ? agg_bytes : (size_t)4096);
 		printf("%-6s %-10s %12s %10s %10s\n", "size", "mode", "calls/s", "MB/s", "x raw");
 		for (int i = 0; i < nr; i++) {
 			const struct rate *rw = &r[(i / 4) * 4 + 3];
