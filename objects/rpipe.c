@@ -99,6 +99,21 @@ void loco_rpipe_destroy(loco_rpipe_t *p)
 {
 	if (p == NULL)
 		return;
+	/*
+	 * Only one data WRITE at a time is signaled: the unsignaled ones
+	 * after it may still be queued, from the shadow about to be freed.
+	 * WRITEs to one node execute in order, so one signaled ctl WRITE
+	 * (the last "want" again: the reader takes it as before) completes
+	 * after every one of them, and destroying cack waits for it.
+	 */
+	if (p->is_writer && p->have_peer && !is_lost(p)) {
+		loco_waiter_t w;
+		int64_t dl = obj_deadline(5 * 1000000000ll);
+
+		loco_waiter_init(&w, p->m);
+		while (rp_ctl_put(p, p->asked) == -EAGAIN && obj_now_ns() < dl)
+			loco_waiter_pause(&w);
+	}
 	loco_ack_key_destroy(p->dack); /* waits for the WRITEs in flight */
 	loco_ack_key_destroy(p->cack);
 	loco_object_destroy(p->obj);

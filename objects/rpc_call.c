@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * rpc_call.c -- the rpc caller: framing, aggregation, flow control, reply
+ * slots and waits (the design is in rpc_impl.h). Public API only.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "obj_util.h"
+#include "rpc_impl.h"
+
+static int ep_check(loco_rpc_ep_t *ep)
+{
+	int ret = loco_object_status(ep->obj);
+
+	if (ret)
+		return ret;
+	if (loco_channel_partitioned(ep->ch))
+		return -LOCO_EPARTITION;
+	return 0;
+}
+
+int rpc_flush_peer(loco_rpc_ep_t *ep, struct rpc_peer *p)
+{
+	int ret;
+
+	if (p->blen == 0)
+		return 0;
+	ret = loco_rpipe_write(p->out, p->batch, p->blen, 0);
+	if (ret == 0) {
+		__atomic_store_n(&p->blen, 0, __ATOMIC_RELAXED);
+		ST_ADD(ep, records, 1);
+	}
+	return ret;
+}
+
+/* put_frame -- frame @h + @pl at @dst (rf_r8(RF_HDR + plen) bytes, padding zeroed) */
+static void put_frame(uint8_t *dst, const struct rf_hdr *h, const void *pl, size_t plen)
+{
+	size_t flen = rf_r8(RF_HDR + plen);
+
+	memcpy(dst, h, RF_HDR);
+	if (plen)
+		memcpy(dst + RF_HDR, pl, plen);
+	memset(dst + RF_HDR + plen, 0, flen - RF_HDR - plen);
+}
+
+/* direct -- one frame as one ring message, without waiting: 0, -EAGAIN, or an error */
+static int direct(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *h, const void *pl,
+                  size_t plen)
+{
+	size_t flen = rf_r8(RF_HDR + plen);
+	void *ptr;
+	int ret = loco_rpipe_reserve(p->out, flen, &ptr, 0);
+
+	if (ret)
+		return ret;
+	put_frame(ptr, h, pl, plen);
+	ret = loco_rpipe_commit(p->out, flen);
+	if (ret == 0)
+		ST_ADD(ep, records, 1);
+	return ret;
+}
+
+static void append(struct rpc_peer *p, const struct rf_hdr *h, const void *pl, size_t plen)
+{
+	if (p->blen == 0)
+		p->bt0 = obj_now_ns();
+	put_frame(p->batch + p->blen, h, pl, plen);
+	__atomic_store_n(&p->blen, p->blen + rf_r8(RF_HDR + plen), __ATOMIC_RELAXED);
+}
+
+/* try_post -- (wlock held) take the frame by the aggregation mode: 0, -EAGAIN, or an error */
+static int try_post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *h, const void *pl,
+                    size_t plen, int urgent)
+{
+	size_t flen = rf_r8(RF_HDR + plen);
+	int ret;
+
+	switch (ep->cfg.agg) {
+	case LOCO_RPC_AGG_TRAD:
+		if (p->blen + flen > ep->rec_max) {
+			ret = rpc_flush_peer(ep, p);
+			if (ret)
+				return ret;
+		}
+		append(p, h, pl, plen);
+		if (p->blen >= ep->cfg.agg_bytes || urgent) {
+			ret = rpc_flush_peer(ep, p);
+			if (ret != 0 && ret != -EAGAIN)
+				return ret; /* -EAGAIN: the poller or a wait posts it */
+		}
+		return 0;
+	case LOCO_RPC_AGG_OVERFLOW:
+		if (p->blen != 0) { /* order: the batch goes first */
+			ret = rpc_flush_peer(ep, p);
+			if (ret == -EAGAIN) {
+				if (p->blen + flen > ep->rec_max)
+					return -EAGAIN;
+				append(p, h, pl, plen);
+				return 0;
+			}
+			if (ret)
+				return ret;
+		}
+		ret = direct(ep, p, h, pl, plen);
+		if (ret == -EAGAIN) {
+			ST_ADD(ep, full, 1);
+			append(p, h, pl, plen);
+			return 0;
+		}
+		return ret;
+	default:
+		return direct(ep, p, h, pl, plen);
+	}
+}
+
+/* post -- send one frame to @p, waiting (running calls meanwhile) until @deadline */
+static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *h, const void *pl,
+                size_t plen, int urgent, int nowait, int64_t deadline)
+{
+	loco_waiter_t w;
+	int full = 0, ret;
+
+	loco_waiter_init(&w, ep->m);
+	for (;;) {
+		if (peer_dead(p))
+			return -ECONNRESET;
+		ret = ep_check(ep);
+		if (ret)
+			return ret;
+		pthread_mutex_lock(&p->wlock);
+		ret = try_post(ep, p, h, pl, plen, urgent);
+		pthread_mutex_unlock(&p->wlock);
+		if (ret == 0)
+			ST_ADD(ep, calls, 1);
+		if (ret != -EAGAIN)
+			return ret;
+		if (!full++)
+			ST_ADD(ep, full, 1);
+		if (nowait)
+			return -EAGAIN;
+		if (deadline >= 0 && obj_now_ns() >= deadline)
+			return -ETIMEDOUT;
+		if (rpc_help(ep) == 0)
+			loco_waiter_pause(&w);
+	}
+}
+
+static struct rpc_peer *callee(loco_rpc_ep_t *ep, uint32_t node)
+{
+	return node == ep->me ? NULL : rpc_peer_of(ep, node);
+}
+
+int loco_rpc_call(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *args, size_t len,
+                  int64_t timeout_ns)
+{
+	struct rf_hdr h = {.kind = RF_CALL, .hid = id, .plen = (uint32_t)len};
+	struct rpc_peer *p;
+
+	if (ep == NULL || (p = callee(ep, node)) == NULL || (len && args == NULL))
+		return -EINVAL;
+	if (len > ep->cfg.inline_max)
+		return -EMSGSIZE;
+	return post(ep, p, &h, args, len, 0, timeout_ns == 0, obj_deadline(timeout_ns));
+}
+
+int loco_rpc_call_all(loco_rpc_ep_t *ep, uint32_t id, const void *args, size_t len,
+                      int64_t timeout_ns)
+{
+	int64_t deadline = obj_deadline(timeout_ns);
+	int first = 0;
+
+	if (ep == NULL)
+		return -EINVAL;
+	for (unsigned i = 0; i < ep->npeers; i++) {
+		int64_t left = timeout_ns == 0 ? 0 : obj_left_ns(deadline);
+		int ret = loco_rpc_call(ep, ep->peers[i].node, id, args, len, left);
+
+		if (ret && !first)
+			first = ret;
+	}
+	return first;
+}
+
+/* landed -- whether the reply of @tag is whole in slot @s; its header into *@hd */
+static int landed(loco_rpc_ep_t *ep, uint32_t s, uint64_t tag, struct slot_hdr *hd)
+{
+	const uint8_t *b = (const uint8_t *)loco_region_ptr(ep->rets) + (size_t)s * ep->slot_bytes;
+
+	/*
+	 * The tag first, then the rest: the WRITE has no release to pair
+	 * with (its lines land in any order), so the sum over the whole
+	 * reply, seeded with the tag, is what proves it landed whole.
+	 */
+	if (__atomic_load_n((const uint64_t *)(const void *)b, __ATOMIC_ACQUIRE) != tag)
+		return 0;
+	memcpy(hd, b, sizeof(*hd));
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (hd->tag != tag || hd->len > ep->cfg.ret_max)
+		return 0;
+	return rpc_reply_sum(b + SLOT_HDR, hd->len, tag, hd->status) == hd->sum;
+}
+
+/* slot_get -- a free reply slot for a call to @node: 0, or -EBUSY */
+static int slot_get(loco_rpc_ep_t *ep, uint32_t node, uint32_t *slot, uint64_t *tag)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&ep->slock);
+	if (ep->nfree ==
+	    0) { /* take back abandoned slots whose reply landed, or whose callee left */
+		for (uint32_t s = 0; s < ep->cfg.ret_slots; s++) {
+			struct rpc_slot *sl = &ep->slots[s];
+			struct rpc_peer *p;
+			struct slot_hdr hd;
+
+			if (sl->state != SLOT_ABANDONED)
+				continue;
+			p = rpc_peer_of(ep, sl->node);
+			if (landed(ep, s, sl->tag, &hd) || p == NULL || peer_dead(p)) {
+				sl->state = SLOT_FREE;
+				ep->freel[ep->nfree++] = s;
+			}
+		}
+	}
+	if (ep->nfree == 0) {
+		ret = -EBUSY;
+	} else {
+		uint32_t s = ep->freel[--ep->nfree];
+
+		if (ep->tagctr == 0)
+			ep->tagctr = (uint64_t)obj_now_ns() << 8; /* differs from a former run's */
+		ep->slots[s] =
+		    (struct rpc_slot){.tag = ++ep->tagctr, .node = node, .state = SLOT_WAIT};
+		*slot = s;
+		*tag = ep->slots[s].tag;
+	}
+	pthread_mutex_unlock(&ep->slock);
+	return ret;
+}
+
+static void slot_end(loco_rpc_ep_t *ep, uint32_t s, int state)
+{
+	pthread_mutex_lock(&ep->slock);
+	ep->slots[s].state = state;
+	if (state == SLOT_FREE)
+		ep->freel[ep->nfree++] = s;
+	pthread_mutex_unlock(&ep->slock);
+}
+
+/* call_slot -- post frame @h (a reply wanted) with a reply slot: fills @t */
+static int call_slot(loco_rpc_ep_t *ep, struct rpc_peer *p, struct rf_hdr *h, const void *pl,
+                     size_t plen, void *ret, size_t ret_cap, loco_rpc_ticket_t *t,
+                     int64_t timeout_ns)
+{
+	int64_t deadline = obj_deadline(timeout_ns);
+	loco_rpc_ticket_t local;
+	loco_waiter_t w;
+	int st = 0, rc;
+
+	if (ret_cap && ret == NULL)
+		return -EINVAL;
+	loco_waiter_init(&w, ep->m);
+	while ((rc = slot_get(ep, p->node, &h->slot, &h->tag)) == -EBUSY) {
+		if (timeout_ns == 0 || (deadline >= 0 && obj_now_ns() >= deadline))
+			return -EBUSY;
+		if (rpc_help(ep) == 0)
+			loco_waiter_pause(&w);
+	}
+	h->ret_cap = (uint32_t)(ret_cap < ep->cfg.ret_max ? ret_cap : ep->cfg.ret_max);
+	rc = post(ep, p, h, pl, plen, 1, timeout_ns == 0, deadline);
+	if (rc) {
+		slot_end(ep, h->slot, SLOT_FREE); /* never posted: no reply can come */
+		return rc;
+	}
+	if (t == NULL)
+		t = &local;
+	*t = (loco_rpc_ticket_t){
+	    .tag = h->tag, .slot = h->slot, .node = p->node, .ret = ret, .ret_cap = ret_cap};
+	if (t != &local)
+		return 0;
+	rc = loco_rpc_wait(ep, t, &st, NULL, timeout_ns == 0 ? 0 : obj_left_ns(deadline));
+	if (rc == -EAGAIN) /* timeout 0: nobody holds the ticket; its late reply frees the slot */
+		slot_end(ep, t->slot, SLOT_ABANDONED);
+	return rc ? rc : (st < 0 ? st : 0);
+}
+
+int loco_rpc_call_return(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *args,
+                         size_t len, void *ret, size_t ret_cap, loco_rpc_ticket_t *t,
+                         int64_t timeout_ns)
+{
+	struct rf_hdr h = {.kind = RF_RET, .hid = id, .plen = (uint32_t)len};
+	struct rpc_peer *p;
+
+	if (ep == NULL || (p = callee(ep, node)) == NULL || (len && args == NULL))
+		return -EINVAL;
+	if (len > ep->cfg.inline_max || ret_cap > ep->cfg.ret_max)
+		return -EMSGSIZE;
+	return call_slot(ep, p, &h, args, len, ret, ret_cap, t, timeout_ns);
+}
+
+int loco_rpc_call_buffer(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *buf, size_t len,
+                         void *ret, size_t ret_cap, loco_rpc_ticket_t *t, int64_t timeout_ns)
+{
+	struct rf_hdr h = {.kind = RF_RET, .hid = id, .plen = (uint32_t)len};
+	const uint8_t *base;
+	struct rf_pull pl;
+	struct rpc_peer *p;
+
+	if (ep == NULL || (p = callee(ep, node)) == NULL || (len && buf == NULL))
+		return -EINVAL;
+	if (ret_cap > ep->cfg.ret_max || len > ep->cfg.pull_bytes)
+		return -EMSGSIZE;
+	if (len <= ep->cfg.inline_max)
+		return call_slot(ep, p, &h, buf, len, ret, ret_cap, t, timeout_ns);
+	base = loco_region_ptr(ep->send);
+	if ((const uint8_t *)buf < base || (const uint8_t *)buf + len > base + ep->cfg.pull_bytes)
+		return -EINVAL;
+	pl = (struct rf_pull){.off = (uint64_t)((const uint8_t *)buf - base), .len = len};
+	h.kind = RF_PULL;
+	h.plen = sizeof(pl);
+	return call_slot(ep, p, &h, &pl, sizeof(pl), ret, ret_cap, t, timeout_ns);
+}
+
+int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *ret_len,
+                  int64_t timeout_ns)
+{
+	int64_t deadline = obj_deadline(timeout_ns);
+	struct rpc_peer *p;
+	struct slot_hdr hd;
+	loco_waiter_t w;
+	int ret;
+
+	if (ep == NULL || t == NULL || t->tag == 0 || t->slot >= ep->cfg.ret_slots ||
+	    (p = callee(ep, t->node)) == NULL)
+		return -EINVAL;
+	loco_waiter_init(&w, ep->m);
+	for (;;) {
+		if (landed(ep, t->slot, t->tag, &hd)) {
+			size_t n = hd.len < t->ret_cap ? hd.len : t->ret_cap;
+			const uint8_t *b = (const uint8_t *)loco_region_ptr(ep->rets) +
+			                   (size_t)t->slot * ep->slot_bytes + SLOT_HDR;
+
+			if (n)
+				memcpy(t->ret, b, n);
+			slot_end(ep, t->slot, SLOT_FREE);
+			t->tag = 0;
+			if (status)
+				*status = hd.status;
+			if (ret_len)
+				*ret_len = hd.len;
+			return hd.len > t->ret_cap ? -EMSGSIZE : 0;
+		}
+		if (peer_dead(p)) {
+			slot_end(ep, t->slot, SLOT_FREE); /* no WRITE can come from it anymore */
+			t->tag = 0;
+			return -ECONNRESET;
+		}
+		ret = ep_check(ep);
+		if (ret == 0 && timeout_ns == 0)
+			return -EAGAIN; /* the ticket stays valid */
+		if (ret == 0 && deadline >= 0 && obj_now_ns() >= deadline) {
+			ST_ADD(ep, timeouts, 1);
+			ret = -ETIMEDOUT;
+		}
+		if (ret) {
+			slot_end(ep, t->slot, SLOT_ABANDONED);
+			t->tag = 0;
+			return ret;
+		}
+		if (__atomic_load_n(&p->blen, __ATOMIC_RELAXED) !=
+		    0) { /* our call may be batched */
+			pthread_mutex_lock(&p->wlock);
+			ret = rpc_flush_peer(ep, p);
+			pthread_mutex_unlock(&p->wlock);
+			(void)ret; /* errors reach the wait as the peer's death */
+		}
+		if (rpc_help(ep) == 0)
+			loco_waiter_pause(&w);
+	}
+}
+
+int loco_rpc_flush(loco_rpc_ep_t *ep, uint32_t node, int64_t timeout_ns)
+{
+	int64_t deadline = obj_deadline(timeout_ns);
+	loco_waiter_t w;
+
+	if (ep == NULL || (node != 0 && callee(ep, node) == NULL))
+		return -EINVAL;
+	loco_waiter_init(&w, ep->m);
+	for (unsigned i = 0; i < ep->npeers; i++) {
+		struct rpc_peer *p = &ep->peers[i];
+		int ret;
+
+		if (node != 0 && p->node != node)
+			continue;
+		for (;;) {
+			if (peer_dead(p))
+				return -ECONNRESET;
+			pthread_mutex_lock(&p->wlock);
+			ret = rpc_flush_peer(ep, p);
+			pthread_mutex_unlock(&p->wlock);
+			if (ret != -EAGAIN)
+				break;
+			if (timeout_ns == 0)
+				return -EAGAIN;
+			if (deadline >= 0 && obj_now_ns() >= deadline)
+				return -ETIMEDOUT;
+			if (rpc_help(ep) == 0)
+				loco_waiter_pause(&w);
+		}
+		if (ret)
+			return ret;
+	}
+	return 0;
+}

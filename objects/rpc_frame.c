@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * rpc_frame.c -- the rpc's frame decoder (format in rpc_frame.h). The
+ * message comes from a ring another node writes: nothing in it is
+ * trusted; no read goes past @len.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "rpc_frame.h"
+
+int rf_next(const void *msg, size_t len, size_t *pos, const struct rf_limits *lim,
+            struct rf_frame *f)
+{
+	const uint8_t *b = msg;
+	size_t at = *pos, left, adv;
+
+	if (at >= len)
+		return 0;
+	left = len - at;
+	if (left < RF_HDR)
+		return -EBADMSG;
+	memcpy(&f->h, b + at, sizeof(f->h));
+	if (f->h.plen > left - RF_HDR)
+		return -EBADMSG;
+	if (f->h.rsv[0] | f->h.rsv[1] | f->h.rsv[2] | f->h.rsv2)
+		return -EBADMSG;
+	switch (f->h.kind) {
+	case RF_CALL:
+		break;
+	case RF_RET:
+		if (f->h.slot >= lim->slots)
+			return -EBADMSG;
+		break;
+	case RF_PULL:
+		if (f->h.slot >= lim->slots || f->h.plen != sizeof(struct rf_pull))
+			return -EBADMSG;
+		memcpy(&f->pull, b + at + RF_HDR, sizeof(f->pull));
+		if (f->pull.len == 0 || f->pull.len > lim->pull_max ||
+		    f->pull.off > lim->send_len || f->pull.len > lim->send_len - f->pull.off)
+			return -EBADMSG;
+		break;
+	default:
+		return -EBADMSG;
+	}
+	f->payload = b + at + RF_HDR;
+	adv = rf_r8(RF_HDR + (size_t)f->h.plen);
+	*pos = adv > left ? len : at + adv; /* the last frame's padding may be cut */
+	return 1;
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * rpc_frame.h -- objects/-private: the rpc's frames in a ring message
+ * and their decoder (rpc_frame.c, which depends on nothing else: the
+ * fuzz target tests/fuzz/fuzz-rpc-frame.c builds it alone).
+ *
+ * A ring message (one rpipe record) holds one frame, or several when
+ * the caller aggregates. A frame, 8-byte aligned:
+ *   u32 plen     payload bytes after the header
+ *   u8  kind     RF_CALL (one-way), RF_RET (result wanted), RF_PULL
+ *   u8  rsv[3]   0
+ *   u32 hid      handler id
+ *   u32 slot     the caller's reply slot (RF_RET, RF_PULL)
+ *   u32 ret_cap  bytes of result the caller takes
+ *   u32 rsv2     0
+ *   u64 tag      the reply slot's tag (unique per call on that node)
+ *   payload      plen bytes (RF_PULL: struct rf_pull), padded to 8
+ * The ring message is untrusted: every length is checked against what is
+ * left of the message, and the kinds and the pull's extent too.
+ */
+#ifndef LOCO_OBJECTS_RPC_FRAME_H
+#define LOCO_OBJECTS_RPC_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+	RF_CALL = 1,
+	RF_RET = 2,
+	RF_PULL = 3,
+};
+
+#define RF_HDR 32u
+
+struct rf_hdr {
+	uint32_t plen;
+	uint8_t kind;
+	uint8_t rsv[3];
+	uint32_t hid;
+	uint32_t slot;
+	uint32_t ret_cap;
+	uint32_t rsv2;
+	uint64_t tag;
+};
+
+/* the payload of an RF_PULL frame: where the bytes are in the caller's send region */
+struct rf_pull {
+	uint64_t off;
+	uint64_t len;
+};
+
+/* a decoded frame: payload points into the message */
+struct rf_frame {
+	struct rf_hdr h;
+	const void *payload;
+	struct rf_pull pull; /* RF_PULL only */
+};
+
+/* limits the decoder checks frames against (the endpoint's agreed sizes) */
+struct rf_limits {
+	uint32_t slots;    /* reply slots: slot < slots for RF_RET/RF_PULL */
+	uint64_t pull_max; /* RF_PULL len in 1 .. pull_max */
+	uint64_t send_len; /* RF_PULL off + len <= send_len */
+};
+
+static inline size_t rf_r8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+/*
+ * rf_next -- decode the frame at *@pos of message @msg (@len bytes) into
+ * *@f and advance *@pos. Returns 1 (a frame), 0 (end of the message), or
+ * -EBADMSG (a malformed frame: the rest of the message is to be dropped).
+ */
+int rf_next(const void *msg, size_t len, size_t *pos, const struct rf_limits *lim,
+            struct rf_frame *f);
+
+#endif /* LOCO_OBJECTS_RPC_FRAME_H */

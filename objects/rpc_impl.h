@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * rpc_impl.h -- objects/-private: the parts of the rpc endpoint (rpc.c:
+ * set-up, handlers, the flush poller, server threads; rpc_call.c: the
+ * caller; rpc_serve.c: running calls and replying; rpc_frame.c: the
+ * decoder). Public API only.
+ *
+ * Transport. One rpipe per ordered pair of members carries the calls of
+ * the first to the second ("<name>.<caller>-<callee>"). Results, error
+ * replies and "payload pulled" never use a ring: the callee WRITEs them
+ * into the caller's reply slot (region "rets"), so a reply never waits
+ * for ring room or for the caller's handlers -- the rule that keeps two
+ * nodes calling each other from handlers out of deadlock. Calls only
+ * (not replies) in the rings also halves the pipes a node needs
+ * (2 (n - 1)): a channel announces 64 entries, a pipe takes 4.
+ *
+ * Regions of the endpoint's object "<name>":
+ *   "rets"  ret_slots slots of slot_bytes (remotely writable): a slot is
+ *           {u64 tag, i32 status, u32 len, u64 sum, u64 0} + result.
+ *           The callee writes header and result in one WRITE; lines may
+ *           land in any order, so the caller takes it once tag matches
+ *           and sum = XXH3(result, seed(tag, status, len)) holds.
+ *   "rsrc"  the callee's sources of those WRITEs: RSRC_K per caller,
+ *           reused as rpipe's ctl slots are (WRITEs to one node complete
+ *           in order: with fewer than RSRC_K outstanding, the oldest is
+ *           free).
+ *   "send"  pull_bytes, remotely readable: call_buffer payloads above
+ *           inline_max, which the callee READs into "pull".
+ *   "pull"  pull_bytes per lane: a stack per lane (nested handlers
+ *           free in LIFO order).
+ *
+ * Reply slots and timeouts: a call that wants a result takes a free slot
+ * and a fresh tag. A wait that times out marks the slot ABANDONED: the
+ * result is never copied out, and the slot is reused only once a reply
+ * with its tag landed there, or its callee left (no WRITE can come
+ * anymore) -- so a late reply never lands in a reused slot, and never
+ * in the user's buffer.
+ *
+ * Lanes: handlers run on lanes; lane i serves callers i, i + nlanes, ...
+ * With cfg.threads == 0 there is one lane, taken (recursive mutex,
+ * trylock) by loco_rpc_progress() and by this endpoint's waits; with
+ * threads, each server thread holds its lane for good. A thread that
+ * holds a lane and waits (a handler calling out) runs that lane's calls
+ * meanwhile, one nesting level deeper: each level copies its ring
+ * message into its own scratch and releases the ring at once, so the
+ * outer handler's data stays valid and the caller's ring drains.
+ */
+#ifndef LOCO_OBJECTS_RPC_IMPL_H
+#define LOCO_OBJECTS_RPC_IMPL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <loco.h>
+#include <loco/rpc.h>
+#include <loco/rpipe.h>
+
+#include "rpc_frame.h"
+
+#define SLOT_HDR 32u
+#define RSRC_K   8u
+
+enum {
+	SLOT_FREE = 0,
+	SLOT_WAIT = 1,
+	SLOT_ABANDONED = 2,
+};
+
+struct slot_hdr {
+	uint64_t tag;
+	int32_t status;
+	uint32_t len;
+	uint64_t sum;
+	uint64_t rsv;
+};
+
+struct rpc_peer {
+	uint32_t node;
+	unsigned idx;
+	int dead; /* atomic: it left the channel or died */
+	loco_rpipe_t *out, *in;
+	/* the caller side: the out pipe and the batch */
+	pthread_mutex_t wlock;
+	uint8_t *batch;
+	size_t blen;
+	int64_t bt0;
+	/* the callee side: replies to it */
+	pthread_mutex_t rlock;
+	loco_ack_key_t *rack;
+	uint64_t rn;
+	int have_rrets, have_rsend;
+	loco_rref_t rrets, rsend;
+};
+
+struct rpc_lane {
+	pthread_mutex_t mu; /* recursive */
+	unsigned depth;
+	unsigned next;
+	uint8_t *scratch; /* max_depth * rec_max */
+	uint8_t *retbuf;  /* max_depth * ret_max */
+	size_t pull_base, pull_top;
+	loco_ack_key_t *pack;
+	pthread_t th;   /* the server thread (joined by destroy) */
+	pthread_t self; /* the same, set by the thread itself */
+	int started;    /* th was created */
+	int running;    /* atomic: self is set */
+};
+
+struct rpc_slot {
+	uint64_t tag;
+	uint32_t node;
+	int state;
+};
+
+struct rpc_handler {
+	uint32_t id;
+	loco_rpc_fn fn;
+	void *arg;
+};
+
+struct loco_rpc_ep {
+	loco_channel_t *ch;
+	loco_manager_t *m;
+	loco_object_t *obj;
+	loco_rpc_cfg_t cfg;
+	uint32_t nodes[LOCO_RPC_NODES_MAX];
+	uint32_t me;
+	size_t rec_max, slot_bytes;
+	struct rf_limits lim;
+	loco_region_t *rets, *rsrc, *send, *pull;
+	struct rpc_peer peers[LOCO_RPC_NODES_MAX];
+	unsigned npeers;
+	struct rpc_lane lanes[LOCO_RPC_THREADS_MAX];
+	unsigned nlanes;
+	/* reply slots */
+	pthread_mutex_t slock;
+	struct rpc_slot *slots;
+	uint32_t *freel;
+	uint32_t nfree;
+	uint64_t tagctr;
+	/* handlers: appended under hlock, nh published with release */
+	pthread_mutex_t hlock;
+	struct rpc_handler h[LOCO_RPC_HANDLERS_MAX];
+	unsigned nh;
+	loco_poller_t *poller;
+	int stop;
+	loco_rpc_stats_t st; /* updated with atomic adds */
+};
+
+#define ST_ADD(ep, f, n) __atomic_fetch_add(&(ep)->st.f, (n), __ATOMIC_RELAXED)
+
+static inline int peer_dead(const struct rpc_peer *p)
+{
+	return __atomic_load_n(&p->dead, __ATOMIC_ACQUIRE);
+}
+
+/* rpc_peer_of -- the peer record of member @node, or NULL. */
+struct rpc_peer *rpc_peer_of(loco_rpc_ep_t *ep, uint32_t node);
+
+/* rpc_reply_sum -- the checksum of a reply's result. */
+uint64_t rpc_reply_sum(const void *data, uint32_t len, uint64_t tag, int32_t status);
+
+/* rpc_lane_progress -- run up to @max calls on lane @l (its mutex held): the number run. */
+int rpc_lane_progress(loco_rpc_ep_t *ep, struct rpc_lane *l, int max);
+
+/*
+ * rpc_help -- one step of a wait: run calls on the lane this thread
+ * holds, or on lane 0 when free and the user runs the handlers.
+ * Returns the number of calls run.
+ */
+int rpc_help(loco_rpc_ep_t *ep);
+
+/* rpc_flush_peer -- post @p's batch (wlock held): 0, -EAGAIN (no room), or an error. */
+int rpc_flush_peer(loco_rpc_ep_t *ep, struct rpc_peer *p);
+
+#endif /* LOCO_OBJECTS_RPC_IMPL_H */

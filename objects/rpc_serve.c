@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * rpc_serve.c -- the rpc callee: reading the rings, decoding, pulling
+ * payloads, running handlers and writing replies back (the design is in
+ * rpc_impl.h). Public API only.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+#include "obj_util.h"
+#include "rpc_impl.h"
+
+/* how long a reply waits for the caller's reply slots to be known here */
+#define REPLY_LOOKUP_NS (5 * 1000000000ll)
+
+static const struct rpc_handler *lookup(loco_rpc_ep_t *ep, uint32_t id)
+{
+	unsigned n = __atomic_load_n(&ep->nh, __ATOMIC_ACQUIRE); /* pairs with register's store */
+
+	for (unsigned i = 0; i < n; i++)
+		if (ep->h[i].id == id)
+			return &ep->h[i];
+	return NULL;
+}
+
+/* reply -- WRITE {tag, status, result} into the caller's slot; replies never wait for handlers */
+static void reply(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t slot, uint64_t tag,
+                  int32_t status, const void *data, uint32_t len)
+{
+	struct slot_hdr hd = {.tag = tag, .status = status, .len = len};
+	int64_t t0 = obj_now_ns();
+	loco_waiter_t w;
+	size_t off;
+	uint8_t *src;
+	int ret;
+
+	pthread_mutex_lock(&p->rlock);
+	loco_waiter_init(&w, ep->m);
+	for (;;) {
+		if (peer_dead(p))
+			goto drop;
+		if (!p->have_rrets) { /* its regions may reach us just after its first call */
+			ret = loco_region_remote(ep->rets, p->node, &p->rrets);
+			if (ret == 0)
+				p->have_rrets = 1;
+			else if (ret != -ENOENT || obj_now_ns() - t0 > REPLY_LOOKUP_NS)
+				goto drop;
+			else {
+				loco_waiter_pause(&w);
+				continue;
+			}
+		}
+		if (loco_ack_outstanding(p->rack) < RSRC_K) {
+			(void)loco_ack_wait(p->rack,
+			                    0); /* clear a failure: the view tells deaths */
+			off = ((size_t)p->idx * RSRC_K + p->rn % RSRC_K) * ep->slot_bytes;
+			src = (uint8_t *)loco_region_ptr(ep->rsrc) + off;
+			hd.sum = rpc_reply_sum(data, len, tag, status);
+			memcpy(src, &hd, sizeof(hd));
+			if (len)
+				memcpy(src + SLOT_HDR, data, len);
+			ret = loco_write(ep->rsrc, off, &p->rrets, (size_t)slot * ep->slot_bytes,
+			                 SLOT_HDR + len, p->rack);
+			if (ret == 0) {
+				p->rn++;
+				ST_ADD(ep, replies, 1);
+				break;
+			}
+			if (ret != -EAGAIN)
+				goto drop;
+		}
+		loco_waiter_pause(&w);
+	}
+	pthread_mutex_unlock(&p->rlock);
+	return;
+drop:
+	pthread_mutex_unlock(&p->rlock);
+	ST_ADD(ep, dropped, 1);
+}
+
+/* pull -- READ a call_buffer payload into the lane's pull stack: 0, -ENOBUFS, -EIO, -ECONNRESET */
+static int pull(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, const struct rf_pull *pl,
+                const void **data)
+{
+	size_t len = (size_t)pl->len;
+	int ret;
+
+	if (l->pull_top + len > l->pull_base + ep->cfg.pull_bytes)
+		return -ENOBUFS;
+	if (!p->have_rsend) {
+		if (loco_region_remote(ep->send, p->node, &p->rsend) != 0)
+			return -EIO;
+		p->have_rsend = 1;
+	}
+	ret = loco_read(ep->pull, l->pull_top, &p->rsend, (size_t)pl->off, len, l->pack);
+	if (ret)
+		return -EIO;
+	for (;;) {
+		ret = loco_ack_wait(l->pack, 1000000);
+		if (ret != -ETIMEDOUT)
+			break;
+		if (peer_dead(p)) {
+			(void)loco_ack_wait(l->pack, -1); /* completes within the failure bound */
+			return -ECONNRESET;
+		}
+	}
+	if (ret)
+		return peer_dead(p) ? -ECONNRESET : -EIO;
+	ST_ADD(ep, pulls, 1);
+	*data = (const uint8_t *)loco_region_ptr(ep->pull) + l->pull_top;
+	l->pull_top += rf_r8(len);
+	return 0;
+}
+
+static void run_frame(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p,
+                      const struct rf_frame *f)
+{
+	const struct rpc_handler *h = lookup(ep, f->h.hid);
+	uint8_t *retbuf = l->retbuf + (size_t)(l->depth - 1) * ep->cfg.ret_max;
+	size_t top = l->pull_top, rl = 0;
+	size_t cap = f->h.kind == RF_CALL ? 0 : f->h.ret_cap;
+	loco_rpc_msg_t msg = {
+	    .ep = ep, .caller = p->node, .id = f->h.hid, .data = f->payload, .len = f->h.plen};
+	int status;
+
+	if (cap > ep->cfg.ret_max)
+		cap = ep->cfg.ret_max;
+	if (h == NULL) {
+		ST_ADD(ep, unknown, 1);
+		status = -ENOENT;
+	} else if (f->h.kind == RF_PULL && (status = pull(ep, l, p, &f->pull, &msg.data)) != 0) {
+		if (status == -ECONNRESET) {
+			ST_ADD(ep, dropped, 1);
+			return;
+		}
+	} else {
+		if (f->h.kind == RF_PULL)
+			msg.len = (size_t)f->pull.len;
+		status = h->fn(h->arg, &msg, retbuf, cap, &rl);
+		ST_ADD(ep, handled, 1);
+		if (rl > cap)
+			rl = cap;
+	}
+	l->pull_top = top;
+	if (f->h.kind != RF_CALL)
+		reply(ep, p, f->h.slot, f->h.tag, status, retbuf, (uint32_t)rl);
+}
+
+/* run_msg -- run the frames of one ring message (in the lane's scratch): the number run */
+static int run_msg(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, const void *msg,
+                   size_t len)
+{
+	struct rf_frame f;
+	size_t pos = 0;
+	int n = 0, r;
+
+	while ((r = rf_next(msg, len, &pos, &ep->lim, &f)) == 1) {
+		if (peer_dead(p)) {
+			ST_ADD(ep, dropped, 1);
+			continue;
+		}
+		run_frame(ep, l, p, &f);
+		n++;
+	}
+	if (r < 0)
+		ST_ADD(ep, bad, 1);
+	return n;
+}
+
+int rpc_lane_progress(loco_rpc_ep_t *ep, struct rpc_lane *l, int max)
+{
+	unsigned li = (unsigned)(l - ep->lanes);
+	uint8_t *scr;
+	int n = 0, round;
+
+	if (l->depth >= ep->cfg.max_depth)
+		return 0;
+	scr = l->scratch + (size_t)l->depth * ep->rec_max;
+	do {
+		round = 0;
+		for (unsigned k = 0; k < ep->npeers && n < max; k++) {
+			unsigned idx = (l->next + k) % ep->npeers;
+			struct rpc_peer *p = &ep->peers[idx];
+			size_t len = 0;
+			int ret;
+
+			if (idx % ep->nlanes != li || peer_dead(p))
+				continue; /* a dead caller's calls are dropped */
+			ret = loco_rpipe_read(p->in, scr, ep->rec_max, &len, 0);
+			if (ret == -EMSGSIZE) { /* longer than any the caller may send: drop it */
+				const void *ptr;
+
+				if (loco_rpipe_peek(p->in, &ptr, &len, 0) == 0)
+					loco_rpipe_release(p->in);
+				ST_ADD(ep, bad, 1);
+				continue;
+			}
+			if (ret)
+				continue;
+			round = 1;
+			l->depth++;
+			n += run_msg(ep, l, p, scr, len);
+			l->depth--;
+		}
+		l->next++;
+	} while (round && n < max);
+	return n;
+}
+
+int rpc_help(loco_rpc_ep_t *ep)
+{
+	int n = 0;
+
+	for (unsigned i = 0; i < ep->nlanes; i++) {
+		struct rpc_lane *l = &ep->lanes[i];
+
+		if (ep->cfg.threads && !(__atomic_load_n(&l->running, __ATOMIC_ACQUIRE) &&
+		                         pthread_equal(l->self, pthread_self())))
+			continue;
+		if (pthread_mutex_trylock(&l->mu) != 0)
+			continue;
+		n += rpc_lane_progress(ep, l, 16);
+		pthread_mutex_unlock(&l->mu);
+	}
+	return n;
+}
+
+int loco_rpc_progress(loco_rpc_ep_t *ep, int max)
+{
+	struct rpc_lane *l;
+	int n;
+
+	if (ep == NULL || max <= 0)
+		return -EINVAL;
+	if (ep->cfg.threads)
+		return -EPERM;
+	l = &ep->lanes[0];
+	if (pthread_mutex_trylock(&l->mu) != 0)
+		return 0;
+	n = rpc_lane_progress(ep, l, max);
+	pthread_mutex_unlock(&l->mu);
+	return n;
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* fuzz-rpc-frame.c -- libFuzzer target: the rpc's frame decoder (objects/rpc_frame.c) */
+/*
+ * The input is one ring message as a callee reads it from a caller's
+ * rpipe: untrusted bytes. It is copied into a buffer of exactly its size
+ * (so ASan sees any read past it) and walked with rf_next() to the end or
+ * to the first refusal. Invariants: the walk advances at every frame and
+ * never past the message; a frame's payload lies inside the message; its
+ * kind is one of the three; a reply slot is below the limit; a pull's
+ * extent is non-empty and inside the send region; the walk ends (a frame
+ * takes at least RF_HDR bytes). Every violation ends in __builtin_trap()
+ * after one line on stderr. Seeds: corpus/rpc-frame/ (written by
+ * gen-rpc-corpus.py).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc_frame.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int fuzz_replay_summary(void);
+
+static const struct rf_limits lim = {.slots = 64, .pull_max = 1u << 20, .send_len = 1u << 20};
+
+static struct {
+	unsigned long inputs, frames, bad, empty, by_kind[4];
+} stats;
+
+static void fail(const char *why)
+{
+	fprintf(stderr, "fuzz-rpc-frame: invariant violated: %s\n", why);
+	__builtin_trap();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	uint8_t *msg = malloc(size ? size : 1);
+	struct rf_frame f;
+	size_t pos = 0, last;
+	int r, n = 0;
+
+	if (msg == NULL)
+		return 0;
+	memcpy(msg, data, size);
+	stats.inputs++;
+	for (;;) {
+		last = pos;
+		r = rf_next(msg, size, &pos, &lim, &f);
+		if (r != 1)
+			break;
+		n++;
+		stats.frames++;
+		if (pos <= last || pos > size)
+			fail("the position did not advance, or went past the message");
+		if ((const uint8_t *)f.payload != msg + last + RF_HDR ||
+		    last + RF_HDR + (size_t)f.h.plen > size)
+			fail("payload outside the message");
+		if (f.h.kind < 1 || f.h.kind > 3)
+			fail("bad kind accepted");
+		stats.by_kind[f.h.kind]++;
+		if (f.h.kind != 1 && f.h.slot >= lim.slots)
+			fail("reply slot out of range accepted");
+		if (f.h.kind == 3 && (f.pull.len == 0 || f.pull.len > lim.pull_max ||
+		                      f.pull.off + f.pull.len > lim.send_len ||
+		                      f.pull.off + f.pull.len < f.pull.off))
+			fail("pull extent out of range accepted");
+		if (n > (int)(size / RF_HDR) + 1)
+			fail("more frames than the message can hold");
+	}
+	if (r == 0 && pos < size)
+		fail("end reported before the end of the message");
+	if (r != 0 && r != -EBADMSG)
+		fail("unexpected return");
+	if (r == -EBADMSG)
+		stats.bad++;
+	if (n == 0 && r == 0)
+		stats.empty++;
+	free(msg);
+	return 0;
+}
+
+/* fuzz_replay_summary -- after the seeds: each kind decoded and a refusal met */
+int fuzz_replay_summary(void)
+{
+	fprintf(
+	    stderr,
+	    "fuzz-rpc-frame: %lu inputs, %lu frames (call %lu, ret %lu, pull %lu), %lu refused, "
+	    "%lu empty\n",
+	    stats.inputs, stats.frames, stats.by_kind[1], stats.by_kind[2], stats.by_kind[3],
+	    stats.bad, stats.empty);
+	return stats.by_kind[1] && stats.by_kind[2] && stats.by_kind[3] && stats.bad ? 0 : 1;
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+# gen-rpc-corpus.py -- (re)write tests/fuzz/corpus/rpc-frame/: ring messages
+# of the rpc (objects/rpc_frame.h), well-formed and broken. Run by hand.
+import os
+import struct
+import sys
+
+d = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'corpus', 'rpc-frame')
+os.makedirs(d, exist_ok=True)
+
+
+def frame(kind, payload, hid=0x1234, slot=3, ret_cap=16, tag=77, rsv=0):
+    h = struct.pack('<IB3sIIIIQ', len(payload), kind, bytes(3), hid, slot, ret_cap, rsv, tag)
+    b = h + payload
+    return b + bytes((-len(b)) % 8)
+
+
+def pull(off, ln):
+    return struct.pack('<QQ', off, ln)
+
+
+seeds = {
+    'call': frame(1, b'hello'),
+    'ret': frame(2, struct.pack('<QQ', 5, 16)),
+    'pull': frame(3, pull(0, 4096)),
+    'batch': frame(1, b'a') + frame(2, b'bb' * 9) + frame(3, pull(64, (1 << 20) - 64)) + frame(1, b''),
+    'cut-padding': frame(1, b'xyz')[:32 + 3],
+    'empty': b'',
+    'short-header': frame(1, b'')[:20],
+    'plen-too-long': frame(1, b'abc')[:-8] + b'',
+    'bad-kind': frame(9, b''),
+    'bad-slot': frame(2, b'', slot=64),
+    'pull-out-of-range': frame(3, pull((1 << 20) - 8, 16)),
+    'pull-zero': frame(3, pull(0, 0)),
+    'pull-wrap': frame(3, pull(2**64 - 8, 16)),
+    'pull-bad-plen': frame(3, pull(0, 8) + b'12345678'),
+    'rsv-set': frame(1, b'', rsv=1),
+    'tail-garbage': frame(1, b'ok') + b'\x01\x02\x03',
+}
+for name, b in seeds.items():
+    with open(os.path.join(d, name), 'wb') as f:
+        f.write(b)
+print('wrote %d seeds into %s' % (len(seeds), d), file=sys.stderr)
