@@ -14,6 +14,8 @@
 # Every wait is bounded; the launcher is ended by its PID.
 #
 #   demos/powerconv/kill-join.sh LOCO_RUN POWERCONV [PERIODS] [BOUND]
+#
+# With PC_KEEP=DIR the run's output, CSV and PNG are copied into DIR.
 set -u
 LR=${1:?usage: $0 LOCO_RUN POWERCONV [PERIODS] [BOUND]}
 PC=${2:?usage: $0 LOCO_RUN POWERCONV [PERIODS] [BOUND]}
@@ -69,6 +71,10 @@ check "node 4 took its share ${N:-?} periods after it joined (bound $BOUND)" \
 check "the CSV marks both events" eval "grep -q ',leave 3$' '$T/pc.csv' && grep -q ',join 4$' '$T/pc.csv'"
 if command -v gnuplot >/dev/null; then
 	check "the PNG was drawn" test -s "$T/pc.png"
+fi
+if [ -n "${PC_KEEP:-}" ]; then
+	mkdir -p "$PC_KEEP" && cp "$T/out" "$T/err" "$T/pc.csv" "$PC_KEEP/" &&
+		{ [ ! -f "$T/pc.png" ] || cp "$T/pc.png" "$PC_KEEP/"; } && echo "kept in $PC_KEEP"
 fi
 ((FAILS == 0)) || tail -20 "$T/err"
 exit $((FAILS != 0))

@@ -361,7 +361,8 @@ int pc_write_png(const struct pc_hist *h, const char *csv, const char *png)
 	fprintf(g,
 	        "set terminal pngcairo size 1100,800 noenhanced\n"
 	        "set output '%s'\nset datafile separator ','\nset key outside right\n"
-	        "set grid\nset multiplot layout 2,1\n",
+	        "set grid\nset lmargin at screen 0.08\nset rmargin at screen 0.82\n"
+	        "set multiplot layout 2,1\n",
 	        png);
 	for (unsigned i = 0; i < h->nev; i++) {
 		const struct pc_event *e = &h->ev[i];
