@@ -203,7 +203,11 @@ static int64_t recovery(const struct pc_hist *h, const struct pc_opts *o, uint64
 	uint64_t run = 0;
 
 	for (uint64_t p = from; p <= h->last; p++) {
-		int ok = share ? h->share_dev[p] <= o->band : in_band(h, o, p);
+		int ok;
+
+		if (h->n[p] == 0)
+			continue; /* not recorded (the barrier jumped after a partition) */
+		ok = share ? h->share_dev[p] <= o->band : in_band(h, o, p);
 
 		run = ok ? run + 1 : 0;
 		if (run >= o->hold)
@@ -237,6 +241,7 @@ static const char *event_name(const struct pc_event *e, char *buf, size_t len)
 int pc_report(struct pc_hist *h, const struct pc_opts *o, uint32_t me, const struct pc_conv *c)
 {
 	uint64_t np = h->last >= h->first && h->first ? h->last - h->first + 1 : 0, settled = 0;
+	uint64_t nrec = 0;
 	double *lat, sq = 0, emax = 0, mean;
 	int bad = 0;
 	int64_t back0, back_share;
@@ -250,7 +255,10 @@ int pc_report(struct pc_hist *h, const struct pc_opts *o, uint32_t me, const str
 	lat = malloc(np * sizeof(*lat));
 	if (lat == NULL)
 		return 1;
-	memcpy(lat, h->loop_us + h->first, np * sizeof(*lat));
+	for (uint64_t p = h->first; p <= h->last; p++)
+		if (h->n[p])
+			lat[nrec++] = h->loop_us[p];
+	np = nrec; /* >= 1: the last period is recorded */
 	qsort(lat, np, sizeof(*lat), cmp_double);
 	printf("node %u: periods %llu..%llu, loop period median %.1f us, p99 %.1f us, max %.1f us"
 	       "%s\n",
@@ -270,7 +278,7 @@ int pc_report(struct pc_hist *h, const struct pc_opts *o, uint32_t me, const str
 			    (h->t_end[e->period + e->back] - h->t_end[e->period - 1]) * 1e3;
 		e->peak = 0;
 		for (uint64_t p = e->period; p <= h->last && p <= e->period + o->bound; p++)
-			if (fabs(h->agg[p] - h->ref[p]) / h->ref[p] > e->peak)
+			if (h->n[p] && fabs(h->agg[p] - h->ref[p]) / h->ref[p] > e->peak)
 				e->peak = fabs(h->agg[p] - h->ref[p]) / h->ref[p];
 		printf("node %u: event %s at period %llu: peak error %.2f %%, back in band after "
 		       "%lld periods (%.1f ms wall)%s\n",
@@ -287,7 +295,7 @@ int pc_report(struct pc_hist *h, const struct pc_opts *o, uint32_t me, const str
 	       me, o->band * 100, (long long)back_share, (unsigned long long)h->first);
 	/* the tracking error after settling: skip o->bound periods after each event */
 	for (uint64_t p = h->first; p <= h->last; p++) {
-		int skip = p < h->first + o->bound;
+		int skip = p < h->first + o->bound || h->n[p] == 0;
 		double err;
 
 		for (unsigned i = 0; i < h->nev && !skip; i++)
@@ -329,6 +337,8 @@ int pc_write_csv(const struct pc_hist *h, const char *path)
 		fprintf(f, ",d%u", id);
 	fprintf(f, ",event\n");
 	for (uint64_t p = h->first; p && p <= h->last; p++) {
+		if (h->n[p] == 0)
+			continue; /* not recorded */
 		fprintf(f, "%llu,%.3f,%.3f,%.5f,%u", (unsigned long long)p, (double)p * 1.0,
 		        h->ref[p], h->agg[p], h->n[p]);
 		for (uint32_t id = 1; id <= h->max_id; id++) {
