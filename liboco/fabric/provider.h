@@ -104,6 +104,27 @@ struct fab_ratelog {
 void fab_refuse_log(struct fab_ratelog *rl, const char *prov, const struct fab_addr *who,
                     const char *why);
 
+/*
+ * fab_copy_out -- @len bytes from memory others may be writing (@src) to
+ * @dst; aligned words of @src with one 8-byte atomic load each (never torn).
+ */
+void fab_copy_out(void *dst, const void *src, size_t len);
+
+/*
+ * fab_copy_in -- @len bytes into memory others may be reading (@dst), in
+ * ascending address order, aligned words of @dst with one 8-byte atomic
+ * store each, @pause_ns between words (0: none). @src may be shared too.
+ */
+void fab_copy_in(void *dst, const void *src, size_t len, uint64_t pause_ns);
+
+/*
+ * fab_land_write -- a remote WRITE's payload into target memory: lines in
+ * ascending order; with a slow-write knob (@slow_ns > 0) lines in an order
+ * drawn from *@rng, words ascending within a line, @slow_ns between words
+ * (the worst a legal NIC does, DESIGN §3). Ends with a release fence.
+ */
+void fab_land_write(uint64_t slow_ns, uint64_t *rng, void *dst, const void *src, size_t len);
+
 /* fab_mr_check -- the arguments of fab_mr_reg(): 0 or -EINVAL. */
 int fab_mr_check(const void *addr, size_t len, unsigned access, struct fab_mr **out);
 

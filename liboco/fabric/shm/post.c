@@ -20,114 +20,6 @@
 
 #define DEFER 1 /* exec_one(): the request must wait for a RECV or ring room */
 
-static uint64_t xorshift(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
-static void spin_ns(uint64_t ns)
-{
-	uint64_t end = lc_now_ns() + ns;
-
-	while (lc_now_ns() < end)
-		lc_cpu_relax();
-}
-
-/* copy_out -- from memory others may write: aligned words with one 8-byte load each. */
-static void copy_out(void *dst, const void *src, size_t len)
-{
-	uint8_t *d = dst;
-	const uint8_t *s = src;
-
-	while (len && ((uintptr_t)s & 7)) {
-		*d++ = __atomic_load_n(s++, __ATOMIC_RELAXED);
-		len--;
-	}
-	for (; len >= 8; len -= 8, s += 8, d += 8) {
-		uint64_t w = __atomic_load_n((const uint64_t *)s, __ATOMIC_RELAXED);
-
-		memcpy(d, &w, 8);
-	}
-	while (len--)
-		*d++ = __atomic_load_n(s++, __ATOMIC_RELAXED);
-}
-
-/* copy_in -- into memory others may read: ascending, aligned words with one 8-byte store each. */
-static void copy_in(void *dst, const void *src, size_t len, uint64_t pause_ns)
-{
-	uint8_t *d = dst;
-	const uint8_t *s = src;
-
-	while (len && ((uintptr_t)d & 7)) {
-		__atomic_store_n(d++, __atomic_load_n(s++, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
-		len--;
-	}
-	for (; len >= 8; len -= 8, s += 8, d += 8) {
-		uint64_t w;
-
-		copy_out(&w, s, 8);
-		__atomic_store_n((uint64_t *)d, w, __ATOMIC_RELAXED);
-		if (pause_ns)
-			spin_ns(pause_ns);
-	}
-	while (len--)
-		__atomic_store_n(d++, __atomic_load_n(s++, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
-}
-
-/*
- * land_write -- a WRITE into the target's memory: lines in ascending order,
- * or with the target's slow knob, lines shuffled, words ascending within a
- * line, a pause between words (DESIGN §3: the worst legal NIC).
- */
-static void land_write(uint64_t slow_ns, uint64_t *rng, uint8_t *dst, const uint8_t *src,
-                       size_t len)
-{
-	uintptr_t start = (uintptr_t)dst, end = start + len, first, nlines;
-
-	if (slow_ns == 0 || len == 0) {
-		copy_in(dst, src, len, 0);
-		__atomic_thread_fence(__ATOMIC_RELEASE);
-		return;
-	}
-	first = start & ~(uintptr_t)63;
-	nlines = (end - first + 63) / 64;
-	/* a random permutation of the lines without memory: i -> (a * i + b) mod nlines, gcd 1 */
-	{
-		uint64_t a = 1, b = xorshift(rng) % nlines;
-
-		for (int tries = 0; tries < 16 && nlines > 1; tries++) {
-			uint64_t c = xorshift(rng) % nlines, x = c, y = nlines;
-
-			while (y) {
-				uint64_t t = x % y;
-
-				x = y;
-				y = t;
-			}
-			if (c && x == 1) {
-				a = c;
-				break;
-			}
-		}
-		for (uint64_t i = 0; i < nlines; i++) {
-			uintptr_t k = (uintptr_t)((a * i + b) % nlines);
-			uintptr_t lo = first + k * 64, hi = lo + 64;
-
-			if (lo < start)
-				lo = start;
-			if (hi > end)
-				hi = end;
-			copy_in((void *)lo, src + (lo - start), hi - lo, slow_ns);
-		}
-	}
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-}
-
 /*
  * remote_ptr -- where [@addr, @addr + @len) of key @rkey with @access lies
  * in our mapping of the peer's memory, after the checks against its
@@ -241,7 +133,7 @@ static void put_rec(struct shm_link *l, const struct fab_wr *wr, const uint8_t *
 	r = (struct shm_rec *)(l->peer->ring + prod % SHM_RING);
 	*r = (struct shm_rec){.span = span, .len = wr->len, .imm = wr->imm, .op = wr->opcode};
 	if (wr->opcode == FAB_OP_SEND && wr->len)
-		copy_out(r + 1, src, wr->len);
+		fab_copy_out(r + 1, src, wr->len);
 	l->credits_used++;
 	/* pairs with the acquire load of ring_prod in deliver() */
 	__atomic_store_n(&l->peer->ring_prod, prod + span, __ATOMIC_RELEASE);
@@ -271,7 +163,7 @@ static int exec_one(struct shm_link *l, const struct fab_wr *wr, const uint8_t *
 			ret = remote_ptr(l, wr->rkey, wr->remote_addr, wr->len,
 			                 FAB_ACCESS_REMOTE_WRITE, &p);
 			if (ret == 0)
-				land_write(l->pfab->slow_ns, &l->rng, p, src, wr->len);
+				fab_land_write(l->pfab->slow_ns, &l->rng, p, src, wr->len);
 			busy_exit(l);
 			if (ret)
 				return ret;
@@ -286,7 +178,7 @@ static int exec_one(struct shm_link *l, const struct fab_wr *wr, const uint8_t *
 		ret =
 		    remote_ptr(l, wr->rkey, wr->remote_addr, wr->len, FAB_ACCESS_REMOTE_WRITE, &p);
 		if (ret == 0)
-			land_write(l->pfab->slow_ns, &l->rng, p, src, wr->len);
+			fab_land_write(l->pfab->slow_ns, &l->rng, p, src, wr->len);
 		busy_exit(l);
 		return ret;
 	case FAB_OP_READ:
@@ -295,7 +187,7 @@ static int exec_one(struct shm_link *l, const struct fab_wr *wr, const uint8_t *
 		busy_enter(l);
 		ret = remote_ptr(l, wr->rkey, wr->remote_addr, wr->len, FAB_ACCESS_REMOTE_READ, &p);
 		if (ret == 0)
-			copy_out(wr->local, p, wr->len);
+			fab_copy_out(wr->local, p, wr->len);
 		busy_exit(l);
 		return ret;
 	case FAB_OP_CAS:
@@ -477,7 +369,8 @@ int shm_post(struct fab_link *link, const struct fab_wr *wr, int n)
 
 		l->dq[slot] = wr[i];
 		if (wr[i].flags & FAB_WR_INLINE)
-			copy_out(l->dq_inline + (size_t)slot * max_inline, wr[i].local, wr[i].len);
+			fab_copy_out(l->dq_inline + (size_t)slot * max_inline, wr[i].local,
+			             wr[i].len);
 		__atomic_store_n(&l->dq_tail, l->dq_tail + 1, __ATOMIC_RELEASE);
 	}
 	if (l->dq_head != l->dq_tail && l->mine != NULL &&

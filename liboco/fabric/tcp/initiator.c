@@ -135,7 +135,7 @@ static int issue_one(struct tcp_link *l, struct tcp_sqe *e, uint32_t psn)
 			p = tcp_tx_frame(l, &f);
 			if (p == NULL)
 				return 0;
-			tcp_copy_out(p, src + e->sent, seg);
+			fab_copy_out(p, src + e->sent, seg);
 			if (e->sent == 0 && wr->opcode != FAB_OP_WRITE)
 				l->credits_used++;
 			e->sent += seg;
@@ -305,7 +305,7 @@ int tcp_post(struct fab_link *link, const struct fab_wr *wr, int n)
 		e->wr = wr[i];
 		e->sent = e->recvd = 0;
 		if (wr[i].flags & FAB_WR_INLINE)
-			tcp_copy_out(l->sq_inline + (size_t)(prod & l->sq_mask) * max_inline,
+			fab_copy_out(l->sq_inline + (size_t)(prod & l->sq_mask) * max_inline,
 			             wr[i].local, wr[i].len);
 	}
 	/* pairs with the acquire load of sq_prod in tcp_link_issue() */

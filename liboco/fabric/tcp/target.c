@@ -13,115 +13,6 @@
 #include "../../log.h"
 #include "tcp.h"
 
-static uint64_t xorshift(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
-static void spin_ns(uint64_t ns)
-{
-	uint64_t end = lc_now_ns() + ns;
-
-	while (lc_now_ns() < end)
-		lc_cpu_relax();
-}
-
-/*
- * tcp_copy_out -- copy @len bytes from memory that others may be writing
- * (@src) to private memory; aligned words of @src are read with one
- * 8-byte atomic load each, so they are never torn.
- */
-void tcp_copy_out(void *dst, const void *src, size_t len)
-{
-	uint8_t *d = dst;
-	const uint8_t *s = src;
-
-	while (len && ((uintptr_t)s & 7)) {
-		*d++ = __atomic_load_n(s++, __ATOMIC_RELAXED);
-		len--;
-	}
-	for (; len >= 8; len -= 8, s += 8, d += 8) {
-		uint64_t w = __atomic_load_n((const uint64_t *)s, __ATOMIC_RELAXED);
-
-		memcpy(d, &w, 8);
-	}
-	while (len--)
-		*d++ = __atomic_load_n(s++, __ATOMIC_RELAXED);
-}
-
-/*
- * copy_in -- copy @len bytes from private memory into memory that others
- * may be reading (@dst) in ascending address order, aligned words of @dst
- * with one 8-byte atomic store each (pairs with readers' atomic loads).
- */
-static void copy_in(void *dst, const void *src, size_t len, uint64_t pause_ns)
-{
-	uint8_t *d = dst;
-	const uint8_t *s = src;
-
-	while (len && ((uintptr_t)d & 7)) {
-		__atomic_store_n(d++, *s++, __ATOMIC_RELAXED);
-		len--;
-	}
-	for (; len >= 8; len -= 8, s += 8, d += 8) {
-		uint64_t w;
-
-		memcpy(&w, s, 8);
-		__atomic_store_n((uint64_t *)d, w, __ATOMIC_RELAXED);
-		if (pause_ns)
-			spin_ns(pause_ns);
-	}
-	while (len--)
-		__atomic_store_n(d++, *s++, __ATOMIC_RELAXED);
-}
-
-/*
- * land_write -- apply a WRITE payload to target memory. Normally lines in
- * ascending order; with the slow knob, 64-byte lines in a shuffled order,
- * each line's words ascending with a pause between words (the worst a
- * legal NIC does, DESIGN §3). The release fence makes the data visible to
- * a CPU that later observes the link's next WRITE (pairs with the
- * reader's acquire load of the flag it polls).
- */
-static void land_write(struct tcp_fab *f, void *dst, const void *src, size_t len)
-{
-	uint16_t order[TCP_MAX_SEG / 64 + 2];
-	uintptr_t start = (uintptr_t)dst, end = start + len, first;
-	unsigned nlines;
-
-	if (f->slow_ns == 0 || len == 0) {
-		copy_in(dst, src, len, 0);
-		__atomic_thread_fence(__ATOMIC_RELEASE);
-		return;
-	}
-	first = start & ~(uintptr_t)63;
-	nlines = (unsigned)((end - first + 63) / 64);
-	for (unsigned i = 0; i < nlines; i++)
-		order[i] = (uint16_t)i;
-	for (unsigned i = nlines - 1; i > 0; i--) {
-		unsigned j = (unsigned)(xorshift(&f->rng) % (i + 1));
-		uint16_t t = order[i];
-
-		order[i] = order[j];
-		order[j] = t;
-	}
-	for (unsigned i = 0; i < nlines; i++) {
-		uintptr_t lo = first + (uintptr_t)order[i] * 64, hi = lo + 64;
-
-		if (lo < start)
-			lo = start;
-		if (hi > end)
-			hi = end;
-		copy_in((void *)lo, (const uint8_t *)src + (lo - start), hi - lo, f->slow_ns);
-	}
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-}
-
 /* tcp_send_acks -- answer executed requests and announce new RECVs. */
 void tcp_send_acks(struct tcp_link *l)
 {
@@ -206,7 +97,7 @@ void tcp_exec_request(struct tcp_link *l, const struct tcp_frame *f, const uint8
 			target_nak(l, f->psn, ret);
 			return;
 		}
-		land_write(fab, p, data, f->len);
+		fab_land_write(fab->slow_ns, &fab->rng, p, data, f->len);
 		if (fab->base.attr.landed != NULL && (f->flags & TCP_FL_LAST))
 			fab->base.attr.landed(fab->base.attr.landed_arg); /* LOCO_WAIT=block */
 		if (f->type == TCP_F_WRITE_IMM) {
@@ -241,7 +132,7 @@ void tcp_exec_request(struct tcp_link *l, const struct tcp_frame *f, const uint8
 		out = tcp_tx_response(l, &r);
 		if (out == NULL)
 			return;
-		tcp_copy_out(out, p, f->a);
+		fab_copy_out(out, p, f->a);
 		if (f->flags & TCP_FL_LAST)
 			l->acked_psn = f->psn;
 		break;

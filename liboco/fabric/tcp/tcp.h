@@ -249,7 +249,6 @@ int tcp_post(struct fab_link *link, const struct fab_wr *wr, int n);
 int tcp_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, int n);
 
 /* target.c */
-void tcp_copy_out(void *dst, const void *src, size_t len);
 void tcp_send_acks(struct tcp_link *l);
 void tcp_exec_request(struct tcp_link *l, const struct tcp_frame *f, const uint8_t *data);
 
