@@ -21,6 +21,7 @@ static const struct fab_ops *const providers[] = {
 #ifdef LOCO_HAVE_VERBS
     &fab_verbs_ops,
 #endif
+    &fab_auto_ops,
 };
 
 #define NPROVIDERS (sizeof(providers) / sizeof(providers[0]))
@@ -28,12 +29,11 @@ static const struct fab_ops *const providers[] = {
 const char *const *fab_provider_names(void)
 {
 	static const char *const names[] = {
-	    "tcp",
-	    "shm",
+	    "tcp",   "shm",
 #ifdef LOCO_HAVE_VERBS
 	    "verbs",
 #endif
-	    NULL,
+	    "auto",  NULL,
 	};
 	return names;
 }
@@ -86,6 +86,13 @@ static int stub_mr_dereg(struct fab_mr *m)
 static int stub_mr_reg(struct fab *f, void *a, size_t l, unsigned acc, struct fab_mr **o)
 {
 	(void)f, (void)a, (void)l, (void)acc, (void)o;
+	return -EOPNOTSUPP;
+}
+
+static int stub_mr_reg_key(struct fab *f, void *a, size_t l, unsigned acc, uint32_t k,
+                           struct fab_mr **o)
+{
+	(void)f, (void)a, (void)l, (void)acc, (void)k, (void)o;
 	return -EOPNOTSUPP;
 }
 
@@ -151,6 +158,7 @@ void fab_ops_fill(struct fab_ops *dst, const struct fab_ops *src)
 	    .link_state = src->link_state ? src->link_state : stub_link,
 	    .mr_dereg = src->mr_dereg ? src->mr_dereg : stub_mr_dereg,
 	    .mr_reg = src->mr_reg ? src->mr_reg : stub_mr_reg,
+	    .mr_reg_key = src->mr_reg_key ? src->mr_reg_key : stub_mr_reg_key,
 	    .open = src->open,
 	    .poll = src->poll ? src->poll : stub_poll,
 	    .post = src->post ? src->post : stub_post,

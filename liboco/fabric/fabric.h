@@ -125,7 +125,19 @@ struct fab_attr {
 	 */
 	void (*landed)(void *arg);
 	void *landed_arg;
+	/*
+	 * Set by a provider that stacks others (auto, fabric/auto/) on the
+	 * fabs it opens: FAB_ATTR_KEYS_GIVEN -- regions are registered only
+	 * with fab_mr_reg_key(), under the keys another fab chose, so that one
+	 * key names a region on both; FAB_ATTR_ADDR_OWNED -- listen_addr is a
+	 * full ip:port that the caller's other fab owns already (do not
+	 * reserve it; listen on it in this provider's own namespace).
+	 */
+	unsigned flags;
 };
+
+#define FAB_ATTR_KEYS_GIVEN 1u
+#define FAB_ATTR_ADDR_OWNED 2u
 
 #define FAB_SPIN_AUTO   0          /* spin_us: spin only when the machine has cores to spare */
 #define FAB_SPIN_NONE   UINT32_MAX /* spin_us: never busy-poll (LOCO_WAIT sleep, block) */
@@ -176,6 +188,8 @@ struct fab_ops {
 	int (*mr_dereg)(struct fab_mr *mr);
 	int (*mr_reg)(struct fab *fab, void *addr, size_t len, unsigned access,
 	              struct fab_mr **out);
+	int (*mr_reg_key)(struct fab *fab, void *addr, size_t len, unsigned access, uint32_t key,
+	                  struct fab_mr **out);
 	int (*open)(const struct fab_attr *attr, struct fab **out);
 	int (*poll)(struct fab *fab, struct fab_wc *wc, int max);
 	int (*post)(struct fab_link *link, const struct fab_wr *wr, int n);
@@ -186,8 +200,8 @@ struct fab_ops {
 };
 
 /*
- * fab_open -- open provider @name ("tcp", "shm", "verbs"); NULL or "" reads
- * LOCO_FABRIC and defaults to "tcp". @attr may be NULL.
+ * fab_open -- open provider @name ("tcp", "shm", "verbs", "auto"); NULL or ""
+ * reads LOCO_FABRIC and defaults to "tcp". @attr may be NULL.
  * Returns 0 and sets *@out; -ENOENT (no such provider), -ENODEV, -ENOMEM,
  * or the provider's error.
  */
@@ -222,6 +236,18 @@ static inline int fab_mr_reg(struct fab *fab, void *addr, size_t len, unsigned a
                              struct fab_mr **out)
 {
 	return fab->ops->mr_reg(fab, addr, len, access, out);
+}
+
+/*
+ * fab_mr_reg_key -- fab_mr_reg() under @key (lkey and rkey), chosen by
+ * another fab: only on a fab opened with FAB_ATTR_KEYS_GIVEN (there
+ * fab_mr_reg() is -EINVAL). -EEXIST: @key names a region already;
+ * -EOPNOTSUPP: the provider cannot take keys (verbs: the device chooses).
+ */
+static inline int fab_mr_reg_key(struct fab *fab, void *addr, size_t len, unsigned access,
+                                 uint32_t key, struct fab_mr **out)
+{
+	return fab->ops->mr_reg_key(fab, addr, len, access, key, out);
 }
 
 /* fab_mr_dereg -- deregister; remote accesses after it return -EACCES. NULL-safe. */
@@ -371,6 +397,7 @@ const char *fab_opcode_str(int opcode);
 /* Built-in providers (the list fab_open() searches). */
 extern const struct fab_ops fab_tcp_ops;
 extern const struct fab_ops fab_shm_ops;
+extern const struct fab_ops fab_auto_ops;
 #ifdef LOCO_HAVE_VERBS
 extern const struct fab_ops fab_verbs_ops;
 #endif

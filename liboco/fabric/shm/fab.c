@@ -13,6 +13,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -45,18 +46,24 @@ static int shm_listen(struct shm_fab *f, const char *where)
 		lc_log_err("shm: bad listen address %s", where);
 		return ret;
 	}
-	f->port_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (f->port_fd < 0)
-		return -errno;
-	if (bind(f->port_fd, (struct sockaddr *)&f->addr.ss, f->addr.len) < 0) {
-		ret = -errno;
-		lc_log_err("shm: cannot reserve %s: %s", where ? where : "127.0.0.1:0",
-		           strerror(-ret));
-		return ret;
+	if (f->base.attr.flags & FAB_ATTR_ADDR_OWNED) {
+		/* stacked on a fab that owns ip:port (auto): only the unix name is ours */
+		if (((const struct sockaddr_in *)&f->addr.ss)->sin_port == 0)
+			return -EINVAL;
+	} else {
+		f->port_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (f->port_fd < 0)
+			return -errno;
+		if (bind(f->port_fd, (struct sockaddr *)&f->addr.ss, f->addr.len) < 0) {
+			ret = -errno;
+			lc_log_err("shm: cannot reserve %s: %s", where ? where : "127.0.0.1:0",
+			           strerror(-ret));
+			return ret;
+		}
+		f->addr.len = sizeof(f->addr.ss);
+		if (getsockname(f->port_fd, (struct sockaddr *)&f->addr.ss, &f->addr.len) < 0)
+			return -errno;
 	}
-	f->addr.len = sizeof(f->addr.ss);
-	if (getsockname(f->port_fd, (struct sockaddr *)&f->addr.ss, &f->addr.len) < 0)
-		return -errno;
 	ret = shm_abstract_name(&f->addr, f->uid, &sun, &slen);
 	if (ret)
 		return ret;

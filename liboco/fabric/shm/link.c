@@ -31,14 +31,21 @@ int shm_abstract_name(const struct fab_addr *a, uid_t uid, void *sun_, socklen_t
 {
 	struct sockaddr_un *sun = sun_;
 	char where[FAB_ADDR_STRLEN];
+	const char *host;
 	int n;
 
 	if (fab_addr_format(a, where, sizeof(where)) != 0)
 		return -EINVAL;
 	memset(sun, 0, sizeof(*sun));
 	sun->sun_family = AF_UNIX;
-	n = snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1, "loco-shm-%u-%s", (unsigned)uid,
-	             where);
+	/* LOCO_SHM_HOST (tests): fabs with different values act as if on different hosts */
+	host = getenv("LOCO_SHM_HOST");
+	if (host != NULL && *host != '\0')
+		n = snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1, "loco-shm-%u-%s-%s",
+		             (unsigned)uid, host, where);
+	else
+		n = snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1, "loco-shm-%u-%s",
+		             (unsigned)uid, where);
 	if (n < 0 || (size_t)n >= sizeof(sun->sun_path) - 1)
 		return -EINVAL;
 	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
@@ -440,6 +447,8 @@ int shm_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, cons
 		return -errno;
 	while (connect(fd, (struct sockaddr *)&sun, slen) < 0) {
 		ret = errno == ENOENT ? -ECONNREFUSED : -errno;
+		if (ret == -ECONNREFUSED && (f->base.attr.flags & FAB_ATTR_ADDR_OWNED))
+			ret = -EHOSTUNREACH; /* stacked (auto): no such endpoint on this host */
 		if (ret != -EAGAIN && ret != -EINTR)
 			goto err;
 		if (lc_now_ns() > deadline) {
@@ -450,7 +459,7 @@ int shm_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, cons
 	}
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || cred.uid != f->uid) {
 		lc_log_warn("shm: %s is served by another user: refused", where);
-		ret = -ECONNREFUSED;
+		ret = (f->base.attr.flags & FAB_ATTR_ADDR_OWNED) ? -EHOSTUNREACH : -ECONNREFUSED;
 		goto err;
 	}
 	m.priv_len = (uint32_t)priv_len;

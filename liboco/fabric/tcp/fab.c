@@ -88,9 +88,15 @@ static int tcp_open(const struct fab_attr *attr, struct fab **out)
 		ret = -ENOMEM;
 		goto err_close;
 	}
-	ret = keytab_init(&f->kt, TCP_KEYS);
-	if (ret == 0)
-		ret = keytab_randomize(&f->kt); /* rkeys nobody can guess (loco-fabric-tcp(7)) */
+	if (attr->flags & FAB_ATTR_KEYS_GIVEN) {
+		/* stacked (auto): another fab chose the keys, unguessable there */
+		ret = keytab_init_foreign(&f->kt, 2 * TCP_KEYS);
+	} else {
+		ret = keytab_init(&f->kt, TCP_KEYS);
+		if (ret == 0)
+			ret = keytab_randomize(
+			    &f->kt); /* rkeys nobody can guess (loco-fabric-tcp(7)) */
+	}
 	if (ret)
 		goto err_close;
 	ret = tcp_listen(f, attr->listen_addr);
@@ -171,6 +177,7 @@ const struct fab_ops fab_tcp_ops = {
     .link_state = tcp_link_state,
     .mr_dereg = tcp_mr_dereg,
     .mr_reg = tcp_mr_reg,
+    .mr_reg_key = tcp_mr_reg_key,
     .open = tcp_open,
     .poll = tcp_poll,
     .post = tcp_post,

@@ -10,11 +10,13 @@ struct tcp_mr {
 	struct fab_mr base;
 };
 
-int tcp_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct fab_mr **out)
+/* reg -- a region under a key the table chooses (@given NULL) or under *@given (auto). */
+static int reg(struct fab *fab, void *addr, size_t len, unsigned access, const uint32_t *given,
+               struct fab_mr **out)
 {
 	struct tcp_fab *f = to_tcp_fab(fab);
 	struct tcp_mr *m;
-	uint32_t key;
+	uint32_t key = given != NULL ? *given : 0;
 	int ret;
 
 	if (fab_mr_check(addr, len, access, out))
@@ -22,7 +24,8 @@ int tcp_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct 
 	m = calloc(1, sizeof(*m));
 	if (m == NULL)
 		return -ENOMEM;
-	ret = keytab_add(&f->kt, addr, len, access, &key);
+	ret = given != NULL ? keytab_add_foreign(&f->kt, key, addr, len, access)
+	                    : keytab_add(&f->kt, addr, len, access, &key);
 	if (ret) {
 		free(m);
 		return ret;
@@ -31,6 +34,17 @@ int tcp_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct 
 	    .fab = fab, .addr = addr, .len = len, .lkey = key, .rkey = key, .access = access};
 	*out = &m->base;
 	return 0;
+}
+
+int tcp_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct fab_mr **out)
+{
+	return reg(fab, addr, len, access, NULL, out);
+}
+
+int tcp_mr_reg_key(struct fab *fab, void *addr, size_t len, unsigned access, uint32_t key,
+                   struct fab_mr **out)
+{
+	return reg(fab, addr, len, access, &key, out);
 }
 
 int tcp_mr_dereg(struct fab_mr *mr)

@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * auto.c -- the "auto" provider: a fab that stacks two, and picks one per
+ * link at connect time -- shm to peers on this host, the remote fabric
+ * (verbs when a device opens, else tcp) to the others. See
+ * loco-fabric-auto(7).
+ *
+ * Both fabs serve one address: the remote fab listens on ip:port, and the
+ * shm fab (FAB_ATTR_ADDR_OWNED) on the abstract unix name made of the same
+ * ip:port, which exists only in this host's network namespace. A connect
+ * tries shm first: when the name is not there (or another user serves
+ * it), shm says -EHOSTUNREACH at once, before anything is sent, and the
+ * remote fab connects instead. Peers that run one fabric only interoperate:
+ * a tcp-only node on this host is reached over tcp, an shm-only node over
+ * shm.
+ *
+ * One key names a region on both fabs: shm chooses it (random, as alone),
+ * the remote fab is opened with FAB_ATTR_KEYS_GIVEN and registers the same
+ * region under it (fab_mr_reg_key()), so the core announces one rkey and
+ * posts one lkey whatever link it uses. Links are the stacked fabs' own
+ * (fab_post() goes straight to their provider: nothing is added on the
+ * data path); only fab-wide calls pass through here: accept, poll, arm,
+ * wait, progress, mr_reg.
+ *
+ * Thread safety: as every provider (fabric.h).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../log.h"
+#include "../fabric.h"
+#include "../provider.h"
+
+enum {
+	AUTO_SHM,
+	AUTO_REMOTE,
+	AUTO_N
+};
+
+struct auto_fab {
+	struct fab base;
+	struct fab_ops ops;
+	struct fab *sub[AUTO_N]; /* sub[AUTO_SHM] NULL: every link on the remote fab */
+	int epfd;                /* both wait fds (fab_wait_fd()) */
+	unsigned turn;           /* which fab poll() and accept() ask first */
+};
+
+struct auto_mr {
+	struct fab_mr base;
+	struct fab_mr *sub[AUTO_N];
+};
+
+static inline struct auto_fab *to_auto(struct fab *fab)
+{
+	return container_of(fab, struct auto_fab, base);
+}
+
+static void auto_close(struct fab *fab)
+{
+	struct auto_fab *f = to_auto(fab);
+
+	for (int i = 0; i < AUTO_N; i++)
+		fab_close(f->sub[i]);
+	if (f->epfd >= 0)
+		close(f->epfd);
+	free(f);
+}
+
+/*
+ * open_remote -- verbs when it is built and opens, else tcp: on keys given
+ * by shm when @keys_given (then shm must stack on it).
+ */
+static int open_remote(const struct fab_attr *attr, bool keys_given, struct fab **out)
+{
+	struct fab_attr a = *attr;
+	int ret;
+
+#ifdef LOCO_HAVE_VERBS
+	ret = fab_open("verbs", &a, out);
+	if (ret == 0)
+		return 0;
+	lc_log_info("auto: no usable RDMA device (%s): tcp to other hosts", strerror(-ret));
+#endif
+	if (keys_given)
+		a.flags |= FAB_ATTR_KEYS_GIVEN;
+	ret = fab_open("tcp", &a, out);
+	return ret;
+}
+
+/* open_shm -- shm on the remote fab's ip:port, in this host's namespace. */
+static int open_shm(struct auto_fab *f, const struct fab_attr *attr)
+{
+	char where[FAB_ADDR_STRLEN];
+	struct fab_addr fa;
+	struct fab_attr a = *attr;
+	int ret = fab_get_addr(f->sub[AUTO_REMOTE], &fa);
+
+	if (ret == 0)
+		ret = fab_addr_format(&fa, where, sizeof(where));
+	if (ret)
+		return ret;
+	a.listen_addr = where;
+	a.flags |= FAB_ATTR_ADDR_OWNED;
+	return fab_open("shm", &a, &f->sub[AUTO_SHM]);
+}
+
+static int auto_open(const struct fab_attr *attr, struct fab **out)
+{
+	const char *knob = getenv("LOCO_AUTO_SHM");
+	bool want_shm = knob == NULL || strcmp(knob, "0") != 0;
+	struct auto_fab *f = calloc(1, sizeof(*f));
+	int ret;
+
+	if (f == NULL)
+		return -ENOMEM;
+	f->epfd = -1;
+	f->base.attr = *attr;
+	fab_ops_fill(&f->ops, &fab_auto_ops);
+	f->base.ops = &f->ops;
+	ret = open_remote(attr, want_shm, &f->sub[AUTO_REMOTE]);
+	if (ret)
+		goto err;
+	if (strcmp(f->sub[AUTO_REMOTE]->ops->name, "tcp") != 0) {
+		/* shm would have to take the device's keys (fab_mr_reg_key): not built yet */
+		lc_log_info("auto: %s to every peer, this host's too",
+		            f->sub[AUTO_REMOTE]->ops->name);
+	} else if (!want_shm) {
+		lc_log_info("auto: LOCO_AUTO_SHM=0: tcp to every peer");
+	} else if ((ret = open_shm(f, attr)) != 0) {
+		lc_log_warn("auto: shm does not open (%s): tcp to every peer", strerror(-ret));
+		f->sub[AUTO_SHM] = NULL;
+		fab_close(f->sub[AUTO_REMOTE]); /* again, choosing its own keys */
+		f->sub[AUTO_REMOTE] = NULL;
+		ret = open_remote(attr, false, &f->sub[AUTO_REMOTE]);
+		if (ret)
+			goto err;
+	}
+	f->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (f->epfd < 0) {
+		ret = -errno;
+		goto err;
+	}
+	for (int i = 0; i < AUTO_N; i++) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
+
+		if (f->sub[i] != NULL &&
+		    epoll_ctl(f->epfd, EPOLL_CTL_ADD, fab_wait_fd(f->sub[i]), &ev) < 0) {
+			ret = -errno;
+			goto err;
+		}
+	}
+	*out = &f->base;
+	return 0;
+err:
+	auto_close(&f->base);
+	return ret;
+}
+
+static int auto_get_addr(struct fab *fab, struct fab_addr *out)
+{
+	return fab_get_addr(to_auto(fab)->sub[AUTO_REMOTE], out);
+}
+
+static int auto_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx,
+                        const void *priv, size_t priv_len, int timeout_ms, struct fab_link **out)
+{
+	struct auto_fab *f = to_auto(fab);
+	int ret = -EHOSTUNREACH;
+
+	if (f->sub[AUTO_SHM] != NULL)
+		ret = fab_connect(f->sub[AUTO_SHM], peer, ctx, priv, priv_len, timeout_ms, out);
+	/* only when shm sent nothing (no such endpoint here): the proof is single-use */
+	if (ret == -EHOSTUNREACH)
+		ret = fab_connect(f->sub[AUTO_REMOTE], peer, ctx, priv, priv_len, timeout_ms, out);
+	return ret;
+}
+
+/* accept_once -- one look at both accept queues, starting with the turn's. */
+static int accept_once(struct auto_fab *f, uint64_t ctx, struct fab_link **out, void *priv,
+                       size_t *priv_len)
+{
+	unsigned first = f->turn++ & 1;
+
+	for (unsigned k = 0; k < AUTO_N; k++) {
+		struct fab *s = f->sub[(first + k) % AUTO_N];
+		int ret;
+
+		if (s == NULL)
+			continue;
+		ret = fab_accept(s, ctx, 0, out, priv, priv_len);
+		if (ret != -EAGAIN)
+			return ret;
+	}
+	return -EAGAIN;
+}
+
+static int auto_accept(struct fab *fab, uint64_t ctx, int timeout_ms, struct fab_link **out,
+                       void *priv, size_t *priv_len)
+{
+	struct auto_fab *f = to_auto(fab);
+	uint64_t deadline = fab_deadline_ns(timeout_ms);
+	int ret;
+
+	for (;;) {
+		ret = accept_once(f, ctx, out, priv, priv_len);
+		if (ret != -EAGAIN || timeout_ms == 0 ||
+		    (timeout_ms > 0 && lc_now_ns() >= deadline))
+			return ret;
+		nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+	}
+}
+
+static int auto_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access,
+                       struct fab_mr **out)
+{
+	struct auto_fab *f = to_auto(fab);
+	struct auto_mr *m;
+	struct fab_mr *first;
+	int ret;
+
+	if (fab_mr_check(addr, len, access, out))
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (m == NULL)
+		return -ENOMEM;
+	if (f->sub[AUTO_SHM] == NULL) {
+		ret = fab_mr_reg(f->sub[AUTO_REMOTE], addr, len, access, &m->sub[AUTO_REMOTE]);
+		first = m->sub[AUTO_REMOTE];
+	} else {
+		/* shm chooses the key; tcp registers the region under it */
+		ret = fab_mr_reg(f->sub[AUTO_SHM], addr, len, access, &m->sub[AUTO_SHM]);
+		first = m->sub[AUTO_SHM];
+		if (ret == 0) {
+			ret = fab_mr_reg_key(f->sub[AUTO_REMOTE], addr, len, access, first->rkey,
+			                     &m->sub[AUTO_REMOTE]);
+			if (ret)
+				fab_mr_dereg(m->sub[AUTO_SHM]);
+		}
+	}
+	if (ret) {
+		free(m);
+		return ret;
+	}
+	m->base = (struct fab_mr){.fab = fab,
+	                          .addr = addr,
+	                          .len = len,
+	                          .lkey = first->lkey,
+	                          .rkey = first->rkey,
+	                          .access = access};
+	*out = &m->base;
+	return 0;
+}
+
+static int auto_mr_dereg(struct fab_mr *mr)
+{
+	struct auto_mr *m = container_of(mr, struct auto_mr, base);
+	int ret = 0;
+
+	/* the remote fab first: the key stays shm's until both forgot it */
+	for (int i = AUTO_N - 1; i >= 0; i--) {
+		int r = fab_mr_dereg(m->sub[i]);
+
+		if (r && ret == 0)
+			ret = r;
+	}
+	free(m);
+	return ret;
+}
+
+static int auto_poll(struct fab *fab, struct fab_wc *wc, int max)
+{
+	struct auto_fab *f = to_auto(fab);
+	unsigned first = f->turn++ & 1;
+	int n = 0;
+
+	for (unsigned k = 0; k < AUTO_N && n < max; k++) {
+		struct fab *s = f->sub[(first + k) % AUTO_N];
+		int r;
+
+		if (s == NULL)
+			continue;
+		r = fab_poll(s, wc + n, max - n);
+		if (r < 0 && n == 0)
+			return r;
+		if (r > 0)
+			n += r;
+	}
+	return n;
+}
+
+static int auto_arm(struct fab *fab)
+{
+	struct auto_fab *f = to_auto(fab);
+	int ret = 0;
+
+	/* arm both: one with work waiting says -EAGAIN, and the caller polls first */
+	for (int i = 0; i < AUTO_N; i++) {
+		int r;
+
+		if (f->sub[i] == NULL)
+			continue;
+		r = fab_arm(f->sub[i]);
+		if (r != 0 && ret == 0)
+			ret = r;
+	}
+	return ret;
+}
+
+static int auto_wait_fd(struct fab *fab)
+{
+	return to_auto(fab)->epfd;
+}
+
+static int auto_wait(struct fab *fab, int timeout_ms)
+{
+	struct auto_fab *f = to_auto(fab);
+	struct epoll_event ev[AUTO_N];
+
+	if (auto_arm(fab) == -EAGAIN)
+		return 0;
+	if (epoll_wait(f->epfd, ev, AUTO_N, timeout_ms) == 0)
+		return -ETIMEDOUT;
+	return 0;
+}
+
+/*
+ * auto_progress -- the remote fab's, when it has one (tcp): shm needs no
+ * thread's help (a peer's WRITE lands in our memory, ours complete when
+ * posted), so a waiter lends itself to tcp; a shm landing is seen when
+ * the waiter looks again, as with shm alone.
+ */
+static int auto_progress(struct fab *fab, int64_t timeout_ns)
+{
+	return fab_progress(to_auto(fab)->sub[AUTO_REMOTE], timeout_ns);
+}
+
+const struct fab_ops fab_auto_ops = {
+    .size = sizeof(struct fab_ops),
+    .name = "auto",
+    .accept = auto_accept,
+    .arm = auto_arm,
+    .close = auto_close,
+    .connect = auto_connect,
+    .get_addr = auto_get_addr,
+    .mr_dereg = auto_mr_dereg,
+    .mr_reg = auto_mr_reg,
+    .open = auto_open,
+    .poll = auto_poll,
+    .progress = auto_progress,
+    .wait = auto_wait,
+    .wait_fd = auto_wait_fd,
+};
