@@ -472,6 +472,23 @@ int loco_members(loco_manager_t *m, uint32_t *ids, size_t max)
 	return (int)n;
 }
 
+int loco_member_fabric(loco_manager_t *m, uint32_t node, const char **name)
+{
+	int ret = -ENOENT;
+
+	if (m == NULL || name == NULL)
+		return -EINVAL;
+	pthread_mutex_lock(&m->lock);
+	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next)
+		if (mb->info.node == node && mb->up && mb->link != NULL) {
+			*name = mb->link->fab->ops->name; /* a provider's: static */
+			ret = 0;
+			break;
+		}
+	pthread_mutex_unlock(&m->lock);
+	return ret;
+}
+
 /* ------------------------------------------------------------------ */
 /* ack keys: the public wrappers                                      */
 

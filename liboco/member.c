@@ -133,8 +133,9 @@ static void member_check_up(loco_manager_t *m, struct lc_member *mb)
 	set_link(m, mb->info.node, mb->link);
 	lc_cdial_cancel(m, mb->info.node);
 	lc_dial_cancel(m, mb->info.node);
-	lc_log_info("manager: node %u joined (incarnation %llx, control %s)", mb->info.node,
-	            (unsigned long long)mb->info.inc, mb->info.ctrl_addr);
+	lc_log_info("manager: node %u joined (incarnation %llx, control %s, data link on %s)",
+	            mb->info.node, (unsigned long long)mb->info.inc, mb->info.ctrl_addr,
+	            mb->link->fab->ops->name);
 	m->ev.up(m, mb);
 }
 
@@ -144,7 +145,8 @@ void lc_member_attach_link(loco_manager_t *m, struct lc_member *mb, struct fab_l
 	mb->link = link;
 	if (mb->up) {
 		set_link(m, mb->info.node, link);
-		lc_log_info("manager: data link to node %u rebuilt", mb->info.node);
+		lc_log_info("manager: data link to node %u rebuilt (on %s)", mb->info.node,
+		            link->fab->ops->name);
 	} else {
 		member_check_up(m, mb);
 	}

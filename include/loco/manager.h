@@ -80,6 +80,15 @@ uint64_t loco_incarnation(const loco_manager_t *m);
 int loco_members(loco_manager_t *m, uint32_t *ids, size_t max);
 
 /*
+ * loco_member_fabric -- the fabric that carries this node's data link to
+ * member @node: "tcp", "shm" or "verbs" (with LOCO_FABRIC=auto, chosen per
+ * peer: shm on this host, verbs or tcp to other hosts). Sets *@name to a
+ * string that lives as long as the library. 0; -EINVAL; -ENOENT (@node is
+ * this node, or not a member that is up).
+ */
+int loco_member_fabric(loco_manager_t *m, uint32_t node, const char **name);
+
+/*
  * loco_view -- the id of the membership view this node installed last
  * (views are numbered from 1; 0 while joining). See loco_init(3).
  */

@@ -168,8 +168,23 @@ void sc_sleep_ms(unsigned ms)
 
 loco_manager_t *sc_start(void)
 {
+	const char *hosts = getenv("LOCO_TEST_HOSTS"), *id = getenv("LOCO_NODE_ID");
 	loco_manager_t *m = NULL;
-	int ret = loco_init(NULL, &m);
+	int ret;
+
+	/*
+	 * LOCO_TEST_HOSTS=k (the mixed-fabric runs): node i acts as if on host
+	 * (i - 1) % k (LOCO_SHM_HOST), so that under LOCO_FABRIC=auto the
+	 * nodes of one "host" pair over shm and the others over tcp.
+	 */
+	if (hosts != NULL && id != NULL && strtoul(hosts, NULL, 10) > 0) {
+		char h[32];
+
+		snprintf(h, sizeof(h), "h%lu",
+		         (strtoul(id, NULL, 10) - 1) % strtoul(hosts, NULL, 10));
+		setenv("LOCO_SHM_HOST", h, 1);
+	}
+	ret = loco_init(NULL, &m);
 
 	if (ret == -ENODEV || ret == -ENOENT) {
 		/* the fabric is not built in, or has no device here (verbs on a plain host) */
