@@ -11,9 +11,9 @@
 #define FAIL_TIMEOUT_MIN_MS 100
 
 const struct lc_config_entry lc_config_table[] = {
-    {"LOCO_FABRIC", "tcp",
-     "fabric provider: tcp, shm (peers on this host), verbs, or auto (shm on this host, tcp to "
-     "others)"},
+    {"LOCO_FABRIC", "auto",
+     "fabric provider: auto (shm to this host's peers, tcp or verbs to others), tcp, shm or "
+     "verbs"},
     {"LOCO_DEVICE", NULL, "fabric device (verbs: mlx5_0 or mlx5_0:2); unset: the first usable"},
     {"LOCO_ADDR", "127.0.0.1:0", "control-plane address ip[:port] of this node"},
     {"LOCO_JOIN", NULL, "ip:port[,ip:port...] of live members to join through; unset: start alone"},

@@ -4,7 +4,7 @@
  * the fabric providers built in and whether the selected one opens, the
  * RDMA devices with their ports, GIDs and atomic capability, the
  * RLIMIT_MEMLOCK limit, and hugepages. It exits 1, with advice, only when
- * the selected fabric (--fabric, else LOCO_FABRIC, else tcp) is unusable.
+ * the selected fabric (--fabric, else LOCO_FABRIC, else auto) is unusable.
  *
  *   loco-info [--fabric NAME] [--device DEV] [--addr IP[:PORT]] [--quiet]
  */
@@ -97,6 +97,7 @@ static int try_fabric(const char *name, const struct li_opts *o)
 static void list_fabrics(const struct li_opts *o, const char *selected, int *sel_ret)
 {
 	const char *const *names = fab_provider_names();
+	int verbs_ret = -ENOENT; /* auto follows it: listed before auto */
 
 	section("Fabrics (built in; LOCO_FABRIC selects one)");
 	printf("%-8s %-9s %-9s %s\n", "name", "selected", "opens", "notes");
@@ -112,6 +113,12 @@ static void list_fabrics(const struct li_opts *o, const char *selected, int *sel
 		else if (strcmp(names[i], "verbs") == 0)
 			note = ret == -ENODEV ? "no RDMA device with an active port"
 			                      : "libibverbs + librdmacm (RoCE, InfiniBand, rxe)";
+		else if (strcmp(names[i], "auto") == 0)
+			note = verbs_ret == 0
+			           ? "per peer: verbs to every peer here (shm on verbs: not yet)"
+			           : "per peer: shm on this host, tcp to other hosts";
+		if (strcmp(names[i], "verbs") == 0)
+			verbs_ret = ret;
 		printf("%-8s %-9s %-9s %s\n", names[i], sel ? "yes" : "", ret == 0 ? "yes" : "NO",
 		       note);
 		if (ret != 0 && !o->quiet)
@@ -323,7 +330,7 @@ static void usage(FILE *out)
 	        "usage: loco-info [--fabric NAME] [--device DEV] [--addr IP[:PORT]] [--quiet]\n"
 	        "       loco-info -c | --config\n"
 	        "  -c, --config    print every LOCO_* setting: its value here, default, meaning\n"
-	        "  --fabric NAME   the fabric to check (default: LOCO_FABRIC, else tcp)\n"
+	        "  --fabric NAME   the fabric to check (default: LOCO_FABRIC, else auto)\n"
 	        "  --device DEV    verbs device (default: LOCO_DEVICE, else the first "
 	        "active)\n"
 	        "  --addr IP       listen address to try (default: the provider's)\n"
@@ -414,7 +421,7 @@ int main(int argc, char **argv)
 	}
 	selected = o.fabric ? o.fabric : getenv("LOCO_FABRIC");
 	if (selected == NULL || *selected == '\0')
-		selected = "tcp";
+		selected = "auto";
 	/* the table says what failed; LOCO_LOG=info shows the providers' reasons */
 	if (getenv("LOCO_LOG") == NULL)
 		setenv("LOCO_LOG", "error", 1);

@@ -35,7 +35,7 @@ enum loco_wait_policy {
  * variable named beside each field overrides it when set.
  */
 typedef struct loco_config {
-	const char *fabric;       /* LOCO_FABRIC: "tcp" (default), "verbs" */
+	const char *fabric;       /* LOCO_FABRIC: "auto" (default), "tcp", "shm", "verbs" */
 	const char *device;       /* LOCO_DEVICE: fabric device; NULL = first usable */
 	const char *addr;         /* LOCO_ADDR: control-plane "ip[:port]" (127.0.0.1:0) */
 	const char *join;         /* LOCO_JOIN: "ip:port" of any live member; NULL = start alone */

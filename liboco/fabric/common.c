@@ -178,7 +178,7 @@ int fab_open(const char *name, const struct fab_attr *attr, struct fab **out)
 	if (name == NULL || *name == '\0')
 		name = getenv("LOCO_FABRIC");
 	if (name == NULL || *name == '\0')
-		name = "tcp";
+		name = "auto";
 	if (attr != NULL)
 		a = *attr;
 	fab_attr_defaults(&a);

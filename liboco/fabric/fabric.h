@@ -201,7 +201,7 @@ struct fab_ops {
 
 /*
  * fab_open -- open provider @name ("tcp", "shm", "verbs", "auto"); NULL or ""
- * reads LOCO_FABRIC and defaults to "tcp". @attr may be NULL.
+ * reads LOCO_FABRIC and defaults to "auto". @attr may be NULL.
  * Returns 0 and sets *@out; -ENOENT (no such provider), -ENODEV, -ENOMEM,
  * or the provider's error.
  */
