@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * kv-ycsb.c -- the YCSB-style load generator (ycsb.h) against a store:
+ *
+ *   kv-ycsb --store memcached:127.0.0.1:11211 --workload B --dist zipfian \
+ *           --records 100000 --value-size 100 --duration 10 --threads 4 \
+ *           [--json out.json] [--plot out.png] [--progress] [--verify]
+ *
+ * Prints a table (throughput and p50/p99/p999 latency per operation
+ * type), writes JSON and a PNG of throughput over time when asked
+ * (gnuplot). Exit 0; 1 on an error, a failed operation in the load, or a
+ * lost or corrupt acknowledged write (--verify); 2 on bad usage.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ycsb.h"
+
+#ifdef KV_HAVE_MEMCACHED
+#include <libmemcached/memcached.h>
+
+/* ---- memcached (libmemcached, binary protocol) ---------------------------------- */
+
+struct mc_arg {
+	char host[64];
+	unsigned port;
+};
+
+static int mc_open(void *arg, unsigned thread, void **h)
+{
+	struct mc_arg *a = arg;
+	memcached_st *mc = memcached_create(NULL);
+
+	(void)thread;
+	if (mc == NULL)
+		return -ENOMEM;
+	memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_BINARY_PROTOCOL, 1);
+	memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_TCP_NODELAY, 1);
+	if (memcached_server_add(mc, a->host, (in_port_t)a->port) != MEMCACHED_SUCCESS) {
+		memcached_free(mc);
+		return -EINVAL;
+	}
+	*h = mc;
+	return 0;
+}
+
+static int mc_get(void *h, const char *key, size_t klen, void *val, size_t cap, size_t *vlen)
+{
+	memcached_return_t rc;
+	uint32_t flags;
+	size_t len = 0;
+	char *v = memcached_get(h, key, klen, &len, &flags, &rc);
+
+	if (v == NULL)
+		return rc == MEMCACHED_NOTFOUND ? -ENOENT : -EIO;
+	memcpy(val, v, len < cap ? len : cap);
+	*vlen = len;
+	free(v);
+	return 0;
+}
+
+static int mc_put(void *h, const char *key, size_t klen, const void *val, size_t vlen)
+{
+	return memcached_set(h, key, klen, val, vlen, 0, 0) == MEMCACHED_SUCCESS ? 0 : -EIO;
+}
+
+static void mc_close(void *h)
+{
+	memcached_free(h);
+}
+#endif
+
+static int usage(FILE *f, int code)
+{
+	fprintf(f,
+	        "usage: kv-ycsb --store STORE [options]\n"
+	        "  --store STORE      memcached:HOST:PORT%s\n"
+	        "  --workload W       A (50/50), B (95/5, default), C (reads), W (updates)\n"
+	        "  --dist D           zipfian (theta 0.99, default) or uniform\n"
+	        "  --records N        keys (default 10000)\n"
+	        "  --value-size B     bytes per value, >= 16 (default 100)\n"
+	        "  --duration S       run phase in seconds (default 10)\n"
+	        "  --threads T        client threads (default 1)\n"
+	        "  --clients N --client I   I of N client processes (key ownership)\n"
+	        "  --no-load          skip the load phase (the store holds the records)\n"
+	        "  --verify           read every acknowledged write back at the end\n"
+	        "  --progress         a line per second on stderr\n"
+	        "  --json FILE        the results as JSON\n"
+	        "  --plot FILE.png    throughput over time (gnuplot)\n",
+#ifdef KV_HAVE_MEMCACHED
+	        ""
+#else
+	        " (not built: libmemcached-dev missing)"
+#endif
+	);
+	return code;
+}
+
+/* plot -- throughput per second as a PNG, through gnuplot. 0 or -1. */
+static int plot(const char *png, const struct ycsb_cfg *cfg, const struct ycsb_result *res,
+                const char *store)
+{
+	char dat[] = "/tmp/kv-ycsb-XXXXXX";
+	int fd = mkstemp(dat);
+	FILE *f, *gp;
+	int ret;
+
+	if (fd < 0 || (f = fdopen(fd, "w")) == NULL)
+		return -1;
+	for (uint32_t s = 0; s < res->nsec; s++)
+		fprintf(f, "%u %" PRIu64 "\n", s + 1, res->per_sec[s]);
+	fclose(f);
+	gp = popen("gnuplot", "w");
+	if (gp == NULL) {
+		unlink(dat);
+		return -1;
+	}
+	fprintf(gp,
+	        "set terminal pngcairo size 900,420\nset output '%s'\n"
+	        "set title 'kv-ycsb: %s, workload %c, %u thread(s)'\n"
+	        "set xlabel 'second'\nset ylabel 'operations/s'\nset yrange [0:*]\nset grid\n"
+	        "plot '%s' using 1:2 with linespoints title 'throughput'\n",
+	        png, store, cfg->workload, cfg->threads, dat);
+	ret = pclose(gp);
+	unlink(dat);
+	return ret == 0 ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"store", required_argument, NULL, 's'},
+	    {"workload", required_argument, NULL, 'w'},
+	    {"dist", required_argument, NULL, 'd'},
+	    {"records", required_argument, NULL, 'r'},
+	    {"value-size", required_argument, NULL, 'v'},
+	    {"duration", required_argument, NULL, 't'},
+	    {"threads", required_argument, NULL, 'T'},
+	    {"clients", required_argument, NULL, 'C'},
+	    {"client", required_argument, NULL, 'I'},
+	    {"no-load", no_argument, NULL, 'L'},
+	    {"verify", no_argument, NULL, 'V'},
+	    {"progress", no_argument, NULL, 'p'},
+	    {"json", required_argument, NULL, 'j'},
+	    {"plot", required_argument, NULL, 'P'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct ycsb_cfg cfg;
+	struct ycsb_backend be = {0};
+	struct ycsb_result res;
+	const char *store = NULL, *json = NULL, *png = NULL;
+	int c, ret, status = 0;
+
+	ycsb_cfg_default(&cfg);
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			store = optarg;
+			break;
+		case 'w':
+			cfg.workload = optarg[0] != '\0' && optarg[1] == '\0' ? optarg[0] : '?';
+			break;
+		case 'd':
+			if (strcmp(optarg, "zipfian") == 0)
+				cfg.dist = YCSB_ZIPFIAN;
+			else if (strcmp(optarg, "uniform") == 0)
+				cfg.dist = YCSB_UNIFORM;
+			else
+				return usage(stderr, 2);
+			break;
+		case 'r':
+			cfg.records = strtoull(optarg, NULL, 10);
+			break;
+		case 'v':
+			cfg.value_size = strtoull(optarg, NULL, 10);
+			break;
+		case 't':
+			cfg.duration_s = strtod(optarg, NULL);
+			break;
+		case 'T':
+			cfg.threads = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'C':
+			cfg.clients = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'I':
+			cfg.client = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'L':
+			cfg.load = 0;
+			break;
+		case 'V':
+			cfg.verify = 1;
+			break;
+		case 'p':
+			cfg.progress = 1;
+			break;
+		case 'j':
+			json = optarg;
+			break;
+		case 'P':
+			png = optarg;
+			break;
+		case 'h':
+			return usage(stdout, 0);
+		default:
+			return usage(stderr, 2);
+		}
+	}
+	if (store == NULL || cfg.clients == 0 || cfg.client >= cfg.clients)
+		return usage(stderr, 2);
+#ifdef KV_HAVE_MEMCACHED
+	static struct mc_arg mca;
+	if (strncmp(store, "memcached:", 10) == 0) {
+		const char *hp = store + 10, *colon = strrchr(hp, ':');
+
+		if (colon == NULL || (size_t)(colon - hp) >= sizeof(mca.host))
+			return usage(stderr, 2);
+		memcpy(mca.host, hp, (size_t)(colon - hp));
+		mca.port = (unsigned)strtoul(colon + 1, NULL, 10);
+		be = (struct ycsb_backend){.name = "memcached",
+		                           .open = mc_open,
+		                           .get = mc_get,
+		                           .put = mc_put,
+		                           .close = mc_close,
+		                           .arg = &mca};
+	}
+#endif
+	if (be.name == NULL) {
+		fprintf(stderr, "kv-ycsb: no such store in this build: %s\n", store);
+		return usage(stderr, 2);
+	}
+	ret = ycsb_run(&cfg, &be, &res);
+	if (ret) {
+		fprintf(stderr, "kv-ycsb: %s: %s\n", be.name, strerror(-ret));
+		ycsb_result_free(&res);
+		return 1;
+	}
+	if (cfg.verify && (ret = ycsb_verify(&cfg, &be, &res)) != 0) {
+		fprintf(stderr, "kv-ycsb: verify: %s\n", strerror(-ret));
+		status = 1;
+	}
+	ycsb_print(stdout, &cfg, &res, be.name);
+	if (cfg.verify && (res.lost != 0 || res.corrupt != 0))
+		status = 1;
+	if (res.errs[YCSB_READ] + res.errs[YCSB_UPDATE] > 0)
+		status = 1;
+	if (json != NULL) {
+		FILE *f = fopen(json, "w");
+
+		if (f == NULL) {
+			fprintf(stderr, "kv-ycsb: %s: %s\n", json, strerror(errno));
+			status = 1;
+		} else {
+			ycsb_json(f, &cfg, &res, be.name);
+			fclose(f);
+			printf("kv-ycsb: JSON in %s\n", json);
+		}
+	}
+	if (png != NULL) {
+		if (plot(png, &cfg, &res, be.name) == 0) {
+			printf("kv-ycsb: plot in %s\n", png);
+		} else {
+			fprintf(stderr, "kv-ycsb: gnuplot failed (is gnuplot-nox installed?)\n");
+			status = 1;
+		}
+	}
+	ycsb_result_free(&res);
+	return status;
+}
