@@ -20,7 +20,7 @@ trap cleanup EXIT
 # start_mc MB -- memcached on a free loopback port, in the foreground of a child: sets pid, port
 start_mc() {
 	for _ in $(seq 1 20); do
-		port=$((20000 + RANDOM % 20000))
+		port=$((10000 + RANDOM % 20000)) # below the ephemeral range (32768 on Linux)
 		memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 2 -m "$1" >"$tmp/mc.log" 2>&1 &
 		pid=$!
 		for _ in $(seq 1 50); do

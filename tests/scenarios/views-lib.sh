@@ -14,7 +14,11 @@ VL_NS_BR="$VL_PFX-br"
 VL_NS=()
 VL_MADE=()
 VL_PID=("")
-VL_PORT=$((20000 + ($$ * 7 + RANDOM) % 30000))
+# control ports below the kernel's ephemeral range: an outgoing connection (ours or another
+# test's) can take any port inside it, and then a node fails with "Address already in use"
+# (seen: duplicate-id, stop-rejoin)
+vl_eph_lo=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+VL_PORT=$((10000 + ($$ * 7 + RANDOM) % (vl_eph_lo - 10100)))
 
 # shellcheck disable=SC2317 # run by the EXIT trap, through CLEANUPS
 vl_del_namespaces() {
