@@ -49,7 +49,9 @@
  * post made before the view change, and T >= L (1 + drift) + margin. A
  * hold on the old host ends with it (renew and release return
  * -ECONNRESET). A partitioned node never moves the lock: it marks it
- * "to sync" (so does a new object), and its next acquire first reads
+ * "to sync" (so do a new object, an acquire or try that finds this node
+ * partitioned, and a new incarnation of this node: a rejoin, whether or
+ * not the exclusion's peer_leave calls came first), and its next acquire first reads
  * the M words of its paired peers and adopts the highest epoch (waiting T
  * too when that moves the host): a node excluded and rejoined, or
  * created after a move, learns where the lock went.
@@ -138,6 +140,7 @@ struct loco_lock {
 	struct lk_host *seen_hs; /* the host of @seen (under the claim) */
 	pthread_mutex_t move_lock;
 	int need_sync; /* atomic: read the peers' M words first: 1 created, 2 excluded */
+	uint64_t inc;  /* under the claim: this node's incarnation when the lock was last used */
 	uint32_t me;
 	int64_t lease_ns;
 	int64_t takeover_ns;
@@ -321,6 +324,7 @@ int loco_lock_create_config(loco_channel_t *ch, const char *name, uint32_t host,
 	inc = loco_incarnation(m);
 	lk->hs->node = host;
 	lk->need_sync = 1; /* created after a move? the first acquire asks the peers */
+	lk->inc = inc;
 	lk->me = loco_node_id(m);
 	lk->lease_ns = lease;
 	lk->takeover_ns = takeover;
@@ -578,8 +582,19 @@ static int lk_sync(loco_lock_t *lk)
  */
 static struct lk_host *lk_host_ready(loco_lock_t *lk)
 {
+	uint64_t inc = loco_incarnation(loco_channel_manager(loco_object_channel(lk->obj)));
 	struct lk_host *hs;
 
+	/*
+	 * Rejoined as a new incarnation: this node was excluded, and the lock
+	 * may have moved meanwhile, whether or not the exclusion's peer_leave
+	 * calls came before this acquire (seen on verbs: a stopped host woke
+	 * up, rejoined, and took over its old word's stale hold).
+	 */
+	if (inc != lk->inc) {
+		lk->inc = inc;
+		__atomic_store_n(&lk->need_sync, 2, __ATOMIC_RELEASE);
+	}
 	if (__atomic_load_n(&lk->need_sync, __ATOMIC_ACQUIRE) && lk_sync(lk))
 		return NULL;
 	hs = lk_host_cur(lk);
@@ -715,6 +730,8 @@ int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 		return ret;
 	for (;;) {
 		if (lk_partitioned(lk)) {
+			/* it may be excluded: after the partition, ask the peers first */
+			__atomic_store_n(&lk->need_sync, 2, __ATOMIC_RELEASE);
 			ret = -LOCO_EPARTITION;
 			break;
 		}
@@ -743,7 +760,12 @@ int loco_lock_try_acquire(loco_lock_t *lk)
 	ret = claim(lk, 0);
 	if (ret)
 		return ret;
-	ret = lk_partitioned(lk) ? -LOCO_EPARTITION : try_host(lk, &w);
+	if (lk_partitioned(lk)) {
+		__atomic_store_n(&lk->need_sync, 2, __ATOMIC_RELEASE); /* as in acquire */
+		ret = -LOCO_EPARTITION;
+	} else {
+		ret = try_host(lk, &w);
+	}
 	if (ret == 1)
 		return 0;
 	unclaim(lk);
