@@ -14,7 +14,8 @@
  * PMIx is finalized as soon as the exchange is done: the manager needs nothing more from
  * it, and a PMIx server that sees a client die before PMIx_Finalize ends the whole job
  * (Slurm's pmix plugin cancels the step), where LOCO wants the others to see a failed
- * member and go on.
+ * member and go on. (PMIx counts initializations: an MPI_Init() before loco_init() keeps
+ * its own; Open MPI 4.1's MPI_Init() after it fails, loco_init(3) says so.)
  *
  * Thread safety: called by loco_init() / loco_fini() only, one manager at a time.
  */
