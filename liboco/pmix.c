@@ -41,8 +41,8 @@ static int set(const char *name, int field)
 	return field || (v != NULL && *v != '\0');
 }
 
-/* get_u32 -- a job-level uint32 @key of our namespace; 0 or -ENOTCONN. */
-static int get_u32(struct lc_pmix *p, const char *key, uint32_t *out)
+/* get_u32 -- a job-level uint32 @key of our namespace (logged when @must); 0 or -ENOTCONN. */
+static int get_u32(struct lc_pmix *p, const char *key, int must, uint32_t *out)
 {
 	pmix_proc_t job;
 	pmix_value_t *val = NULL;
@@ -51,7 +51,8 @@ static int get_u32(struct lc_pmix *p, const char *key, uint32_t *out)
 	PMIX_LOAD_PROCID(&job, p->me.nspace, PMIX_RANK_WILDCARD);
 	rc = PMIx_Get(&job, key, NULL, 0, &val);
 	if (rc != PMIX_SUCCESS || val == NULL) {
-		lc_log_err("pmix: %s: %s", key, PMIx_Error_string(rc));
+		if (must)
+			lc_log_err("pmix: %s: %s", key, PMIx_Error_string(rc));
 		return -ENOTCONN;
 	}
 	*out = val->type == PMIX_UINT32 ? val->data.uint32 : 0;
@@ -102,6 +103,8 @@ int lc_pmix_start(const loco_config_t *cfg, struct lc_config *c, struct lc_pmix 
 		cfg = &none;
 	if (mode != NULL && strcmp(mode, "0") == 0)
 		return 0;
+	if (mode != NULL && *mode != '\0' && strcmp(mode, "1") != 0 && strcmp(mode, "auto") != 0)
+		lc_log_warn("manager: LOCO_PMIX=%s: say auto, 0 or 1; taken as auto", mode);
 	if (getenv("PMIX_RANK") == NULL && getenv("PMIX_NAMESPACE") == NULL) {
 		if (mode != NULL && strcmp(mode, "1") == 0) {
 			lc_log_err("manager: LOCO_PMIX=1, but no PMIx server started this process");
@@ -120,11 +123,11 @@ int lc_pmix_start(const loco_config_t *cfg, struct lc_config *c, struct lc_pmix 
 		return -ENOTCONN;
 	}
 	p->open = 1;
-	if (get_u32(p, PMIX_JOB_SIZE, &p->size) != 0) {
+	if (get_u32(p, PMIX_JOB_SIZE, 1, &p->size) != 0) {
 		lc_pmix_free(p);
 		return -ENOTCONN;
 	}
-	if (get_u32(p, PMIX_LOCAL_SIZE, &local) != 0)
+	if (get_u32(p, PMIX_LOCAL_SIZE, 0, &local) != 0)
 		local = 0;
 	if (!set("LOCO_NODE_ID", cfg->node_id != 0))
 		c->node_id = p->me.rank + 1;

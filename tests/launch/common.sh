@@ -18,6 +18,9 @@ PIDS=()
 for v in $(compgen -e | grep '^LOCO_' | grep -v -e '^LOCO_FABRIC$' -e '^LOCO_TEST_SCALE$'); do
 	unset "$v"
 done
+# sanitizer builds: what libpmix itself leaks is not ours (lsan.supp)
+LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lsan.supp"
+export LSAN_OPTIONS
 T=$(mktemp -d "${TMPDIR:-/tmp}/loco-launch-test.XXXXXX")
 export LOCO_TEST_MARK="launchmark-$$-$RANDOM$RANDOM"
 
