@@ -141,3 +141,4 @@ show() {
 [[ $BOOT == pmix ]] ||
 	skip "liboco was built without the PMIx bootstrap (libpmix-dev missing, or -Dpmix=disabled)"
 [[ -x $HELLO && -x $NODE ]] || skip "$HELLO or $NODE is not built"
+echo "fabric: ${LOCO_FABRIC:-tcp}"
