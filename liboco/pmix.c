@@ -4,11 +4,13 @@
 #include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ctrl_wire.h"
 #include "log.h"
@@ -60,14 +62,30 @@ static int get_u32(struct lc_pmix *p, const char *key, int must, uint32_t *out)
 	return *out ? 0 : -ENOTCONN;
 }
 
-/* host_ip -- this host's first up, non-loopback IPv4 address; 0 or -ENOENT. */
+/* host_ip -- an IPv4 address of this host that other hosts reach: what its name resolves
+ * to (not a loopback), else the first interface address that is up and not a loopback;
+ * 0 or -ENOENT. */
 static int host_ip(char *out, size_t len)
 {
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res, *r;
 	struct ifaddrs *all, *a;
+	char name[256];
 	int ret = -ENOENT;
 
-	if (getifaddrs(&all) < 0)
-		return -ENOENT;
+	name[sizeof(name) - 1] = '\0';
+	if (gethostname(name, sizeof(name) - 1) == 0 &&
+	    getaddrinfo(name, NULL, &hints, &res) == 0) {
+		for (r = res; r != NULL && ret != 0; r = r->ai_next) {
+			struct in_addr in = ((struct sockaddr_in *)(void *)r->ai_addr)->sin_addr;
+
+			if ((ntohl(in.s_addr) >> 24) != 127 &&
+			    inet_ntop(AF_INET, &in, out, (socklen_t)len) != NULL)
+				ret = 0;
+		}
+		freeaddrinfo(res);
+	}
+	if (ret == 0 || getifaddrs(&all) < 0)
+		return ret;
 	for (a = all; a != NULL && ret != 0; a = a->ifa_next) {
 		if (a->ifa_addr == NULL || a->ifa_addr->sa_family != AF_INET ||
 		    (a->ifa_flags & IFF_UP) == 0 || (a->ifa_flags & IFF_LOOPBACK) != 0)

@@ -32,7 +32,8 @@ struct lc_pmix;
  * lc_pmix_start -- when this process was started by a PMIx server (PMIX_RANK or
  * PMIX_NAMESPACE in the environment) and LOCO_PMIX is not 0: PMIx_Init, and set in @c what
  * neither the environment nor @cfg set: node_id (rank + 1), nodes (job size), addr (the
- * loopback when the job is on one host, else this host's first IPv4 address), and on rank 0
+ * loopback when the job is on one host, else an IPv4 address of this host: what its name
+ * resolves to, else its first interface's), and on rank 0
  * a fresh random secret. Sets *@out (NULL when PMIx is not used). Returns 0; -ENOTCONN
  * (PMIx_Init or the job's size failed), -ENOENT (LOCO_PMIX=1 but no PMIx server, or no
  * PMIx in this build), -ENOMEM.
