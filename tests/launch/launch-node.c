@@ -3,7 +3,7 @@
  * launch-node.c -- one node of the launcher tests (mpirun.sh, slurm.sh): started by mpirun,
  * srun or by hand, with no LOCO_* variable needed under PMIx.
  *
- *   launch-node [--dir DIR] [--extra K] [--die ID] ROUNDS
+ *   launch-node [--dir DIR] [--extra K] [--die ID | --leave ID] ROUNDS
  *
  * It calls loco_init(NULL), prints "node N rank R size S" (R is PMIX_RANK, or -1), and checks
  * that under PMIx its id is rank + 1 (unless LOCO_NODE_ID is set). The job has
@@ -13,7 +13,8 @@
  * ROUNDS barrier rounds. With --die ID, node ID kills itself (SIGKILL) after ROUNDS / 2
  * rounds, and the others go on: a round that times out while the dead node is still in the
  * view is retried (bounded), and at the end node ID must be missing from loco_members()
- * ("node N: member ID gone after T ms"). Each node prints "node N: done R rounds, M members"
+ * ("node N: member ID gone after T ms"). With --leave ID, node ID instead leaves gracefully
+ * there (loco_fini(), exit 0), and the same holds for the others. Each node prints "node N: done R rounds, M members"
  * and exits 0 when every check held, 1 otherwise; a last barrier round before loco_fini()
  * keeps the others' counts from seeing it leave. alarm() bounds it (150 s).
  */
@@ -71,6 +72,7 @@ int main(int argc, char **argv)
 {
 	const char *dir = NULL, *rank_s = getenv("PMIX_RANK");
 	uint32_t extra = 0, die = 0, nodes, me, want;
+	int leave = 0;
 	long rounds = -1, done = 0, retries = 0;
 	int bad = 0, ret, members;
 	int64_t gone_at = -1, died_at = -1;
@@ -83,13 +85,17 @@ int main(int argc, char **argv)
 			dir = argv[++i];
 		else if (strcmp(argv[i], "--extra") == 0 && i + 1 < argc)
 			extra = (uint32_t)strtoul(argv[++i], NULL, 10);
-		else if (strcmp(argv[i], "--die") == 0 && i + 1 < argc)
+		else if ((strcmp(argv[i], "--die") == 0 || strcmp(argv[i], "--leave") == 0) &&
+		         i + 1 < argc) {
+			leave = strcmp(argv[i], "--leave") == 0;
 			die = (uint32_t)strtoul(argv[++i], NULL, 10);
-		else
+		} else
 			rounds = strtol(argv[i], NULL, 10);
 	}
 	if (rounds < 1) {
-		fprintf(stderr, "usage: launch-node [--dir DIR] [--extra K] [--die ID] ROUNDS\n");
+		fprintf(stderr,
+		        "usage: launch-node [--dir DIR] [--extra K] [--die ID | --leave ID] "
+		        "ROUNDS\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -127,6 +133,13 @@ int main(int argc, char **argv)
 	want = nodes;
 	while (done < rounds && retries < MAX_RETRY) {
 		if (die != 0 && done == rounds / 2 && died_at < 0) {
+			if (me == die && leave) {
+				printf("node %u: leaving after %ld rounds\n", me, done);
+				loco_barrier_destroy(b);
+				loco_channel_destroy(ch);
+				loco_fini(m);
+				return 0;
+			}
 			if (me == die) {
 				printf("node %u: killing myself after %ld rounds\n", me, done);
 				raise(SIGKILL);
@@ -135,8 +148,10 @@ int main(int argc, char **argv)
 			want = nodes - 1;
 		}
 		ret = loco_barrier_wait(b, NS / 10);
-		if (ret == -ETIMEDOUT) {
-			retries++; /* the dead node not excluded yet */
+		if (ret == -ETIMEDOUT || (ret == -EACCES && leave && died_at >= 0)) {
+			/* the dead node not excluded yet; or the leaving one destroyed its barrier
+			 * and has not left the channel yet (loco_barrier(3)) */
+			retries++;
 			continue;
 		}
 		if (ret != 0) {
@@ -149,7 +164,9 @@ int main(int argc, char **argv)
 		done++;
 		if (died_at >= 0 && gone_at < 0 && !has(m, die))
 			gone_at = now_ms();
-		if (died_at < 0 && (uint32_t)loco_channel_peers(ch, NULL, 0) + 1 != nodes) {
+		/* the round where a node leaves or dies may end with it gone already */
+		if ((die == 0 || done < rounds / 2) &&
+		    (uint32_t)loco_channel_peers(ch, NULL, 0) + 1 != nodes) {
 			printf("FAIL node %u: round %ld with %d peers, expected %u\n", me, done,
 			       loco_channel_peers(ch, NULL, 0), nodes - 1);
 			bad++;

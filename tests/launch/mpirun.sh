@@ -7,7 +7,9 @@
 #   3. explicit settings win: -x LOCO_NODE_ID=7 makes rank 0 node 7; the secret made for
 #      the job never shows in the output, even at LOCO_LOG=debug;
 #   4. a rank that SIGKILLs itself (mpirun --enable-recovery, so that the job goes on) is a
-#      failed member for the others: dropped from the view, their rounds go on;
+#      failed member for the others: dropped from the view, their rounds go on; without
+#      --enable-recovery a rank that leaves (loco_fini, exit 0) is a leave and the job goes
+#      on (what a SIGKILL does there is only printed: mpirun ends the job, its own rule);
 #   5. a node started outside mpirun (LOCO_JOIN, a free LOCO_NODE_ID, the job's LOCO_SECRET)
 #      joins the running job and runs the rounds with it.
 # Usage: mpirun.sh HELLO LAUNCH_NODE pmix|no-pmix
@@ -58,6 +60,20 @@ check "die: node 3 is logged as failed, not as left" \
 	grep -q 'node 3 failed: removed from the view' "$T/die.out"
 check "die: no survivor failed" bash -c '! grep -q "^FAIL" "$1"' _ "$T/die.out"
 [[ $(count '^node [124]: done 100 rounds, 3 members$' "$T/die.out") -eq 3 ]] || show "$T/die.out"
+
+# 4b. without --enable-recovery: a rank that leaves (loco_fini, exit 0) is a graceful leave
+# and the job goes on; a rank killed by a signal makes mpirun end the job (its own rule)
+run_bounded 150 "$T/leave.out" "${MPI[@]}" -n 4 -x LOCO_LOG=info "$NODE" --leave 3 100
+echo "figure: mpirun -n 4 launch-node --leave 3 100: ${MS} ms, exit $RC"
+check "leave: mpirun exits 0 (rc $RC)" [ "$RC" -eq 0 ]
+check "leave: 3 others did 100 rounds, 3 members at the end" \
+	[ "$(count '^node [124]: done 100 rounds, 3 members$' "$T/leave.out")" -eq 3 ]
+check "leave: node 3 is logged as left" grep -q 'node 3 left' "$T/leave.out"
+[[ $RC -eq 0 ]] || show "$T/leave.out"
+run_bounded 150 "$T/abort.out" "${MPI[@]}" -n 4 "$NODE" --die 3 100
+echo "note: without --enable-recovery, a rank's SIGKILL: mpirun exit $RC," \
+	"$(count '^node [124]: done 100 rounds' "$T/abort.out") of 3 others finished" \
+	"($(grep -c 'job has been aborted' "$T/abort.out") 'job has been aborted' message)"
 
 # 5. a node from outside the launcher joins the running job
 SECRET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
