@@ -50,7 +50,7 @@ check "debug log: no 64-hex-digit secret in it" bash -c '! grep -qE "[0-9a-f]{64
 
 # 4. a rank kills itself: the others see a failed member and go on
 run_bounded 150 "$T/die.out" "${MPI[@]}" --enable-recovery -n 4 -x LOCO_LOG=info \
-	"$NODE" --die 3 100
+	-x LOCO_FAIL_TIMEOUT_MS=$FAIL_MS "$NODE" --die 3 100
 echo "figure: mpirun --enable-recovery -n 4 launch-node --die 3 100: ${MS} ms, exit $RC"
 grep -E '^node [0-9]+: member 3 gone' "$T/die.out" | sed 's/^/figure: /'
 check "die: node 3 killed itself" grep -q '^node 3: killing myself' "$T/die.out"
@@ -63,14 +63,16 @@ check "die: no survivor failed" bash -c '! grep -q "^FAIL" "$1"' _ "$T/die.out"
 
 # 4b. without --enable-recovery: a rank that leaves (loco_fini, exit 0) is a graceful leave
 # and the job goes on; a rank killed by a signal makes mpirun end the job (its own rule)
-run_bounded 150 "$T/leave.out" "${MPI[@]}" -n 4 -x LOCO_LOG=info "$NODE" --leave 3 100
+run_bounded 150 "$T/leave.out" "${MPI[@]}" -n 4 -x LOCO_LOG=info -x LOCO_FAIL_TIMEOUT_MS=$FAIL_MS \
+	"$NODE" --leave 3 100
 echo "figure: mpirun -n 4 launch-node --leave 3 100: ${MS} ms, exit $RC"
 check "leave: mpirun exits 0 (rc $RC)" [ "$RC" -eq 0 ]
 check "leave: 3 others did 100 rounds, 3 members at the end" \
 	[ "$(count '^node [124]: done 100 rounds, 3 members$' "$T/leave.out")" -eq 3 ]
 check "leave: node 3 is logged as left" grep -q 'node 3 left' "$T/leave.out"
 [[ $RC -eq 0 ]] || show "$T/leave.out"
-run_bounded 150 "$T/abort.out" "${MPI[@]}" -n 4 "$NODE" --die 3 100
+run_bounded 150 "$T/abort.out" "${MPI[@]}" -n 4 -x LOCO_FAIL_TIMEOUT_MS=$FAIL_MS "$NODE" \
+	--die 3 100
 echo "note: without --enable-recovery, a rank's SIGKILL: mpirun exit $RC," \
 	"$(count '^node [124]: done 100 rounds' "$T/abort.out") of 3 others finished" \
 	"($(grep -c 'job has been aborted' "$T/abort.out") 'job has been aborted' message)"
@@ -78,7 +80,8 @@ echo "note: without --enable-recovery, a rank's SIGKILL: mpirun exit $RC," \
 # 5. a node from outside the launcher joins the running job
 SECRET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 mkdir -p "$T/addr"
-LOCO_SECRET=$SECRET "${MPI[@]}" -n 3 -x LOCO_SECRET "$NODE" --dir "$T/addr" --extra 1 100 \
+LOCO_SECRET=$SECRET "${MPI[@]}" -n 3 -x LOCO_SECRET -x LOCO_FAIL_TIMEOUT_MS=$FAIL_MS \
+	"$NODE" --dir "$T/addr" --extra 1 100 \
 	>"$T/outside-job.out" 2>&1 &
 JOB=$!
 PIDS+=("$JOB")
@@ -89,7 +92,7 @@ done
 check "outside: the job's nodes published their addresses" [ -s "$T/addr/addr.1" ]
 JOIN="$(cat "$T/addr/addr.2" 2>/dev/null),$(cat "$T/addr/addr.1" 2>/dev/null)"
 run_bounded 120 "$T/outside.out" env LOCO_JOIN="$JOIN" LOCO_NODE_ID=4 LOCO_NODES=4 \
-	LOCO_SECRET="$SECRET" "$NODE" 100
+	LOCO_SECRET="$SECRET" LOCO_FAIL_TIMEOUT_MS=$FAIL_MS "$NODE" 100
 check "outside: node 4 (LOCO_JOIN=$JOIN) did 100 rounds with 4 members (rc $RC)" \
 	grep -q '^node 4: done 100 rounds, 4 members$' "$T/outside.out"
 [[ $RC -eq 0 ]] || show "$T/outside.out"

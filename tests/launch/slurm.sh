@@ -91,7 +91,7 @@ for ((i = 0; i < 300; i++)); do
 	sleep 0.1
 done
 if [[ $STATE != idle ]]; then
-	tail -5 "$T/log/"*.log "$T/log/"*.out
+	tail -n 5 "$T/log/"*.log "$T/log/"*.out
 	skip "the single-node Slurm did not come up (node state '$STATE')"
 fi
 echo "figure: single-node Slurm up (node idle) after $((($(date +%s%N) - T0) / 1000000)) ms"
@@ -116,7 +116,8 @@ check "rounds: 4 nodes did 200 rounds with 4 members" \
 [[ $RC -eq 0 ]] || show "$T/rounds.out"
 
 # 3. a rank kills itself: the others see a failed member and go on
-run_bounded 150 "$T/die.out" env LOCO_LOG=info srun --mpi=pmix -n 4 "$NODE" --die 3 100
+run_bounded 150 "$T/die.out" env LOCO_LOG=info LOCO_FAIL_TIMEOUT_MS=$FAIL_MS \
+	srun --mpi=pmix -n 4 "$NODE" --die 3 100
 echo "figure: srun --mpi=pmix -n 4 launch-node --die 3 100: ${MS} ms, exit $RC"
 grep -E '^node [0-9]+: member 3 gone' "$T/die.out" | sed 's/^/figure: /'
 check "die: node 3 killed itself" grep -q '^node 3: killing myself' "$T/die.out"
