@@ -130,6 +130,11 @@ int lc_pmix_start(const loco_config_t *cfg, struct lc_config *c, struct lc_pmix 
 		}
 		return 0;
 	}
+	if (set("LOCO_NODE_ID", cfg->node_id != 0) && (mode == NULL || strcmp(mode, "1") != 0)) {
+		/* another launcher (loco-run, a script) did the bootstrap, e.g. loco-run under mpirun */
+		lc_log_info("pmix: LOCO_NODE_ID is set: no PMIx bootstrap (LOCO_PMIX=1 forces it)");
+		return 0;
+	}
 	p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		return -ENOMEM;

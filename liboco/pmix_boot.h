@@ -30,13 +30,14 @@ struct lc_pmix;
 
 /*
  * lc_pmix_start -- when this process was started by a PMIx server (PMIX_RANK or
- * PMIX_NAMESPACE in the environment) and LOCO_PMIX is not 0: PMIx_Init, and set in @c what
- * neither the environment nor @cfg set: node_id (rank + 1), nodes (job size), addr (the
- * loopback when the job is on one host, else an IPv4 address of this host: what its name
- * resolves to, else its first interface's), and on rank 0
- * a fresh random secret. Sets *@out (NULL when PMIx is not used). Returns 0; -ENOTCONN
- * (PMIx_Init or the job's size failed), -ENOENT (LOCO_PMIX=1 but no PMIx server, or no
- * PMIx in this build), -ENOMEM.
+ * PMIX_NAMESPACE in the environment), LOCO_PMIX is not 0, and no node id is set (LOCO_NODE_ID
+ * or @cfg: another launcher did the bootstrap; LOCO_PMIX=1 goes on all the same): PMIx_Init,
+ * and set in @c what neither the environment nor @cfg set: node_id (rank + 1), nodes (job
+ * size), addr (the loopback when the job is on one host, else an IPv4 address of this host:
+ * what its name resolves to, else its first interface's), and on rank 0 a fresh random
+ * secret. Sets *@out (NULL when PMIx is not used). Returns 0; -ENOTCONN (PMIx_Init or the
+ * job's size failed), -ENOENT (LOCO_PMIX=1 but no PMIx server, or no PMIx in this build),
+ * -ENOMEM.
  */
 int lc_pmix_start(const loco_config_t *cfg, struct lc_config *c, struct lc_pmix **out);
 

@@ -2,7 +2,8 @@
 # shellcheck shell=bash disable=SC2034 # HELLO, NODE... are used by the sourcing test
 # common.sh -- shared helpers of the launch tests (mpirun.sh, slurm.sh), sourced by each.
 #
-# A test is run as `bash tests/launch/<name>.sh HELLO LAUNCH_NODE pmix|no-pmix` and exits 0
+# A test is run as `bash tests/launch/<name>.sh HELLO LAUNCH_NODE pmix|no-pmix [LOCO_RUN]`
+# and exits 0
 # (pass), 1 (fail) or 77 (skip, the reason on stdout). Every process it starts carries
 # LOCO_TEST_MARK (a value unique to this run) in its environment, the launchers' daemons and
 # the nodes they start included; the EXIT trap ends each such process by PID, so a failing or
@@ -12,6 +13,7 @@ set -uo pipefail
 HELLO=${1:?usage: $0 HELLO LAUNCH_NODE pmix|no-pmix}
 NODE=${2:?usage: $0 HELLO LAUNCH_NODE pmix|no-pmix}
 BOOT=${3:?usage: $0 HELLO LAUNCH_NODE pmix|no-pmix}
+LOCO_RUN=${4:-}
 FAILS=0
 PIDS=()
 # what the nodes read must come from the launcher: no LOCO_* setting from outside

@@ -4,15 +4,17 @@
 # bootstrap gives each its node id (rank + 1), the job size, the secret and whom to join.
 #   1. mpirun -n 4 hello: every node sees 3 peers and their ids;
 #   2. mpirun -n 4 launch-node 200: 200 barrier rounds, 4 members, node id = rank + 1;
-#   3. explicit settings win: -x LOCO_NODE_ID=7 makes rank 0 node 7; the secret made for
-#      the job never shows in the output, even at LOCO_LOG=debug;
+#   3. explicit settings win: -x LOCO_NODE_ID=7 makes rank 0 node 7 without PMIx, and
+#      with LOCO_PMIX=1 too, PMIx giving the rest; loco-run under mpirun runs its nodes
+#      (they have LOCO_NODE_ID); the secret made for the job never shows in the output,
+#      even at LOCO_LOG=debug;
 #   4. a rank that SIGKILLs itself (mpirun --enable-recovery, so that the job goes on) is a
 #      failed member for the others: dropped from the view, their rounds go on; without
 #      --enable-recovery a rank that leaves (loco_fini, exit 0) is a leave and the job goes
 #      on (what a SIGKILL does there is only printed: mpirun ends the job, its own rule);
 #   5. a node started outside mpirun (LOCO_JOIN, a free LOCO_NODE_ID, the job's LOCO_SECRET)
 #      joins the running job and runs the rounds with it.
-# Usage: mpirun.sh HELLO LAUNCH_NODE pmix|no-pmix
+# Usage: mpirun.sh HELLO LAUNCH_NODE pmix|no-pmix [LOCO_RUN]
 source "$(dirname "$0")/common.sh"
 
 need_packages openmpi-bin:mpirun >"$T/pkg.txt" || skip "mpirun: $(cat "$T/pkg.txt")"
@@ -41,8 +43,24 @@ check "rounds: 4 nodes did 200 rounds with 4 members" \
 [[ $RC -eq 0 ]] || show "$T/rounds.out"
 
 # 3. explicit settings win; the job's secret is never printed
-run_bounded 60 "$T/explicit.out" "${MPI[@]}" -n 1 -x LOCO_NODE_ID=7 "$NODE" 3
-check "explicit: LOCO_NODE_ID=7 wins over rank 0 (rc $RC)" grep -q '^node 7 rank 0 size 1 ' "$T/explicit.out"
+run_bounded 60 "$T/explicit.out" "${MPI[@]}" -n 1 -x LOCO_LOG=info -x LOCO_NODE_ID=7 \
+	-x LOCO_NODES=1 "$NODE" 3
+check "explicit: LOCO_NODE_ID=7 is node 7 (rc $RC)" grep -q '^node 7 rank 0 size 1 ' "$T/explicit.out"
+check "explicit: ... and no PMIx bootstrap then" grep -q 'LOCO_NODE_ID is set: no PMIx' "$T/explicit.out"
+run_bounded 60 "$T/explicit1.out" "${MPI[@]}" -n 1 -x LOCO_LOG=info -x LOCO_PMIX=1 \
+	-x LOCO_NODE_ID=7 "$NODE" 3
+check "explicit: LOCO_PMIX=1 LOCO_NODE_ID=7: node 7, the job size from PMIx (rc $RC)" \
+	grep -q '^node 7 rank 0 size 1 ' "$T/explicit1.out"
+check "explicit: ... through PMIx" grep -q 'pmix: rank 0 of 1 .*node id 7' "$T/explicit1.out"
+if [[ -n $LOCO_RUN ]]; then
+	# loco-run under mpirun: its nodes have LOCO_NODE_ID and ignore the PMIx they inherit
+	run_bounded 120 "$T/lr.out" "${MPI[@]}" -n 1 "$LOCO_RUN" -n 3 "$HELLO"
+	echo "figure: mpirun -n 1 loco-run -n 3 hello: ${MS} ms, exit $RC"
+	check "loco-run under mpirun: exits 0 (rc $RC)" [ "$RC" -eq 0 ]
+	check "loco-run under mpirun: 3 nodes saw 2 peers" \
+		[ "$(count '^\[[1-3]\] node [1-3]: 2 peer\(s\), all ids ok$' "$T/lr.out")" -eq 3 ]
+	[[ $RC -eq 0 ]] || show "$T/lr.out"
+fi
 run_bounded 120 "$T/debug.out" "${MPI[@]}" -n 4 -x LOCO_LOG=debug "$HELLO"
 check "debug log: hello passes (rc $RC)" [ "$RC" -eq 0 ]
 check "debug log: the bootstrap is logged" grep -q 'pmix: rank 3 of 4' "$T/debug.out"

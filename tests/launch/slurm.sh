@@ -11,7 +11,7 @@
 #      after its bootstrap).
 # Skips (77, with the reason) when it is not root (slurmd runs as root here), when the
 # packages cannot be installed, or when this Slurm has no pmix plugin.
-# Usage: slurm.sh HELLO LAUNCH_NODE pmix|no-pmix
+# Usage: slurm.sh HELLO LAUNCH_NODE pmix|no-pmix [LOCO_RUN (unused)]
 source "$(dirname "$0")/common.sh"
 
 [[ $(id -u) -eq 0 ]] || skip "needs root: this single-node Slurm runs slurmd as root"

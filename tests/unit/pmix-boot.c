@@ -2,7 +2,8 @@
 /*
  * pmix-boot.c -- the PMIx bootstrap's decisions that need no PMIx server (liboco/pmix.c,
  * config.c; the launch tests run it under real launchers): without PMIX_RANK and
- * PMIX_NAMESPACE nothing changes; LOCO_PMIX=0 turns it off, LOCO_PMIX=1 requires it; a
+ * PMIX_NAMESPACE nothing changes; LOCO_PMIX=0 turns it off, and so does a LOCO_NODE_ID
+ * (another launcher's bootstrap); LOCO_PMIX=1 requires it; a
  * PMIx environment with no server behind it fails loco_init() with -ENOTCONN and leaves
  * nothing behind (a build without PMIx ignores it); LOCO_NODES is the job size that
  * loco_job_size() returns (a malformed one is ignored).
@@ -68,6 +69,13 @@ static void start__loco_pmix_off_and_required(void **state)
 	assert_int_equal(lc_pmix_start(NULL, &c, &p), 0);
 	assert_null(p);
 	assert_int_equal(c.node_id, 1);
+	clear_env();
+	setenv("PMIX_RANK", "2", 1);
+	setenv("LOCO_NODE_ID", "5", 1); /* another launcher did the bootstrap: no PMIx_Init */
+	assert_int_equal(lc_config_read(NULL, &c), 0);
+	assert_int_equal(lc_pmix_start(NULL, &c, &p), 0);
+	assert_null(p);
+	assert_int_equal(c.node_id, 5);
 	clear_env();
 	setenv("LOCO_PMIX", "1", 1); /* required, and no PMIx server started us */
 	assert_int_equal(lc_config_read(NULL, &c), 0);
