@@ -18,6 +18,11 @@ const struct lc_config_entry lc_config_table[] = {
     {"LOCO_ADDR", "127.0.0.1:0", "control-plane address ip[:port] of this node"},
     {"LOCO_JOIN", NULL, "ip:port[,ip:port...] of live members to join through; unset: start alone"},
     {"LOCO_NODE_ID", "1", "this node's id, >= 1, unique in the cluster (needed to join)"},
+    {"LOCO_NODES", NULL,
+     "how many nodes the job was started with (loco-run sets it; under PMIx: the job size)"},
+    {"LOCO_PMIX", "auto",
+     "PMIx bootstrap: auto (when started by a PMIx server: mpirun, srun --mpi=pmix), 0 never, "
+     "1 required"},
     {"LOCO_SECRET", "loco", "cluster secret; members prove they know it"},
     {"LOCO_FAIL_TIMEOUT_MS", "1000",
      "failure bound: a member silent this long is suspected (then probed)"},
@@ -87,6 +92,27 @@ static int node_id_set(void)
 	return v != NULL && *v != '\0' && strtoul(v, NULL, 10) != 0;
 }
 
+/* nodes -- LOCO_NODES: the job's node count; 0 when unset or malformed (warned: it is the
+ * application's setting as much as ours). */
+static int nodes(uint32_t *out)
+{
+	const char *v = getenv("LOCO_NODES");
+	char *end;
+	unsigned long x;
+
+	*out = 0;
+	if (v == NULL || *v == '\0')
+		return 0;
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	if (errno || *end != '\0' || x > UINT32_MAX || *v == '-') {
+		lc_log_warn("manager: LOCO_NODES=%s is not a number: ignored", v);
+		return 0;
+	}
+	*out = (uint32_t)x;
+	return 0;
+}
+
 int lc_config_read(const loco_config_t *cfg, struct lc_config *out)
 {
 	static const loco_config_t none;
@@ -123,6 +149,8 @@ int lc_config_read(const loco_config_t *cfg, struct lc_config *out)
 		c.fail_timeout_ms = FAIL_TIMEOUT_MIN_MS;
 	/* the node id defaults to 1 only for a node that starts alone */
 	ret = u32("LOCO_NODE_ID", cfg->node_id, &c.node_id);
+	if (ret == 0)
+		ret = nodes(&c.nodes);
 	if (ret)
 		return ret;
 	if (c.join != NULL && (cfg->node_id == 0 && !node_id_set())) {

@@ -32,6 +32,7 @@ struct lc_config {
 	const char *secret;
 	const char *device;
 	uint32_t node_id;
+	uint32_t nodes; /* LOCO_NODES (or the PMIx job size): the job's node count; 0 unknown */
 	uint32_t fail_timeout_ms;
 	uint32_t join_timeout_ms;
 	int rejoin; /* LOCO_REJOIN: an excluded node rejoins by itself (default 1) */

@@ -17,6 +17,7 @@
 #include "dial.h"
 #include "log.h"
 #include "manager.h"
+#include "pmix_boot.h"
 #include "wait.h"
 #include "wake.h"
 
@@ -79,6 +80,13 @@ static int ack_in_view(void *arg, uint32_t node)
 	return in;
 }
 
+/* derive_key -- the cluster key from the secret m->cfg.secret. */
+static void derive_key(loco_manager_t *m)
+{
+	crypto_generichash(m->key, sizeof(m->key), (const unsigned char *)m->cfg.secret,
+	                   strlen(m->cfg.secret), NULL, 0);
+}
+
 /* manager_new -- the manager's memory, locks and identity (nothing started). */
 static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 {
@@ -109,8 +117,7 @@ static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 	m->inc = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^
 	         (randombytes_random() & 0xfff);
 	snprintf(m->fabric, sizeof(m->fabric), "%s", cfg->fabric);
-	crypto_generichash(m->key, sizeof(m->key), (const unsigned char *)cfg->secret,
-	                   strlen(cfg->secret), NULL, 0);
+	derive_key(m);
 	ret = lc_pollers_init(&m->pollers, wake_fn, m, &m->progress);
 	if (ret == 0)
 		ret = lc_ack_table_init(&m->acks, 4096);
@@ -147,6 +154,7 @@ static void manager_free(loco_manager_t *m)
 	lc_ack_table_fini(&m->acks);
 	lc_pollers_fini(m->pollers);
 	lc_mem_fini(m);
+	lc_pmix_free(m->pmix);
 	sodium_memzero(m->key, sizeof(m->key));
 	pthread_mutex_destroy(&m->poll_lock);
 	pthread_mutex_destroy(&m->mem_lock);
@@ -365,6 +373,7 @@ int loco_init(const loco_config_t *cfg, loco_manager_t **out)
 /* init -- loco_init() once counted: a manager, or an error. */
 static int init(const loco_config_t *cfg, loco_manager_t **out)
 {
+	struct lc_pmix *pmix;
 	struct lc_config c;
 	loco_manager_t *m;
 	int ret;
@@ -374,17 +383,34 @@ static int init(const loco_config_t *cfg, loco_manager_t **out)
 		return -ENOSYS;
 	}
 	ret = lc_config_read(cfg, &c);
+	if (ret == 0)
+		ret = lc_pmix_start(cfg, &c, &pmix); /* started by mpirun or srun: pmix_boot.h */
 	if (ret)
 		return ret;
-	if (strlen(c.fabric) > LC_FABRIC_MAX || strlen(c.addr) > LC_ADDR_MAX)
+	if (strlen(c.fabric) > LC_FABRIC_MAX || strlen(c.addr) > LC_ADDR_MAX) {
+		lc_pmix_free(pmix);
 		return -EINVAL;
+	}
 	ret = manager_new(&c, &m);
-	if (ret)
+	if (ret) {
+		lc_pmix_free(pmix);
 		return ret;
+	}
+	m->pmix = pmix;
 	lc_memlock_check(c.fabric);
 	ret = open_endpoints(m);
 	if (ret)
 		goto err_free;
+	if (pmix != NULL) {
+		/* our address to the job, the secret and whom to join from it */
+		ret = lc_pmix_exchange(pmix, m->ctrl_addr, &m->cfg);
+		if (ret)
+			goto err_free;
+		derive_key(m);
+		lc_pmix_wipe_secret(pmix);
+		m->cfg.secret = NULL; /* not kept (m->key is) */
+		c = m->cfg;
+	}
 	ret = lc_dials_start(m);
 	if (ret)
 		goto err_free;
@@ -446,6 +472,11 @@ uint32_t loco_node_id(const loco_manager_t *m)
 const char *loco_addr(const loco_manager_t *m)
 {
 	return m->ctrl_addr;
+}
+
+uint32_t loco_job_size(const loco_manager_t *m)
+{
+	return m != NULL ? m->cfg.nodes : 0;
 }
 
 uint64_t loco_incarnation(const loco_manager_t *m)

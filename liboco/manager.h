@@ -68,6 +68,7 @@ struct loco_manager {
 	char fab_addr[LC_ADDR_MAX + 1];
 	uint8_t key[32]; /* derived from the cluster secret; the secret is not kept */
 	struct lc_config cfg;
+	struct lc_pmix *pmix; /* the PMIx bootstrap's strings (pmix_boot.h); NULL without it */
 
 	struct fab *fab;
 	int lfd, epfd, evfd;

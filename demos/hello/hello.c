@@ -3,7 +3,8 @@
  * hello.c -- N nodes join channel "hello"; each writes its id into its
  * slot of every peer's shared region, waits on its ack key, waits until
  * every peer's id has arrived in its own copy, and checks each one.
- * Exits non-zero on any mismatch. Run: loco-run -n 4 ./hello
+ * Exits non-zero on any mismatch. Run: loco-run -n 4 ./hello, or
+ * mpirun -n 4 ./hello, or srun --mpi=pmix -n 4 ./hello
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -27,8 +28,7 @@ static double now_s(void)
 
 int main(void)
 {
-	const char *env = getenv("LOCO_NODES");
-	uint32_t nodes = env ? (uint32_t)atoi(env) : 1, me, peers[MAX_NODES];
+	uint32_t nodes, me, peers[MAX_NODES];
 	loco_manager_t *m;
 	loco_channel_t *ch;
 	loco_shared_region_t *sr;
@@ -43,6 +43,8 @@ int main(void)
 		return 1;
 	}
 	me = loco_node_id(m);
+	/* LOCO_NODES from loco-run, or the job size from mpirun / srun (PMIx) */
+	nodes = loco_job_size(m) ? loco_job_size(m) : 1;
 	if ((ret = loco_channel_create(m, NULL, "hello", nodes, &ch)) ||
 	    (ret = loco_shared_region_create(ch, "ids", MAX_NODES * 8,
 	                                     LOCO_ACCESS_READ | LOCO_ACCESS_WRITE, &sr)) ||

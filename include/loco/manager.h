@@ -50,10 +50,14 @@ typedef struct loco_config {
 /*
  * loco_init -- create the process's manager: open the fabric, listen for
  * peers, and start alone or join the cluster through @cfg->join.
- * @cfg may be NULL (all defaults + environment).
+ * @cfg may be NULL (all defaults + environment). Started by a PMIx server
+ * (mpirun, srun --mpi=pmix) in a build with libpmix, it takes the node id
+ * (rank + 1), the job size, the secret and the members to join from PMIx,
+ * where no LOCO_* variable or @cfg field sets them (loco_init(3)).
  * Returns 0 and sets *@out; -EINVAL (bad configuration), -ENOENT (no such
  * fabric), -ETIMEDOUT (no member answered in join_timeout_ms),
- * -LOCO_EAUTH (the cluster refused our secret), -EADDRINUSE, -ENOMEM.
+ * -LOCO_EAUTH (the cluster refused our secret), -EADDRINUSE, -ENOMEM,
+ * -ENOTCONN (PMIx failed).
  */
 int loco_init(const loco_config_t *cfg, loco_manager_t **out);
 
@@ -68,6 +72,14 @@ uint32_t loco_node_id(const loco_manager_t *m);
 
 /* loco_addr -- the control-plane "ip:port" through which other nodes join this one. */
 const char *loco_addr(const loco_manager_t *m);
+
+/*
+ * loco_job_size -- how many nodes the launcher started this job with: the
+ * PMIx job size under mpirun or srun (loco_init(3)), else LOCO_NODES (which
+ * loco-run sets); 0 when neither says. Nodes added later do not count.
+ * 0 for NULL. Since loco 0.6.
+ */
+uint32_t loco_job_size(const loco_manager_t *m);
 
 /* loco_incarnation -- this node's incarnation (differs on every start). */
 uint64_t loco_incarnation(const loco_manager_t *m);
