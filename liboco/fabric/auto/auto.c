@@ -48,6 +48,8 @@ struct auto_fab {
 	struct fab *sub[AUTO_N]; /* sub[AUTO_SHM] NULL: every link on the remote fab */
 	int epfd;                /* both wait fds (fab_wait_fd()) */
 	unsigned turn;           /* which fab poll() and accept() ask first */
+	unsigned pturn;          /* atomic: which fab progress() lets sleep */
+	int no_progress[AUTO_N]; /* atomic: that fab said -EOPNOTSUPP to progress() */
 };
 
 struct auto_mr {
@@ -329,14 +331,48 @@ static int auto_wait(struct fab *fab, int timeout_ms)
 }
 
 /*
- * auto_progress -- the remote fab's, when it has one (tcp): shm needs no
- * thread's help (a peer's WRITE lands in our memory, ours complete when
- * posted), so a waiter lends itself to tcp; a shm landing is seen when
- * the waiter looks again, as with shm alone.
+ * auto_progress -- lend the thread to both fabrics. One of them may sleep
+ * (a waiter can block in one place only): each call, the other one's work
+ * is done at once (timeout 0) and then this call's sleeper waits, the two
+ * taking turns, so that under a growing sleep a landing on either is seen
+ * within two sleeps. A fabric that needs no thread (-EOPNOTSUPP) is left
+ * out; with one fabric only, it sleeps every time.
  */
+/* usable -- whether sub-fabric @i is there and may need a thread. */
+static bool usable(struct auto_fab *f, unsigned i)
+{
+	return f->sub[i] != NULL && !__atomic_load_n(&f->no_progress[i], __ATOMIC_RELAXED);
+}
+
+/* drive -- fab_progress() of sub-fabric @i; remembers -EOPNOTSUPP. */
+static int drive(struct auto_fab *f, unsigned i, int64_t timeout_ns)
+{
+	int r = fab_progress(f->sub[i], timeout_ns);
+
+	if (r == -EOPNOTSUPP)
+		__atomic_store_n(&f->no_progress[i], 1, __ATOMIC_RELAXED);
+	return r;
+}
+
 static int auto_progress(struct fab *fab, int64_t timeout_ns)
 {
-	return fab_progress(to_auto(fab)->sub[AUTO_REMOTE], timeout_ns);
+	struct auto_fab *f = to_auto(fab);
+	unsigned a = __atomic_fetch_add(&f->pturn, 1, __ATOMIC_RELAXED) & 1, b = a ^ 1;
+	int r = -EOPNOTSUPP, s;
+
+	if (!usable(f, a)) { /* the sleeper must be one that needs a thread */
+		a = b;
+		b = a ^ 1;
+	}
+	if (!usable(f, a))
+		return -EOPNOTSUPP;
+	if (usable(f, b)) {
+		r = drive(f, b, 0);
+		if (r > 0)
+			return r;
+	}
+	s = drive(f, a, timeout_ns);
+	return s == -EOPNOTSUPP ? r : s;
 }
 
 const struct fab_ops fab_auto_ops = {
