@@ -555,7 +555,8 @@ static int launch(const struct lr_opts *o)
 		int64_t ms = (int64_t)(o->timeout * 1000 + 0.999); /* rounded up */
 
 		run.timeout_s = o->timeout;
-		run.timeout_at = now_ms() + (ms > 0 ? ms : 1);
+		/* now_ms() truncates: one more ms, so the timeout never fires before its time */
+		run.timeout_at = now_ms() + (ms > 0 ? ms : 1) + 1;
 	}
 	if (lr_assign_ports(&run, 0))
 		fail(&run, LR_INTERNAL, LR_EXIT_INTERNAL);
