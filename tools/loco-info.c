@@ -114,9 +114,8 @@ static void list_fabrics(const struct li_opts *o, const char *selected, int *sel
 			note = ret == -ENODEV ? "no RDMA device with an active port"
 			                      : "libibverbs + librdmacm (RoCE, InfiniBand, rxe)";
 		else if (strcmp(names[i], "auto") == 0)
-			note = verbs_ret == 0
-			           ? "per peer: verbs to every peer here (shm on verbs: not yet)"
-			           : "per peer: shm on this host, tcp to other hosts";
+			note = verbs_ret == 0 ? "per peer: shm on this host, verbs to other hosts"
+			                      : "per peer: shm on this host, tcp to other hosts";
 		if (strcmp(names[i], "verbs") == 0)
 			verbs_ret = ret;
 		printf("%-8s %-9s %-9s %s\n", names[i], sel ? "yes" : "", ret == 0 ? "yes" : "NO",

@@ -89,10 +89,10 @@ static int stub_mr_reg(struct fab *f, void *a, size_t l, unsigned acc, struct fa
 	return -EOPNOTSUPP;
 }
 
-static int stub_mr_reg_key(struct fab *f, void *a, size_t l, unsigned acc, uint32_t k,
+static int stub_mr_reg_key(struct fab *f, void *a, size_t l, unsigned acc, uint32_t lk, uint32_t rk,
                            struct fab_mr **o)
 {
-	(void)f, (void)a, (void)l, (void)acc, (void)k, (void)o;
+	(void)f, (void)a, (void)l, (void)acc, (void)lk, (void)rk, (void)o;
 	return -EOPNOTSUPP;
 }
 

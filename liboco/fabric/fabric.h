@@ -188,8 +188,8 @@ struct fab_ops {
 	int (*mr_dereg)(struct fab_mr *mr);
 	int (*mr_reg)(struct fab *fab, void *addr, size_t len, unsigned access,
 	              struct fab_mr **out);
-	int (*mr_reg_key)(struct fab *fab, void *addr, size_t len, unsigned access, uint32_t key,
-	                  struct fab_mr **out);
+	int (*mr_reg_key)(struct fab *fab, void *addr, size_t len, unsigned access, uint32_t lkey,
+	                  uint32_t rkey, struct fab_mr **out);
 	int (*open)(const struct fab_attr *attr, struct fab **out);
 	int (*poll)(struct fab *fab, struct fab_wc *wc, int max);
 	int (*post)(struct fab_link *link, const struct fab_wr *wr, int n);
@@ -239,15 +239,16 @@ static inline int fab_mr_reg(struct fab *fab, void *addr, size_t len, unsigned a
 }
 
 /*
- * fab_mr_reg_key -- fab_mr_reg() under @key (lkey and rkey), chosen by
- * another fab: only on a fab opened with FAB_ATTR_KEYS_GIVEN (there
- * fab_mr_reg() is -EINVAL). -EEXIST: @key names a region already;
+ * fab_mr_reg_key -- fab_mr_reg() under @lkey and @rkey, chosen by another
+ * fab: only on a fab opened with FAB_ATTR_KEYS_GIVEN (there fab_mr_reg()
+ * is -EINVAL). -EEXIST: a key names a region already; -EINVAL: the
+ * provider needs @lkey == @rkey (tcp: one table serves both);
  * -EOPNOTSUPP: the provider cannot take keys (verbs: the device chooses).
  */
 static inline int fab_mr_reg_key(struct fab *fab, void *addr, size_t len, unsigned access,
-                                 uint32_t key, struct fab_mr **out)
+                                 uint32_t lkey, uint32_t rkey, struct fab_mr **out)
 {
-	return fab->ops->mr_reg_key(fab, addr, len, access, key, out);
+	return fab->ops->mr_reg_key(fab, addr, len, access, lkey, rkey, out);
 }
 
 /* fab_mr_dereg -- deregister; remote accesses after it return -EACCES. NULL-safe. */

@@ -14,10 +14,11 @@
  * a tcp-only node on this host is reached over tcp, an shm-only node over
  * shm.
  *
- * One key names a region on both fabs: shm chooses it (random, as alone),
- * the remote fab is opened with FAB_ATTR_KEYS_GIVEN and registers the same
- * region under it (fab_mr_reg_key()), so the core announces one rkey and
- * posts one lkey whatever link it uses. Links are the stacked fabs' own
+ * One pair of keys names a region on both fabs: the primary chooses them
+ * (verbs: its device; else shm, random as alone), the other, opened with
+ * FAB_ATTR_KEYS_GIVEN, registers the same region under them
+ * (fab_mr_reg_key()), so the core announces one rkey and posts one lkey
+ * whatever link it uses. Links are the stacked fabs' own
  * (fab_post() goes straight to their provider: nothing is added on the
  * data path); only fab-wide calls pass through here: accept, poll, arm,
  * wait, progress, mr_reg.
@@ -36,6 +37,8 @@
 #include "../fabric.h"
 #include "../provider.h"
 
+#define AUTO_PRE_KEY 0xfffffff0u /* shm's key for the adoption before verbs registers */
+
 enum {
 	AUTO_SHM,
 	AUTO_REMOTE,
@@ -50,6 +53,7 @@ struct auto_fab {
 	unsigned turn;           /* which fab poll() and accept() ask first */
 	unsigned pturn;          /* atomic: which fab progress() lets sleep */
 	int no_progress[AUTO_N]; /* atomic: that fab said -EOPNOTSUPP to progress() */
+	unsigned primary;        /* the fab that chooses the regions' keys */
 };
 
 struct auto_mr {
@@ -73,11 +77,8 @@ static void auto_close(struct fab *fab)
 	free(f);
 }
 
-/*
- * open_remote -- verbs when it is built and opens, else tcp: on keys given
- * by shm when @keys_given (then shm must stack on it).
- */
-static int open_remote(const struct fab_attr *attr, bool keys_given, struct fab **out)
+/* open_remote -- verbs when it is built and opens, else tcp (on given keys when @keyed). */
+static int open_remote(const struct fab_attr *attr, bool keyed, struct fab **out)
 {
 	struct fab_attr a = *attr;
 	int ret;
@@ -88,14 +89,14 @@ static int open_remote(const struct fab_attr *attr, bool keys_given, struct fab 
 		return 0;
 	lc_log_info("auto: no usable RDMA device (%s): tcp to other hosts", strerror(-ret));
 #endif
-	if (keys_given)
+	if (keyed)
 		a.flags |= FAB_ATTR_KEYS_GIVEN;
 	ret = fab_open("tcp", &a, out);
 	return ret;
 }
 
-/* open_shm -- shm on the remote fab's ip:port, in this host's namespace. */
-static int open_shm(struct auto_fab *f, const struct fab_attr *attr)
+/* open_shm -- shm on the remote fab's ip:port, in this host's namespace (on given keys when @keyed). */
+static int open_shm(struct auto_fab *f, const struct fab_attr *attr, bool keyed)
 {
 	char where[FAB_ADDR_STRLEN];
 	struct fab_addr fa;
@@ -107,14 +108,21 @@ static int open_shm(struct auto_fab *f, const struct fab_attr *attr)
 	if (ret)
 		return ret;
 	a.listen_addr = where;
-	a.flags |= FAB_ATTR_ADDR_OWNED;
+	a.flags |= FAB_ATTR_ADDR_OWNED | (keyed ? FAB_ATTR_KEYS_GIVEN : 0);
 	return fab_open("shm", &a, &f->sub[AUTO_SHM]);
 }
 
+/*
+ * auto_open -- the remote fab (verbs, else tcp), then shm on its address.
+ * Who chooses the keys: verbs (its device does), else shm; LOCO_AUTO_KEYS
+ * =remote makes tcp choose them too, so that the tests run shm on given
+ * keys, as it runs beside verbs, on a host without RDMA.
+ */
 static int auto_open(const struct fab_attr *attr, struct fab **out)
 {
-	const char *knob = getenv("LOCO_AUTO_SHM");
+	const char *knob = getenv("LOCO_AUTO_SHM"), *keys = getenv("LOCO_AUTO_KEYS");
 	bool want_shm = knob == NULL || strcmp(knob, "0") != 0;
+	bool remote_keys = keys != NULL && strcmp(keys, "remote") == 0;
 	struct auto_fab *f = calloc(1, sizeof(*f));
 	int ret;
 
@@ -124,23 +132,27 @@ static int auto_open(const struct fab_attr *attr, struct fab **out)
 	f->base.attr = *attr;
 	fab_ops_fill(&f->ops, &fab_auto_ops);
 	f->base.ops = &f->ops;
-	ret = open_remote(attr, want_shm, &f->sub[AUTO_REMOTE]);
+	ret = open_remote(attr, want_shm && !remote_keys, &f->sub[AUTO_REMOTE]);
 	if (ret)
 		goto err;
-	if (strcmp(f->sub[AUTO_REMOTE]->ops->name, "tcp") != 0) {
-		/* shm would have to take the device's keys (fab_mr_reg_key): not built yet */
-		lc_log_info("auto: %s to every peer, this host's too",
+	f->primary = AUTO_SHM;
+	if (strcmp(f->sub[AUTO_REMOTE]->ops->name, "tcp") != 0 || remote_keys || !want_shm)
+		f->primary = AUTO_REMOTE; /* the device chooses the keys */
+	if (!want_shm) {
+		lc_log_info("auto: LOCO_AUTO_SHM=0: %s to every peer",
 		            f->sub[AUTO_REMOTE]->ops->name);
-	} else if (!want_shm) {
-		lc_log_info("auto: LOCO_AUTO_SHM=0: tcp to every peer");
-	} else if ((ret = open_shm(f, attr)) != 0) {
-		lc_log_warn("auto: shm does not open (%s): tcp to every peer", strerror(-ret));
+	} else if ((ret = open_shm(f, attr, f->primary == AUTO_REMOTE)) != 0) {
+		lc_log_warn("auto: shm does not open (%s): %s to every peer", strerror(-ret),
+		            f->sub[AUTO_REMOTE]->ops->name);
 		f->sub[AUTO_SHM] = NULL;
-		fab_close(f->sub[AUTO_REMOTE]); /* again, choosing its own keys */
-		f->sub[AUTO_REMOTE] = NULL;
-		ret = open_remote(attr, false, &f->sub[AUTO_REMOTE]);
-		if (ret)
-			goto err;
+		if (f->primary == AUTO_SHM) { /* tcp again, choosing its own keys */
+			fab_close(f->sub[AUTO_REMOTE]);
+			f->sub[AUTO_REMOTE] = NULL;
+			f->primary = AUTO_REMOTE;
+			ret = open_remote(attr, false, &f->sub[AUTO_REMOTE]);
+			if (ret)
+				goto err;
+		}
 	}
 	f->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (f->epfd < 0) {
@@ -230,19 +242,36 @@ static int auto_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access,
 	m = calloc(1, sizeof(*m));
 	if (m == NULL)
 		return -ENOMEM;
-	if (f->sub[AUTO_SHM] == NULL) {
-		ret = fab_mr_reg(f->sub[AUTO_REMOTE], addr, len, access, &m->sub[AUTO_REMOTE]);
-		first = m->sub[AUTO_REMOTE];
-	} else {
-		/* shm chooses the key; tcp registers the region under it */
-		ret = fab_mr_reg(f->sub[AUTO_SHM], addr, len, access, &m->sub[AUTO_SHM]);
-		first = m->sub[AUTO_SHM];
-		if (ret == 0) {
-			ret = fab_mr_reg_key(f->sub[AUTO_REMOTE], addr, len, access, first->rkey,
-			                     &m->sub[AUTO_REMOTE]);
-			if (ret)
-				fab_mr_dereg(m->sub[AUTO_SHM]);
+	/*
+	 * shm adopts private memory into a memfd mapped over it (a copy of
+	 * the pages: loco-fabric-shm(7)), so beside verbs it must see the
+	 * region first, or verbs would pin the pages that adoption replaces
+	 * (the core's arena chunks are adopted at their first region, local
+	 * ones too): the region under keys of our own, gone at once (the
+	 * adoption stays), before verbs registers it.
+	 */
+	if (f->primary == AUTO_REMOTE && f->sub[AUTO_SHM] != NULL) {
+		struct fab_mr *pre = NULL;
+
+		ret = -EEXIST;
+		for (uint32_t k = 0; ret == -EEXIST && k < 64; k++) /* a key verbs holds: another */
+			ret = fab_mr_reg_key(f->sub[AUTO_SHM], addr, len, access, AUTO_PRE_KEY - k,
+			                     AUTO_PRE_KEY - k, &pre);
+		if (ret == 0)
+			ret = fab_mr_dereg(pre);
+		if (ret) {
+			free(m);
+			return ret;
 		}
+	}
+	/* the primary chooses the keys; the other registers the region under them */
+	ret = fab_mr_reg(f->sub[f->primary], addr, len, access, &m->sub[f->primary]);
+	first = m->sub[f->primary];
+	if (ret == 0 && f->sub[f->primary ^ 1] != NULL) {
+		ret = fab_mr_reg_key(f->sub[f->primary ^ 1], addr, len, access, first->lkey,
+		                     first->rkey, &m->sub[f->primary ^ 1]);
+		if (ret)
+			fab_mr_dereg(first);
 	}
 	if (ret) {
 		free(m);

@@ -212,9 +212,14 @@ static int shm_fab_open(const struct fab_attr *attr, struct fab **out)
 		ret = -ENOMEM;
 		goto err_close;
 	}
-	ret = keytab_init(&f->kt, SHM_KEYS);
-	if (ret == 0)
-		ret = keytab_randomize(&f->kt);
+	if (attr->flags & FAB_ATTR_KEYS_GIVEN) {
+		/* stacked on verbs (auto): the device's keys, lkey and rkey apart */
+		ret = keytab_init_foreign(&f->kt, 2 * SHM_KEYS);
+	} else {
+		ret = keytab_init(&f->kt, SHM_KEYS);
+		if (ret == 0)
+			ret = keytab_randomize(&f->kt);
+	}
 	if (ret == 0)
 		ret = make_fpage(f);
 	if (ret)
@@ -318,6 +323,7 @@ const struct fab_ops fab_shm_ops = {
     .link_state = shm_link_state,
     .mr_dereg = shm_mr_dereg,
     .mr_reg = shm_mr_reg,
+    .mr_reg_key = shm_mr_reg_key,
     .open = shm_fab_open,
     .poll = shm_poll,
     .post = shm_post,

@@ -30,6 +30,7 @@
 struct shm_mr {
 	struct fab_mr base;
 	int published;
+	uint32_t slot; /* of the published entry */
 };
 
 struct vma {
@@ -282,11 +283,31 @@ static void pub_fill(struct shm_kent *e, uint32_t key, unsigned access, uint32_t
 	__atomic_store_n(&e->seq, seq + 1, __ATOMIC_RELEASE);
 }
 
-int shm_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct fab_mr **out)
+/*
+ * free_slot -- under fab->lock: the published entry for @rkey: its own
+ * slot (always free when this fab chose the key: one region per slot), or
+ * the first free one of the SHM_PROBE - 1 after it (keys given). -ENOSPC.
+ */
+static int free_slot(struct shm_fab *f, uint32_t rkey, uint32_t *slot)
+{
+	for (unsigned p = 0; p < SHM_PROBE; p++) {
+		uint32_t s = (rkey + p) & (SHM_KEYS - 1);
+
+		if (!(__atomic_load_n(&f->fpage->ent[s].seq, __ATOMIC_RELAXED) & 1)) {
+			*slot = s;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+/* reg -- a region under keys this fab chooses (@given NULL) or under @given[0] (lkey), [1] (rkey). */
+static int reg(struct fab *fab, void *addr, size_t len, unsigned access, const uint32_t *given,
+               struct fab_mr **out)
 {
 	struct shm_fab *f = to_shm_fab(fab);
 	struct shm_mr *m;
-	uint32_t key, arena = 0;
+	uint32_t lkey = given ? given[0] : 0, rkey = given ? given[1] : 0, arena = 0;
 	uint64_t off = 0;
 	int ret = 0;
 
@@ -299,12 +320,21 @@ int shm_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct 
 	ret = arena_for(f, (uintptr_t)addr, len, (access & REMOTE) != 0, &arena, &off);
 	if (ret == 1)
 		ret = 0; /* local access only, in memory left as it is */
-	if (ret == 0)
-		ret = keytab_add(&f->kt, addr, len, access, &key);
+	if (ret == 0 && given != NULL) {
+		ret = keytab_add_foreign(&f->kt, lkey, addr, len, access);
+	} else if (ret == 0) {
+		ret = keytab_add(&f->kt, addr, len, access, &lkey);
+		rkey = lkey;
+	}
 	if (ret == 0 && (access & REMOTE)) {
-		pub_fill(&f->fpage->ent[key & (SHM_KEYS - 1)], key, access, arena,
-		         (uint64_t)(uintptr_t)addr, len, off);
-		m->published = 1;
+		ret = free_slot(f, rkey, &m->slot);
+		if (ret == 0) {
+			pub_fill(&f->fpage->ent[m->slot], rkey, access, arena,
+			         (uint64_t)(uintptr_t)addr, len, off);
+			m->published = 1;
+		} else {
+			keytab_remove(&f->kt, lkey);
+		}
 	}
 	pthread_mutex_unlock(&f->lock);
 	if (ret) {
@@ -312,9 +342,22 @@ int shm_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct 
 		return ret;
 	}
 	m->base = (struct fab_mr){
-	    .fab = fab, .addr = addr, .len = len, .lkey = key, .rkey = key, .access = access};
+	    .fab = fab, .addr = addr, .len = len, .lkey = lkey, .rkey = rkey, .access = access};
 	*out = &m->base;
 	return 0;
+}
+
+int shm_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct fab_mr **out)
+{
+	return reg(fab, addr, len, access, NULL, out);
+}
+
+int shm_mr_reg_key(struct fab *fab, void *addr, size_t len, unsigned access, uint32_t lkey,
+                   uint32_t rkey, struct fab_mr **out)
+{
+	const uint32_t keys[2] = {lkey, rkey};
+
+	return reg(fab, addr, len, access, keys, out);
 }
 
 int shm_mr_dereg(struct fab_mr *mr)
@@ -324,9 +367,9 @@ int shm_mr_dereg(struct fab_mr *mr)
 	int ret;
 
 	pthread_mutex_lock(&f->lock);
-	ret = keytab_remove(&f->kt, mr->rkey);
+	ret = keytab_remove(&f->kt, mr->lkey);
 	if (m->published) {
-		struct shm_kent *e = &f->fpage->ent[mr->rkey & (SHM_KEYS - 1)];
+		struct shm_kent *e = &f->fpage->ent[m->slot];
 
 		__atomic_store_n(&e->seq, e->seq + 1, __ATOMIC_RELEASE); /* even: removed */
 	}

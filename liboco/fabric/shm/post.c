@@ -29,25 +29,34 @@
 static int remote_ptr(struct shm_link *l, uint32_t rkey, uint64_t addr, uint64_t len,
                       unsigned access, uint8_t **out)
 {
-	const struct shm_kent *e = &l->pfab->ent[rkey & (SHM_KEYS - 1)];
-	struct shm_kent c;
+	struct shm_kent c = {0};
 	uint8_t *base;
 	uint64_t off;
 	int ok = 0;
 
-	for (int i = 0; i < 64 && !ok; i++) {
-		uint32_t seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+	/* the key's entry: at its slot, or up to SHM_PROBE - 1 after it (keys given: auto) */
+	for (unsigned p = 0; p < SHM_PROBE && !ok; p++) {
+		const struct shm_kent *e = &l->pfab->ent[(rkey + p) & (SHM_KEYS - 1)];
 
-		if (!(seq & 1))
-			return -EACCES;
-		c.key = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
-		c.access = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
-		c.arena = __atomic_load_n(&e->arena, __ATOMIC_RELAXED);
-		c.base = __atomic_load_n(&e->base, __ATOMIC_RELAXED);
-		c.len = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
-		c.off = __atomic_load_n(&e->off, __ATOMIC_RELAXED);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		ok = __atomic_load_n(&e->seq, __ATOMIC_RELAXED) == seq;
+		for (int i = 0; i < 64 && !ok; i++) {
+			uint32_t seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+
+			if (!(seq & 1))
+				break; /* free (or removed): the key may lie further on */
+			c.key = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
+			c.access = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
+			c.arena = __atomic_load_n(&e->arena, __ATOMIC_RELAXED);
+			c.base = __atomic_load_n(&e->base, __ATOMIC_RELAXED);
+			c.len = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
+			c.off = __atomic_load_n(&e->off, __ATOMIC_RELAXED);
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			ok = __atomic_load_n(&e->seq, __ATOMIC_RELAXED) == seq;
+			if (ok && c.key != rkey)
+				ok =
+				    -1; /* another key's entry, read whole: look at the next slot */
+		}
+		if (ok < 0)
+			ok = 0;
 	}
 	if (!ok || c.key != rkey || (c.access & access) != access || c.arena >= SHM_MAX_ARENAS)
 		return -EACCES;

@@ -45,6 +45,7 @@
 #include "../provider.h"
 
 #define SHM_KEYS        4096u /* regions per fab (published key table entries) */
+#define SHM_PROBE       8u    /* a key's entry is at its slot or one of the 7 after it */
 #define SHM_MAX_LINKS   1024u
 #define SHM_MAX_ARENAS  1024u         /* memfd arenas per fab */
 #define SHM_RQ_MAX      4096u         /* rq_depth limit (RECV lengths published per link) */
@@ -308,6 +309,8 @@ int shm_abstract_name(const struct fab_addr *a, uid_t uid, void *sun, socklen_t 
 
 /* mr.c */
 int shm_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct fab_mr **out);
+int shm_mr_reg_key(struct fab *fab, void *addr, size_t len, unsigned access, uint32_t lkey,
+                   uint32_t rkey, struct fab_mr **out);
 int shm_mr_dereg(struct fab_mr *mr);
 
 #endif /* LOCO_FABRIC_SHM_H */

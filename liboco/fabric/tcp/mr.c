@@ -41,10 +41,12 @@ int tcp_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct 
 	return reg(fab, addr, len, access, NULL, out);
 }
 
-int tcp_mr_reg_key(struct fab *fab, void *addr, size_t len, unsigned access, uint32_t key,
-                   struct fab_mr **out)
+int tcp_mr_reg_key(struct fab *fab, void *addr, size_t len, unsigned access, uint32_t lkey,
+                   uint32_t rkey, struct fab_mr **out)
 {
-	return reg(fab, addr, len, access, &key, out);
+	if (lkey != rkey)
+		return -EINVAL; /* one table checks both */
+	return reg(fab, addr, len, access, &lkey, out);
 }
 
 int tcp_mr_dereg(struct fab_mr *mr)

@@ -294,8 +294,8 @@ int tcp_progress(struct fab *fab, int64_t timeout_ns);
 
 /* mr.c */
 int tcp_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct fab_mr **out);
-int tcp_mr_reg_key(struct fab *fab, void *addr, size_t len, unsigned access, uint32_t key,
-                   struct fab_mr **out);
+int tcp_mr_reg_key(struct fab *fab, void *addr, size_t len, unsigned access, uint32_t lkey,
+                   uint32_t rkey, struct fab_mr **out);
 int tcp_mr_dereg(struct fab_mr *mr);
 
 #endif /* LOCO_FABRIC_TCP_H */
