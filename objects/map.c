@@ -1,0 +1,1010 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * map.c -- a replicated hash map (loco/map.h), built only on the public
+ * object-author API (loco/channel.h) and the rpc object (loco/rpc.h).
+ *
+ * Every member has an object @name with a region "tab" (capacity slots,
+ * remotely readable) and "scr" (local: the landing buffers of GET's
+ * READs, one group each), and an rpc endpoint "@name.rpc" with one
+ * server thread and two handlers: "map.op" (a client's put/del/cas, run
+ * by the key's owner) and "map.rep" (a write forwarded by an owner to a
+ * replica, or copied by an owner after a view change).
+ *
+ * A slot: {seq, sum, ver, klen, vlen | DEL} then key_max (rounded to 8)
+ * bytes of key, then the value. seq is odd while a writer changes the
+ * slot and grows by 2 per write; sum = XXH3(ver, klen, vlen, key, value)
+ * seeded with seq. A reader (a READ over the fabric, or a memcpy on the
+ * owner itself) takes a slot whose seq is even and whose sum matches;
+ * anything else is torn or in flight and read again. A slot never used
+ * is all zero. Slots are never freed: a deleted key stays as a tombstone
+ * (DEL set) with its version, so that versions only grow and a copy of
+ * an older version never brings a key back; a key's probe sequence
+ * (groups g, g + 1, ...) ends at the first empty slot.
+ *
+ * Writes: @lock serializes the changes of this node's table (the rpc
+ * server thread, the copy thread and an application thread that owns the
+ * key run them). An owner takes the key's next version under @lock (the
+ * larger of the slot's and its reservation in @meta), releases the lock,
+ * forwards the write to the live replicas and waits, then applies it
+ * under @lock if it is still the newest: a write visible at the owner is
+ * on every live replica, and a later version always wins everywhere.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include <loco.h>
+#include <loco/map.h>
+#include <loco/rpc.h>
+
+#include "obj_util.h"
+
+#define MAP_READERS   32u /* GETs in flight at once (landing buffers) */
+#define MAP_HDR       32u
+#define MAP_DEL       0x80000000u
+#define MAP_NOT_OWNER 1 /* op handler status: the callee does not own the key (retry) */
+#define MAP_FWD_NS    (30ll * 1000000000ll)
+
+enum {
+	OP_PUT = 1,
+	OP_DEL = 2,
+	OP_CAS = 3
+};
+
+struct slot_hdr {
+	uint64_t seq;
+	uint64_t sum;
+	uint64_t ver;
+	uint32_t klen;
+	uint32_t vlen; /* | MAP_DEL */
+};
+
+/* a call's payload: op (map.op) or a forwarded write (map.rep), then key, then value */
+struct op_msg {
+	uint8_t op;
+	uint8_t del;
+	uint16_t klen;
+	uint32_t vlen;
+	uint64_t ver; /* op: the expected version (cas); rep: the version */
+};
+
+struct slot_meta {
+	uint64_t resv; /* the last version an owner took for this slot */
+	uint8_t resv_del;
+};
+
+struct loco_map {
+	loco_manager_t *m;
+	loco_channel_t *ch;
+	loco_object_t *obj;
+	loco_region_t *tab, *scr;
+	loco_rpc_ep_t *ep;
+	uint32_t op_id, rep_id;
+	uint32_t me;
+	uint32_t nodes[LOCO_RPC_NODES_MAX];
+	uint32_t nnodes;
+	size_t key_max, key_area, value_max, slot_len, group_len;
+	uint32_t nslots, ngroups, R;
+	uint32_t present;     /* atomic: bit i = nodes[i] is present */
+	uint64_t epoch;       /* atomic: grows with every change of @present */
+	pthread_mutex_t lock; /* writes to the table, @meta */
+	struct slot_meta *meta;
+	loco_ack_key_t *acks[MAP_READERS];
+	uint32_t rbusy; /* atomic: readers taken */
+	/* the copy thread */
+	pthread_t thr;
+	int thr_started;
+	pthread_mutex_t tlock;
+	pthread_cond_t tcond;
+	int stop;
+	uint8_t *cbuf; /* the copy thread's message */
+	/* counters (atomic) */
+	uint64_t gets, get_reads, get_retries, writes, redirects, applied, resync;
+};
+
+/* ---- hashing and placement ------------------------------------------------ */
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+static uint64_t key_hash(const void *key, size_t klen)
+{
+	return XXH3_64bits(key, klen);
+}
+
+/*
+ * rank -- the present key-holding nodes by rendezvous score for @kh, best
+ * first, up to @max into @out; returns how many.
+ */
+static unsigned rank(const loco_map_t *map, uint64_t kh, uint32_t *out, unsigned max)
+{
+	uint32_t pres = __atomic_load_n(&map->present, __ATOMIC_ACQUIRE);
+	uint64_t sc[LOCO_RPC_NODES_MAX];
+	uint32_t id[LOCO_RPC_NODES_MAX];
+	unsigned n = 0;
+
+	for (uint32_t i = 0; i < map->nnodes; i++) {
+		uint64_t s;
+		unsigned j;
+
+		if (!(pres & (1u << i)))
+			continue;
+		s = mix64(kh ^ mix64(map->nodes[i] * 0x9e3779b97f4a7c15ull));
+		for (j = n;
+		     j > 0 && (sc[j - 1] < s || (sc[j - 1] == s && id[j - 1] > map->nodes[i]));
+		     j--) {
+			sc[j] = sc[j - 1];
+			id[j] = id[j - 1];
+		}
+		sc[j] = s;
+		id[j] = map->nodes[i];
+		n++;
+	}
+	if (n > max)
+		n = max;
+	memcpy(out, id, n * sizeof(uint32_t));
+	return n;
+}
+
+static int node_index(const loco_map_t *map, uint32_t node)
+{
+	for (uint32_t i = 0; i < map->nnodes; i++)
+		if (map->nodes[i] == node)
+			return (int)i;
+	return -1;
+}
+
+/* ---- slots ---------------------------------------------------------------- */
+
+static uint8_t *slot_ptr(const loco_map_t *map, uint8_t *base, uint32_t i)
+{
+	return base + (size_t)i * map->slot_len;
+}
+
+static uint64_t slot_sum(const loco_map_t *map, const uint8_t *s, uint64_t seq)
+{
+	const struct slot_hdr *h = (const void *)s;
+	uint64_t x = XXH3_64bits_withSeed(&h->ver, 16 + h->klen, seq);
+
+	return XXH3_64bits_withSeed(s + MAP_HDR + map->key_area, h->vlen & ~MAP_DEL, x);
+}
+
+enum {
+	SLOT_EMPTY,
+	SLOT_VALID,
+	SLOT_TORN
+};
+
+/* slot_check -- what a copy of a slot (in a buffer no one writes) holds. */
+static int slot_check(const loco_map_t *map, const uint8_t *s)
+{
+	struct slot_hdr h;
+
+	memcpy(&h, s, sizeof(h));
+	if (h.seq == 0)
+		return (h.sum | h.ver | h.klen | h.vlen) == 0 ? SLOT_EMPTY : SLOT_TORN;
+	if ((h.seq & 1) || h.klen == 0 || h.klen > map->key_max ||
+	    (h.vlen & ~MAP_DEL) > map->value_max)
+		return SLOT_TORN;
+	return slot_sum(map, s, h.seq) == h.sum ? SLOT_VALID : SLOT_TORN;
+}
+
+/*
+ * slot_write -- under lock: slot @s holds @key at version @ver (@del: a
+ * tombstone) with value @val; seq odd meanwhile.
+ */
+static void slot_write(const loco_map_t *map, uint8_t *s, uint64_t ver, int del, const void *key,
+                       size_t klen, const void *val, size_t vlen)
+{
+	struct slot_hdr *h = (void *)s;
+	uint64_t seq = __atomic_load_n(&h->seq, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&h->seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	h->ver = ver;
+	h->klen = (uint32_t)klen;
+	h->vlen = (uint32_t)vlen | (del ? MAP_DEL : 0);
+	memmove(s + MAP_HDR, key, klen);
+	if (vlen)
+		memmove(s + MAP_HDR + map->key_area, val, vlen);
+	h->sum = slot_sum(map, s, seq + 2);
+	__atomic_store_n(&h->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/*
+ * slot_find -- under lock: the slot of @key in this node's table, or with
+ * @make the first empty slot of its probe sequence (filled with a
+ * version-0 tombstone of @key); -ENOENT, -ENOSPC.
+ */
+static int slot_find(loco_map_t *map, uint64_t kh, const void *key, size_t klen, int make,
+                     uint32_t *out)
+{
+	uint8_t *tab = loco_region_ptr(map->tab);
+	uint32_t g0 = (uint32_t)(kh % map->ngroups);
+
+	for (uint32_t k = 0; k < map->ngroups; k++) {
+		uint32_t g = (g0 + k) % map->ngroups;
+
+		for (uint32_t j = 0; j < LOCO_MAP_GROUP; j++) {
+			uint32_t i = g * LOCO_MAP_GROUP + j;
+			uint8_t *s = slot_ptr(map, tab, i);
+			struct slot_hdr *h = (void *)s;
+
+			if (h->seq == 0) {
+				if (!make)
+					return -ENOENT;
+				slot_write(map, s, 0, 1, key, klen, NULL, 0);
+				map->meta[i].resv = 0;
+				map->meta[i].resv_del = 1;
+				*out = i;
+				return 0;
+			}
+			if (h->klen == klen && memcmp(s + MAP_HDR, key, klen) == 0) {
+				*out = i;
+				return 0;
+			}
+		}
+	}
+	return make ? -ENOSPC : -ENOENT;
+}
+
+/* apply -- under lock: slot @i takes version @ver of its key if newer. */
+static void apply(loco_map_t *map, uint32_t i, uint64_t ver, int del, const void *val, size_t vlen)
+{
+	uint8_t *s = slot_ptr(map, loco_region_ptr(map->tab), i);
+	struct slot_hdr *h = (void *)s;
+
+	if (ver <= h->ver)
+		return;
+	slot_write(map, s, ver, del, s + MAP_HDR, h->klen, val, vlen);
+	__atomic_add_fetch(&map->applied, 1, __ATOMIC_RELAXED);
+}
+
+/* apply_copy -- a replica's write (forward or copy): make the key's slot, take @ver if newer. */
+static int apply_copy(loco_map_t *map, const void *key, size_t klen, uint64_t ver, int del,
+                      const void *val, size_t vlen)
+{
+	uint32_t i;
+	int ret;
+
+	pthread_mutex_lock(&map->lock);
+	ret = slot_find(map, key_hash(key, klen), key, klen, 1, &i);
+	if (ret == 0)
+		apply(map, i, ver, del, val, vlen);
+	pthread_mutex_unlock(&map->lock);
+	return ret;
+}
+
+/* ---- the owner's side ----------------------------------------------------- */
+
+/* msg_build -- a map.rep / map.op message into @buf; its length. */
+static size_t msg_build(uint8_t *buf, int op, int del, uint64_t ver, const void *key, size_t klen,
+                        const void *val, size_t vlen)
+{
+	struct op_msg h = {.op = (uint8_t)op,
+	                   .del = (uint8_t)del,
+	                   .klen = (uint16_t)klen,
+	                   .vlen = (uint32_t)vlen,
+	                   .ver = ver};
+
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), key, klen);
+	if (vlen)
+		memcpy(buf + sizeof(h) + klen, val, vlen);
+	return sizeof(h) + klen + vlen;
+}
+
+/*
+ * forward -- send the write of @msg (@len bytes) to the live replicas in
+ * @reps[0 .. @n) and wait for them. Returns 0, or the first error other
+ * than a replica that left (-ECONNRESET).
+ */
+static int forward(loco_map_t *map, const uint32_t *reps, unsigned n, const void *msg, size_t len)
+{
+	loco_rpc_ticket_t t[LOCO_MAP_REPLICAS_MAX];
+	int posted[LOCO_MAP_REPLICAS_MAX] = {0}, err = 0, ret, st;
+
+	for (unsigned k = 0; k < n; k++) {
+		ret = loco_rpc_call_return(map->ep, reps[k], map->rep_id, msg, len, NULL, 0, &t[k],
+		                           MAP_FWD_NS);
+		if (ret == 0)
+			posted[k] = 1;
+		else if (ret != -ECONNRESET && err == 0)
+			err = ret;
+	}
+	for (unsigned k = 0; k < n; k++) {
+		if (!posted[k])
+			continue;
+		st = 0;
+		ret = loco_rpc_wait(map->ep, &t[k], &st, NULL, MAP_FWD_NS);
+		if (ret == 0 && st < 0)
+			ret = st;
+		if (ret && ret != -ECONNRESET && err == 0)
+			err = ret;
+	}
+	return err;
+}
+
+/*
+ * owner_op -- run put/del/cas of @key as its owner (the caller checked
+ * that this node ranks first): take the next version, forward, apply.
+ * The new version into *@ver. Returns 0, -ENOENT, -ECANCELED, -ENOSPC, or
+ * a forward's error (then applied here anyway).
+ */
+static int owner_op(loco_map_t *map, int op, uint64_t kh, const void *key, size_t klen,
+                    uint64_t expect, const void *val, size_t vlen, uint64_t *ver)
+{
+	uint8_t msg[sizeof(struct op_msg) + LOCO_MAP_KEY_MAX + LOCO_MAP_VALUE_MAX];
+	uint32_t reps[LOCO_MAP_REPLICAS_MAX + 1], i;
+	uint64_t cur, nv;
+	unsigned n;
+	int ret, cur_del, del = op == OP_DEL;
+	struct slot_hdr *h;
+
+	pthread_mutex_lock(&map->lock);
+	ret = slot_find(map, kh, key, klen, op != OP_DEL, &i);
+	if (ret) {
+		pthread_mutex_unlock(&map->lock);
+		return ret;
+	}
+	h = (void *)slot_ptr(map, loco_region_ptr(map->tab), i);
+	if (map->meta[i].resv > h->ver) {
+		cur = map->meta[i].resv;
+		cur_del = map->meta[i].resv_del;
+	} else {
+		cur = h->ver;
+		cur_del = (h->vlen & MAP_DEL) != 0;
+	}
+	if ((op == OP_DEL && cur_del) ||
+	    (op == OP_CAS && (expect == 0 ? !cur_del : (cur_del || cur != expect)))) {
+		pthread_mutex_unlock(&map->lock);
+		return op == OP_DEL ? -ENOENT : -ECANCELED;
+	}
+	nv = cur + 1;
+	map->meta[i].resv = nv;
+	map->meta[i].resv_del = (uint8_t)del;
+	pthread_mutex_unlock(&map->lock);
+
+	n = rank(map, kh, reps, map->R);
+	ret = 0;
+	if (n > 1) {
+		size_t len = msg_build(msg, 0, del, nv, key, klen, val, del ? 0 : vlen);
+
+		ret = forward(map, reps + 1, n - 1, msg, len);
+	}
+	pthread_mutex_lock(&map->lock);
+	apply(map, i, nv, del, val, del ? 0 : vlen);
+	pthread_mutex_unlock(&map->lock);
+	if (ret == 0)
+		*ver = nv;
+	return ret;
+}
+
+/* owns -- whether this node ranks first for @kh now. */
+static int owns(const loco_map_t *map, uint64_t kh)
+{
+	uint32_t top;
+
+	return rank(map, kh, &top, 1) == 1 && top == map->me;
+}
+
+/* h_op -- "map.op": a client's write, on the owner's server thread. */
+static int h_op(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl)
+{
+	loco_map_t *map = arg;
+	struct op_msg h;
+	const uint8_t *p = msg->data;
+	uint64_t kh, ver = 0;
+	int st;
+
+	if (msg->len < sizeof(h))
+		return -EINVAL;
+	memcpy(&h, p, sizeof(h));
+	if (h.klen == 0 || h.klen > map->key_max || h.vlen > map->value_max ||
+	    msg->len != sizeof(h) + h.klen + h.vlen || h.op < OP_PUT || h.op > OP_CAS)
+		return -EINVAL;
+	kh = key_hash(p + sizeof(h), h.klen);
+	if (!owns(map, kh))
+		return MAP_NOT_OWNER;
+	st = owner_op(map, h.op, kh, p + sizeof(h), h.klen, h.ver, p + sizeof(h) + h.klen, h.vlen,
+	              &ver);
+	if (st == 0 && cap >= sizeof(ver)) {
+		memcpy(ret, &ver, sizeof(ver));
+		*rl = sizeof(ver);
+	}
+	return st;
+}
+
+/* h_rep -- "map.rep": a write an owner forwarded or copied here. */
+static int h_rep(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl)
+{
+	loco_map_t *map = arg;
+	struct op_msg h;
+	const uint8_t *p = msg->data;
+
+	(void)ret;
+	(void)cap;
+	(void)rl;
+	if (msg->len < sizeof(h))
+		return -EINVAL;
+	memcpy(&h, p, sizeof(h));
+	if (h.klen == 0 || h.klen > map->key_max || h.vlen > map->value_max ||
+	    msg->len != sizeof(h) + h.klen + h.vlen || h.ver == 0)
+		return -EINVAL;
+	if (node_index(map, map->me) < 0)
+		return -EPERM; /* a client holds no keys */
+	return apply_copy(map, p + sizeof(h), h.klen, h.ver, h.del, p + sizeof(h) + h.klen, h.vlen);
+}
+
+/* ---- the copy thread: restore the replica count after a view change ------- */
+
+/*
+ * copy_all -- every key this node owns now goes to its replicas now (each
+ * takes it if newer). Stops early when the view changes again (returns 1).
+ */
+static int copy_all(loco_map_t *map, uint64_t epoch)
+{
+	uint8_t *tab = loco_region_ptr(map->tab);
+	uint8_t key[LOCO_MAP_KEY_MAX];
+
+	for (uint32_t i = 0; i < map->nslots; i++) {
+		uint32_t reps[LOCO_MAP_REPLICAS_MAX + 1];
+		struct slot_hdr *h = (void *)slot_ptr(map, tab, i);
+		uint64_t kh;
+		size_t len = 0, klen;
+		unsigned n;
+
+		if (__atomic_load_n(&map->epoch, __ATOMIC_ACQUIRE) != epoch ||
+		    __atomic_load_n(&map->stop, __ATOMIC_ACQUIRE))
+			return 1;
+		pthread_mutex_lock(&map->lock);
+		if (h->seq != 0 && h->ver != 0) {
+			klen = h->klen;
+			memcpy(key, (uint8_t *)h + MAP_HDR, klen);
+			len = msg_build(map->cbuf, 0, (h->vlen & MAP_DEL) != 0, h->ver, key, klen,
+			                (uint8_t *)h + MAP_HDR + map->key_area, h->vlen & ~MAP_DEL);
+		}
+		pthread_mutex_unlock(&map->lock);
+		if (len == 0)
+			continue;
+		kh = key_hash(key, klen);
+		n = rank(map, kh, reps, map->R);
+		if (n < 2 || reps[0] != map->me)
+			continue;
+		if (forward(map, reps + 1, n - 1, map->cbuf, len) == 0)
+			__atomic_add_fetch(&map->resync, n - 1, __ATOMIC_RELAXED);
+	}
+	return 0;
+}
+
+static void *copy_thread(void *arg)
+{
+	loco_map_t *map = arg;
+	uint64_t done = __atomic_load_n(&map->epoch, __ATOMIC_ACQUIRE);
+
+	pthread_mutex_lock(&map->tlock);
+	while (!map->stop) {
+		uint64_t e = __atomic_load_n(&map->epoch, __ATOMIC_ACQUIRE);
+		struct timespec ts;
+
+		if (e != done) {
+			pthread_mutex_unlock(&map->tlock);
+			if (copy_all(map, e) == 0)
+				done = e;
+			pthread_mutex_lock(&map->tlock);
+			continue;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&map->tcond, &map->tlock, &ts);
+	}
+	pthread_mutex_unlock(&map->tlock);
+	return NULL;
+}
+
+/* set_present -- @node's bit to @on; a change wakes the copy thread. */
+static void set_present(loco_map_t *map, uint32_t node, int on)
+{
+	int i = node_index(map, node);
+	uint32_t bit, old;
+
+	if (i < 0)
+		return;
+	bit = 1u << i;
+	old = on ? __atomic_fetch_or(&map->present, bit, __ATOMIC_ACQ_REL)
+	         : __atomic_fetch_and(&map->present, ~bit, __ATOMIC_ACQ_REL);
+	if (((old & bit) != 0) == (on != 0))
+		return;
+	__atomic_add_fetch(&map->epoch, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_lock(&map->tlock);
+	pthread_cond_signal(&map->tcond);
+	pthread_mutex_unlock(&map->tlock);
+}
+
+static void map_peer_join(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
+{
+	(void)obj;
+	(void)view;
+	set_present(arg, node, 1);
+}
+
+static void map_peer_leave(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
+{
+	(void)obj;
+	(void)view;
+	set_present(arg, node, 0);
+}
+
+static const struct loco_object_ops map_ops = {
+    .peer_join = map_peer_join,
+    .peer_leave = map_peer_leave,
+};
+
+/* ---- create / destroy ----------------------------------------------------- */
+
+void loco_map_cfg_default(loco_map_cfg_t *cfg, const uint32_t *nodes, uint32_t n)
+{
+	if (cfg == NULL)
+		return;
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->nodes = nodes;
+	cfg->nnodes = n;
+	cfg->key_max = 64;
+	cfg->value_max = 256;
+	cfg->capacity = 4096;
+	cfg->replicas = 1;
+}
+
+static int cfg_check(const loco_map_cfg_t *c, uint32_t me, uint32_t *all, uint32_t *nall)
+{
+	int found = 0;
+
+	if (c->nodes == NULL || c->nnodes == 0 || (c->nclients && c->clients == NULL) ||
+	    c->nnodes + c->nclients > LOCO_RPC_NODES_MAX || c->nnodes + c->nclients < 2)
+		return -EINVAL;
+	if (c->key_max == 0 || c->key_max > LOCO_MAP_KEY_MAX || c->value_max > LOCO_MAP_VALUE_MAX ||
+	    c->replicas == 0 || c->replicas > LOCO_MAP_REPLICAS_MAX || c->replicas > c->nnodes ||
+	    c->capacity == 0 || c->capacity % LOCO_MAP_GROUP || c->capacity > (1u << 24))
+		return -EINVAL;
+	*nall = 0;
+	for (uint32_t i = 0; i < c->nnodes + c->nclients; i++) {
+		uint32_t id = i < c->nnodes ? c->nodes[i] : c->clients[i - c->nnodes];
+
+		if (id == 0)
+			return -EINVAL;
+		for (uint32_t j = 0; j < *nall; j++)
+			if (all[j] == id)
+				return -EINVAL;
+		all[(*nall)++] = id;
+		found |= id == me;
+	}
+	return found ? 0 : -EINVAL;
+}
+
+int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *cfg,
+                    loco_map_t **out)
+{
+	uint32_t all[LOCO_RPC_NODES_MAX], nall, ids[64];
+	char rname[LOCO_NAME_MAX];
+	loco_rpc_cfg_t rc;
+	loco_map_cfg_t c;
+	loco_map_t *map;
+	uint64_t shape[4];
+	int ret, np;
+
+	if (ch == NULL || name == NULL || cfg == NULL || out == NULL)
+		return -EINVAL;
+	c = *cfg;
+	if (c.key_max == 0)
+		c.key_max = 64;
+	if (c.value_max == 0)
+		c.value_max = 256;
+	if (c.capacity == 0)
+		c.capacity = 4096;
+	if (c.replicas == 0)
+		c.replicas = 1;
+	if (snprintf(rname, sizeof(rname), "%s.rpc", name) >= (int)sizeof(rname))
+		return -EINVAL;
+	map = calloc(1, sizeof(*map));
+	if (map == NULL)
+		return -ENOMEM;
+	map->m = loco_channel_manager(ch);
+	map->ch = ch;
+	map->me = loco_node_id(map->m);
+	ret = cfg_check(&c, map->me, all, &nall);
+	if (ret) {
+		free(map);
+		return ret;
+	}
+	memcpy(map->nodes, c.nodes, c.nnodes * sizeof(uint32_t));
+	map->nnodes = c.nnodes;
+	map->key_max = c.key_max;
+	map->key_area = (c.key_max + 7) & ~(size_t)7;
+	map->value_max = c.value_max;
+	map->slot_len = MAP_HDR + map->key_area + ((c.value_max + 7) & ~(size_t)7);
+	map->group_len = map->slot_len * LOCO_MAP_GROUP;
+	map->nslots = c.capacity;
+	map->ngroups = c.capacity / LOCO_MAP_GROUP;
+	map->R = c.replicas;
+	pthread_mutex_init(&map->lock, NULL);
+	pthread_mutex_init(&map->tlock, NULL);
+	pthread_cond_init(&map->tcond, NULL);
+	ret = -ENOMEM;
+	map->meta = calloc(map->nslots, sizeof(*map->meta));
+	map->cbuf = malloc(sizeof(struct op_msg) + LOCO_MAP_KEY_MAX + LOCO_MAP_VALUE_MAX);
+	if (map->meta == NULL || map->cbuf == NULL)
+		goto err;
+	for (unsigned i = 0; i < MAP_READERS; i++) {
+		ret = loco_ack_key_create(map->m, &map->acks[i]);
+		if (ret)
+			goto err;
+	}
+	ret = loco_object_create(ch, name, &map_ops, map, &map->obj);
+	if (ret)
+		goto err;
+	shape[0] = c.key_max;
+	shape[1] = c.value_max;
+	shape[2] = c.replicas;
+	shape[3] = 1; /* the slot format's version */
+	ret = loco_object_agree(map->obj, "shape", XXH3_64bits(shape, sizeof(shape)) >> 1);
+	if (ret == 0)
+		ret = loco_object_agree(map->obj, "nodes",
+		                        XXH3_64bits(c.nodes, c.nnodes * sizeof(uint32_t)) >> 1);
+	if (ret == 0)
+		ret = loco_region_create(map->obj, "tab", (size_t)map->nslots * map->slot_len,
+		                         LOCO_ACCESS_READ, &map->tab);
+	if (ret == 0)
+		ret =
+		    loco_region_create(map->obj, "scr", MAP_READERS * map->group_len, 0, &map->scr);
+	if (ret)
+		goto err;
+	loco_rpc_cfg_default(&rc, all, nall);
+	rc.inline_max = sizeof(struct op_msg) + c.key_max + c.value_max;
+	if (rc.inline_max < 1024)
+		rc.inline_max = 1024;
+	rc.ring_bytes = 16 * rc.inline_max > 65536 ? 16 * rc.inline_max : 65536;
+	rc.pull_bytes = 4096;
+	rc.threads = 1;
+	rc.max_depth = LOCO_RPC_DEPTH_MAX;
+	ret = loco_rpc_create(ch, rname, &rc, &map->ep);
+	if (ret == 0)
+		ret = loco_rpc_register(map->ep, "map.op", h_op, map, &map->op_id);
+	if (ret == 0)
+		ret = loco_rpc_register(map->ep, "map.rep", h_rep, map, &map->rep_id);
+	if (ret)
+		goto err;
+	/* this node, and the peers paired before the object existed (later ones: peer_join) */
+	set_present(map, map->me, 1);
+	np = loco_channel_peers(ch, ids, 64);
+	for (int i = 0; i < np && i < 64; i++)
+		set_present(map, ids[i], 1);
+	if (pthread_create(&map->thr, NULL, copy_thread, map)) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	map->thr_started = 1;
+	*out = map;
+	return 0;
+
+err:
+	loco_rpc_destroy(map->ep);
+	loco_object_destroy(map->obj);
+	for (unsigned i = 0; i < MAP_READERS; i++)
+		loco_ack_key_destroy(map->acks[i]);
+	free(map->meta);
+	free(map->cbuf);
+	pthread_cond_destroy(&map->tcond);
+	pthread_mutex_destroy(&map->tlock);
+	pthread_mutex_destroy(&map->lock);
+	free(map);
+	return ret;
+}
+
+void loco_map_destroy(loco_map_t *map)
+{
+	if (map == NULL)
+		return;
+	if (map->thr_started) {
+		pthread_mutex_lock(&map->tlock);
+		__atomic_store_n(&map->stop, 1, __ATOMIC_RELEASE);
+		pthread_cond_signal(&map->tcond);
+		pthread_mutex_unlock(&map->tlock);
+		pthread_join(map->thr, NULL);
+	}
+	loco_rpc_destroy(map->ep);
+	loco_object_destroy(map->obj);
+	for (unsigned i = 0; i < MAP_READERS; i++)
+		loco_ack_key_destroy(map->acks[i]);
+	free(map->meta);
+	free(map->cbuf);
+	pthread_cond_destroy(&map->tcond);
+	pthread_mutex_destroy(&map->tlock);
+	pthread_mutex_destroy(&map->lock);
+	free(map);
+}
+
+int loco_map_sync(loco_map_t *map, int64_t timeout_ns)
+{
+	int ret;
+
+	if (map == NULL)
+		return -EINVAL;
+	ret = loco_rpc_sync(map->ep, timeout_ns);
+	if (ret == 0) {
+		ret = loco_object_sync(map->obj, timeout_ns);
+		if (ret > 0)
+			ret = 0;
+	}
+	return ret;
+}
+
+/* ---- GET ------------------------------------------------------------------ */
+
+static unsigned reader_take(loco_map_t *map)
+{
+	loco_waiter_t w;
+
+	loco_waiter_init(&w, map->m);
+	for (;;) {
+		uint32_t b = __atomic_load_n(&map->rbusy, __ATOMIC_RELAXED);
+
+		if (~b != 0) {
+			unsigned i = (unsigned)__builtin_ctz(~b);
+
+			if (__atomic_compare_exchange_n(&map->rbusy, &b, b | (1u << i), 0,
+			                                __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+				return i;
+			continue;
+		}
+		loco_waiter_pause(&w);
+	}
+}
+
+static void reader_put(loco_map_t *map, unsigned i)
+{
+	__atomic_and_fetch(&map->rbusy, ~(1u << i), __ATOMIC_RELEASE);
+}
+
+/*
+ * group_read -- group @g of @owner's table into @buf (this node's own:
+ * copied). Returns 0 or the fabric's error.
+ */
+static int group_read(loco_map_t *map, unsigned r, uint32_t owner, uint32_t g, int64_t dl)
+{
+	uint8_t *buf = (uint8_t *)loco_region_ptr(map->scr) + (size_t)r * map->group_len;
+	loco_rref_t rr;
+	int ret;
+
+	if (owner == map->me) {
+		memcpy(buf, (uint8_t *)loco_region_ptr(map->tab) + (size_t)g * map->group_len,
+		       map->group_len);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		return 0;
+	}
+	ret = loco_region_remote(map->tab, owner, &rr);
+	if (ret == 0)
+		ret = loco_read(map->scr, (size_t)r * map->group_len, &rr,
+		                (size_t)g * map->group_len, map->group_len, map->acks[r]);
+	if (ret == 0) {
+		int64_t left = obj_left_ns(dl);
+
+		ret = loco_ack_wait(map->acks[r],
+		                    left < 0 || left > 1000000000ll ? 1000000000ll : left);
+	}
+	__atomic_add_fetch(&map->get_reads, 1, __ATOMIC_RELAXED);
+	return ret;
+}
+
+int loco_map_get(loco_map_t *map, const void *key, size_t klen, void *val, size_t cap, size_t *vlen,
+                 uint64_t *version, int64_t timeout_ns)
+{
+	int64_t dl = obj_deadline(timeout_ns);
+	loco_waiter_t w;
+	uint64_t kh;
+	unsigned r;
+	int ret;
+
+	if (map == NULL || key == NULL || (val == NULL && cap))
+		return -EINVAL;
+	if (klen == 0 || klen > map->key_max)
+		return -EMSGSIZE;
+	__atomic_add_fetch(&map->gets, 1, __ATOMIC_RELAXED);
+	kh = key_hash(key, klen);
+	r = reader_take(map);
+	loco_waiter_init(&w, map->m);
+	for (;;) {
+		uint8_t *buf = (uint8_t *)loco_region_ptr(map->scr) + (size_t)r * map->group_len;
+		uint32_t owner, g0 = (uint32_t)(kh % map->ngroups);
+		int torn = 0;
+
+		if (rank(map, kh, &owner, 1) == 0) {
+			ret = -EHOSTUNREACH;
+			break;
+		}
+		ret = -ENOENT;
+		for (uint32_t k = 0; k < map->ngroups && !torn; k++) {
+			uint32_t g = (g0 + k) % map->ngroups;
+			int end = 0;
+
+			if (group_read(map, r, owner, g, dl)) {
+				torn = 1;
+				break;
+			}
+			for (uint32_t j = 0; j < LOCO_MAP_GROUP; j++) {
+				uint8_t *s = buf + (size_t)j * map->slot_len;
+				struct slot_hdr h;
+				int c = slot_check(map, s);
+
+				if (c == SLOT_TORN) {
+					torn = 1;
+					break;
+				}
+				if (c == SLOT_EMPTY) {
+					end = 1;
+					break;
+				}
+				memcpy(&h, s, sizeof(h));
+				if (h.klen != klen || memcmp(s + MAP_HDR, key, klen) != 0)
+					continue;
+				end = 1;
+				if (h.vlen & MAP_DEL) {
+					ret = -ENOENT;
+				} else if ((h.vlen & ~MAP_DEL) > cap) {
+					ret = -ENOBUFS;
+				} else {
+					if (h.vlen)
+						memcpy(val, s + MAP_HDR + map->key_area, h.vlen);
+					if (vlen)
+						*vlen = h.vlen;
+					if (version)
+						*version = h.ver;
+					ret = 0;
+				}
+				break;
+			}
+			if (end)
+				break;
+		}
+		if (!torn)
+			break;
+		__atomic_add_fetch(&map->get_retries, 1, __ATOMIC_RELAXED);
+		if (dl >= 0 && obj_now_ns() >= dl) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		loco_waiter_pause(&w);
+	}
+	reader_put(map, r);
+	return ret;
+}
+
+/* ---- writes --------------------------------------------------------------- */
+
+static int write_op(loco_map_t *map, int op, const void *key, size_t klen, uint64_t expect,
+                    const void *val, size_t vlen, uint64_t *version, int64_t timeout_ns)
+{
+	uint8_t msg[sizeof(struct op_msg) + LOCO_MAP_KEY_MAX + LOCO_MAP_VALUE_MAX];
+	int64_t dl = obj_deadline(timeout_ns);
+	loco_waiter_t w;
+	uint64_t kh, ver = 0;
+	size_t len;
+	int ret;
+
+	if (map == NULL || key == NULL || (val == NULL && vlen))
+		return -EINVAL;
+	if (klen == 0 || klen > map->key_max || vlen > map->value_max)
+		return -EMSGSIZE;
+	__atomic_add_fetch(&map->writes, 1, __ATOMIC_RELAXED);
+	kh = key_hash(key, klen);
+	len = msg_build(msg, op, 0, expect, key, klen, val, vlen);
+	loco_waiter_init(&w, map->m);
+	for (;;) {
+		loco_rpc_ticket_t t;
+		uint32_t owner;
+		int st = 0;
+
+		if (rank(map, kh, &owner, 1) == 0)
+			return -EHOSTUNREACH;
+		if (owner == map->me) {
+			ret = owner_op(map, op, kh, key, klen, expect, val, vlen, &ver);
+		} else {
+			ret = loco_rpc_call_return(map->ep, owner, map->op_id, msg, len, &ver,
+			                           sizeof(ver), &t, obj_left_ns(dl));
+			if (ret == 0)
+				ret = loco_rpc_wait(map->ep, &t, &st, NULL, obj_left_ns(dl));
+			if (ret == 0 && st == MAP_NOT_OWNER) {
+				__atomic_add_fetch(&map->redirects, 1, __ATOMIC_RELAXED);
+				if (dl >= 0 && obj_now_ns() >= dl)
+					return -ETIMEDOUT;
+				loco_waiter_pause(&w);
+				continue;
+			}
+			if (ret == 0)
+				ret = st;
+		}
+		break;
+	}
+	if (ret == 0 && version)
+		*version = ver;
+	return ret;
+}
+
+int loco_map_put(loco_map_t *map, const void *key, size_t klen, const void *val, size_t vlen,
+                 uint64_t *version, int64_t timeout_ns)
+{
+	return write_op(map, OP_PUT, key, klen, 0, val, vlen, version, timeout_ns);
+}
+
+int loco_map_del(loco_map_t *map, const void *key, size_t klen, int64_t timeout_ns)
+{
+	return write_op(map, OP_DEL, key, klen, 0, NULL, 0, NULL, timeout_ns);
+}
+
+int loco_map_cas(loco_map_t *map, const void *key, size_t klen, uint64_t expect, const void *val,
+                 size_t vlen, uint64_t *version, int64_t timeout_ns)
+{
+	return write_op(map, OP_CAS, key, klen, expect, val, vlen, version, timeout_ns);
+}
+
+uint32_t loco_map_owner(loco_map_t *map, const void *key, size_t klen)
+{
+	uint32_t top;
+
+	if (map == NULL || key == NULL || klen == 0)
+		return 0;
+	return rank(map, key_hash(key, klen), &top, 1) ? top : 0;
+}
+
+void loco_map_stats(loco_map_t *map, loco_map_stats_t *st)
+{
+	uint8_t *tab;
+
+	if (map == NULL || st == NULL)
+		return;
+	memset(st, 0, sizeof(*st));
+	st->gets = __atomic_load_n(&map->gets, __ATOMIC_RELAXED);
+	st->get_reads = __atomic_load_n(&map->get_reads, __ATOMIC_RELAXED);
+	st->get_retries = __atomic_load_n(&map->get_retries, __ATOMIC_RELAXED);
+	st->writes = __atomic_load_n(&map->writes, __ATOMIC_RELAXED);
+	st->redirects = __atomic_load_n(&map->redirects, __ATOMIC_RELAXED);
+	st->applied = __atomic_load_n(&map->applied, __ATOMIC_RELAXED);
+	st->resync = __atomic_load_n(&map->resync, __ATOMIC_RELAXED);
+	tab = loco_region_ptr(map->tab);
+	pthread_mutex_lock(&map->lock);
+	for (uint32_t i = 0; i < map->nslots; i++) {
+		struct slot_hdr *h = (void *)slot_ptr(map, tab, i);
+		uint32_t reps[LOCO_MAP_REPLICAS_MAX];
+		unsigned n, k;
+
+		if (h->seq == 0)
+			continue;
+		st->used++;
+		if (h->ver == 0)
+			continue; /* a key being made: not an entry yet */
+		n = rank(map, key_hash((uint8_t *)h + MAP_HDR, h->klen), reps, map->R);
+		for (k = 0; k < n && reps[k] != map->me; k++)
+			;
+		if (k == 0 && n > 0)
+			st->owned++;
+		else if (k < n)
+			st->replicas++;
+		else
+			st->stale++;
+	}
+	pthread_mutex_unlock(&map->lock);
+}
