@@ -23,11 +23,16 @@
  *
  * Writes: @lock serializes the changes of this node's table (the rpc
  * server thread, the copy thread and an application thread that owns the
- * key run them). An owner takes the key's next version under @lock (the
- * larger of the slot's and its reservation in @meta), releases the lock,
- * forwards the write to the live replicas and waits, then applies it
- * under @lock if it is still the newest: a write visible at the owner is
- * on every live replica, and a later version always wins everywhere.
+ * key run them). An owner runs one write of a key at a time: under @lock
+ * it checks the key's state in its table (del of a deleted key, cas of
+ * another version: it fails there, against the state readers see), marks
+ * the slot busy and takes the next version; then it forwards the write to
+ * the live replicas and waits, then applies it and clears busy. A write
+ * that finds the slot busy is retried by its caller (MAP_BUSY): never
+ * waited for inside a handler, whose thread may be the busy write's.
+ * So a write visible at the owner is on every live replica, every
+ * decision is made on visible state, and a later version always wins
+ * everywhere (replicas take a version only if newer).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -47,6 +52,7 @@
 #define MAP_HDR       32u
 #define MAP_DEL       0x80000000u
 #define MAP_NOT_OWNER 1 /* op handler status: the callee does not own the key (retry) */
+#define MAP_BUSY      2 /* op handler status: a write of the key is under way (retry) */
 #define MAP_FWD_NS    (30ll * 1000000000ll)
 
 enum {
@@ -73,8 +79,7 @@ struct op_msg {
 };
 
 struct slot_meta {
-	uint64_t resv; /* the last version an owner took for this slot */
-	uint8_t resv_del;
+	uint8_t busy; /* an owner's write of this slot's key is under way */
 };
 
 struct loco_map {
@@ -245,8 +250,6 @@ static int slot_find(loco_map_t *map, uint64_t kh, const void *key, size_t klen,
 				if (!make)
 					return -ENOENT;
 				slot_write(map, s, 0, 1, key, klen, NULL, 0);
-				map->meta[i].resv = 0;
-				map->meta[i].resv_del = 1;
 				*out = i;
 				return 0;
 			}
@@ -354,26 +357,22 @@ static int owner_op(loco_map_t *map, int op, uint64_t kh, const void *key, size_
 
 	pthread_mutex_lock(&map->lock);
 	ret = slot_find(map, kh, key, klen, op != OP_DEL, &i);
+	if (ret == 0 && map->meta[i].busy)
+		ret = -EINPROGRESS; /* another write of this key is under way: the caller retries */
 	if (ret) {
 		pthread_mutex_unlock(&map->lock);
 		return ret;
 	}
 	h = (void *)slot_ptr(map, loco_region_ptr(map->tab), i);
-	if (map->meta[i].resv > h->ver) {
-		cur = map->meta[i].resv;
-		cur_del = map->meta[i].resv_del;
-	} else {
-		cur = h->ver;
-		cur_del = (h->vlen & MAP_DEL) != 0;
-	}
+	cur = h->ver;
+	cur_del = (h->vlen & MAP_DEL) != 0;
 	if ((op == OP_DEL && cur_del) ||
 	    (op == OP_CAS && (expect == 0 ? !cur_del : (cur_del || cur != expect)))) {
 		pthread_mutex_unlock(&map->lock);
 		return op == OP_DEL ? -ENOENT : -ECANCELED;
 	}
 	nv = cur + 1;
-	map->meta[i].resv = nv;
-	map->meta[i].resv_del = (uint8_t)del;
+	map->meta[i].busy = 1;
 	pthread_mutex_unlock(&map->lock);
 
 	n = rank(map, kh, reps, map->R);
@@ -385,6 +384,7 @@ static int owner_op(loco_map_t *map, int op, uint64_t kh, const void *key, size_
 	}
 	pthread_mutex_lock(&map->lock);
 	apply(map, i, nv, del, val, del ? 0 : vlen);
+	map->meta[i].busy = 0;
 	pthread_mutex_unlock(&map->lock);
 	if (ret == 0)
 		*ver = nv;
@@ -419,6 +419,8 @@ static int h_op(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, siz
 		return MAP_NOT_OWNER;
 	st = owner_op(map, h.op, kh, p + sizeof(h), h.klen, h.ver, p + sizeof(h) + h.klen, h.vlen,
 	              &ver);
+	if (st == -EINPROGRESS)
+		return MAP_BUSY;
 	if (st == 0 && cap >= sizeof(ver)) {
 		memcpy(ret, &ver, sizeof(ver));
 		*rl = sizeof(ver);
@@ -922,20 +924,22 @@ static int write_op(loco_map_t *map, int op, const void *key, size_t klen, uint6
 			return -EHOSTUNREACH;
 		if (owner == map->me) {
 			ret = owner_op(map, op, kh, key, klen, expect, val, vlen, &ver);
+			if (ret == -EINPROGRESS)
+				st = MAP_BUSY;
 		} else {
 			ret = loco_rpc_call_return(map->ep, owner, map->op_id, msg, len, &ver,
 			                           sizeof(ver), &t, obj_left_ns(dl));
 			if (ret == 0)
 				ret = loco_rpc_wait(map->ep, &t, &st, NULL, obj_left_ns(dl));
-			if (ret == 0 && st == MAP_NOT_OWNER) {
-				__atomic_add_fetch(&map->redirects, 1, __ATOMIC_RELAXED);
-				if (dl >= 0 && obj_now_ns() >= dl)
-					return -ETIMEDOUT;
-				loco_waiter_pause(&w);
-				continue;
-			}
-			if (ret == 0)
+			if (ret == 0 && st < 0)
 				ret = st;
+		}
+		if (st == MAP_NOT_OWNER || st == MAP_BUSY) {
+			__atomic_add_fetch(&map->redirects, 1, __ATOMIC_RELAXED);
+			if (dl >= 0 && obj_now_ns() >= dl)
+				return -ETIMEDOUT;
+			loco_waiter_pause(&w);
+			continue;
 		}
 		break;
 	}

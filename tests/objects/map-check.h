@@ -44,7 +44,7 @@ struct mc_op {
 };
 
 #define MC_OPS_MAX   1024u
-#define MC_CACHE_LOG 20 /* memo entries: 1 << MC_CACHE_LOG */
+#define MC_CACHE_LOG 18 /* memo entries: 1 << MC_CACHE_LOG */
 
 enum {
 	MC_OK = 0,
