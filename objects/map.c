@@ -50,7 +50,12 @@
 
 #define MAP_READERS   32u /* GETs in flight at once (landing buffers) */
 #define MAP_HDR       32u
-#define MAP_DEL       0x80000000u
+#define MAP_DEL       0x80000000u /* vlen flag: a tombstone */
+#define MAP_HIDE      0x40000000u /* vlen flag: held, not owned here: readers do not take it */
+#define MAP_LEN       0x3fffffffu
+#define INFO_ACTIVE   1 /* info word: this node serves its keys */
+#define INFO_JOINING  2 /* info word: this node waits for the copies of its keys */
+#define INFO_LEAVING  3 /* info word: this node handed its keys over */
 #define MAP_NOT_OWNER 1 /* op handler status: the callee does not own the key (retry) */
 #define MAP_BUSY      2 /* op handler status: a write of the key is under way (retry) */
 #define MAP_FWD_NS    (30ll * 1000000000ll)
@@ -94,7 +99,17 @@ struct loco_map {
 	uint32_t nnodes;
 	size_t key_max, key_area, value_max, slot_len, group_len;
 	uint32_t nslots, ngroups, R;
-	uint32_t present;     /* atomic: bit i = nodes[i] is present */
+	uint32_t all[LOCO_RPC_NODES_MAX]; /* nodes, then clients */
+	uint32_t nall;
+	uint32_t act_id, done_id;
+	loco_region_t *info;  /* this node's INFO_* word, read by the others */
+	loco_ack_key_t *cack; /* the copy thread's reads of the others' info words */
+	uint32_t present;     /* atomic: bit i = nodes[i] is paired (P) */
+	uint32_t active;      /* atomic: bit i = nodes[i] serves its keys (A, subset of P) */
+	uint32_t done_from;   /* atomic (a joiner): the holders that copied their keys here */
+	uint32_t pushed;      /* atomic: the joiners this node copied its keys to */
+	int joining;          /* atomic: this node waits for its copies (cfg.join) */
+	int leaving;          /* atomic: loco_map_leave() ran: no key is this node's */
 	uint64_t epoch;       /* atomic: grows with every change of @present */
 	pthread_mutex_t lock; /* writes to the table, @meta */
 	struct slot_meta *meta;
@@ -129,12 +144,11 @@ static uint64_t key_hash(const void *key, size_t klen)
 }
 
 /*
- * rank -- the present key-holding nodes by rendezvous score for @kh, best
- * first, up to @max into @out; returns how many.
+ * rank -- the key-holding nodes of mask @pres by rendezvous score for
+ * @kh, best first, up to @max into @out; returns how many.
  */
-static unsigned rank(const loco_map_t *map, uint64_t kh, uint32_t *out, unsigned max)
+static unsigned rank(const loco_map_t *map, uint64_t kh, uint32_t pres, uint32_t *out, unsigned max)
 {
-	uint32_t pres = __atomic_load_n(&map->present, __ATOMIC_ACQUIRE);
 	uint64_t sc[LOCO_RPC_NODES_MAX];
 	uint32_t id[LOCO_RPC_NODES_MAX];
 	unsigned n = 0;
@@ -170,6 +184,51 @@ static int node_index(const loco_map_t *map, uint32_t node)
 	return -1;
 }
 
+static uint32_t mask_of(const uint32_t *m)
+{
+	return __atomic_load_n(m, __ATOMIC_ACQUIRE);
+}
+
+/* owner_of -- the owner of @kh among the active nodes, or 0. */
+static uint32_t owner_of(const loco_map_t *map, uint64_t kh)
+{
+	uint32_t top;
+
+	return rank(map, kh, mask_of(&map->active), &top, 1) ? top : 0;
+}
+
+/* owns -- whether this node serves @kh now: active, not leaving, and first among the active. */
+static int owns(const loco_map_t *map, uint64_t kh)
+{
+	return !__atomic_load_n(&map->leaving, __ATOMIC_ACQUIRE) && owner_of(map, kh) == map->me;
+}
+
+/*
+ * targets -- where this node, owning @kh, sends its writes: the other
+ * nodes among the first `replicas` of the active nodes and of the paired
+ * ones (a joiner gets the writes of the keys it will hold before it
+ * serves). Returns how many, into @out.
+ */
+static unsigned targets(const loco_map_t *map, uint64_t kh, uint32_t *out)
+{
+	uint32_t a[LOCO_MAP_REPLICAS_MAX], p[LOCO_MAP_REPLICAS_MAX];
+	unsigned na = rank(map, kh, mask_of(&map->active), a, map->R);
+	unsigned np = rank(map, kh, mask_of(&map->present), p, map->R), n = 0;
+
+	for (unsigned i = 0; i < na + np; i++) {
+		uint32_t id = i < na ? a[i] : p[i - na];
+		unsigned j;
+
+		if (id == map->me)
+			continue;
+		for (j = 0; j < n && out[j] != id; j++)
+			;
+		if (j == n)
+			out[n++] = id;
+	}
+	return n;
+}
+
 /* ---- slots ---------------------------------------------------------------- */
 
 static uint8_t *slot_ptr(const loco_map_t *map, uint8_t *base, uint32_t i)
@@ -182,7 +241,7 @@ static uint64_t slot_sum(const loco_map_t *map, const uint8_t *s, uint64_t seq)
 	const struct slot_hdr *h = (const void *)s;
 	uint64_t x = XXH3_64bits_withSeed(&h->ver, 16 + h->klen, seq);
 
-	return XXH3_64bits_withSeed(s + MAP_HDR + map->key_area, h->vlen & ~MAP_DEL, x);
+	return XXH3_64bits_withSeed(s + MAP_HDR + map->key_area, h->vlen & MAP_LEN, x);
 }
 
 enum {
@@ -200,7 +259,7 @@ static int slot_check(const loco_map_t *map, const uint8_t *s)
 	if (h.seq == 0)
 		return (h.sum | h.ver | h.klen | h.vlen) == 0 ? SLOT_EMPTY : SLOT_TORN;
 	if ((h.seq & 1) || h.klen == 0 || h.klen > map->key_max ||
-	    (h.vlen & ~MAP_DEL) > map->value_max)
+	    (h.vlen & MAP_LEN) > map->value_max)
 		return SLOT_TORN;
 	return slot_sum(map, s, h.seq) == h.sum ? SLOT_VALID : SLOT_TORN;
 }
@@ -210,7 +269,7 @@ static int slot_check(const loco_map_t *map, const uint8_t *s)
  * tombstone) with value @val; seq odd meanwhile.
  */
 static void slot_write(const loco_map_t *map, uint8_t *s, uint64_t ver, int del, const void *key,
-                       size_t klen, const void *val, size_t vlen)
+                       size_t klen, const void *val, size_t vlen, int readable)
 {
 	struct slot_hdr *h = (void *)s;
 	uint64_t seq = __atomic_load_n(&h->seq, __ATOMIC_RELAXED);
@@ -219,7 +278,7 @@ static void slot_write(const loco_map_t *map, uint8_t *s, uint64_t ver, int del,
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	h->ver = ver;
 	h->klen = (uint32_t)klen;
-	h->vlen = (uint32_t)vlen | (del ? MAP_DEL : 0);
+	h->vlen = (uint32_t)vlen | (del ? MAP_DEL : 0) | (readable ? 0 : MAP_HIDE);
 	memmove(s + MAP_HDR, key, klen);
 	if (vlen)
 		memmove(s + MAP_HDR + map->key_area, val, vlen);
@@ -249,7 +308,7 @@ static int slot_find(loco_map_t *map, uint64_t kh, const void *key, size_t klen,
 			if (h->seq == 0) {
 				if (!make)
 					return -ENOENT;
-				slot_write(map, s, 0, 1, key, klen, NULL, 0);
+				slot_write(map, s, 0, 1, key, klen, NULL, 0, 0);
 				*out = i;
 				return 0;
 			}
@@ -262,29 +321,58 @@ static int slot_find(loco_map_t *map, uint64_t kh, const void *key, size_t klen,
 	return make ? -ENOSPC : -ENOENT;
 }
 
-/* apply -- under lock: slot @i takes version @ver of its key if newer. */
-static void apply(loco_map_t *map, uint32_t i, uint64_t ver, int del, const void *val, size_t vlen)
+/*
+ * apply -- under lock: slot @i takes version @ver of its key if newer;
+ * readable only if this node serves the key (@kh) now.
+ */
+static void apply(loco_map_t *map, uint32_t i, uint64_t kh, uint64_t ver, int del, const void *val,
+                  size_t vlen)
 {
 	uint8_t *s = slot_ptr(map, loco_region_ptr(map->tab), i);
 	struct slot_hdr *h = (void *)s;
 
 	if (ver <= h->ver)
 		return;
-	slot_write(map, s, ver, del, s + MAP_HDR, h->klen, val, vlen);
+	slot_write(map, s, ver, del, s + MAP_HDR, h->klen, val, vlen, owns(map, kh));
 	__atomic_add_fetch(&map->applied, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * slot_show -- under lock: slot @i readable (@on) or hidden, as its
+ * key's owner says; its content unchanged. Returns 1 if it changed.
+ */
+static int slot_show(loco_map_t *map, uint32_t i, int on)
+{
+	uint8_t *s = slot_ptr(map, loco_region_ptr(map->tab), i);
+	struct slot_hdr *h = (void *)s;
+
+	if (h->seq == 0 || ((h->vlen & MAP_HIDE) == 0) == (on != 0))
+		return 0;
+	slot_write(map, s, h->ver, (h->vlen & MAP_DEL) != 0, s + MAP_HDR, h->klen,
+	           s + MAP_HDR + map->key_area, h->vlen & MAP_LEN, on);
+	return 1;
+}
+
+/* slot_key_hash -- under lock: the hash of slot @i's key. */
+static uint64_t slot_key_hash(const loco_map_t *map, uint32_t i)
+{
+	const struct slot_hdr *h = (const void *)slot_ptr(map, loco_region_ptr(map->tab), i);
+
+	return key_hash((const uint8_t *)h + MAP_HDR, h->klen);
 }
 
 /* apply_copy -- a replica's write (forward or copy): make the key's slot, take @ver if newer. */
 static int apply_copy(loco_map_t *map, const void *key, size_t klen, uint64_t ver, int del,
                       const void *val, size_t vlen)
 {
+	uint64_t kh = key_hash(key, klen);
 	uint32_t i;
 	int ret;
 
 	pthread_mutex_lock(&map->lock);
-	ret = slot_find(map, key_hash(key, klen), key, klen, 1, &i);
+	ret = slot_find(map, kh, key, klen, 1, &i);
 	if (ret == 0)
-		apply(map, i, ver, del, val, vlen);
+		apply(map, i, kh, ver, del, val, vlen);
 	pthread_mutex_unlock(&map->lock);
 	return ret;
 }
@@ -315,8 +403,8 @@ static size_t msg_build(uint8_t *buf, int op, int del, uint64_t ver, const void 
  */
 static int forward(loco_map_t *map, const uint32_t *reps, unsigned n, const void *msg, size_t len)
 {
-	loco_rpc_ticket_t t[LOCO_MAP_REPLICAS_MAX];
-	int posted[LOCO_MAP_REPLICAS_MAX] = {0}, err = 0, ret, st;
+	loco_rpc_ticket_t t[2 * LOCO_MAP_REPLICAS_MAX];
+	int posted[2 * LOCO_MAP_REPLICAS_MAX] = {0}, err = 0, ret, st;
 
 	for (unsigned k = 0; k < n; k++) {
 		ret = loco_rpc_call_return(map->ep, reps[k], map->rep_id, msg, len, NULL, 0, &t[k],
@@ -349,14 +437,17 @@ static int owner_op(loco_map_t *map, int op, uint64_t kh, const void *key, size_
                     uint64_t expect, const void *val, size_t vlen, uint64_t *ver)
 {
 	uint8_t msg[sizeof(struct op_msg) + LOCO_MAP_KEY_MAX + LOCO_MAP_VALUE_MAX];
-	uint32_t reps[LOCO_MAP_REPLICAS_MAX + 1], i;
+	uint32_t reps[2 * LOCO_MAP_REPLICAS_MAX], i;
 	uint64_t cur, nv;
 	unsigned n;
 	int ret, cur_del, del = op == OP_DEL;
 	struct slot_hdr *h;
 
 	pthread_mutex_lock(&map->lock);
-	ret = slot_find(map, kh, key, klen, op != OP_DEL, &i);
+	ret =
+	    owns(map, kh) ? 0 : -EXDEV; /* checked under @lock: h_act changes the owners under it */
+	if (ret == 0)
+		ret = slot_find(map, kh, key, klen, op != OP_DEL, &i);
 	if (ret == 0 && map->meta[i].busy)
 		ret = -EINPROGRESS; /* another write of this key is under way: the caller retries */
 	if (ret) {
@@ -375,28 +466,20 @@ static int owner_op(loco_map_t *map, int op, uint64_t kh, const void *key, size_
 	map->meta[i].busy = 1;
 	pthread_mutex_unlock(&map->lock);
 
-	n = rank(map, kh, reps, map->R);
+	n = targets(map, kh, reps);
 	ret = 0;
-	if (n > 1) {
+	if (n > 0) {
 		size_t len = msg_build(msg, 0, del, nv, key, klen, val, del ? 0 : vlen);
 
-		ret = forward(map, reps + 1, n - 1, msg, len);
+		ret = forward(map, reps, n, msg, len);
 	}
 	pthread_mutex_lock(&map->lock);
-	apply(map, i, nv, del, val, del ? 0 : vlen);
+	apply(map, i, kh, nv, del, val, del ? 0 : vlen);
 	map->meta[i].busy = 0;
 	pthread_mutex_unlock(&map->lock);
 	if (ret == 0)
 		*ver = nv;
 	return ret;
-}
-
-/* owns -- whether this node ranks first for @kh now. */
-static int owns(const loco_map_t *map, uint64_t kh)
-{
-	uint32_t top;
-
-	return rank(map, kh, &top, 1) == 1 && top == map->me;
 }
 
 /* h_op -- "map.op": a client's write, on the owner's server thread. */
@@ -421,6 +504,8 @@ static int h_op(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, siz
 	              &ver);
 	if (st == -EINPROGRESS)
 		return MAP_BUSY;
+	if (st == -EXDEV)
+		return MAP_NOT_OWNER;
 	if (st == 0 && cap >= sizeof(ver)) {
 		memcpy(ret, &ver, sizeof(ver));
 		*rl = sizeof(ver);
@@ -446,69 +531,264 @@ static int h_rep(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, si
 		return -EINVAL;
 	if (node_index(map, map->me) < 0)
 		return -EPERM; /* a client holds no keys */
+	if (__atomic_load_n(&map->leaving, __ATOMIC_ACQUIRE))
+		return 0; /* handed over: the owner's copies after the view change restore the count */
 	return apply_copy(map, p + sizeof(h), h.klen, h.ver, h.del, p + sizeof(h) + h.klen, h.vlen);
 }
 
-/* ---- the copy thread: restore the replica count after a view change ------- */
+/* ---- joins and leaves ------------------------------------------------------ */
+
+/* wake -- a change of the masks: the copy thread runs a pass. */
+static void wake(loco_map_t *map)
+{
+	__atomic_add_fetch(&map->epoch, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_lock(&map->tlock);
+	pthread_cond_signal(&map->tcond);
+	pthread_mutex_unlock(&map->tlock);
+}
+
+/* set_bit -- @node's bit in mask @m to @on (nodes[] index); 1 if it changed. */
+static int set_bit(loco_map_t *map, uint32_t *m, uint32_t node, int on)
+{
+	int i = node_index(map, node);
+	uint32_t bit, old;
+
+	if (i < 0)
+		return 0;
+	bit = 1u << i;
+	old = on ? __atomic_fetch_or(m, bit, __ATOMIC_ACQ_REL)
+	         : __atomic_fetch_and(m, ~bit, __ATOMIC_ACQ_REL);
+	return ((old & bit) != 0) != (on != 0);
+}
 
 /*
- * copy_all -- every key this node owns now goes to its replicas now (each
- * takes it if newer). Stops early when the view changes again (returns 1).
+ * show_owned -- under lock: every entry readable if this node serves its
+ * key now, hidden otherwise. Returns how many changed.
+ */
+static unsigned show_owned(loco_map_t *map)
+{
+	unsigned n = 0;
+
+	for (uint32_t i = 0; i < map->nslots; i++) {
+		struct slot_hdr *h = (void *)slot_ptr(map, loco_region_ptr(map->tab), i);
+
+		if (h->seq != 0)
+			n += (unsigned)slot_show(map, i, owns(map, slot_key_hash(map, i)));
+	}
+	return n;
+}
+
+/*
+ * copy_all -- every entry this node owns now goes to the nodes that
+ * should hold it now (each takes it if newer); a slot whose write is
+ * under way is waited for (its write may have missed a node that paired
+ * since). Returns 0, or 1 when the masks changed meanwhile (or on stop).
  */
 static int copy_all(loco_map_t *map, uint64_t epoch)
 {
 	uint8_t *tab = loco_region_ptr(map->tab);
 	uint8_t key[LOCO_MAP_KEY_MAX];
+	loco_waiter_t w;
 
+	loco_waiter_init(&w, map->m);
 	for (uint32_t i = 0; i < map->nslots; i++) {
-		uint32_t reps[LOCO_MAP_REPLICAS_MAX + 1];
+		uint32_t reps[2 * LOCO_MAP_REPLICAS_MAX];
 		struct slot_hdr *h = (void *)slot_ptr(map, tab, i);
-		uint64_t kh;
+		uint64_t kh = 0;
 		size_t len = 0, klen;
 		unsigned n;
+		int busy;
 
 		if (__atomic_load_n(&map->epoch, __ATOMIC_ACQUIRE) != epoch ||
 		    __atomic_load_n(&map->stop, __ATOMIC_ACQUIRE))
 			return 1;
 		pthread_mutex_lock(&map->lock);
-		if (h->seq != 0 && h->ver != 0) {
+		busy = map->meta[i].busy;
+		if (!busy && h->seq != 0 && h->ver != 0) {
 			klen = h->klen;
 			memcpy(key, (uint8_t *)h + MAP_HDR, klen);
-			len = msg_build(map->cbuf, 0, (h->vlen & MAP_DEL) != 0, h->ver, key, klen,
-			                (uint8_t *)h + MAP_HDR + map->key_area, h->vlen & ~MAP_DEL);
+			kh = key_hash(key, klen);
+			slot_show(map, i, owns(map, kh));
+			if (owns(map, kh))
+				len = msg_build(map->cbuf, 0, (h->vlen & MAP_DEL) != 0, h->ver, key,
+				                klen, (uint8_t *)h + MAP_HDR + map->key_area,
+				                h->vlen & MAP_LEN);
 		}
 		pthread_mutex_unlock(&map->lock);
+		if (busy) {
+			loco_waiter_pause(&w);
+			i--; /* again, once its write is done */
+			continue;
+		}
+		loco_waiter_reset(&w);
 		if (len == 0)
 			continue;
-		kh = key_hash(key, klen);
-		n = rank(map, kh, reps, map->R);
-		if (n < 2 || reps[0] != map->me)
-			continue;
-		if (forward(map, reps + 1, n - 1, map->cbuf, len) == 0)
-			__atomic_add_fetch(&map->resync, n - 1, __ATOMIC_RELAXED);
+		n = targets(map, kh, reps);
+		if (n > 0 && forward(map, reps, n, map->cbuf, len) == 0)
+			__atomic_add_fetch(&map->resync, n, __ATOMIC_RELAXED);
 	}
 	return 0;
+}
+
+/* info_read -- node @node's info word (0: not known yet). */
+static uint64_t info_read(loco_map_t *map, uint32_t node)
+{
+	size_t off = (size_t)MAP_READERS * map->group_len;
+	loco_rref_t rr;
+	uint64_t v = 0;
+
+	if (loco_region_remote(map->info, node, &rr) != 0 ||
+	    loco_read(map->scr, off, &rr, 0, 8, map->cack) != 0 ||
+	    loco_ack_wait(map->cack, 1000000000ll) != 0)
+		return 0;
+	memcpy(&v, (uint8_t *)loco_region_ptr(map->scr) + off, 8);
+	return v;
+}
+
+/* call_until -- call handler @id on @node until it says 0 (MAP_BUSY: again); 0 or the error. */
+static int call_until(loco_map_t *map, uint32_t node, uint32_t id)
+{
+	int64_t dl = obj_deadline(MAP_FWD_NS);
+	loco_waiter_t w;
+
+	loco_waiter_init(&w, map->m);
+	for (;;) {
+		loco_rpc_ticket_t t;
+		int st = 0, ret;
+
+		ret = loco_rpc_call_return(map->ep, node, id, &map->me, sizeof(map->me), NULL, 0,
+		                           &t, obj_left_ns(dl));
+		if (ret == 0)
+			ret = loco_rpc_wait(map->ep, &t, &st, NULL, obj_left_ns(dl));
+		if (ret)
+			return ret;
+		if (st != MAP_BUSY)
+			return st;
+		if (obj_now_ns() >= dl)
+			return -ETIMEDOUT;
+		loco_waiter_pause(&w);
+	}
+}
+
+/*
+ * peers_pass -- the paired nodes not active yet: read their info word; an
+ * active one joins the active mask, a joiner gets "map.done" once a
+ * whole copy_all() ran since it paired (@copied): every key it will hold
+ * that this node owns went there, and every write since goes there too. A joiner whose copies all came
+ * activates itself: "map.act" to every paired member, then it serves.
+ */
+static void peers_pass(loco_map_t *map, int copied)
+{
+	uint32_t ids[64], pend;
+	int np = loco_channel_peers(map->ch, ids, 64), changed = 0;
+
+	for (int k = 0; k < np && k < 64; k++) {
+		int i = node_index(map, ids[k]);
+		uint64_t v;
+
+		if (i < 0 || (mask_of(&map->active) & (1u << i)) ||
+		    !(mask_of(&map->present) & (1u << i)))
+			continue;
+		v = info_read(map, ids[k]);
+		if (v == INFO_ACTIVE) {
+			changed |= set_bit(map, &map->active, ids[k], 1);
+		} else if (v == INFO_JOINING && copied && node_index(map, map->me) >= 0 &&
+		           !__atomic_load_n(&map->joining, __ATOMIC_ACQUIRE) &&
+		           !(mask_of(&map->pushed) & (1u << i))) {
+			if (call_until(map, ids[k], map->done_id) == 0)
+				set_bit(map, &map->pushed, ids[k], 1);
+		}
+	}
+	if (changed)
+		wake(map);
+	if (!__atomic_load_n(&map->joining, __ATOMIC_ACQUIRE))
+		return;
+	/* a joiner: done from every paired holder? */
+	pend = mask_of(&map->present) & ~(1u << node_index(map, map->me));
+	if ((mask_of(&map->done_from) & pend) != pend)
+		return;
+	for (int k = 0; k < np && k < 64; k++) {
+		uint32_t j;
+
+		for (j = 0; j < map->nall && map->all[j] != ids[k]; j++)
+			;
+		if (j < map->nall && call_until(map, ids[k], map->act_id) != 0)
+			return; /* again on the next pass (a node that left is no longer paired) */
+	}
+	pthread_mutex_lock(&map->lock);
+	set_bit(map, &map->active, map->me, 1);
+	__atomic_store_n(&map->joining, 0, __ATOMIC_RELEASE);
+	show_owned(map);
+	pthread_mutex_unlock(&map->lock);
+	__atomic_store_n((uint64_t *)loco_region_ptr(map->info), INFO_ACTIVE, __ATOMIC_RELEASE);
+	wake(map);
+}
+
+/* h_done -- "map.done", on a joiner: the caller copied its keys here. */
+static int h_done(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl)
+{
+	loco_map_t *map = arg;
+
+	(void)ret;
+	(void)cap;
+	(void)rl;
+	set_bit(map, &map->done_from, msg->caller, 1);
+	wake(map);
+	return 0;
+}
+
+/*
+ * h_act -- "map.act": the caller, a joiner that has its keys, serves from
+ * now on. Its keys are no longer this node's: no write starts here for
+ * them; MAP_BUSY while one is under way (the joiner asks again), else
+ * they are hidden from readers here before the reply.
+ */
+static int h_act(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl)
+{
+	loco_map_t *map = arg;
+	int st = 0;
+
+	(void)ret;
+	(void)cap;
+	(void)rl;
+	pthread_mutex_lock(&map->lock);
+	if (set_bit(map, &map->active, msg->caller, 1))
+		__atomic_add_fetch(&map->epoch, 1, __ATOMIC_ACQ_REL);
+	for (uint32_t i = 0; i < map->nslots && st == 0; i++)
+		if (map->meta[i].busy && !owns(map, slot_key_hash(map, i)))
+			st = MAP_BUSY;
+	if (st == 0)
+		show_owned(map);
+	pthread_mutex_unlock(&map->lock);
+	wake(map);
+	return st;
 }
 
 static void *copy_thread(void *arg)
 {
 	loco_map_t *map = arg;
-	uint64_t done = __atomic_load_n(&map->epoch, __ATOMIC_ACQUIRE);
+	uint64_t done = 0;
 
 	pthread_mutex_lock(&map->tlock);
-	while (!map->stop) {
+	while (!__atomic_load_n(&map->stop, __ATOMIC_ACQUIRE)) {
 		uint64_t e = __atomic_load_n(&map->epoch, __ATOMIC_ACQUIRE);
 		struct timespec ts;
 
-		if (e != done) {
-			pthread_mutex_unlock(&map->tlock);
-			if (copy_all(map, e) == 0)
-				done = e;
-			pthread_mutex_lock(&map->tlock);
+		pthread_mutex_unlock(&map->tlock);
+		if (e != done && !__atomic_load_n(&map->leaving, __ATOMIC_ACQUIRE) &&
+		    node_index(map, map->me) >= 0 && copy_all(map, e) == 0)
+			done = e;
+		else if (node_index(map, map->me) < 0)
+			done = e;
+		if (mask_of(&map->active) != mask_of(&map->present) ||
+		    __atomic_load_n(&map->joining, __ATOMIC_ACQUIRE))
+			peers_pass(map, done == e &&
+			                    __atomic_load_n(&map->epoch, __ATOMIC_ACQUIRE) == e);
+		pthread_mutex_lock(&map->tlock);
+		if (__atomic_load_n(&map->epoch, __ATOMIC_ACQUIRE) != done)
 			continue;
-		}
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100000000;
+		ts.tv_nsec += 20000000;
 		if (ts.tv_nsec >= 1000000000) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
@@ -519,43 +799,95 @@ static void *copy_thread(void *arg)
 	return NULL;
 }
 
-/* set_present -- @node's bit to @on; a change wakes the copy thread. */
-static void set_present(loco_map_t *map, uint32_t node, int on)
-{
-	int i = node_index(map, node);
-	uint32_t bit, old;
-
-	if (i < 0)
-		return;
-	bit = 1u << i;
-	old = on ? __atomic_fetch_or(&map->present, bit, __ATOMIC_ACQ_REL)
-	         : __atomic_fetch_and(&map->present, ~bit, __ATOMIC_ACQ_REL);
-	if (((old & bit) != 0) == (on != 0))
-		return;
-	__atomic_add_fetch(&map->epoch, 1, __ATOMIC_ACQ_REL);
-	pthread_mutex_lock(&map->tlock);
-	pthread_cond_signal(&map->tcond);
-	pthread_mutex_unlock(&map->tlock);
-}
-
 static void map_peer_join(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
 	(void)obj;
 	(void)view;
-	set_present(arg, node, 1);
+	if (set_bit(arg, &((loco_map_t *)arg)->present, node, 1))
+		wake(arg);
 }
 
+/* map_peer_leave -- @node left: out of every mask (its next incarnation starts afresh) */
 static void map_peer_leave(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
+	loco_map_t *map = arg;
+
 	(void)obj;
 	(void)view;
-	set_present(arg, node, 0);
+	set_bit(map, &map->active, node, 0);
+	set_bit(map, &map->present, node, 0);
+	set_bit(map, &map->done_from, node, 0);
+	set_bit(map, &map->pushed, node, 0);
+	wake(map);
 }
 
 static const struct loco_object_ops map_ops = {
     .peer_join = map_peer_join,
     .peer_leave = map_peer_leave,
 };
+
+int loco_map_leave(loco_map_t *map, int64_t timeout_ns)
+{
+	int64_t dl = obj_deadline(timeout_ns);
+	uint8_t key[LOCO_MAP_KEY_MAX];
+	uint8_t *tab;
+	loco_waiter_t w;
+	uint32_t idle = 0;
+	int ret = 0;
+
+	if (map == NULL)
+		return -EINVAL;
+	if (node_index(map, map->me) < 0 || __atomic_load_n(&map->leaving, __ATOMIC_ACQUIRE))
+		return 0;
+	tab = loco_region_ptr(map->tab);
+	/* 1. no write starts here any more; the ones under way finish */
+	__atomic_store_n((uint64_t *)loco_region_ptr(map->info), INFO_LEAVING, __ATOMIC_RELEASE);
+	__atomic_store_n(&map->leaving, 1, __ATOMIC_RELEASE);
+	loco_waiter_init(&w, map->m);
+	while (idle < map->nslots) {
+		pthread_mutex_lock(&map->lock);
+		for (idle = 0; idle < map->nslots && !map->meta[idle].busy; idle++)
+			;
+		pthread_mutex_unlock(&map->lock);
+		if (idle == map->nslots)
+			break;
+		if (dl >= 0 && obj_now_ns() >= dl)
+			return -ETIMEDOUT;
+		loco_waiter_pause(&w);
+	}
+	/* 2. every entry to the nodes that hold it without this one */
+	for (uint32_t i = 0; i < map->nslots; i++) {
+		uint32_t reps[LOCO_MAP_REPLICAS_MAX], pres;
+		struct slot_hdr *h = (void *)slot_ptr(map, tab, i);
+		size_t len = 0;
+		unsigned n, k;
+		uint64_t kh = 0;
+
+		pthread_mutex_lock(&map->lock);
+		if (h->seq != 0 && h->ver != 0) {
+			memcpy(key, (uint8_t *)h + MAP_HDR, h->klen);
+			kh = key_hash(key, h->klen);
+			len =
+			    msg_build(map->cbuf, 0, (h->vlen & MAP_DEL) != 0, h->ver, key, h->klen,
+			              (uint8_t *)h + MAP_HDR + map->key_area, h->vlen & MAP_LEN);
+		}
+		pthread_mutex_unlock(&map->lock);
+		if (len == 0)
+			continue;
+		pres = mask_of(&map->active) & ~(1u << node_index(map, map->me));
+		n = rank(map, kh, pres, reps, map->R);
+		for (k = 0; k < n && ret == 0; k++)
+			ret = forward(map, &reps[k], 1, map->cbuf, len);
+		if (ret)
+			return ret;
+	}
+	/* 3. hidden from readers: the ones that still route here read again */
+	pthread_mutex_lock(&map->lock);
+	for (uint32_t i = 0; i < map->nslots; i++)
+		slot_show(map, i, 0);
+	pthread_mutex_unlock(&map->lock);
+	return 0;
+}
 
 /* ---- create / destroy ----------------------------------------------------- */
 
@@ -656,6 +988,11 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 		if (ret)
 			goto err;
 	}
+	ret = loco_ack_key_create(map->m, &map->cack);
+	if (ret)
+		goto err;
+	memcpy(map->all, all, nall * sizeof(uint32_t));
+	map->nall = nall;
 	ret = loco_object_create(ch, name, &map_ops, map, &map->obj);
 	if (ret)
 		goto err;
@@ -671,8 +1008,10 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 		ret = loco_region_create(map->obj, "tab", (size_t)map->nslots * map->slot_len,
 		                         LOCO_ACCESS_READ, &map->tab);
 	if (ret == 0)
-		ret =
-		    loco_region_create(map->obj, "scr", MAP_READERS * map->group_len, 0, &map->scr);
+		ret = loco_region_create(map->obj, "scr", MAP_READERS * map->group_len + 8, 0,
+		                         &map->scr);
+	if (ret == 0)
+		ret = loco_region_create(map->obj, "info", 8, LOCO_ACCESS_READ, &map->info);
 	if (ret)
 		goto err;
 	loco_rpc_cfg_default(&rc, all, nall);
@@ -688,13 +1027,21 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 		ret = loco_rpc_register(map->ep, "map.op", h_op, map, &map->op_id);
 	if (ret == 0)
 		ret = loco_rpc_register(map->ep, "map.rep", h_rep, map, &map->rep_id);
+	if (ret == 0)
+		ret = loco_rpc_register(map->ep, "map.done", h_done, map, &map->done_id);
+	if (ret == 0)
+		ret = loco_rpc_register(map->ep, "map.act", h_act, map, &map->act_id);
 	if (ret)
 		goto err;
 	/* this node, and the peers paired before the object existed (later ones: peer_join) */
-	set_present(map, map->me, 1);
+	set_bit(map, &map->present, map->me, 1);
+	if (!c.join)
+		set_bit(map, &map->active, map->me, 1);
+	map->joining = c.join && node_index(map, map->me) >= 0;
+	*(uint64_t *)loco_region_ptr(map->info) = map->joining ? INFO_JOINING : INFO_ACTIVE;
 	np = loco_channel_peers(ch, ids, 64);
 	for (int i = 0; i < np && i < 64; i++)
-		set_present(map, ids[i], 1);
+		set_bit(map, &map->present, ids[i], 1);
 	if (pthread_create(&map->thr, NULL, copy_thread, map)) {
 		ret = -ENOMEM;
 		goto err;
@@ -708,6 +1055,7 @@ err:
 	loco_object_destroy(map->obj);
 	for (unsigned i = 0; i < MAP_READERS; i++)
 		loco_ack_key_destroy(map->acks[i]);
+	loco_ack_key_destroy(map->cack);
 	free(map->meta);
 	free(map->cbuf);
 	pthread_cond_destroy(&map->tcond);
@@ -732,6 +1080,7 @@ void loco_map_destroy(loco_map_t *map)
 	loco_object_destroy(map->obj);
 	for (unsigned i = 0; i < MAP_READERS; i++)
 		loco_ack_key_destroy(map->acks[i]);
+	loco_ack_key_destroy(map->cack);
 	free(map->meta);
 	free(map->cbuf);
 	pthread_cond_destroy(&map->tcond);
@@ -742,17 +1091,25 @@ void loco_map_destroy(loco_map_t *map)
 
 int loco_map_sync(loco_map_t *map, int64_t timeout_ns)
 {
+	int64_t dl = obj_deadline(timeout_ns);
+	loco_waiter_t w;
 	int ret;
 
 	if (map == NULL)
 		return -EINVAL;
-	ret = loco_rpc_sync(map->ep, timeout_ns);
-	if (ret == 0) {
-		ret = loco_object_sync(map->obj, timeout_ns);
-		if (ret > 0)
-			ret = 0;
+	ret = loco_object_sync(map->obj, timeout_ns);
+	if (ret < 0)
+		return ret;
+	loco_waiter_init(&w, map->m);
+	for (;;) {
+		uint32_t p = mask_of(&map->present), a = mask_of(&map->active);
+
+		if ((a & p) == p)
+			return 0;
+		if (dl >= 0 && obj_now_ns() >= dl)
+			return -ETIMEDOUT;
+		loco_waiter_pause(&w);
 	}
-	return ret;
 }
 
 /* ---- GET ------------------------------------------------------------------ */
@@ -825,6 +1182,8 @@ int loco_map_get(loco_map_t *map, const void *key, size_t klen, void *val, size_
 		return -EINVAL;
 	if (klen == 0 || klen > map->key_max)
 		return -EMSGSIZE;
+	if (__atomic_load_n(&map->leaving, __ATOMIC_ACQUIRE))
+		return -ESHUTDOWN;
 	__atomic_add_fetch(&map->gets, 1, __ATOMIC_RELAXED);
 	kh = key_hash(key, klen);
 	r = reader_take(map);
@@ -834,7 +1193,8 @@ int loco_map_get(loco_map_t *map, const void *key, size_t klen, void *val, size_
 		uint32_t owner, g0 = (uint32_t)(kh % map->ngroups);
 		int torn = 0;
 
-		if (rank(map, kh, &owner, 1) == 0) {
+		owner = owner_of(map, kh);
+		if (owner == 0) {
 			ret = -EHOSTUNREACH;
 			break;
 		}
@@ -864,9 +1224,11 @@ int loco_map_get(loco_map_t *map, const void *key, size_t klen, void *val, size_
 				if (h.klen != klen || memcmp(s + MAP_HDR, key, klen) != 0)
 					continue;
 				end = 1;
-				if (h.vlen & MAP_DEL) {
+				if (h.vlen & MAP_HIDE) {
+					torn = 1; /* its owner is moving: read again */
+				} else if (h.vlen & MAP_DEL) {
 					ret = -ENOENT;
-				} else if ((h.vlen & ~MAP_DEL) > cap) {
+				} else if ((h.vlen & MAP_LEN) > cap) {
 					ret = -ENOBUFS;
 				} else {
 					if (h.vlen)
@@ -911,6 +1273,8 @@ static int write_op(loco_map_t *map, int op, const void *key, size_t klen, uint6
 		return -EINVAL;
 	if (klen == 0 || klen > map->key_max || vlen > map->value_max)
 		return -EMSGSIZE;
+	if (__atomic_load_n(&map->leaving, __ATOMIC_ACQUIRE))
+		return -ESHUTDOWN;
 	__atomic_add_fetch(&map->writes, 1, __ATOMIC_RELAXED);
 	kh = key_hash(key, klen);
 	len = msg_build(msg, op, 0, expect, key, klen, val, vlen);
@@ -920,12 +1284,15 @@ static int write_op(loco_map_t *map, int op, const void *key, size_t klen, uint6
 		uint32_t owner;
 		int st = 0;
 
-		if (rank(map, kh, &owner, 1) == 0)
+		owner = owner_of(map, kh);
+		if (owner == 0)
 			return -EHOSTUNREACH;
 		if (owner == map->me) {
 			ret = owner_op(map, op, kh, key, klen, expect, val, vlen, &ver);
 			if (ret == -EINPROGRESS)
 				st = MAP_BUSY;
+			else if (ret == -EXDEV)
+				st = MAP_NOT_OWNER;
 		} else {
 			ret = loco_rpc_call_return(map->ep, owner, map->op_id, msg, len, &ver,
 			                           sizeof(ver), &t, obj_left_ns(dl));
@@ -971,7 +1338,8 @@ uint32_t loco_map_owner(loco_map_t *map, const void *key, size_t klen)
 
 	if (map == NULL || key == NULL || klen == 0)
 		return 0;
-	return rank(map, key_hash(key, klen), &top, 1) ? top : 0;
+	(void)top;
+	return owner_of(map, key_hash(key, klen));
 }
 
 void loco_map_stats(loco_map_t *map, loco_map_stats_t *st)
@@ -1000,7 +1368,8 @@ void loco_map_stats(loco_map_t *map, loco_map_stats_t *st)
 		st->used++;
 		if (h->ver == 0)
 			continue; /* a key being made: not an entry yet */
-		n = rank(map, key_hash((uint8_t *)h + MAP_HDR, h->klen), reps, map->R);
+		n = rank(map, key_hash((uint8_t *)h + MAP_HDR, h->klen), mask_of(&map->active),
+		         reps, map->R);
 		for (k = 0; k < n && reps[k] != map->me; k++)
 			;
 		if (k == 0 && n > 0)

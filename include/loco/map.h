@@ -59,6 +59,7 @@ typedef struct loco_map_cfg {
 	size_t value_max;        /* largest value (256 B) <= LOCO_MAP_VALUE_MAX; agreed */
 	uint32_t capacity; /* slots of each node's table (4096; a multiple of the group); agreed */
 	uint32_t replicas; /* copies of each key (1) <= LOCO_MAP_REPLICAS_MAX; agreed */
+	int join;          /* 1: this node joins a map in use: it serves once it has its keys */
 } loco_map_cfg_t;
 
 /* What the map did on this node, and what its table holds (loco_map_stats()). */
@@ -129,6 +130,16 @@ int loco_map_del(loco_map_t *map, const void *key, size_t klen, int64_t timeout_
  */
 int loco_map_cas(loco_map_t *map, const void *key, size_t klen, uint64_t expect, const void *val,
                  size_t vlen, uint64_t *version, int64_t timeout_ns);
+
+/*
+ * loco_map_leave -- hand this node's keys over before it leaves: no write
+ * starts here any more, the ones under way finish, every entry goes to
+ * the nodes that hold its key without this one, then this node's table
+ * is hidden from readers. Call it before loco_map_destroy() and
+ * loco_fini() (a graceful leave); this node's later operations on the
+ * map return -ESHUTDOWN. Returns 0; -ETIMEDOUT, -EINVAL, or an rpc error.
+ */
+int loco_map_leave(loco_map_t *map, int64_t timeout_ns);
 
 /* loco_map_owner -- the node that owns @key in this node's view now (0: none present). */
 uint32_t loco_map_owner(loco_map_t *map, const void *key, size_t klen);
