@@ -101,7 +101,7 @@ struct loco_map {
 	uint32_t nslots, ngroups, R;
 	uint32_t all[LOCO_RPC_NODES_MAX]; /* nodes, then clients */
 	uint32_t nall;
-	uint32_t act_id, done_id;
+	uint32_t act_id, done_id, bye_id;
 	loco_region_t *info;  /* this node's INFO_* word, read by the others */
 	loco_ack_key_t *cack; /* the copy thread's reads of the others' info words */
 	uint32_t present;     /* atomic: bit i = nodes[i] is paired (P) */
@@ -110,6 +110,7 @@ struct loco_map {
 	uint32_t pushed;      /* atomic: the joiners this node copied its keys to */
 	int joining;          /* atomic: this node waits for its copies (cfg.join) */
 	int leaving;          /* atomic: loco_map_leave() ran: no key is this node's */
+	int may_act;          /* atomic: loco_map_sync() ran: a joiner may start serving */
 	uint64_t epoch;       /* atomic: grows with every change of @present */
 	pthread_mutex_t lock; /* writes to the table, @meta */
 	struct slot_meta *meta;
@@ -701,9 +702,10 @@ static void peers_pass(loco_map_t *map, int copied)
 	}
 	if (changed)
 		wake(map);
-	if (!__atomic_load_n(&map->joining, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&map->joining, __ATOMIC_ACQUIRE) ||
+	    !__atomic_load_n(&map->may_act, __ATOMIC_ACQUIRE))
 		return;
-	/* a joiner: done from every paired holder? */
+	/* a joiner that joined the channel (loco_map_sync): done from every paired holder? */
 	pend = mask_of(&map->present) & ~(1u << node_index(map, map->me));
 	if ((mask_of(&map->done_from) & pend) != pend)
 		return;
@@ -762,6 +764,26 @@ static int h_act(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, si
 	pthread_mutex_unlock(&map->lock);
 	wake(map);
 	return st;
+}
+
+/*
+ * h_bye -- "map.bye": the caller handed its keys over (loco_map_leave) and
+ * leaves: it no longer serves nor holds any key, from now on here.
+ */
+static int h_bye(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl)
+{
+	loco_map_t *map = arg;
+
+	(void)ret;
+	(void)cap;
+	(void)rl;
+	pthread_mutex_lock(&map->lock);
+	set_bit(map, &map->active, msg->caller, 0);
+	set_bit(map, &map->present, msg->caller, 0);
+	show_owned(map);
+	pthread_mutex_unlock(&map->lock);
+	wake(map);
+	return 0;
 }
 
 static void *copy_thread(void *arg)
@@ -886,6 +908,23 @@ int loco_map_leave(loco_map_t *map, int64_t timeout_ns)
 	for (uint32_t i = 0; i < map->nslots; i++)
 		slot_show(map, i, 0);
 	pthread_mutex_unlock(&map->lock);
+	/* 4. every member takes this node out of its masks: the new owners serve at once */
+	{
+		uint32_t ids[64];
+		int np = loco_channel_peers(map->ch, ids, 64);
+
+		for (int k = 0; k < np && k < 64; k++) {
+			uint32_t j;
+
+			for (j = 0; j < map->nall && map->all[j] != ids[k]; j++)
+				;
+			if (j == map->nall)
+				continue;
+			ret = call_until(map, ids[k], map->bye_id);
+			if (ret && ret != -ECONNRESET)
+				return ret;
+		}
+	}
 	return 0;
 }
 
@@ -1031,6 +1070,8 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 		ret = loco_rpc_register(map->ep, "map.done", h_done, map, &map->done_id);
 	if (ret == 0)
 		ret = loco_rpc_register(map->ep, "map.act", h_act, map, &map->act_id);
+	if (ret == 0)
+		ret = loco_rpc_register(map->ep, "map.bye", h_bye, map, &map->bye_id);
 	if (ret)
 		goto err;
 	/* this node, and the peers paired before the object existed (later ones: peer_join) */
@@ -1100,6 +1141,23 @@ int loco_map_sync(loco_map_t *map, int64_t timeout_ns)
 	ret = loco_object_sync(map->obj, timeout_ns);
 	if (ret < 0)
 		return ret;
+	{
+		/* every member here: their rpc pipes up before the first call (a member still
+		   to come, a joiner, is not waited for: calls to the others wait for their pipes) */
+		uint32_t ids[64];
+		int np = loco_channel_peers(map->ch, ids, 64), found = 0;
+
+		for (uint32_t j = 0; j < map->nall; j++)
+			for (int k = 0; k < np && k < 64; k++)
+				found += ids[k] == map->all[j];
+		if (found == (int)map->nall - 1) {
+			ret = loco_rpc_sync(map->ep, obj_left_ns(dl));
+			if (ret)
+				return ret;
+		}
+	}
+	__atomic_store_n(&map->may_act, 1, __ATOMIC_RELEASE);
+	wake(map);
 	loco_waiter_init(&w, map->m);
 	for (;;) {
 		uint32_t p = mask_of(&map->present), a = mask_of(&map->active);
