@@ -704,11 +704,22 @@ static void peers_pass(loco_map_t *map, int copied)
 		wake(map);
 	if (!__atomic_load_n(&map->joining, __ATOMIC_ACQUIRE) ||
 	    !__atomic_load_n(&map->may_act, __ATOMIC_ACQUIRE))
-		return;
-	/* a joiner that joined the channel (loco_map_sync): done from every paired holder? */
+		return; /* a joiner that joined the channel (loco_map_sync): done from every paired holder, and
+	   every holder in the cluster's view paired (one that pairs late has keys to copy) */
 	pend = mask_of(&map->present) & ~(1u << node_index(map, map->me));
 	if ((mask_of(&map->done_from) & pend) != pend)
 		return;
+	{
+		uint32_t mem[64];
+		int nm = loco_members(map->m, mem, 64);
+
+		for (int k = 0; k < nm && k < 64; k++) {
+			int i = node_index(map, mem[k]);
+
+			if (i >= 0 && mem[k] != map->me && !(pend & (1u << i)))
+				return;
+		}
+	}
 	for (int k = 0; k < np && k < 64; k++) {
 		uint32_t j;
 
