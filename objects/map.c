@@ -1223,6 +1223,15 @@ static int group_read(loco_map_t *map, unsigned r, uint32_t owner, uint32_t g, i
 		       map->group_len);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		return 0;
+	} /* a READ of an earlier try that failed to complete in time must not land later in a
+	   buffer this GET, or the next one to take the buffer, validates */
+	while (loco_ack_outstanding(map->acks[r]) > 0) {
+		int64_t left = obj_left_ns(dl);
+
+		(void)loco_ack_wait(map->acks[r],
+		                    left < 0 || left > 1000000000ll ? 1000000000ll : left);
+		if (dl >= 0 && obj_now_ns() >= dl && loco_ack_outstanding(map->acks[r]) > 0)
+			return -ETIMEDOUT;
 	}
 	ret = loco_region_remote(map->tab, owner, &rr);
 	if (ret == 0)
