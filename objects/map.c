@@ -811,8 +811,9 @@ static void *copy_thread(void *arg)
 		if (e != done && !__atomic_load_n(&map->leaving, __ATOMIC_ACQUIRE) &&
 		    node_index(map, map->me) >= 0 && copy_all(map, e) == 0)
 			done = e;
-		else if (node_index(map, map->me) < 0)
-			done = e;
+		else if (node_index(map, map->me) < 0 ||
+		         __atomic_load_n(&map->leaving, __ATOMIC_ACQUIRE))
+			done = e; /* nothing to copy: a client, or a node that left */
 		if (mask_of(&map->active) != mask_of(&map->present) ||
 		    __atomic_load_n(&map->joining, __ATOMIC_ACQUIRE))
 			peers_pass(map, done == e &&
@@ -821,7 +822,11 @@ static void *copy_thread(void *arg)
 		if (__atomic_load_n(&map->epoch, __ATOMIC_ACQUIRE) != done)
 			continue;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 20000000;
+		/* a node waiting to become active is polled for every 20 ms; else a change wakes us */
+		ts.tv_nsec += mask_of(&map->active) != mask_of(&map->present) ||
+		                      __atomic_load_n(&map->joining, __ATOMIC_ACQUIRE)
+		                  ? 20000000
+		                  : 200000000;
 		if (ts.tv_nsec >= 1000000000) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
