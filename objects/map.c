@@ -59,6 +59,7 @@
 #define MAP_NOT_OWNER 1 /* op handler status: the callee does not own the key (retry) */
 #define MAP_BUSY      2 /* op handler status: a write of the key is under way (retry) */
 #define MAP_FWD_NS    (30ll * 1000000000ll)
+#define MAP_SETTLE_NS (100ll * 1000000ll) /* a change of the masks is copied for this late */
 
 enum {
 	OP_PUT = 1,
@@ -797,36 +798,61 @@ static int h_bye(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, si
 	return 0;
 }
 
+/*
+ * settled -- whether change @e of the masks is MAP_SETTLE_NS old (@seen,
+ * @seen_ns: the change last seen and when). Entries a change gives this
+ * node become readable at once; its copies wait: when the members
+ * destroy a map together, a copy sent to a member whose map is gone
+ * would write into freed memory (a bad key: the fabric takes the link
+ * down).
+ */
+static int settled(loco_map_t *map, uint64_t e, uint64_t *seen, int64_t *seen_ns)
+{
+	if (e != *seen) {
+		*seen = e;
+		*seen_ns = obj_now_ns();
+		if (node_index(map, map->me) >= 0) {
+			pthread_mutex_lock(&map->lock);
+			show_owned(map);
+			pthread_mutex_unlock(&map->lock);
+		}
+	}
+	return obj_now_ns() - *seen_ns >= MAP_SETTLE_NS;
+}
+
 static void *copy_thread(void *arg)
 {
 	loco_map_t *map = arg;
-	uint64_t done = 0;
+	uint64_t done = 0, seen = 0;
+	int64_t seen_ns = 0;
 
 	pthread_mutex_lock(&map->tlock);
 	while (!__atomic_load_n(&map->stop, __ATOMIC_ACQUIRE)) {
 		uint64_t e = __atomic_load_n(&map->epoch, __ATOMIC_ACQUIRE);
+		int holder = node_index(map, map->me) >= 0, pending;
+		long nap;
 		struct timespec ts;
 
 		pthread_mutex_unlock(&map->tlock);
-		if (e != done && !__atomic_load_n(&map->leaving, __ATOMIC_ACQUIRE) &&
-		    node_index(map, map->me) >= 0 && copy_all(map, e) == 0)
-			done = e;
-		else if (node_index(map, map->me) < 0 ||
-		         __atomic_load_n(&map->leaving, __ATOMIC_ACQUIRE))
-			done = e; /* nothing to copy: a client, or a node that left */
-		if (mask_of(&map->active) != mask_of(&map->present) ||
-		    __atomic_load_n(&map->joining, __ATOMIC_ACQUIRE))
+		/* a change is copied for once it is MAP_SETTLE_NS old */
+		if (e != done && settled(map, e, &seen, &seen_ns)) {
+			if (!holder || __atomic_load_n(&map->leaving, __ATOMIC_ACQUIRE))
+				done = e; /* nothing to copy: a client, or a node that left */
+			else if (copy_all(map, e) == 0)
+				done = e;
+		}
+		pending = mask_of(&map->active) != mask_of(&map->present) ||
+		          __atomic_load_n(&map->joining, __ATOMIC_ACQUIRE);
+		if (pending)
 			peers_pass(map, done == e &&
 			                    __atomic_load_n(&map->epoch, __ATOMIC_ACQUIRE) == e);
 		pthread_mutex_lock(&map->tlock);
-		if (__atomic_load_n(&map->epoch, __ATOMIC_ACQUIRE) != done)
-			continue;
+		if (__atomic_load_n(&map->epoch, __ATOMIC_ACQUIRE) != done && done == e)
+			continue; /* changed meanwhile */
+		/* settling: 10 ms; a node waiting to become active: 20 ms; else a change wakes us */
+		nap = e != done ? 10000000l : pending ? 20000000l : 200000000l;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		/* a node waiting to become active is polled for every 20 ms; else a change wakes us */
-		ts.tv_nsec += mask_of(&map->active) != mask_of(&map->present) ||
-		                      __atomic_load_n(&map->joining, __ATOMIC_ACQUIRE)
-		                  ? 20000000
-		                  : 200000000;
+		ts.tv_nsec += nap;
 		if (ts.tv_nsec >= 1000000000) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
@@ -849,14 +875,16 @@ static void map_peer_join(loco_object_t *obj, uint32_t node, uint64_t view, void
 static void map_peer_leave(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
 	loco_map_t *map = arg;
+	int changed;
 
 	(void)obj;
 	(void)view;
-	set_bit(map, &map->active, node, 0);
-	set_bit(map, &map->present, node, 0);
+	changed = set_bit(map, &map->active, node, 0);
+	changed |= set_bit(map, &map->present, node, 0);
 	set_bit(map, &map->done_from, node, 0);
 	set_bit(map, &map->pushed, node, 0);
-	wake(map);
+	if (changed) /* a client's leave changes nothing here */
+		wake(map);
 }
 
 static const struct loco_object_ops map_ops = {

@@ -13,10 +13,12 @@
  *    longer value -ENOBUFS; cas with a wrong version -ECANCELED, with
  *    the right one the next version, with 0 on an absent key creates it;
  *    del of an absent key -ENOENT. The census: every key is owned by one
- *    node and held as a replica by one other (sum over the nodes).
- * 2. Map "s" (capacity 16 per node): node 2 puts new keys until -ENOSPC
+ *    node and held as a replica by one other (sum over the nodes). * 2. Map "s" (capacity 16 per node): node 2 puts new keys until -ENOSPC
  *    (at most 200 tries); then every key put before reads back intact
  *    from every node, and an overwrite of a stored key still works.
+ * 3. Map "c": nodes {1, 2} hold keys, node 3 is a client: it puts 20
+ *    keys and reads them back, node 1 reads them too; node 3's table
+ *    holds nothing and every key's owner is 1 or 2.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -208,7 +210,58 @@ int main(int argc, char **argv)
 		}
 		sc_log("the %d keys of the full map read back intact", n);
 	}
-	sc_sync_wait(&sync, "done", 60000);
+	sc_sync_wait(&sync, "small done", 60000);
+
+	/* 3: a client */
+	{
+		static const uint32_t holders[] = {1, 2}, clients[] = {3};
+		loco_channel_t *ch3;
+		loco_map_cfg_t cfg;
+		loco_map_t *cm;
+
+		SC_ASSERT_OK(loco_channel_create(m, NULL, "c", 3, &ch3));
+		loco_map_cfg_default(&cfg, holders, 2);
+		cfg.clients = clients;
+		cfg.nclients = 1;
+		cfg.replicas = 2;
+		SC_ASSERT_OK(loco_map_create(ch3, "c", &cfg, &cm));
+		SC_ASSERT_OK(loco_channel_join(ch3, 20 * SC_NS));
+		SC_ASSERT_OK(loco_map_sync(cm, 20 * SC_NS));
+		sc_sync_wait(&sync, "map c", SC_WAIT_MS);
+		if (me == 3) {
+			for (int i = 0; i < 20; i++) {
+				snprintf(key, sizeof(key), "c-%d", i);
+				value_of(val, sizeof(val), i, 1);
+				SC_ASSERT_OK(loco_map_put(cm, key, strlen(key), val, strlen(val),
+				                          &ver, TMO));
+				SC_ASSERT_EQ(ver, 1);
+				SC_ASSERT(loco_map_owner(cm, key, strlen(key)) == 1 ||
+				          loco_map_owner(cm, key, strlen(key)) == 2);
+			}
+		}
+		sc_sync_wait(&sync, "client wrote", SC_WAIT_MS);
+		if (me != 2) {
+			for (int i = 0; i < 20; i++) {
+				snprintf(key, sizeof(key), "c-%d", i);
+				value_of(val, sizeof(val), i, 1);
+				SC_ASSERT_OK(loco_map_get(cm, key, strlen(key), got, sizeof(got),
+				                          &len, &ver, TMO));
+				SC_ASSERT(len == strlen(val) && memcmp(got, val, len) == 0 &&
+				          ver == 1);
+			}
+			loco_map_stats(cm, &st);
+			if (me == 3)
+				SC_ASSERT_EQ(st.used, 0);
+			else
+				SC_ASSERT_EQ(st.owned + st.replicas, 20);
+			sc_log("map c: the client's 20 keys read back here; this node holds %llu",
+			       (unsigned long long)st.used);
+		} /* destroyed together at the end, after the last barrier: an rpc endpoint destroyed
+		   while a peer's is still up gets a last WRITE from it (loco_rpipe_destroy) */
+		sc_sync_wait(&sync, "done", 60000);
+		loco_map_destroy(cm);
+		SC_ASSERT_OK(loco_channel_destroy(ch3));
+	}
 	loco_map_destroy(small);
 	loco_map_destroy(map);
 	SC_ASSERT_OK(loco_channel_destroy(ch2));

@@ -45,7 +45,7 @@
 #define VICTIM   9
 #define PRE      150
 #define POST     100
-#define OPS_MAX  600
+#define OPS_MAX  800
 #define BOX_PID  1
 #define BOX_KILL 2 /* node 1's kill time */
 
@@ -132,6 +132,8 @@ static void *client_main(void *arg)
 
 		if (sc_now_ms() > dl)
 			SC_FAIL("thread %u: no %u operations after the kill in 60 s", c->th, POST);
+		if (t_kill == 0 && i > PRE + 50)
+			sc_sleep_ms(5); /* the kill is near: do not run out of records */
 		ret = one_op(c, (uint32_t)(rand_r(&seed) % KEYS), rand_r(&seed) % 2, i);
 		if (ret) {
 			if (t_kill == 0 && sc_sync_get(c->sync, BOX_KILL) == 0)
