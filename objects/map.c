@@ -528,11 +528,8 @@ int loco_map_cas(loco_map_t *map, const void *key, size_t klen, uint64_t expect,
 
 uint32_t loco_map_owner(loco_map_t *map, const void *key, size_t klen)
 {
-	uint32_t top;
-
 	if (map == NULL || key == NULL || klen == 0)
 		return 0;
-	(void)top;
 	return map_owner_of(map, map_key_hash(key, klen));
 }
 
