@@ -7,12 +7,18 @@
  * that was invoked after it returned), each must be legal in the register
  * model from the state the earlier ones left, and a (set of linearized
  * operations, state) pair already explored is never explored again.
- *
- * Model: the state is a value, 0 for absent (written values are never 0).
- *   PUT v        always legal; state := v
- *   GET -> r     legal iff state == r (r == 0: the GET said -ENOENT)
- *   DEL -> 0     legal iff state != 0; state := 0
- *   DEL -> ENOENT legal iff state == 0
+ * * Model: the state is a value, 0 for absent (written values are never 0),
+ * and the key's version (0 at first; every write that succeeds adds one,
+ * a delete too, as loco_map(3) says). A version given as 0 in a GET or
+ * PUT record is not checked.
+ *   PUT v        always legal; value := v, version + 1 (== the PUT's version)
+ *   GET -> r     legal iff value == r (r == 0: the GET said -ENOENT) and
+ *                the version is the GET's
+ *   DEL -> 0     legal iff value != 0; value := 0, version + 1
+ *   DEL -> ENOENT legal iff value == 0
+ *   CAS e -> v   legal iff (e == 0 ? value == 0 : value != 0 && version == e);
+ *                value := v, version + 1
+ *   CAS e failed legal iff not so
  *
  * Operations whose outcome is unknown (an error: the write may have
  * happened or not) are given as MC_PUT_MAYBE / MC_DEL_MAYBE: legal
@@ -34,13 +40,21 @@ enum mc_kind {
 	MC_DEL,
 	MC_DEL_ENOENT,
 	MC_PUT_MAYBE,
-	MC_DEL_MAYBE
+	MC_DEL_MAYBE,
+	MC_CAS,     /* succeeded */
+	MC_CAS_FAIL /* -ECANCELED */
 };
 
 struct mc_op {
 	int64_t inv, resp; /* CLOCK_MONOTONIC ns */
 	int kind;          /* enum mc_kind */
-	uint64_t val;      /* PUT: the value written; GET: the value read (0: absent) */
+	uint64_t val;      /* PUT, CAS: the value written; GET: the value read (0: absent) */
+	uint64_t ver;      /* GET, PUT: the version returned (0: unchecked); CAS: expected */
+};
+
+/* the register's state */
+struct mc_state {
+	uint64_t val, ver;
 };
 
 #define MC_OPS_MAX   1024u
@@ -62,15 +76,15 @@ struct mc_entry {
 
 struct mc_memo {
 	uint64_t *bits; /* (1 << MC_CACHE_LOG) * words; a row of zeros with state 0 is free */
-	uint64_t *state;
+	struct mc_state *state;
 	uint8_t *used;
 	unsigned words;
 	size_t n, cap;
 };
 
-static uint64_t mc_hash(const uint64_t *b, unsigned words, uint64_t st)
+static uint64_t mc_hash(const uint64_t *b, unsigned words, struct mc_state st)
 {
-	uint64_t h = st * 0x9e3779b97f4a7c15ull + 1;
+	uint64_t h = st.val * 0x9e3779b97f4a7c15ull + st.ver * 0xc2b2ae3d27d4eb4full + 1;
 
 	for (unsigned i = 0; i < words; i++) {
 		h ^= b[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -80,7 +94,7 @@ static uint64_t mc_hash(const uint64_t *b, unsigned words, uint64_t st)
 }
 
 /* mc_memo_add -- 1 if (@b, @st) was new (now added), 0 if seen, -1 when full. */
-static int mc_memo_add(struct mc_memo *m, const uint64_t *b, uint64_t st)
+static int mc_memo_add(struct mc_memo *m, const uint64_t *b, struct mc_state st)
 {
 	size_t i = mc_hash(b, m->words, st) & (m->cap - 1);
 
@@ -94,27 +108,44 @@ static int mc_memo_add(struct mc_memo *m, const uint64_t *b, uint64_t st)
 			m->n++;
 			return 1;
 		}
-		if (m->state[i] == st && memcmp(&m->bits[i * m->words], b, m->words * 8) == 0)
+		if (m->state[i].val == st.val && m->state[i].ver == st.ver &&
+		    memcmp(&m->bits[i * m->words], b, m->words * 8) == 0)
 			return 0;
 	}
 }
 
 /* mc_step -- whether op @o is legal from state *@st; the new state into *@st. */
-static int mc_step(const struct mc_op *o, uint64_t *st)
+static int mc_step(const struct mc_op *o, struct mc_state *st)
 {
+	int match;
+
 	switch (o->kind) {
 	case MC_GET:
-		return *st == o->val;
+		return st->val == o->val && (o->val == 0 || o->ver == 0 || st->ver == o->ver);
 	case MC_PUT:
-		*st = o->val;
+		if (o->ver != 0 && o->ver != st->ver + 1)
+			return 0;
+		st->val = o->val;
+		st->ver++;
 		return 1;
 	case MC_DEL:
-		if (*st == 0)
+		if (st->val == 0)
 			return 0;
-		*st = 0;
+		st->val = 0;
+		st->ver++;
 		return 1;
 	case MC_DEL_ENOENT:
-		return *st == 0;
+		return st->val == 0;
+	case MC_CAS:
+	case MC_CAS_FAIL:
+		match = o->ver == 0 ? st->val == 0 : st->val != 0 && st->ver == o->ver;
+		if (o->kind == MC_CAS_FAIL)
+			return !match;
+		if (!match)
+			return 0;
+		st->val = o->val;
+		st->ver++;
+		return 1;
 	default:
 		return 0;
 	}
@@ -140,7 +171,8 @@ static int mc_check(const struct mc_op *in, size_t n, size_t *explored)
 {
 	struct mc_op *ops;
 	struct mc_entry *ent, **order, head = {0}, **stack_e;
-	uint64_t *lin, *stack_s, st = 0;
+	uint64_t *lin;
+	struct mc_state *stack_s, st = {0, 0};
 	struct mc_memo memo = {0};
 	size_t sp = 0, nops = 0;
 	int res = MC_OK;
@@ -163,7 +195,7 @@ static int mc_check(const struct mc_op *in, size_t n, size_t *explored)
 	memo.words = (unsigned)((nops + 63) / 64 + 1);
 	memo.cap = (size_t)1 << MC_CACHE_LOG;
 	memo.bits = calloc(memo.cap * memo.words, 8);
-	memo.state = calloc(memo.cap, 8);
+	memo.state = calloc(memo.cap, sizeof(*memo.state));
 	memo.used = calloc(memo.cap, 1);
 	ent = calloc(2 * nops + 1, sizeof(*ent));
 	order = calloc(2 * nops + 1, sizeof(*order));
@@ -230,7 +262,7 @@ static int mc_check(const struct mc_op *in, size_t n, size_t *explored)
 				continue;
 			}
 			{
-				uint64_t ns = st;
+				struct mc_state ns = st;
 				int r;
 
 				if (mc_step(&ops[e->op], &ns)) {

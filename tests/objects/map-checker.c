@@ -33,41 +33,59 @@ static void expect(const char *what, const struct mc_op *ops, size_t n, int want
 int main(void)
 {
 	/* {inv, resp, kind, val} */
-	const struct mc_op seq[] = {{0, 10, MC_PUT, 1},
-	                            {20, 30, MC_GET, 1},
-	                            {40, 50, MC_DEL, 0},
-	                            {60, 70, MC_GET, 0},
-	                            {80, 90, MC_DEL_ENOENT, 0}};
+	const struct mc_op seq[] = {{0, 10, MC_PUT, 1, 0},
+	                            {20, 30, MC_GET, 1, 0},
+	                            {40, 50, MC_DEL, 0, 0},
+	                            {60, 70, MC_GET, 0, 0},
+	                            {80, 90, MC_DEL_ENOENT, 0, 0}};
 	const struct mc_op overlap[] = {
-	    {0, 100, MC_PUT, 1}, {10, 20, MC_GET, 1}, {30, 40, MC_GET, 1}};
+	    {0, 100, MC_PUT, 1, 0}, {10, 20, MC_GET, 1, 0}, {30, 40, MC_GET, 1, 0}};
 	const struct mc_op overlap0[] = {
-	    {0, 100, MC_PUT, 1}, {10, 20, MC_GET, 0}, {30, 40, MC_GET, 1}};
+	    {0, 100, MC_PUT, 1, 0}, {10, 20, MC_GET, 0, 0}, {30, 40, MC_GET, 1, 0}};
 	const struct mc_op flicker[] = {
-	    {0, 100, MC_PUT, 1}, {10, 20, MC_GET, 1}, {30, 40, MC_GET, 0}};
-	const struct mc_op stale[] = {{0, 10, MC_PUT, 1}, {20, 30, MC_PUT, 2}, {40, 50, MC_GET, 1}};
-	const struct mc_op lost[] = {{0, 10, MC_PUT, 1}, {20, 30, MC_GET, 0}};
-	const struct mc_op never[] = {{0, 10, MC_PUT, 1}, {20, 30, MC_GET, 7}};
-	const struct mc_op future[] = {{0, 10, MC_GET, 1}, {20, 30, MC_PUT, 1}};
-	const struct mc_op undel[] = {{0, 10, MC_PUT, 1}, {20, 30, MC_DEL, 0}, {40, 50, MC_GET, 1}};
+	    {0, 100, MC_PUT, 1, 0}, {10, 20, MC_GET, 1, 0}, {30, 40, MC_GET, 0, 0}};
+	const struct mc_op stale[] = {
+	    {0, 10, MC_PUT, 1, 0}, {20, 30, MC_PUT, 2, 0}, {40, 50, MC_GET, 1, 0}};
+	const struct mc_op lost[] = {{0, 10, MC_PUT, 1, 0}, {20, 30, MC_GET, 0, 0}};
+	const struct mc_op never[] = {{0, 10, MC_PUT, 1, 0}, {20, 30, MC_GET, 7, 0}};
+	const struct mc_op future[] = {{0, 10, MC_GET, 1, 0}, {20, 30, MC_PUT, 1, 0}};
+	const struct mc_op undel[] = {
+	    {0, 10, MC_PUT, 1, 0}, {20, 30, MC_DEL, 0, 0}, {40, 50, MC_GET, 1, 0}};
 	const struct mc_op twodel[] = {
-	    {0, 10, MC_PUT, 1}, {20, 50, MC_DEL, 0}, {30, 60, MC_DEL, 0}};
+	    {0, 10, MC_PUT, 1, 0}, {20, 50, MC_DEL, 0, 0}, {30, 60, MC_DEL, 0, 0}};
 	const struct mc_op twodel1[] = {
-	    {0, 10, MC_PUT, 1}, {20, 50, MC_DEL, 0}, {30, 60, MC_DEL_ENOENT, 0}};
-	const struct mc_op maybe[] = {{0, 10, MC_PUT, 1},
-	                              {20, 30, MC_PUT_MAYBE, 2},
-	                              {40, 50, MC_GET, 1},
-	                              {60, 70, MC_GET, 2}};
-	const struct mc_op maybe_back[] = {{0, 10, MC_PUT, 1},
-	                                   {20, 30, MC_PUT_MAYBE, 2},
-	                                   {40, 50, MC_GET, 2},
-	                                   {60, 70, MC_GET, 1}};
+	    {0, 10, MC_PUT, 1, 0}, {20, 50, MC_DEL, 0, 0}, {30, 60, MC_DEL_ENOENT, 0, 0}};
+	const struct mc_op maybe[] = {{0, 10, MC_PUT, 1, 0},
+	                              {20, 30, MC_PUT_MAYBE, 2, 0},
+	                              {40, 50, MC_GET, 1, 0},
+	                              {60, 70, MC_GET, 2, 0}};
+	const struct mc_op maybe_back[] = {{0, 10, MC_PUT, 1, 0},
+	                                   {20, 30, MC_PUT_MAYBE, 2, 0},
+	                                   {40, 50, MC_GET, 2, 0},
+	                                   {60, 70, MC_GET, 1, 0}};
 	/* three writers and a reader that sees 3, then 1 after all writes returned */
-	const struct mc_op order[] = {{0, 50, MC_PUT, 1},  {0, 50, MC_PUT, 2},
-	                              {0, 50, MC_PUT, 3},  {10, 60, MC_GET, 3},
-	                              {70, 80, MC_GET, 1}, {90, 95, MC_GET, 1}};
-	const struct mc_op order_bad[] = {{0, 50, MC_PUT, 1},  {0, 50, MC_PUT, 2},
-	                                  {0, 50, MC_PUT, 3},  {10, 60, MC_GET, 3},
-	                                  {70, 80, MC_GET, 1}, {90, 95, MC_GET, 3}};
+	const struct mc_op order[] = {{0, 50, MC_PUT, 1, 0},  {0, 50, MC_PUT, 2, 0},
+	                              {0, 50, MC_PUT, 3, 0},  {10, 60, MC_GET, 3, 0},
+	                              {70, 80, MC_GET, 1, 0}, {90, 95, MC_GET, 1, 0}};
+	const struct mc_op order_bad[] = {{0, 50, MC_PUT, 1, 0},  {0, 50, MC_PUT, 2, 0},
+	                                  {0, 50, MC_PUT, 3, 0},  {10, 60, MC_GET, 3, 0},
+	                                  {70, 80, MC_GET, 1, 0}, {90, 95, MC_GET, 3, 0}};
+	/* versions and compare-and-set: {inv, resp, kind, val, ver} */
+	const struct mc_op vers[] = {{0, 10, MC_PUT, 1, 1},  {20, 30, MC_GET, 1, 1},
+	                             {40, 50, MC_DEL, 0, 0}, {60, 70, MC_PUT, 2, 3},
+	                             {80, 90, MC_CAS, 3, 3}, {100, 110, MC_GET, 3, 4}};
+	const struct mc_op badver[] = {{0, 10, MC_PUT, 1, 1}, {20, 30, MC_GET, 1, 2}};
+	const struct mc_op putver[] = {{0, 10, MC_PUT, 1, 1}, {20, 30, MC_PUT, 2, 1}};
+	const struct mc_op twocas[] = {
+	    {0, 10, MC_PUT, 1, 1}, {20, 50, MC_CAS, 2, 1}, {30, 60, MC_CAS, 3, 1}};
+	const struct mc_op onecas[] = {
+	    {0, 10, MC_PUT, 1, 1}, {20, 50, MC_CAS, 2, 1}, {30, 60, MC_CAS_FAIL, 3, 1}};
+	const struct mc_op casfail[] = {{0, 10, MC_PUT, 1, 1}, {20, 30, MC_CAS_FAIL, 2, 1}};
+	const struct mc_op cas0[] = {{0, 10, MC_CAS, 1, 0},
+	                             {20, 30, MC_CAS_FAIL, 2, 0},
+	                             {40, 50, MC_DEL, 0, 0},
+	                             {60, 70, MC_CAS, 3, 0},
+	                             {80, 90, MC_GET, 3, 3}};
 	struct mc_op *big;
 	size_t nb = 600;
 	unsigned seed = 1;
@@ -88,6 +106,13 @@ int main(void)
 	expect("unknown put seen, then undone", maybe_back, 4, MC_NOT_LINEARIZABLE);
 	expect("concurrent puts, reads settle on one", order, 6, MC_OK);
 	expect("concurrent puts, reads flip back", order_bad, 6, MC_NOT_LINEARIZABLE);
+	expect("versions through put, del, put, cas", vers, 6, MC_OK);
+	expect("a read with a version never written", badver, 2, MC_NOT_LINEARIZABLE);
+	expect("a second put with the same version", putver, 2, MC_NOT_LINEARIZABLE);
+	expect("two concurrent cas on one version succeed", twocas, 3, MC_NOT_LINEARIZABLE);
+	expect("two concurrent cas, one fails", onecas, 3, MC_OK);
+	expect("a cas of the current version fails", casfail, 2, MC_NOT_LINEARIZABLE);
+	expect("cas 0 on absent, on present, after a del", cas0, 5, MC_OK);
 
 	/* a long history of a real register with 4 overlapping clients: linearizable */
 	big = calloc(nb, sizeof(*big));

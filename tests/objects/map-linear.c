@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/*
- * map-linear.c -- the map is linearizable per key: 4 nodes, 2 client
- * threads each, run concurrent GET/PUT/DEL on 3 keys; every operation's
+/* * map-linear.c -- the map is linearizable per key: 4 nodes, 2 client
+ * threads each, run concurrent GET/PUT/CAS/DEL on 3 keys; every operation's
  * invocation and response time (CLOCK_MONOTONIC: one clock for every
  * process of the host) and result is recorded, and node 1 checks each
  * key's history with the WGL checker (map-check.h; map-checker shows it
  * fails on non-linearizable histories).
  *
- * loco-run -n 4. Members {1, 2, 3, 4} hold keys, 2 replicas (the writes
- * are forwarded). Each thread makes OPS operations: 40% GET, 40% PUT of
- * a value unique in the run (node, thread, sequence), 20% DEL. Any
- * error other than -ENOENT (a GET or DEL of an absent key) fails the
- * test. Each node writes its records to a file; node 1 reads them all,
+ * loco-run -n 4. Members {1, 2, 3, 4} hold keys, 2 replicas (the writes * are forwarded). Each thread makes OPS operations: 40% GET, 30% PUT of
+ * a value unique in the run (node, thread, sequence), 10% CAS of such a
+ * value expecting the version this thread last saw of the key, 20% DEL.
+ * GETs, PUTs and CASes record versions, which the checker checks too (a
+ * version grows by one per write, a delete included). Any error other
+ * than -ENOENT (a GET or DEL of an absent key) or -ECANCELED (a CAS of
+ * another version) fails the test. Each node writes its records to a file; node 1 reads them all,
  * checks every key and prints per key the operation counts, the largest
  * number of operations in flight at once and the states the search
  * explored.
@@ -38,7 +39,7 @@
 struct rec {
 	int64_t inv, resp;
 	uint32_t key, kind;
-	uint64_t val;
+	uint64_t val, ver;
 };
 
 struct client {
@@ -54,7 +55,8 @@ static void *client_main(void *arg)
 {
 	struct client *c = arg;
 	unsigned seed = c->me * 7919u + c->th;
-
+	uint64_t seen[KEYS] = {
+	    0}; /* the last version this thread saw of each key: cas expects it */
 	for (uint32_t i = 0; i < c->ops; i++) {
 		struct rec *r = &c->recs[i];
 		char key[16];
@@ -66,26 +68,46 @@ static void *client_main(void *arg)
 		snprintf(key, sizeof(key), "lin-%u", r->key);
 		if (p < 4) {
 			r->inv = sc_now_ns();
-			ret =
-			    loco_map_get(c->map, key, strlen(key), &v, sizeof(v), &len, NULL, TMO);
+			ret = loco_map_get(c->map, key, strlen(key), &v, sizeof(v), &len, &r->ver,
+			                   TMO);
 			r->resp = sc_now_ns();
 			r->kind = MC_GET;
 			if (ret == -ENOENT)
-				v = 0;
+				v = r->ver = 0;
 			else if (ret)
 				SC_FAIL("get %s: %s", key, loco_strerror(ret));
 			else
 				SC_ASSERT_EQ(len, sizeof(v));
 			r->val = v;
-		} else if (p < 8) {
+			seen[r->key] = r->ver;
+		} else if (p < 7) {
 			v = (uint64_t)c->me << 40 | (uint64_t)c->th << 32 | (i + 1);
 			r->inv = sc_now_ns();
-			ret = loco_map_put(c->map, key, strlen(key), &v, sizeof(v), NULL, TMO);
+			ret = loco_map_put(c->map, key, strlen(key), &v, sizeof(v), &r->ver, TMO);
 			r->resp = sc_now_ns();
 			if (ret)
 				SC_FAIL("put %s: %s", key, loco_strerror(ret));
 			r->kind = MC_PUT;
 			r->val = v;
+			seen[r->key] = r->ver;
+		} else if (p < 8) {
+			uint64_t nv = 0;
+
+			v = (uint64_t)c->me << 40 | (uint64_t)c->th << 32 | (i + 1);
+			r->ver = seen[r->key]; /* the expected version */
+			r->inv = sc_now_ns();
+			ret =
+			    loco_map_cas(c->map, key, strlen(key), r->ver, &v, sizeof(v), &nv, TMO);
+			r->resp = sc_now_ns();
+			if (ret && ret != -ECANCELED)
+				SC_FAIL("cas %s: %s", key, loco_strerror(ret));
+			r->kind = ret ? MC_CAS_FAIL : MC_CAS;
+			r->val = v;
+			if (ret == 0) {
+				if (r->ver != 0)
+					SC_ASSERT_EQ(nv, r->ver + 1);
+				seen[r->key] = nv;
+			}
 		} else {
 			r->inv = sc_now_ns();
 			ret = loco_map_del(c->map, key, strlen(key), TMO);
@@ -130,14 +152,14 @@ static void check(uint64_t pid, uint32_t total)
 	}
 	for (uint32_t k = 0; k < KEYS; k++) {
 		struct mc_op *ops = calloc(n, sizeof(*ops));
-		size_t m = 0, explored = 0, cnt[8] = {0};
+		size_t m = 0, explored = 0, cnt[16] = {0};
 		int conc = 0, res;
 
 		for (size_t i = 0; i < n; i++) {
 			if (all[i].key != k)
 				continue;
-			ops[m++] =
-			    (struct mc_op){all[i].inv, all[i].resp, (int)all[i].kind, all[i].val};
+			ops[m++] = (struct mc_op){all[i].inv, all[i].resp, (int)all[i].kind,
+			                          all[i].val, all[i].ver};
 			cnt[all[i].kind]++;
 			if (all[i].kind == MC_GET && all[i].val)
 				cnt[0]++;
@@ -152,10 +174,11 @@ static void check(uint64_t pid, uint32_t total)
 				conc = c;
 		}
 		res = mc_check(ops, m, &explored);
-		sc_log("key %u: %zu ops (%zu get, %zu found a value; %zu put; %zu del, %zu of them "
-		       "ENOENT), up to %d in flight at once, %zu states explored: %s",
-		       k, m, cnt[MC_GET], cnt[0], cnt[MC_PUT], cnt[MC_DEL] + cnt[MC_DEL_ENOENT],
-		       cnt[MC_DEL_ENOENT], conc, explored,
+		sc_log("key %u: %zu ops (%zu get, %zu found a value; %zu put; %zu cas, %zu failed; "
+		       "%zu del, %zu ENOENT), up to %d in flight at once, %zu states explored: %s",
+		       k, m, cnt[MC_GET], cnt[0], cnt[MC_PUT], cnt[MC_CAS] + cnt[MC_CAS_FAIL],
+		       cnt[MC_CAS_FAIL], cnt[MC_DEL] + cnt[MC_DEL_ENOENT], cnt[MC_DEL_ENOENT], conc,
+		       explored,
 		       res == MC_OK        ? "linearizable"
 		       : res == MC_TOO_BIG ? "TOO BIG"
 		                           : "NOT LINEARIZABLE");
@@ -168,14 +191,15 @@ static void check(uint64_t pid, uint32_t total)
 			    getenv("MAP_LINEAR_DUMP") ? getenv("MAP_LINEAR_DUMP") : "/dev/null", k);
 			f = fopen(dump, "w");
 			for (size_t i = 0; f != NULL && i < m; i++)
-				fprintf(f, "%lld %lld %d %llx\n", (long long)ops[i].inv,
+				fprintf(f, "%lld %lld %d %llx %llu\n", (long long)ops[i].inv,
 				        (long long)ops[i].resp, ops[i].kind,
-				        (unsigned long long)ops[i].val);
+				        (unsigned long long)ops[i].val,
+				        (unsigned long long)ops[i].ver);
 			if (f != NULL)
 				fclose(f);
 		}
 		SC_ASSERT_EQ(res, MC_OK);
-		SC_ASSERT(cnt[0] > 0 && cnt[MC_PUT] > 0 && cnt[MC_DEL] > 0);
+		SC_ASSERT(cnt[0] > 0 && cnt[MC_PUT] > 0 && cnt[MC_DEL] > 0 && cnt[MC_CAS] > 0);
 		SC_ASSERT(conc >= 2);
 		free(ops);
 	}

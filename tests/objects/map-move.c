@@ -222,7 +222,7 @@ static void check(uint64_t pid)
 		for (size_t i = 0; i < n; i++)
 			if (all[i].key == k)
 				ops[m++] = (struct mc_op){all[i].inv, all[i].resp, (int)all[i].kind,
-				                          all[i].val};
+				                          all[i].val, 0};
 		res = mc_check(ops, m, &explored);
 		if (res != MC_OK)
 			sc_log("key %u: %zu ops, %zu states explored: %s", k, m, explored,
