@@ -20,10 +20,11 @@
  * once by node 1 before the clients start, reach their new replica only
  * through the owners' copies after the view change: without them the
  * census stays short), every node reads every key
- * once more (recorded too), and node 1 checks each key's history with
- * the WGL checker (map-check.h): an acknowledged write that was lost
- * shows as a read of an older value after it, which the checker
- * refuses. It also checks that node 9 owned some keys before the kill.
+ * once more (recorded too), and node 1 checks each key's history with * the WGL checker (map-check.h), with the versions GETs and PUTs
+ * returned: an acknowledged write that was lost shows as a read of an
+ * older value after it, and a new owner that did not go on from the
+ * versions the old one gave shows as a version out of sequence; the
+ * checker refuses both. It also checks that node 9 owned some keys before the kill.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,7 +53,7 @@
 struct rec {
 	int64_t inv, resp;
 	uint32_t key, kind;
-	uint64_t val;
+	uint64_t val, ver; /* ver: as the GET or PUT returned it (0: unknown) */
 };
 
 struct client {
@@ -97,7 +98,8 @@ static int one_op(struct client *c, uint32_t k, int get, uint32_t seq)
 	r->key = k;
 	if (get) {
 		r->inv = sc_now_ns();
-		ret = loco_map_get(c->map, key, strlen(key), &v, sizeof(v), &len, NULL, TMO);
+		r->ver = 0;
+		ret = loco_map_get(c->map, key, strlen(key), &v, sizeof(v), &len, &r->ver, TMO);
 		r->resp = sc_now_ns();
 		r->kind = MC_GET;
 		if (ret == -ENOENT)
@@ -111,7 +113,8 @@ static int one_op(struct client *c, uint32_t k, int get, uint32_t seq)
 	}
 	v = (uint64_t)c->me << 40 | (uint64_t)c->th << 32 | seq;
 	r->inv = sc_now_ns();
-	ret = loco_map_put(c->map, key, strlen(key), &v, sizeof(v), NULL, TMO);
+	r->ver = 0;
+	ret = loco_map_put(c->map, key, strlen(key), &v, sizeof(v), &r->ver, TMO);
 	r->resp = sc_now_ns();
 	r->kind = ret ? MC_PUT_MAYBE : MC_PUT;
 	r->val = v;
@@ -209,7 +212,7 @@ static void check(uint64_t pid, int64_t t_kill)
 		for (size_t i = 0; i < n; i++)
 			if (all[i].key == k)
 				ops[m++] = (struct mc_op){all[i].inv, all[i].resp, (int)all[i].kind,
-				                          all[i].val, 0};
+				                          all[i].val, all[i].ver};
 		res = mc_check(ops, m, &explored);
 		if (res != MC_OK)
 			sc_log("key %u: %zu ops, %zu states explored: %s", k, m, explored,

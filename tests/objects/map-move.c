@@ -15,8 +15,8 @@
  * When they made MID operations node 1 tells node 11 (SIGUSR1) to leave:
  * loco_map_leave(), destroy, loco_fini(), exit 0. Each thread goes on
  * until it made POST operations after the leave. Any error fails the
- * test. Node 1 then checks that node 10 owns some keys and node 11 none,
- * and checks each key's history with the WGL checker (map-check.h).
+ * test. Node 1 then checks that node 10 owns some keys and node 11 none, * and checks each key's history with the WGL checker (map-check.h),
+ * versions included.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +48,7 @@
 struct rec {
 	int64_t inv, resp;
 	uint32_t key, kind;
-	uint64_t val;
+	uint64_t val, ver; /* ver: as the GET or PUT returned it (0: unknown) */
 };
 
 struct client {
@@ -94,7 +94,8 @@ static void one_op(struct client *c, uint32_t k, int p, uint32_t seq)
 	r->key = k;
 	if (p < 4) {
 		r->inv = sc_now_ns();
-		ret = loco_map_get(c->map, key, strlen(key), &v, sizeof(v), &len, NULL, TMO);
+		r->ver = 0;
+		ret = loco_map_get(c->map, key, strlen(key), &v, sizeof(v), &len, &r->ver, TMO);
 		r->resp = sc_now_ns();
 		r->kind = MC_GET;
 		if (ret == -ENOENT)
@@ -105,7 +106,8 @@ static void one_op(struct client *c, uint32_t k, int p, uint32_t seq)
 	} else if (p < 8) {
 		v = (uint64_t)c->me << 40 | (uint64_t)c->th << 32 | seq;
 		r->inv = sc_now_ns();
-		ret = loco_map_put(c->map, key, strlen(key), &v, sizeof(v), NULL, TMO);
+		r->ver = 0;
+		ret = loco_map_put(c->map, key, strlen(key), &v, sizeof(v), &r->ver, TMO);
 		r->resp = sc_now_ns();
 		if (ret)
 			SC_FAIL("thread %u: put %s: %s", c->th, key, loco_strerror(ret));
@@ -222,7 +224,7 @@ static void check(uint64_t pid)
 		for (size_t i = 0; i < n; i++)
 			if (all[i].key == k)
 				ops[m++] = (struct mc_op){all[i].inv, all[i].resp, (int)all[i].kind,
-				                          all[i].val, 0};
+				                          all[i].val, all[i].ver};
 		res = mc_check(ops, m, &explored);
 		if (res != MC_OK)
 			sc_log("key %u: %zu ops, %zu states explored: %s", k, m, explored,
