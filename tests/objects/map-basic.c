@@ -204,11 +204,12 @@ int main(int argc, char **argv)
 			                          &ver, TMO));
 			SC_ASSERT(len == strlen(val) && memcmp(got, val, len) == 0 && ver == 1);
 		}
-		if (me == 3) {
-			SC_ASSERT_OK(loco_map_put(small, "s-0", 3, "over", 4, &ver, TMO));
-			SC_ASSERT_EQ(ver, 2);
-		}
 		sc_log("the %d keys of the full map read back intact", n);
+	}
+	sc_sync_wait(&sync, "small read", 60000); /* then the overwrite: the others read all */
+	if (me == 3) {
+		SC_ASSERT_OK(loco_map_put(small, "s-0", 3, "over", 4, &ver, TMO));
+		SC_ASSERT_EQ(ver, 2);
 	}
 	sc_sync_wait(&sync, "small done", 60000);
 
