@@ -494,6 +494,12 @@ static int write_op(loco_map_t *map, int op, const void *key, size_t klen, uint6
 				ret = loco_rpc_wait(map->ep, &t, &st, NULL, obj_left_ns(dl));
 			if (ret == 0 && st < 0)
 				ret = st;
+			/* a holder that left gracefully refused every write once it was leaving: a
+			   call it never answered was not applied (an applied one was answered before
+			   it handed its keys over), so it goes to the new owner */
+			if (ret == -ECONNRESET && map_node_index(map, owner) >= 0 &&
+			    (map_mask_of(&map->byed) & (1u << map_node_index(map, owner))))
+				st = MAP_NOT_OWNER;
 		}
 		if (st == MAP_NOT_OWNER || st == MAP_BUSY) {
 			__atomic_add_fetch(&map->redirects, 1, __ATOMIC_RELAXED);

@@ -85,6 +85,7 @@ struct loco_map {
 	uint32_t active;      /* atomic: bit i = nodes[i] serves its keys (A, subset of P) */
 	uint32_t done_from;   /* atomic (a joiner): the holders that copied their keys here */
 	uint32_t pushed;      /* atomic: the joiners this node copied its keys to */
+	uint32_t byed;        /* atomic: the holders that left gracefully (map.bye) */
 	int joining;          /* atomic: this node waits for its copies (cfg.join) */
 	int leaving;          /* atomic: loco_map_leave() ran: no key is this node's */
 	int may_act;          /* atomic: loco_map_sync() ran: a joiner may start serving */

@@ -260,6 +260,7 @@ int map_h_bye(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_
 	(void)cap;
 	(void)rl;
 	pthread_mutex_lock(&map->lock);
+	map_set_bit(map, &map->byed, msg->caller, 1);
 	map_set_bit(map, &map->active, msg->caller, 0);
 	map_set_bit(map, &map->present, msg->caller, 0);
 	show_owned(map);
