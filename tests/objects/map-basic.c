@@ -125,6 +125,7 @@ int main(int argc, char **argv)
 		       owners[2], owners[3]);
 		SC_ASSERT(owners[1] > 0 && owners[2] > 0 && owners[3] > 0);
 	}
+	sc_sync_wait(&sync, "read back", SC_WAIT_MS); /* before node 2 changes key-1 and key-5 */
 	if (me == 2) {
 		memset(big, 'x', sizeof(big));
 		SC_ASSERT_EQ(loco_map_put(map, big, 17, "v", 1, NULL, TMO), -EMSGSIZE);
