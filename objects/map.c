@@ -1,0 +1,580 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * map.c -- a replicated hash map (loco/map.h), built only on the public
+ * object-author API (loco/channel.h) and the rpc object (loco/rpc.h).
+ * * Every member has an object @name with regions "tab" (capacity slots,
+ * remotely readable), "scr" (local: the landing buffers of GET's READs,
+ * one group each, and of the copy thread's info reads) and "info" (this
+ * node's INFO_* word: active, joining, leaving), and an rpc endpoint
+ * "@name.rpc" with one server thread and five handlers: "map.op" (a
+ * client's put/del/cas, run by the key's owner), "map.rep" (a write an
+ * owner forwards or copies to a holder), "map.done", "map.act" (a join)
+ * and "map.bye" (a graceful leave). Files: this one has the API, GET and
+ * the writes' callers; map_core.c placement, slots and the owner's side
+ * of a write; map_move.c the copy thread, joins and leaves.
+ *
+ * Membership: two masks over the key holders: present (P: paired in the
+ * channel) and active (A: serving, a subset of P). A key's owner is the
+ * first of A by rendezvous score; an owner sends its writes to the first
+ * `replicas` of A and of P (so a joiner, in P and not yet in A, gets
+ * them). A slot whose key this node does not own is hidden (MAP_HIDE,
+ * under the checksum): a reader that still routes to a former owner
+ * reads again. Deaths and leaves clear both masks (object callbacks);
+ * the first replica then owns the key and already holds it; the copy
+ * thread re-shows the slots this node owns now and, once the change is
+ * MAP_SETTLE_NS old, copies every entry it owns to the holders the masks
+ * now ask for. A joiner (cfg.join) is active only once every holder
+ * copied its keys to it ("map.done") and every member took it into A
+ * ("map.act": refused while a write of a moving key is under way there,
+ * then that node hides what it no longer owns). loco_map_leave() stops
+ * writes, hands every entry over, hides the table and says "map.bye".
+ *
+ * A slot: {seq, sum, ver, klen, vlen | DEL} then key_max (rounded to 8)
+ * bytes of key, then the value. seq is odd while a writer changes the
+ * slot and grows by 2 per write; sum = XXH3(ver, klen, vlen, key, value)
+ * seeded with seq. A reader (a READ over the fabric, or a memcpy on the
+ * owner itself) takes a slot whose seq is even and whose sum matches;
+ * anything else is torn or in flight and read again. A slot never used
+ * is all zero. Slots are never freed: a deleted key stays as a tombstone
+ * (DEL set) with its version, so that versions only grow and a copy of
+ * an older version never brings a key back; a key's probe sequence
+ * (groups g, g + 1, ...) ends at the first empty slot.
+ *
+ * Writes: @lock serializes the changes of this node's table (the rpc
+ * server thread, the copy thread and an application thread that owns the
+ * key run them). An owner runs one write of a key at a time: under @lock
+ * it checks the key's state in its table (del of a deleted key, cas of
+ * another version: it fails there, against the state readers see), marks
+ * the slot busy and takes the next version; then it forwards the write to
+ * the live replicas and waits, then applies it and clears busy. A write
+ * that finds the slot busy is retried by its caller (MAP_BUSY): never
+ * waited for inside a handler, whose thread may be the busy write's.
+ * So a write visible at the owner is on every live replica, every
+ * decision is made on visible state, and a later version always wins
+ * everywhere (replicas take a version only if newer).
+ */
+#include "map_impl.h"
+
+/* ---- create / destroy ----------------------------------------------------- */
+
+void loco_map_cfg_default(loco_map_cfg_t *cfg, const uint32_t *nodes, uint32_t n)
+{
+	if (cfg == NULL)
+		return;
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->nodes = nodes;
+	cfg->nnodes = n;
+	cfg->key_max = 64;
+	cfg->value_max = 256;
+	cfg->capacity = 4096;
+	cfg->replicas = 1;
+}
+
+static int cfg_check(const loco_map_cfg_t *c, uint32_t me, uint32_t *all, uint32_t *nall)
+{
+	int found = 0;
+
+	if (c->nodes == NULL || c->nnodes == 0 || (c->nclients && c->clients == NULL) ||
+	    c->nnodes + c->nclients > LOCO_RPC_NODES_MAX || c->nnodes + c->nclients < 2)
+		return -EINVAL;
+	if (c->key_max == 0 || c->key_max > LOCO_MAP_KEY_MAX || c->value_max > LOCO_MAP_VALUE_MAX ||
+	    c->replicas == 0 || c->replicas > LOCO_MAP_REPLICAS_MAX || c->replicas > c->nnodes ||
+	    c->capacity == 0 || c->capacity % LOCO_MAP_GROUP || c->capacity > (1u << 24))
+		return -EINVAL;
+	*nall = 0;
+	for (uint32_t i = 0; i < c->nnodes + c->nclients; i++) {
+		uint32_t id = i < c->nnodes ? c->nodes[i] : c->clients[i - c->nnodes];
+
+		if (id == 0)
+			return -EINVAL;
+		for (uint32_t j = 0; j < *nall; j++)
+			if (all[j] == id)
+				return -EINVAL;
+		all[(*nall)++] = id;
+		found |= id == me;
+	}
+	return found ? 0 : -EINVAL;
+}
+
+int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *cfg,
+                    loco_map_t **out)
+{
+	uint32_t all[LOCO_RPC_NODES_MAX], nall, ids[64];
+	char rname[LOCO_NAME_MAX];
+	loco_rpc_cfg_t rc;
+	loco_map_cfg_t c;
+	loco_map_t *map;
+	uint64_t shape[4];
+	int ret, np;
+
+	if (ch == NULL || name == NULL || cfg == NULL || out == NULL)
+		return -EINVAL;
+	c = *cfg;
+	if (c.key_max == 0)
+		c.key_max = 64;
+	if (c.value_max == 0)
+		c.value_max = 256;
+	if (c.capacity == 0)
+		c.capacity = 4096;
+	if (c.replicas == 0)
+		c.replicas = 1;
+	if (snprintf(rname, sizeof(rname), "%s.rpc", name) >= (int)sizeof(rname))
+		return -EINVAL;
+	map = calloc(1, sizeof(*map));
+	if (map == NULL)
+		return -ENOMEM;
+	map->m = loco_channel_manager(ch);
+	map->ch = ch;
+	map->me = loco_node_id(map->m);
+	ret = cfg_check(&c, map->me, all, &nall);
+	if (ret) {
+		free(map);
+		return ret;
+	}
+	memcpy(map->nodes, c.nodes, c.nnodes * sizeof(uint32_t));
+	map->nnodes = c.nnodes;
+	map->key_max = c.key_max;
+	map->key_area = (c.key_max + 7) & ~(size_t)7;
+	map->value_max = c.value_max;
+	map->slot_len = MAP_HDR + map->key_area + ((c.value_max + 7) & ~(size_t)7);
+	map->group_len = map->slot_len * LOCO_MAP_GROUP;
+	map->nslots = c.capacity;
+	map->ngroups = c.capacity / LOCO_MAP_GROUP;
+	map->R = c.replicas;
+	pthread_mutex_init(&map->lock, NULL);
+	pthread_mutex_init(&map->tlock, NULL);
+	pthread_cond_init(&map->tcond, NULL);
+	ret = -ENOMEM;
+	map->meta = calloc(map->nslots, sizeof(*map->meta));
+	map->cbuf = malloc(sizeof(struct op_msg) + LOCO_MAP_KEY_MAX + LOCO_MAP_VALUE_MAX);
+	if (map->meta == NULL || map->cbuf == NULL)
+		goto err;
+	for (unsigned i = 0; i < MAP_READERS; i++) {
+		ret = loco_ack_key_create(map->m, &map->acks[i]);
+		if (ret)
+			goto err;
+	}
+	ret = loco_ack_key_create(map->m, &map->cack);
+	if (ret)
+		goto err;
+	memcpy(map->all, all, nall * sizeof(uint32_t));
+	map->nall = nall;
+	ret = loco_object_create(ch, name, &map_ops, map, &map->obj);
+	if (ret)
+		goto err;
+	shape[0] = c.key_max;
+	shape[1] = c.value_max;
+	shape[2] = c.replicas;
+	shape[3] = 1; /* the slot format's version */
+	ret = loco_object_agree(map->obj, "shape", XXH3_64bits(shape, sizeof(shape)) >> 1);
+	if (ret == 0)
+		ret = loco_object_agree(map->obj, "nodes",
+		                        XXH3_64bits(c.nodes, c.nnodes * sizeof(uint32_t)) >> 1);
+	if (ret == 0)
+		ret = loco_region_create(map->obj, "tab", (size_t)map->nslots * map->slot_len,
+		                         LOCO_ACCESS_READ, &map->tab);
+	if (ret == 0)
+		ret = loco_region_create(map->obj, "scr", MAP_READERS * map->group_len + 8, 0,
+		                         &map->scr);
+	if (ret == 0)
+		ret = loco_region_create(map->obj, "info", 8, LOCO_ACCESS_READ, &map->info);
+	if (ret)
+		goto err;
+	loco_rpc_cfg_default(&rc, all, nall);
+	rc.inline_max = sizeof(struct op_msg) + c.key_max + c.value_max;
+	if (rc.inline_max < 1024)
+		rc.inline_max = 1024;
+	rc.ring_bytes = 16 * rc.inline_max > 65536 ? 16 * rc.inline_max : 65536;
+	rc.pull_bytes = 4096;
+	rc.threads = 1;
+	rc.max_depth = LOCO_RPC_DEPTH_MAX;
+	ret = loco_rpc_create(ch, rname, &rc, &map->ep);
+	if (ret == 0)
+		ret = loco_rpc_register(map->ep, "map.op", map_h_op, map, &map->op_id);
+	if (ret == 0)
+		ret = loco_rpc_register(map->ep, "map.rep", map_h_rep, map, &map->rep_id);
+	if (ret == 0)
+		ret = loco_rpc_register(map->ep, "map.done", map_h_done, map, &map->done_id);
+	if (ret == 0)
+		ret = loco_rpc_register(map->ep, "map.act", map_h_act, map, &map->act_id);
+	if (ret == 0)
+		ret = loco_rpc_register(map->ep, "map.bye", map_h_bye, map, &map->bye_id);
+	if (ret)
+		goto err;
+	/* this node, and the peers paired before the object existed (later ones: peer_join) */
+	map_set_bit(map, &map->present, map->me, 1);
+	if (!c.join)
+		map_set_bit(map, &map->active, map->me, 1);
+	map->joining = c.join && map_node_index(map, map->me) >= 0;
+	*(uint64_t *)loco_region_ptr(map->info) = map->joining ? INFO_JOINING : INFO_ACTIVE;
+	np = loco_channel_peers(ch, ids, 64);
+	for (int i = 0; i < np && i < 64; i++)
+		map_set_bit(map, &map->present, ids[i], 1);
+	if (pthread_create(&map->thr, NULL, map_copy_thread, map)) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	map->thr_started = 1;
+	*out = map;
+	return 0;
+
+err:
+	loco_rpc_destroy(map->ep);
+	loco_object_destroy(map->obj);
+	for (unsigned i = 0; i < MAP_READERS; i++)
+		loco_ack_key_destroy(map->acks[i]);
+	loco_ack_key_destroy(map->cack);
+	free(map->meta);
+	free(map->cbuf);
+	pthread_cond_destroy(&map->tcond);
+	pthread_mutex_destroy(&map->tlock);
+	pthread_mutex_destroy(&map->lock);
+	free(map);
+	return ret;
+}
+
+void loco_map_destroy(loco_map_t *map)
+{
+	if (map == NULL)
+		return;
+	if (map->thr_started) {
+		pthread_mutex_lock(&map->tlock);
+		__atomic_store_n(&map->stop, 1, __ATOMIC_RELEASE);
+		pthread_cond_signal(&map->tcond);
+		pthread_mutex_unlock(&map->tlock);
+		pthread_join(map->thr, NULL);
+	}
+	loco_rpc_destroy(map->ep);
+	loco_object_destroy(map->obj);
+	for (unsigned i = 0; i < MAP_READERS; i++)
+		loco_ack_key_destroy(map->acks[i]);
+	loco_ack_key_destroy(map->cack);
+	free(map->meta);
+	free(map->cbuf);
+	pthread_cond_destroy(&map->tcond);
+	pthread_mutex_destroy(&map->tlock);
+	pthread_mutex_destroy(&map->lock);
+	free(map);
+}
+
+int loco_map_sync(loco_map_t *map, int64_t timeout_ns)
+{
+	int64_t dl = obj_deadline(timeout_ns);
+	loco_waiter_t w;
+	int ret;
+
+	if (map == NULL)
+		return -EINVAL;
+	ret = loco_object_sync(map->obj, timeout_ns);
+	if (ret < 0)
+		return ret;
+	{
+		/* every member here: their rpc pipes up before the first call (a member still
+		   to come, a joiner, is not waited for: calls to the others wait for their pipes) */
+		uint32_t ids[64];
+		int np = loco_channel_peers(map->ch, ids, 64), found = 0;
+
+		for (uint32_t j = 0; j < map->nall; j++)
+			for (int k = 0; k < np && k < 64; k++)
+				found += ids[k] == map->all[j];
+		if (found == (int)map->nall - 1) {
+			ret = loco_rpc_sync(map->ep, obj_left_ns(dl));
+			if (ret)
+				return ret;
+		}
+	}
+	__atomic_store_n(&map->may_act, 1, __ATOMIC_RELEASE);
+	map_wake(map);
+	loco_waiter_init(&w, map->m);
+	for (;;) {
+		uint32_t p = map_mask_of(&map->present), a = map_mask_of(&map->active);
+
+		if ((a & p) == p)
+			return 0;
+		if (dl >= 0 && obj_now_ns() >= dl)
+			return -ETIMEDOUT;
+		loco_waiter_pause(&w);
+	}
+}
+
+/* ---- GET ------------------------------------------------------------------ */
+
+static unsigned reader_take(loco_map_t *map)
+{
+	loco_waiter_t w;
+
+	loco_waiter_init(&w, map->m);
+	for (;;) {
+		uint32_t b = __atomic_load_n(&map->rbusy, __ATOMIC_RELAXED);
+
+		if (~b != 0) {
+			unsigned i = (unsigned)__builtin_ctz(~b);
+
+			if (__atomic_compare_exchange_n(&map->rbusy, &b, b | (1u << i), 0,
+			                                __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+				return i;
+			continue;
+		}
+		loco_waiter_pause(&w);
+	}
+}
+
+static void reader_put(loco_map_t *map, unsigned i)
+{
+	__atomic_and_fetch(&map->rbusy, ~(1u << i), __ATOMIC_RELEASE);
+}
+
+/*
+ * group_read -- group @g of @owner's table into @buf (this node's own:
+ * copied). Returns 0 or the fabric's error.
+ */
+static int group_read(loco_map_t *map, unsigned r, uint32_t owner, uint32_t g, int64_t dl)
+{
+	uint8_t *buf = (uint8_t *)loco_region_ptr(map->scr) + (size_t)r * map->group_len;
+	loco_rref_t rr;
+	int ret;
+
+	if (owner == map->me) {
+		memcpy(buf, (uint8_t *)loco_region_ptr(map->tab) + (size_t)g * map->group_len,
+		       map->group_len);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		return 0;
+	} /* a READ of an earlier try that failed to complete in time must not land later in a
+	   buffer this GET, or the next one to take the buffer, validates */
+	while (loco_ack_outstanding(map->acks[r]) > 0) {
+		int64_t left = obj_left_ns(dl);
+
+		(void)loco_ack_wait(map->acks[r],
+		                    left < 0 || left > 1000000000ll ? 1000000000ll : left);
+		if (dl >= 0 && obj_now_ns() >= dl && loco_ack_outstanding(map->acks[r]) > 0)
+			return -ETIMEDOUT;
+	}
+	ret = loco_region_remote(map->tab, owner, &rr);
+	if (ret == 0)
+		ret = loco_read(map->scr, (size_t)r * map->group_len, &rr,
+		                (size_t)g * map->group_len, map->group_len, map->acks[r]);
+	if (ret == 0) {
+		int64_t left = obj_left_ns(dl);
+
+		ret = loco_ack_wait(map->acks[r],
+		                    left < 0 || left > 1000000000ll ? 1000000000ll : left);
+	}
+	__atomic_add_fetch(&map->get_reads, 1, __ATOMIC_RELAXED);
+	return ret;
+}
+
+int loco_map_get(loco_map_t *map, const void *key, size_t klen, void *val, size_t cap, size_t *vlen,
+                 uint64_t *version, int64_t timeout_ns)
+{
+	int64_t dl = obj_deadline(timeout_ns);
+	loco_waiter_t w;
+	uint64_t kh;
+	unsigned r;
+	int ret;
+
+	if (map == NULL || key == NULL || (val == NULL && cap))
+		return -EINVAL;
+	if (klen == 0 || klen > map->key_max)
+		return -EMSGSIZE;
+	if (__atomic_load_n(&map->leaving, __ATOMIC_ACQUIRE))
+		return -ESHUTDOWN;
+	__atomic_add_fetch(&map->gets, 1, __ATOMIC_RELAXED);
+	kh = map_key_hash(key, klen);
+	r = reader_take(map);
+	loco_waiter_init(&w, map->m);
+	for (;;) {
+		uint8_t *buf = (uint8_t *)loco_region_ptr(map->scr) + (size_t)r * map->group_len;
+		uint32_t owner, g0 = (uint32_t)(kh % map->ngroups);
+		int torn = 0;
+
+		owner = map_owner_of(map, kh);
+		if (owner == 0) {
+			ret = -EHOSTUNREACH;
+			break;
+		}
+		ret = -ENOENT;
+		for (uint32_t k = 0; k < map->ngroups && !torn; k++) {
+			uint32_t g = (g0 + k) % map->ngroups;
+			int end = 0;
+
+			if (group_read(map, r, owner, g, dl)) {
+				torn = 1;
+				break;
+			}
+			for (uint32_t j = 0; j < LOCO_MAP_GROUP; j++) {
+				uint8_t *s = buf + (size_t)j * map->slot_len;
+				struct slot_hdr h;
+				int c = map_slot_check(map, s);
+
+				if (c == SLOT_TORN) {
+					torn = 1;
+					break;
+				}
+				if (c == SLOT_EMPTY) {
+					end = 1;
+					break;
+				}
+				memcpy(&h, s, sizeof(h));
+				if (h.klen != klen || memcmp(s + MAP_HDR, key, klen) != 0)
+					continue;
+				end = 1;
+				if (h.vlen & MAP_HIDE) {
+					torn = 1; /* its owner is moving: read again */
+				} else if (h.vlen & MAP_DEL) {
+					ret = -ENOENT;
+				} else if ((h.vlen & MAP_LEN) > cap) {
+					ret = -ENOBUFS;
+				} else {
+					if (h.vlen)
+						memcpy(val, s + MAP_HDR + map->key_area, h.vlen);
+					if (vlen)
+						*vlen = h.vlen;
+					if (version)
+						*version = h.ver;
+					ret = 0;
+				}
+				break;
+			}
+			if (end)
+				break;
+		}
+		if (!torn)
+			break;
+		__atomic_add_fetch(&map->get_retries, 1, __ATOMIC_RELAXED);
+		if (dl >= 0 && obj_now_ns() >= dl) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		loco_waiter_pause(&w);
+	}
+	reader_put(map, r);
+	return ret;
+}
+
+/* ---- writes --------------------------------------------------------------- */
+
+static int write_op(loco_map_t *map, int op, const void *key, size_t klen, uint64_t expect,
+                    const void *val, size_t vlen, uint64_t *version, int64_t timeout_ns)
+{
+	uint8_t msg[sizeof(struct op_msg) + LOCO_MAP_KEY_MAX + LOCO_MAP_VALUE_MAX];
+	int64_t dl = obj_deadline(timeout_ns);
+	loco_waiter_t w;
+	uint64_t kh, ver = 0;
+	size_t len;
+	int ret;
+
+	if (map == NULL || key == NULL || (val == NULL && vlen))
+		return -EINVAL;
+	if (klen == 0 || klen > map->key_max || vlen > map->value_max)
+		return -EMSGSIZE;
+	if (__atomic_load_n(&map->leaving, __ATOMIC_ACQUIRE))
+		return -ESHUTDOWN;
+	__atomic_add_fetch(&map->writes, 1, __ATOMIC_RELAXED);
+	kh = map_key_hash(key, klen);
+	len = map_msg_build(msg, op, 0, expect, key, klen, val, vlen);
+	loco_waiter_init(&w, map->m);
+	for (;;) {
+		loco_rpc_ticket_t t;
+		uint32_t owner;
+		int st = 0;
+
+		owner = map_owner_of(map, kh);
+		if (owner == 0)
+			return -EHOSTUNREACH;
+		if (owner == map->me) {
+			ret = map_owner_op(map, op, kh, key, klen, expect, val, vlen, &ver);
+			if (ret == -EINPROGRESS)
+				st = MAP_BUSY;
+			else if (ret == -EXDEV)
+				st = MAP_NOT_OWNER;
+		} else {
+			ret = loco_rpc_call_return(map->ep, owner, map->op_id, msg, len, &ver,
+			                           sizeof(ver), &t, obj_left_ns(dl));
+			if (ret == 0)
+				ret = loco_rpc_wait(map->ep, &t, &st, NULL, obj_left_ns(dl));
+			if (ret == 0 && st < 0)
+				ret = st;
+			/* a holder that left gracefully refused every write once it was leaving: a
+			   call it never answered was not applied (an applied one was answered before
+			   it handed its keys over), so it goes to the new owner */
+			if (ret == -ECONNRESET && map_node_index(map, owner) >= 0 &&
+			    (map_mask_of(&map->byed) & (1u << map_node_index(map, owner))))
+				st = MAP_NOT_OWNER;
+		}
+		if (st == MAP_NOT_OWNER || st == MAP_BUSY) {
+			__atomic_add_fetch(&map->redirects, 1, __ATOMIC_RELAXED);
+			if (dl >= 0 && obj_now_ns() >= dl)
+				return -ETIMEDOUT;
+			loco_waiter_pause(&w);
+			continue;
+		}
+		break;
+	}
+	if (ret == 0 && version)
+		*version = ver;
+	return ret;
+}
+
+int loco_map_put(loco_map_t *map, const void *key, size_t klen, const void *val, size_t vlen,
+                 uint64_t *version, int64_t timeout_ns)
+{
+	return write_op(map, OP_PUT, key, klen, 0, val, vlen, version, timeout_ns);
+}
+
+int loco_map_del(loco_map_t *map, const void *key, size_t klen, int64_t timeout_ns)
+{
+	return write_op(map, OP_DEL, key, klen, 0, NULL, 0, NULL, timeout_ns);
+}
+
+int loco_map_cas(loco_map_t *map, const void *key, size_t klen, uint64_t expect, const void *val,
+                 size_t vlen, uint64_t *version, int64_t timeout_ns)
+{
+	return write_op(map, OP_CAS, key, klen, expect, val, vlen, version, timeout_ns);
+}
+
+uint32_t loco_map_owner(loco_map_t *map, const void *key, size_t klen)
+{
+	if (map == NULL || key == NULL || klen == 0)
+		return 0;
+	return map_owner_of(map, map_key_hash(key, klen));
+}
+
+void loco_map_stats(loco_map_t *map, loco_map_stats_t *st)
+{
+	uint8_t *tab;
+
+	if (map == NULL || st == NULL)
+		return;
+	memset(st, 0, sizeof(*st));
+	st->gets = __atomic_load_n(&map->gets, __ATOMIC_RELAXED);
+	st->get_reads = __atomic_load_n(&map->get_reads, __ATOMIC_RELAXED);
+	st->get_retries = __atomic_load_n(&map->get_retries, __ATOMIC_RELAXED);
+	st->writes = __atomic_load_n(&map->writes, __ATOMIC_RELAXED);
+	st->redirects = __atomic_load_n(&map->redirects, __ATOMIC_RELAXED);
+	st->applied = __atomic_load_n(&map->applied, __ATOMIC_RELAXED);
+	st->resync = __atomic_load_n(&map->resync, __ATOMIC_RELAXED);
+	tab = loco_region_ptr(map->tab);
+	pthread_mutex_lock(&map->lock);
+	for (uint32_t i = 0; i < map->nslots; i++) {
+		struct slot_hdr *h = (void *)map_slot_ptr(map, tab, i);
+		uint32_t reps[LOCO_MAP_REPLICAS_MAX];
+		unsigned n, k;
+
+		if (h->seq == 0)
+			continue;
+		st->used++;
+		if (h->ver == 0)
+			continue; /* a key being made: not an entry yet */
+		n = map_rank(map, map_key_hash((uint8_t *)h + MAP_HDR, h->klen),
+		             map_mask_of(&map->active), reps, map->R);
+		for (k = 0; k < n && reps[k] != map->me; k++)
+			;
+		if (k == 0 && n > 0)
+			st->owned++;
+		else if (k < n)
+			st->replicas++;
+		else
+			st->stale++;
+	}
+	pthread_mutex_unlock(&map->lock);
+}

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * map_impl.h -- the map's state and what its files share (objects/ only):
+ * map.c has the API, GET and the writes' callers; map_core.c placement,
+ * the slots and the owner's side of a write; map_move.c the copy thread,
+ * joins and leaves. The design is in map.c.
+ *
+ * Thread safety: as loco/map.h; @lock guards the table's writes and @meta.
+ */
+#ifndef LOCO_OBJECTS_MAP_IMPL_H
+#define LOCO_OBJECTS_MAP_IMPL_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include <loco.h>
+#include <loco/map.h>
+#include <loco/rpc.h>
+
+#include "obj_util.h"
+
+#define MAP_READERS   32u /* GETs in flight at once (landing buffers) */
+#define MAP_HDR       32u
+#define MAP_DEL       0x80000000u /* vlen flag: a tombstone */
+#define MAP_HIDE      0x40000000u /* vlen flag: held, not owned here: readers do not take it */
+#define MAP_LEN       0x3fffffffu
+#define INFO_ACTIVE   1 /* info word: this node serves its keys */
+#define INFO_JOINING  2 /* info word: this node waits for the copies of its keys */
+#define INFO_LEAVING  3 /* info word: this node handed its keys over */
+#define MAP_NOT_OWNER 1 /* op handler status: the callee does not own the key (retry) */
+#define MAP_BUSY      2 /* op handler status: a write of the key is under way (retry) */
+#define MAP_FWD_NS    (30ll * 1000000000ll)
+#define MAP_SETTLE_NS (100ll * 1000000ll) /* a change of the masks is copied for this late */
+
+enum {
+	OP_PUT = 1,
+	OP_DEL = 2,
+	OP_CAS = 3
+};
+
+struct slot_hdr {
+	uint64_t seq;
+	uint64_t sum;
+	uint64_t ver;
+	uint32_t klen;
+	uint32_t vlen; /* | MAP_DEL */
+};
+
+/* a call's payload: op (map.op) or a forwarded write (map.rep), then key, then value */
+struct op_msg {
+	uint8_t op;
+	uint8_t del;
+	uint16_t klen;
+	uint32_t vlen;
+	uint64_t ver; /* op: the expected version (cas); rep: the version */
+};
+
+struct slot_meta {
+	uint8_t busy; /* an owner's write of this slot's key is under way */
+};
+
+struct loco_map {
+	loco_manager_t *m;
+	loco_channel_t *ch;
+	loco_object_t *obj;
+	loco_region_t *tab, *scr;
+	loco_rpc_ep_t *ep;
+	uint32_t op_id, rep_id;
+	uint32_t me;
+	uint32_t nodes[LOCO_RPC_NODES_MAX];
+	uint32_t nnodes;
+	size_t key_max, key_area, value_max, slot_len, group_len;
+	uint32_t nslots, ngroups, R;
+	uint32_t all[LOCO_RPC_NODES_MAX]; /* nodes, then clients */
+	uint32_t nall;
+	uint32_t act_id, done_id, bye_id;
+	loco_region_t *info;  /* this node's INFO_* word, read by the others */
+	loco_ack_key_t *cack; /* the copy thread's reads of the others' info words */
+	uint32_t present;     /* atomic: bit i = nodes[i] is paired (P) */
+	uint32_t active;      /* atomic: bit i = nodes[i] serves its keys (A, subset of P) */
+	uint32_t done_from;   /* atomic (a joiner): the holders that copied their keys here */
+	uint32_t pushed;      /* atomic: the joiners this node copied its keys to */
+	uint32_t byed;        /* atomic: the holders that left gracefully (map.bye) */
+	int joining;          /* atomic: this node waits for its copies (cfg.join) */
+	int leaving;          /* atomic: loco_map_leave() ran: no key is this node's */
+	int may_act;          /* atomic: loco_map_sync() ran: a joiner may start serving */
+	uint64_t epoch;       /* atomic: grows with every change of @present */
+	pthread_mutex_t lock; /* writes to the table, @meta */
+	struct slot_meta *meta;
+	loco_ack_key_t *acks[MAP_READERS];
+	uint32_t rbusy; /* atomic: readers taken */
+	/* the copy thread */
+	pthread_t thr;
+	int thr_started;
+	pthread_mutex_t tlock;
+	pthread_cond_t tcond;
+	int stop;
+	uint8_t *cbuf; /* the copy thread's message */
+	/* counters (atomic) */
+	uint64_t gets, get_reads, get_retries, writes, redirects, applied, resync;
+};
+
+/* what a copy of a slot holds (map_slot_check()) */
+enum {
+	SLOT_EMPTY,
+	SLOT_VALID,
+	SLOT_TORN
+};
+
+/* map_core.c */
+uint64_t map_key_hash(const void *key, size_t klen);
+unsigned map_rank(const loco_map_t *map, uint64_t kh, uint32_t pres, uint32_t *out, unsigned max);
+int map_node_index(const loco_map_t *map, uint32_t node);
+uint32_t map_mask_of(const uint32_t *m);
+uint32_t map_owner_of(const loco_map_t *map, uint64_t kh);
+int map_owns(const loco_map_t *map, uint64_t kh);
+unsigned map_targets(const loco_map_t *map, uint64_t kh, uint32_t *out);
+uint8_t *map_slot_ptr(const loco_map_t *map, uint8_t *base, uint32_t i);
+int map_slot_check(const loco_map_t *map, const uint8_t *s);
+int map_slot_show(loco_map_t *map, uint32_t i, int on);
+uint64_t map_slot_key_hash(const loco_map_t *map, uint32_t i);
+size_t map_msg_build(uint8_t *buf, int op, int del, uint64_t ver, const void *key, size_t klen,
+                     const void *val, size_t vlen);
+int map_forward(loco_map_t *map, const uint32_t *reps, unsigned n, const void *msg, size_t len);
+int map_owner_op(loco_map_t *map, int op, uint64_t kh, const void *key, size_t klen,
+                 uint64_t expect, const void *val, size_t vlen, uint64_t *ver);
+int map_h_op(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl);
+int map_h_rep(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl);
+
+/* map_move.c */
+void map_wake(loco_map_t *map);
+int map_set_bit(loco_map_t *map, uint32_t *m, uint32_t node, int on);
+int map_h_done(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl);
+int map_h_act(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl);
+int map_h_bye(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl);
+void *map_copy_thread(void *arg);
+extern const struct loco_object_ops map_ops;
+
+#endif /* LOCO_OBJECTS_MAP_IMPL_H */

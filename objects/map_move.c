@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * map_move.c -- how the map's keys follow its members: the masks and the
+ * object callbacks, the copy thread (restoring the replica count, giving
+ * a joiner its keys), the join handshake (map.done, map.act) and the
+ * graceful leave (loco_map_leave, map.bye). See map.c.
+ */
+#include "map_impl.h"
+
+/* ---- joins and leaves ------------------------------------------------------ */
+
+/* map_wake -- a change of the masks: the copy thread runs a pass. */
+void map_wake(loco_map_t *map)
+{
+	__atomic_add_fetch(&map->epoch, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_lock(&map->tlock);
+	pthread_cond_signal(&map->tcond);
+	pthread_mutex_unlock(&map->tlock);
+}
+
+/* map_set_bit -- @node's bit in mask @m to @on (nodes[] index); 1 if it changed. */
+int map_set_bit(loco_map_t *map, uint32_t *m, uint32_t node, int on)
+{
+	int i = map_node_index(map, node);
+	uint32_t bit, old;
+
+	if (i < 0)
+		return 0;
+	bit = 1u << i;
+	old = on ? __atomic_fetch_or(m, bit, __ATOMIC_ACQ_REL)
+	         : __atomic_fetch_and(m, ~bit, __ATOMIC_ACQ_REL);
+	return ((old & bit) != 0) != (on != 0);
+}
+
+/*
+ * show_owned -- under lock: every entry readable if this node serves its
+ * key now, hidden otherwise. Returns how many changed.
+ */
+static unsigned show_owned(loco_map_t *map)
+{
+	unsigned n = 0;
+
+	for (uint32_t i = 0; i < map->nslots; i++) {
+		struct slot_hdr *h = (void *)map_slot_ptr(map, loco_region_ptr(map->tab), i);
+
+		if (h->seq != 0)
+			n += (unsigned)map_slot_show(map, i,
+			                             map_owns(map, map_slot_key_hash(map, i)));
+	}
+	return n;
+}
+
+/*
+ * copy_all -- every entry this node map_owns now goes to the nodes that
+ * should hold it now (each takes it if newer); a slot whose write is
+ * under way is waited for (its write may have missed a node that paired
+ * since). Returns 0, or 1 when the masks changed meanwhile (or on stop).
+ */
+static int copy_all(loco_map_t *map, uint64_t epoch)
+{
+	uint8_t *tab = loco_region_ptr(map->tab);
+	uint8_t key[LOCO_MAP_KEY_MAX];
+	loco_waiter_t w;
+
+	loco_waiter_init(&w, map->m);
+	for (uint32_t i = 0; i < map->nslots; i++) {
+		uint32_t reps[2 * LOCO_MAP_REPLICAS_MAX];
+		struct slot_hdr *h = (void *)map_slot_ptr(map, tab, i);
+		uint64_t kh = 0;
+		size_t len = 0, klen;
+		unsigned n;
+		int busy;
+
+		if (__atomic_load_n(&map->epoch, __ATOMIC_ACQUIRE) != epoch ||
+		    __atomic_load_n(&map->stop, __ATOMIC_ACQUIRE))
+			return 1;
+		pthread_mutex_lock(&map->lock);
+		busy = map->meta[i].busy;
+		if (!busy && h->seq != 0 && h->ver != 0) {
+			klen = h->klen;
+			memcpy(key, (uint8_t *)h + MAP_HDR, klen);
+			kh = map_key_hash(key, klen);
+			map_slot_show(map, i, map_owns(map, kh));
+			if (map_owns(map, kh))
+				len = map_msg_build(
+				    map->cbuf, 0, (h->vlen & MAP_DEL) != 0, h->ver, key, klen,
+				    (uint8_t *)h + MAP_HDR + map->key_area, h->vlen & MAP_LEN);
+		}
+		pthread_mutex_unlock(&map->lock);
+		if (busy) {
+			loco_waiter_pause(&w);
+			i--; /* again, once its write is done */
+			continue;
+		}
+		loco_waiter_reset(&w);
+		if (len == 0)
+			continue;
+		n = map_targets(map, kh, reps);
+		if (n > 0 && map_forward(map, reps, n, map->cbuf, len) == 0)
+			__atomic_add_fetch(&map->resync, n, __ATOMIC_RELAXED);
+	}
+	return 0;
+}
+
+/* info_read -- node @node's info word (0: not known yet). */
+static uint64_t info_read(loco_map_t *map, uint32_t node)
+{
+	size_t off = (size_t)MAP_READERS * map->group_len;
+	loco_rref_t rr;
+	uint64_t v = 0;
+
+	if (loco_region_remote(map->info, node, &rr) != 0 ||
+	    loco_read(map->scr, off, &rr, 0, 8, map->cack) != 0 ||
+	    loco_ack_wait(map->cack, 1000000000ll) != 0)
+		return 0;
+	memcpy(&v, (uint8_t *)loco_region_ptr(map->scr) + off, 8);
+	return v;
+}
+
+/* call_until -- call handler @id on @node until it says 0 (MAP_BUSY: again); 0 or the error. */
+static int call_until(loco_map_t *map, uint32_t node, uint32_t id)
+{
+	int64_t dl = obj_deadline(MAP_FWD_NS);
+	loco_waiter_t w;
+
+	loco_waiter_init(&w, map->m);
+	for (;;) {
+		loco_rpc_ticket_t t;
+		int st = 0, ret;
+
+		ret = loco_rpc_call_return(map->ep, node, id, &map->me, sizeof(map->me), NULL, 0,
+		                           &t, obj_left_ns(dl));
+		if (ret == 0)
+			ret = loco_rpc_wait(map->ep, &t, &st, NULL, obj_left_ns(dl));
+		if (ret)
+			return ret;
+		if (st != MAP_BUSY)
+			return st;
+		if (obj_now_ns() >= dl)
+			return -ETIMEDOUT;
+		loco_waiter_pause(&w);
+	}
+}
+
+/*
+ * peers_pass -- the paired nodes not active yet: read their info word; an
+ * active one joins the active mask, a joiner gets "map.done" once a
+ * whole copy_all() ran since it paired (@copied): every key it will hold
+ * that this node map_owns went there, and every write since goes there too. A joiner whose copies all came
+ * activates itself: "map.act" to every paired member, then it serves.
+ */
+static void peers_pass(loco_map_t *map, int copied)
+{
+	uint32_t ids[64], pend;
+	int np = loco_channel_peers(map->ch, ids, 64), changed = 0;
+
+	for (int k = 0; k < np && k < 64; k++) {
+		int i = map_node_index(map, ids[k]);
+		uint64_t v;
+
+		if (i < 0 || (map_mask_of(&map->active) & (1u << i)) ||
+		    !(map_mask_of(&map->present) & (1u << i)))
+			continue;
+		v = info_read(map, ids[k]);
+		if (v == INFO_ACTIVE) {
+			changed |= map_set_bit(map, &map->active, ids[k], 1);
+		} else if (v == INFO_JOINING && copied && map_node_index(map, map->me) >= 0 &&
+		           !__atomic_load_n(&map->joining, __ATOMIC_ACQUIRE) &&
+		           !(map_mask_of(&map->pushed) & (1u << i))) {
+			if (call_until(map, ids[k], map->done_id) == 0)
+				map_set_bit(map, &map->pushed, ids[k], 1);
+		}
+	}
+	if (changed)
+		map_wake(map);
+	if (!__atomic_load_n(&map->joining, __ATOMIC_ACQUIRE) ||
+	    !__atomic_load_n(&map->may_act, __ATOMIC_ACQUIRE))
+		return; /* a joiner that joined the channel (loco_map_sync): done from every paired holder, and
+	   every holder in the cluster's view paired (one that pairs late has keys to copy) */
+	pend = map_mask_of(&map->present) & ~(1u << map_node_index(map, map->me));
+	if ((map_mask_of(&map->done_from) & pend) != pend)
+		return;
+	{
+		uint32_t mem[64];
+		int nm = loco_members(map->m, mem, 64);
+
+		for (int k = 0; k < nm && k < 64; k++) {
+			int i = map_node_index(map, mem[k]);
+
+			if (i >= 0 && mem[k] != map->me && !(pend & (1u << i)))
+				return;
+		}
+	}
+	for (int k = 0; k < np && k < 64; k++) {
+		uint32_t j;
+
+		for (j = 0; j < map->nall && map->all[j] != ids[k]; j++)
+			;
+		if (j < map->nall && call_until(map, ids[k], map->act_id) != 0)
+			return; /* again on the next pass (a node that left is no longer paired) */
+	}
+	pthread_mutex_lock(&map->lock);
+	map_set_bit(map, &map->active, map->me, 1);
+	__atomic_store_n(&map->joining, 0, __ATOMIC_RELEASE);
+	show_owned(map);
+	pthread_mutex_unlock(&map->lock);
+	__atomic_store_n((uint64_t *)loco_region_ptr(map->info), INFO_ACTIVE, __ATOMIC_RELEASE);
+	map_wake(map);
+}
+
+/* map_h_done -- "map.done", on a joiner: the caller copied its keys here. */
+int map_h_done(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl)
+{
+	loco_map_t *map = arg;
+
+	(void)ret;
+	(void)cap;
+	(void)rl;
+	map_set_bit(map, &map->done_from, msg->caller, 1);
+	map_wake(map);
+	return 0;
+}
+
+/*
+ * map_h_act -- "map.act": the caller, a joiner that has its keys, serves from
+ * now on. Its keys are no longer this node's: no write starts here for
+ * them; MAP_BUSY while one is under way (the joiner asks again), else
+ * they are hidden from readers here before the reply.
+ */
+int map_h_act(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl)
+{
+	loco_map_t *map = arg;
+	int st = 0;
+
+	(void)ret;
+	(void)cap;
+	(void)rl;
+	pthread_mutex_lock(&map->lock);
+	if (map_set_bit(map, &map->active, msg->caller, 1))
+		__atomic_add_fetch(&map->epoch, 1, __ATOMIC_ACQ_REL);
+	for (uint32_t i = 0; i < map->nslots && st == 0; i++)
+		if (map->meta[i].busy && !map_owns(map, map_slot_key_hash(map, i)))
+			st = MAP_BUSY;
+	if (st == 0)
+		show_owned(map);
+	pthread_mutex_unlock(&map->lock);
+	map_wake(map);
+	return st;
+}
+
+/*
+ * map_h_bye -- "map.bye": the caller handed its keys over (loco_map_leave) and
+ * leaves: it no longer serves nor holds any key, from now on here.
+ */
+int map_h_bye(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl)
+{
+	loco_map_t *map = arg;
+
+	(void)ret;
+	(void)cap;
+	(void)rl;
+	pthread_mutex_lock(&map->lock);
+	map_set_bit(map, &map->byed, msg->caller, 1);
+	map_set_bit(map, &map->active, msg->caller, 0);
+	map_set_bit(map, &map->present, msg->caller, 0);
+	show_owned(map);
+	pthread_mutex_unlock(&map->lock);
+	map_wake(map);
+	return 0;
+}
+
+/*
+ * settled -- whether change @e of the masks is MAP_SETTLE_NS old (@seen,
+ * @seen_ns: the change last seen and when). Entries a change gives this
+ * node become readable at once; its copies wait: when the members
+ * destroy a map together, a copy sent to a member whose map is gone
+ * would write into freed memory (a bad key: the fabric takes the link
+ * down).
+ */
+static int settled(loco_map_t *map, uint64_t e, uint64_t *seen, int64_t *seen_ns)
+{
+	if (e != *seen) {
+		*seen = e;
+		*seen_ns = obj_now_ns();
+		if (map_node_index(map, map->me) >= 0) {
+			pthread_mutex_lock(&map->lock);
+			show_owned(map);
+			pthread_mutex_unlock(&map->lock);
+		}
+	}
+	return obj_now_ns() - *seen_ns >= MAP_SETTLE_NS;
+}
+
+void *map_copy_thread(void *arg)
+{
+	loco_map_t *map = arg;
+	uint64_t done = 0, seen = 0;
+	int64_t seen_ns = 0;
+
+	pthread_mutex_lock(&map->tlock);
+	while (!__atomic_load_n(&map->stop, __ATOMIC_ACQUIRE)) {
+		uint64_t e = __atomic_load_n(&map->epoch, __ATOMIC_ACQUIRE);
+		int holder = map_node_index(map, map->me) >= 0, pending;
+		long nap;
+		struct timespec ts;
+
+		pthread_mutex_unlock(&map->tlock);
+		/* a change is copied for once it is MAP_SETTLE_NS old */
+		if (e != done && settled(map, e, &seen, &seen_ns)) {
+			if (!holder || __atomic_load_n(&map->leaving, __ATOMIC_ACQUIRE))
+				done = e; /* nothing to copy: a client, or a node that left */
+			else if (copy_all(map, e) == 0)
+				done = e;
+		}
+		pending = map_mask_of(&map->active) != map_mask_of(&map->present) ||
+		          __atomic_load_n(&map->joining, __ATOMIC_ACQUIRE);
+		if (pending)
+			peers_pass(map, done == e &&
+			                    __atomic_load_n(&map->epoch, __ATOMIC_ACQUIRE) == e);
+		pthread_mutex_lock(&map->tlock);
+		if (__atomic_load_n(&map->epoch, __ATOMIC_ACQUIRE) != done && done == e)
+			continue; /* changed meanwhile */
+		/* settling: 10 ms; a node waiting to become active: 20 ms; else a change wakes us */
+		nap = e != done ? 10000000l : pending ? 20000000l : 200000000l;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += nap;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&map->tcond, &map->tlock, &ts);
+	}
+	pthread_mutex_unlock(&map->tlock);
+	return NULL;
+}
+
+static void map_peer_join(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
+{
+	(void)obj;
+	(void)view;
+	if (map_set_bit(arg, &((loco_map_t *)arg)->present, node, 1))
+		map_wake(arg);
+}
+
+/* map_peer_leave -- @node left: out of every mask (its next incarnation starts afresh) */
+static void map_peer_leave(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
+{
+	loco_map_t *map = arg;
+	int changed;
+
+	(void)obj;
+	(void)view;
+	changed = map_set_bit(map, &map->active, node, 0);
+	changed |= map_set_bit(map, &map->present, node, 0);
+	map_set_bit(map, &map->done_from, node, 0);
+	map_set_bit(map, &map->pushed, node, 0);
+	if (changed) /* a client's leave changes nothing here */
+		map_wake(map);
+}
+
+const struct loco_object_ops map_ops = {
+    .peer_join = map_peer_join,
+    .peer_leave = map_peer_leave,
+};
+
+int loco_map_leave(loco_map_t *map, int64_t timeout_ns)
+{
+	int64_t dl = obj_deadline(timeout_ns);
+	uint8_t key[LOCO_MAP_KEY_MAX];
+	uint8_t *tab;
+	loco_waiter_t w;
+	uint32_t idle = 0;
+	int ret = 0;
+
+	if (map == NULL)
+		return -EINVAL;
+	if (map_node_index(map, map->me) < 0 || __atomic_load_n(&map->leaving, __ATOMIC_ACQUIRE))
+		return 0;
+	tab = loco_region_ptr(map->tab);
+	/* 1. no write starts here any more; the ones under way finish */
+	__atomic_store_n((uint64_t *)loco_region_ptr(map->info), INFO_LEAVING, __ATOMIC_RELEASE);
+	__atomic_store_n(&map->leaving, 1, __ATOMIC_RELEASE);
+	loco_waiter_init(&w, map->m);
+	while (idle < map->nslots) {
+		pthread_mutex_lock(&map->lock);
+		for (idle = 0; idle < map->nslots && !map->meta[idle].busy; idle++)
+			;
+		pthread_mutex_unlock(&map->lock);
+		if (idle == map->nslots)
+			break;
+		if (dl >= 0 && obj_now_ns() >= dl)
+			return -ETIMEDOUT;
+		loco_waiter_pause(&w);
+	}
+	/* 2. every entry to the nodes that hold it without this one */
+	for (uint32_t i = 0; i < map->nslots; i++) {
+		uint32_t reps[LOCO_MAP_REPLICAS_MAX], pres;
+		struct slot_hdr *h = (void *)map_slot_ptr(map, tab, i);
+		size_t len = 0;
+		unsigned n, k;
+		uint64_t kh = 0;
+
+		pthread_mutex_lock(&map->lock);
+		if (h->seq != 0 && h->ver != 0) {
+			memcpy(key, (uint8_t *)h + MAP_HDR, h->klen);
+			kh = map_key_hash(key, h->klen);
+			len = map_msg_build(map->cbuf, 0, (h->vlen & MAP_DEL) != 0, h->ver, key,
+			                    h->klen, (uint8_t *)h + MAP_HDR + map->key_area,
+			                    h->vlen & MAP_LEN);
+		}
+		pthread_mutex_unlock(&map->lock);
+		if (len == 0)
+			continue;
+		pres = map_mask_of(&map->active) & ~(1u << map_node_index(map, map->me));
+		n = map_rank(map, kh, pres, reps, map->R);
+		for (k = 0; k < n && ret == 0; k++)
+			ret = map_forward(map, &reps[k], 1, map->cbuf, len);
+		if (ret)
+			return ret;
+	}
+	/* 3. hidden from readers: the ones that still route here read again */
+	pthread_mutex_lock(&map->lock);
+	for (uint32_t i = 0; i < map->nslots; i++)
+		map_slot_show(map, i, 0);
+	pthread_mutex_unlock(&map->lock);
+	/* 4. every member takes this node out of its masks: the new owners serve at once */
+	{
+		uint32_t ids[64];
+		int np = loco_channel_peers(map->ch, ids, 64);
+
+		for (int k = 0; k < np && k < 64; k++) {
+			uint32_t j;
+
+			for (j = 0; j < map->nall && map->all[j] != ids[k]; j++)
+				;
+			if (j == map->nall)
+				continue;
+			ret = call_until(map, ids[k], map->bye_id);
+			if (ret && ret != -ECONNRESET)
+				return ret;
+		}
+	}
+	return 0;
+}
