@@ -75,11 +75,93 @@ static void mc_close(void *h)
 }
 #endif
 
+#ifdef KV_HAVE_LOCO
+#include <pthread.h>
+
+#include "kv.h"
+
+/* ---- the LOCO KV store (kv-server): this process joins it as one client node -------- */
+
+struct lo_arg {
+	const char *path;
+	pthread_mutex_t mu;
+	loco_manager_t *m;
+	loco_channel_t *ch;
+	loco_map_t *map;
+	struct kv_conf conf;
+	int ret;
+};
+
+static int lo_open(void *arg, unsigned thread, void **h)
+{
+	struct lo_arg *a = arg;
+	int ret;
+
+	(void)thread;
+	pthread_mutex_lock(&a->mu);
+	if (a->map == NULL && a->ret == 0)
+		a->ret = kv_client_open(a->path, &a->conf, &a->m, &a->ch, &a->map);
+	ret = a->ret;
+	pthread_mutex_unlock(&a->mu);
+	*h = a->map; /* one map for every thread: loco_map is MT-safe */
+	return ret;
+}
+
+static int lo_get(void *h, const char *key, size_t klen, void *val, size_t cap, size_t *vlen)
+{
+	return loco_map_get(h, key, klen, val, cap, vlen, NULL, 10 * KV_SEC);
+}
+
+static int lo_put(void *h, const char *key, size_t klen, const void *val, size_t vlen)
+{
+	return loco_map_put(h, key, klen, val, vlen, NULL, 10 * KV_SEC);
+}
+
+static void lo_close(void *h)
+{
+	(void)h; /* the client leaves once, at the end (main) */
+}
+#endif
+
+/* ---- a server killed or added during the run (loco-run --ctl PATH) ------------------- */
+
+struct events {
+	const char *launcher, *ctl;
+	uint32_t kill_at, join_at, kill_node;
+	uint32_t killed_s, joined_s; /* when it was done (0: not) */
+};
+
+static void ctl(struct events *e, const char *cmd)
+{
+	char line[1024];
+	int rc;
+
+	snprintf(line, sizeof(line), "'%s' --ctl '%s' %s", e->launcher, e->ctl, cmd);
+	rc = system(line);
+	fprintf(stderr, "kv-ycsb: %s: %s\n", cmd, rc == 0 ? "done" : "FAILED");
+}
+
+static void tick(void *arg, uint32_t s)
+{
+	struct events *e = arg;
+	char cmd[64];
+
+	if (e->kill_at != 0 && s == e->kill_at) {
+		snprintf(cmd, sizeof(cmd), "kill %u KILL", e->kill_node);
+		ctl(e, cmd);
+		e->killed_s = s;
+	}
+	if (e->join_at != 0 && s == e->join_at) {
+		ctl(e, "add 1");
+		e->joined_s = s;
+	}
+}
+
 static int usage(FILE *f, int code)
 {
 	fprintf(f,
 	        "usage: kv-ycsb --store STORE [options]\n"
-	        "  --store STORE      memcached:HOST:PORT%s\n"
+	        "  --store STORE      memcached:HOST:PORT%s, or loco:CLUSTER-FILE%s\n"
 	        "  --workload W       A (50/50), B (95/5, default), C (reads), W (updates)\n"
 	        "  --dist D           zipfian (theta 0.99, default) or uniform\n"
 	        "  --records N        keys (default 10000)\n"
@@ -91,11 +173,20 @@ static int usage(FILE *f, int code)
 	        "  --verify           read every acknowledged write back at the end\n"
 	        "  --progress         a line per second on stderr\n"
 	        "  --json FILE        the results as JSON\n"
-	        "  --plot FILE.png    throughput over time (gnuplot)\n",
+	        "  --plot FILE.png    throughput over time (gnuplot)\n"
+	        "  --ctl PATH         the servers' loco-run control socket, for:\n"
+	        "  --kill-at S --kill-node ID   SIGKILL server ID S seconds into the run\n"
+	        "  --join-at S        add a server S seconds into the run\n"
+	        "  --launcher PATH    loco-run (default: loco-run beside this program's build)\n",
 #ifdef KV_HAVE_MEMCACHED
+	        "",
+#else
+	        " (not built: libmemcached-dev missing)",
+#endif
+#ifdef KV_HAVE_LOCO
 	        ""
 #else
-	        " (not built: libmemcached-dev missing)"
+	        " (not built)"
 #endif
 	);
 	return code;
@@ -103,7 +194,7 @@ static int usage(FILE *f, int code)
 
 /* plot -- throughput per second as a PNG, through gnuplot. 0 or -1. */
 static int plot(const char *png, const struct ycsb_cfg *cfg, const struct ycsb_result *res,
-                const char *store)
+                const char *store, const struct events *ev)
 {
 	char dat[] = "/tmp/kv-ycsb-XXXXXX";
 	int fd = mkstemp(dat);
@@ -123,9 +214,19 @@ static int plot(const char *png, const struct ycsb_cfg *cfg, const struct ycsb_r
 	fprintf(gp,
 	        "set terminal pngcairo size 900,420\nset output '%s'\n"
 	        "set title 'kv-ycsb: %s, workload %c, %u thread(s)'\n"
-	        "set xlabel 'second'\nset ylabel 'operations/s'\nset yrange [0:*]\nset grid\n"
-	        "plot '%s' using 1:2 with linespoints title 'throughput'\n",
-	        png, store, cfg->workload, cfg->threads, dat);
+	        "set xlabel 'second'\nset ylabel 'operations/s'\nset yrange [0:*]\nset grid\n",
+	        png, store, cfg->workload, cfg->threads);
+	if (ev->killed_s)
+		fprintf(gp,
+		        "set arrow from %u, graph 0 to %u, graph 1 nohead lc rgb 'red' dt 2\n"
+		        "set label 'node %u killed' at %u, graph 0.95 left offset 0.5,0 tc rgb 'red'\n",
+		        ev->killed_s, ev->killed_s, ev->kill_node, ev->killed_s);
+	if (ev->joined_s)
+		fprintf(gp,
+		        "set arrow from %u, graph 0 to %u, graph 1 nohead lc rgb 'blue' dt 2\n"
+		        "set label 'node added' at %u, graph 0.88 left offset 0.5,0 tc rgb 'blue'\n",
+		        ev->joined_s, ev->joined_s, ev->joined_s);
+	fprintf(gp, "plot '%s' using 1:2 with linespoints title 'throughput'\n", dat);
 	ret = pclose(gp);
 	unlink(dat);
 	return ret == 0 ? 0 : -1;
@@ -148,9 +249,15 @@ int main(int argc, char **argv)
 	    {"progress", no_argument, NULL, 'p'},
 	    {"json", required_argument, NULL, 'j'},
 	    {"plot", required_argument, NULL, 'P'},
+	    {"ctl", required_argument, NULL, 'c'},
+	    {"kill-at", required_argument, NULL, 'K'},
+	    {"kill-node", required_argument, NULL, 'N'},
+	    {"join-at", required_argument, NULL, 'J'},
+	    {"launcher", required_argument, NULL, 'l'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
+	struct events ev = {.launcher = NULL};
 	struct ycsb_cfg cfg;
 	struct ycsb_backend be = {0};
 	struct ycsb_result res;
@@ -207,14 +314,46 @@ int main(int argc, char **argv)
 		case 'P':
 			png = optarg;
 			break;
+		case 'c':
+			ev.ctl = optarg;
+			break;
+		case 'K':
+			ev.kill_at = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'N':
+			ev.kill_node = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'J':
+			ev.join_at = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'l':
+			ev.launcher = optarg;
+			break;
 		case 'h':
 			return usage(stdout, 0);
 		default:
 			return usage(stderr, 2);
 		}
 	}
-	if (store == NULL || cfg.clients == 0 || cfg.client >= cfg.clients)
+	if (store == NULL || cfg.clients == 0 || cfg.client >= cfg.clients ||
+	    ((ev.kill_at || ev.join_at) && ev.ctl == NULL) || (ev.kill_at && ev.kill_node == 0))
 		return usage(stderr, 2);
+	if (ev.kill_at || ev.join_at) {
+		static char def[4200];
+
+		if (ev.launcher == NULL) { /* build/tools/loco-run beside build/demos/kvstore/ */
+			char self[4000];
+			ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+			self[n > 0 ? n : 0] = '\0';
+			if (strrchr(self, '/') != NULL)
+				*strrchr(self, '/') = '\0';
+			snprintf(def, sizeof(def), "%s/../../tools/loco-run", self);
+			ev.launcher = access(def, X_OK) == 0 ? def : "loco-run";
+		}
+		cfg.tick = tick;
+		cfg.tick_arg = &ev;
+	}
 #ifdef KV_HAVE_MEMCACHED
 	static struct mc_arg mca;
 	if (strncmp(store, "memcached:", 10) == 0) {
@@ -230,6 +369,18 @@ int main(int argc, char **argv)
 		                           .put = mc_put,
 		                           .close = mc_close,
 		                           .arg = &mca};
+	}
+#endif
+#ifdef KV_HAVE_LOCO
+	static struct lo_arg loa = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	if (strncmp(store, "loco:", 5) == 0) {
+		loa.path = store + 5;
+		be = (struct ycsb_backend){.name = "loco",
+		                           .open = lo_open,
+		                           .get = lo_get,
+		                           .put = lo_put,
+		                           .close = lo_close,
+		                           .arg = &loa};
 	}
 #endif
 	if (be.name == NULL) {
@@ -249,7 +400,8 @@ int main(int argc, char **argv)
 	ycsb_print(stdout, &cfg, &res, be.name);
 	if (cfg.verify && (res.lost != 0 || res.corrupt != 0))
 		status = 1;
-	if (res.errs[YCSB_READ] + res.errs[YCSB_UPDATE] > 0)
+	/* a write whose owner dies under it fails (it may have happened or not): expected there */
+	if (res.errs[YCSB_READ] + res.errs[YCSB_UPDATE] > 0 && cfg.tick == NULL)
 		status = 1;
 	if (json != NULL) {
 		FILE *f = fopen(json, "w");
@@ -264,7 +416,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (png != NULL) {
-		if (plot(png, &cfg, &res, be.name) == 0) {
+		if (plot(png, &cfg, &res, be.name, &ev) == 0) {
 			printf("kv-ycsb: plot in %s\n", png);
 		} else {
 			fprintf(stderr, "kv-ycsb: gnuplot failed (is gnuplot-nox installed?)\n");
@@ -272,5 +424,9 @@ int main(int argc, char **argv)
 		}
 	}
 	ycsb_result_free(&res);
+#ifdef KV_HAVE_LOCO
+	if (loa.map != NULL)
+		kv_client_close(loa.m, loa.ch, loa.map);
+#endif
 	return status;
 }

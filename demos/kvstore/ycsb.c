@@ -374,17 +374,19 @@ int ycsb_run(const struct ycsb_cfg *cfg, const struct ycsb_backend *be, struct y
 	sh.start = now_ns();
 	sh.stop = sh.start + (int64_t)(cfg->duration_s * 1e9);
 	__atomic_store_n(&sh.go, 1, __ATOMIC_RELEASE);
-	if (cfg->progress) {
-		for (uint32_t s = 1; now_ns() < sh.stop; s++) {
-			int64_t until = sh.start + (int64_t)s * 1000000000;
-			uint64_t n = 0;
+	/* each second: the progress line, and the caller's tick (a kill or a join at S) */
+	for (uint32_t s = 1; ret == 0 && now_ns() < sh.stop; s++) {
+		int64_t until = sh.start + (int64_t)s * 1000000000;
+		uint64_t n = 0;
 
-			while (now_ns() < until && now_ns() < sh.stop)
-				nanosleep(&(struct timespec){.tv_nsec = 20000000}, NULL);
-			for (unsigned t = 0; t < started; t++)
-				n += __atomic_load_n(&w[t].per_sec[s - 1], __ATOMIC_RELAXED);
+		while (now_ns() < until && now_ns() < sh.stop)
+			nanosleep(&(struct timespec){.tv_nsec = 20000000}, NULL);
+		for (unsigned t = 0; t < started; t++)
+			n += __atomic_load_n(&w[t].per_sec[s - 1], __ATOMIC_RELAXED);
+		if (cfg->progress)
 			fprintf(stderr, "kv-ycsb: %4u s  %10" PRIu64 " ops/s\n", s, n);
-		}
+		if (cfg->tick != NULL)
+			cfg->tick(cfg->tick_arg, s);
 	}
 	for (unsigned t = 0; t < started; t++)
 		pthread_join(w[t].thread, NULL);

@@ -58,6 +58,9 @@ struct ycsb_cfg {
 	int progress;        /* a line per second on stderr */
 	int load;            /* run the load phase first (insert every record) */
 	int verify;          /* remember acknowledged writes; ycsb_verify() at the end */
+	/* called by ycsb_run() after each second S of the run phase (may be NULL) */
+	void (*tick)(void *arg, uint32_t s);
+	void *tick_arg;
 };
 
 #define YCSB_HIST_BUCKETS (41 * 64) /* 64 sub-buckets per power of two of nanoseconds */

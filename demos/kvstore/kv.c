@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* kv.c -- the KV store's cluster file and map configuration (kv.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "kv.h"
+
+#define LINE_MAX_ 256
+#define LINES_MAX 64
+
+void kv_map_cfg(const struct kv_conf *c, loco_map_cfg_t *cfg, uint32_t ids[KV_IDS_MAX])
+{
+	for (uint32_t i = 0; i < KV_IDS_MAX; i++)
+		ids[i] = i + 1;
+	loco_map_cfg_default(cfg, ids, c->holders);
+	cfg->clients = ids + c->holders;
+	cfg->nclients = KV_IDS_MAX - c->holders;
+	cfg->key_max = 64;
+	cfg->value_max = c->value_max;
+	cfg->capacity = c->capacity;
+	cfg->replicas = c->replicas;
+}
+
+/* locked -- open @path's lock file and flock it. The fd, or -errno. */
+static int locked(const char *path)
+{
+	char lock[4096];
+	int fd;
+
+	snprintf(lock, sizeof(lock), "%s.lock", path);
+	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX) < 0) {
+		close(fd);
+		return -errno;
+	}
+	return fd;
+}
+
+/* read_lines -- @path's lines (up to LINES_MAX), or 0 when it does not exist. */
+static int read_lines(const char *path, char lines[LINES_MAX][LINE_MAX_])
+{
+	FILE *f = fopen(path, "r");
+	int n = 0;
+
+	if (f == NULL)
+		return errno == ENOENT ? 0 : -errno;
+	while (n < LINES_MAX && fgets(lines[n], LINE_MAX_, f) != NULL)
+		n++;
+	fclose(f);
+	return n;
+}
+
+/* write_lines -- replace @path by @lines, atomically (rename), mode 0600. */
+static int write_lines(const char *path, char lines[LINES_MAX][LINE_MAX_], int n)
+{
+	char tmp[4096];
+	FILE *f;
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || (f = fdopen(fd, "w")) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	for (int i = 0; i < n; i++)
+		fputs(lines[i], f);
+	if (fclose(f) != 0 || rename(tmp, path) < 0)
+		return -errno;
+	return 0;
+}
+
+int kv_conf_read(const char *path, struct kv_conf *c)
+{
+	static char lines[LINES_MAX][LINE_MAX_];
+	struct kv_conf r = {0};
+	int n = read_lines(path, lines);
+
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++) {
+		char addr[128];
+		unsigned long v;
+		uint32_t id;
+
+		if (sscanf(lines[i], "secret %128s", r.secret) == 1)
+			continue;
+		if (sscanf(lines[i], "holders %lu", &v) == 1)
+			r.holders = (uint32_t)v;
+		else if (sscanf(lines[i], "replicas %lu", &v) == 1)
+			r.replicas = (uint32_t)v;
+		else if (sscanf(lines[i], "value_max %lu", &v) == 1)
+			r.value_max = v;
+		else if (sscanf(lines[i], "capacity %lu", &v) == 1)
+			r.capacity = (uint32_t)v;
+		else if (sscanf(lines[i], "server %" SCNu32 " %127s", &id, addr) == 2 &&
+		         strlen(r.join) + strlen(addr) + 2 < sizeof(r.join)) {
+			if (r.join[0] != '\0')
+				strcat(r.join, ",");
+			strcat(r.join, addr);
+			r.nservers++;
+		}
+	}
+	if (r.holders == 0 || r.holders >= KV_IDS_MAX || r.replicas == 0 || r.value_max == 0 ||
+	    r.capacity == 0 || r.nservers == 0)
+		return -EINVAL;
+	*c = r;
+	return 0;
+}
+
+int kv_conf_add_server(const char *path, const struct kv_conf *c, uint32_t id, const char *addr)
+{
+	static char lines[LINES_MAX][LINE_MAX_];
+	int lk = locked(path), n, k = 0, ret;
+
+	if (lk < 0)
+		return lk;
+	n = read_lines(path, lines);
+	if (n < 0) {
+		close(lk);
+		return n;
+	}
+	/* keep the other servers' lines and the clients'; settings written afresh */
+	for (int i = 0; i < n; i++) {
+		uint32_t other;
+
+		if ((sscanf(lines[i], "server %" SCNu32, &other) == 1 && other != id) ||
+		    strncmp(lines[i], "client ", 7) == 0)
+			memmove(lines[k++], lines[i], LINE_MAX_);
+	}
+	if (k + 6 > LINES_MAX) {
+		close(lk);
+		return -ENOSPC;
+	}
+	snprintf(lines[k++], LINE_MAX_, "secret %s\n", c->secret);
+	snprintf(lines[k++], LINE_MAX_, "holders %u\n", c->holders);
+	snprintf(lines[k++], LINE_MAX_, "replicas %u\n", c->replicas);
+	snprintf(lines[k++], LINE_MAX_, "value_max %zu\n", c->value_max);
+	snprintf(lines[k++], LINE_MAX_, "capacity %u\n", c->capacity);
+	snprintf(lines[k++], LINE_MAX_, "server %u %s\n", id, addr);
+	ret = write_lines(path, lines, k);
+	close(lk);
+	return ret;
+}
+
+/* take_client_id -- the first client id no client of this cluster took yet; noted. */
+static int take_client_id(const char *path, const struct kv_conf *c, uint32_t *out)
+{
+	static char lines[LINES_MAX][LINE_MAX_];
+	bool used[KV_IDS_MAX + 1] = {false};
+	int lk = locked(path), n, ret = -EADDRINUSE;
+
+	if (lk < 0)
+		return lk;
+	n = read_lines(path, lines);
+	for (int i = 0; i < n; i++) {
+		uint32_t id;
+
+		if (sscanf(lines[i], "client %" SCNu32, &id) == 1 && id <= KV_IDS_MAX)
+			used[id] = true;
+	}
+	for (uint32_t id = c->holders + 1; n >= 0 && n < LINES_MAX && id <= KV_IDS_MAX; id++) {
+		if (used[id])
+			continue;
+		snprintf(lines[n++], LINE_MAX_, "client %u\n", id);
+		ret = write_lines(path, lines, n);
+		if (ret == 0)
+			*out = id;
+		break;
+	}
+	close(lk);
+	return n < 0 ? n : ret;
+}
+
+int kv_client_open(const char *path, struct kv_conf *c, loco_manager_t **m, loco_channel_t **ch,
+                   loco_map_t **map)
+{
+	uint32_t ids[KV_IDS_MAX], members[KV_IDS_MAX * 4], id = 0, holders = 0;
+	loco_map_cfg_t cfg;
+	char idstr[16];
+	int ret = kv_conf_read(path, c), n;
+
+	*ch = NULL;
+	*map = NULL;
+	if (ret)
+		return ret;
+	ret = take_client_id(path, c, &id);
+	if (ret)
+		return ret;
+	snprintf(idstr, sizeof(idstr), "%u", id);
+	setenv("LOCO_NODE_ID", idstr, 1);
+	setenv("LOCO_JOIN", c->join, 1);
+	setenv("LOCO_SECRET", c->secret, 1);
+	unsetenv("LOCO_ADDR"); /* ours: any port */
+	ret = loco_init(NULL, m);
+	if (ret)
+		return ret;
+	/* the key holders alive now are the peers to pair with */
+	n = loco_members(*m, members, sizeof(members) / sizeof(members[0]));
+	for (int i = 0; i < n && i < (int)(sizeof(members) / sizeof(members[0])); i++)
+		holders += members[i] <= c->holders;
+	kv_map_cfg(c, &cfg, ids);
+	ret = loco_channel_create(*m, NULL, "kv", holders + 1, ch);
+	if (ret == 0)
+		ret = loco_map_create(*ch, "kv", &cfg, map);
+	if (ret == 0)
+		ret = loco_channel_join(*ch, 20 * KV_SEC);
+	if (ret) {
+		if (*map != NULL)
+			loco_map_destroy(*map);
+		if (*ch != NULL)
+			loco_channel_destroy(*ch);
+		loco_fini(*m);
+		return ret;
+	}
+	return 0;
+}
+
+void kv_admin_path(const char *path, uint32_t id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s.s%u", path, id);
+}
+
+int kv_server_ids(const char *path, uint32_t *ids, int max)
+{
+	static char lines[LINES_MAX][LINE_MAX_];
+	int n = read_lines(path, lines), k = 0;
+
+	for (int i = 0; i < n && k < max; i++)
+		if (sscanf(lines[i], "server %" SCNu32, &ids[k]) == 1)
+			k++;
+	return n < 0 ? n : k;
+}
+
+void kv_client_close(loco_manager_t *m, loco_channel_t *ch, loco_map_t *map)
+{
+	loco_map_destroy(map);
+	loco_channel_destroy(ch);
+	loco_fini(m);
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * kv.h -- what the KV store's programs share: the cluster file, and the
+ * map they all make.
+ *
+ * Node ids: the key holders are 1 .. holders (the servers started first,
+ * and room for servers added later), the client ids holders + 1 .. 7 (a
+ * channel holds a map of up to 7 members). kv-ycsb joins the cluster as
+ * one of them; the map takes an id that left as gone for good, so each
+ * client id serves one client run (loco_map(3), NOTES). The kv command
+ * line talks to a server through its admin socket instead
+ * (kv_admin_path()), so that it can run any number of times.
+ *
+ * The cluster file (--cluster PATH, mode 0600: it holds the secret) has
+ * "secret HEX", "holders N", "replicas R", "value_max B", "capacity N"
+ * and one "server ID ADDR" line per server that started; every server
+ * adds its line under an flock.
+ */
+#ifndef KV_KV_H
+#define KV_KV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <loco.h>
+#include <loco/map.h>
+
+#define KV_IDS_MAX 7 /* a channel holds a map of up to 7 members (loco_map(3)) */
+#define KV_SEC     1000000000ll
+
+struct kv_conf {
+	uint32_t holders;  /* key-holding ids 1 .. holders */
+	uint32_t replicas; /* copies of each key */
+	size_t value_max;
+	uint32_t capacity; /* slots per holder */
+	char secret[130];
+	char join[512]; /* the servers' addresses, comma-separated */
+	uint32_t nservers;
+};
+
+/* kv_map_cfg -- the map configuration of @c (ids arrays filled into @ids). */
+void kv_map_cfg(const struct kv_conf *c, loco_map_cfg_t *cfg, uint32_t ids[KV_IDS_MAX]);
+
+/* kv_conf_read -- read the cluster file @path. 0, -errno, -EINVAL (malformed). */
+int kv_conf_read(const char *path, struct kv_conf *c);
+
+/* kv_conf_add_server -- add (or replace) server @id at @addr to @path, writing @c's settings. */
+int kv_conf_add_server(const char *path, const struct kv_conf *c, uint32_t id, const char *addr);
+
+/*
+ * kv_client_open -- join the cluster of @path as a client and make the map:
+ * tries the client ids in turn (one refused as in use, or that left
+ * before, is skipped). 0 and the handles; -errno (-EADDRINUSE: every
+ * client id is taken).
+ */
+int kv_client_open(const char *path, struct kv_conf *c, loco_manager_t **m, loco_channel_t **ch,
+                   loco_map_t **map);
+
+/* kv_admin_path -- server @id's admin socket: "@path.s@id" (a unix socket, mode 0600). */
+void kv_admin_path(const char *path, uint32_t id, char *buf, size_t len);
+
+/* kv_server_ids -- the ids of the servers in @path (up to @max); their count, or -errno. */
+int kv_server_ids(const char *path, uint32_t *ids, int max);
+
+/* kv_client_close -- leave: map, channel, manager. */
+void kv_client_close(loco_manager_t *m, loco_channel_t *ch, loco_map_t *map);
+
+#endif

@@ -1,0 +1,80 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# test-loco.sh LOCO_RUN KV_SERVER KV KV_YCSB -- the KV store as its README runs it:
+#   1. 4 kv-servers (2 replicas) under loco-run --keep-going --control; the kv command line
+#      puts, gets, deletes (get then says "no such key", exit 3) and stats;
+#   2. kv-ycsb workload B, 2 threads, 3 s, --verify: 0 lost, 0 corrupt, reads and updates ran;
+#   3. kv-ycsb workload A with --kill-at 1 (node 3, SIGKILL) and --join-at 3 (a fifth server):
+#      0 acknowledged writes lost, operations in the run's last second (it went on), the new
+#      server serves, the plot written;
+#   4. the launcher is ended (SIGTERM: the servers hand their keys over and leave).
+# Every process is ended by PID; every wait is bounded.
+set -uo pipefail
+
+run=$1 server=$2 kv=$3 ycsb=$4
+tmp=$(mktemp -d)
+lr=
+cleanup() {
+	if [[ -n $lr ]] && kill -0 "$lr" 2>/dev/null; then
+		kill "$lr"
+		for _ in $(seq 1 100); do kill -0 "$lr" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$lr" 2>/dev/null
+	fi
+	wait 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; grep -v MEMLOCK "$tmp/servers.log" | tail -20; exit 1; }
+
+cl=$tmp/kv.cluster
+"$run" --keep-going --control "$tmp/ctl" -n 4 "$server" --replicas 2 --capacity 8192 \
+	--cluster "$cl" >"$tmp/servers.log" 2>&1 &
+lr=$!
+for _ in $(seq 1 300); do
+	[[ $(grep -c '^server ' "$cl" 2>/dev/null) == 4 ]] && break
+	kill -0 "$lr" 2>/dev/null || fail "the servers ended"
+	sleep 0.1
+done
+[[ $(grep -c '^server ' "$cl" 2>/dev/null) == 4 ]] || fail "4 servers did not come up in 30 s"
+[[ $(stat -c %a "$cl") == 600 ]] || fail "the cluster file (it holds the secret) is not mode 0600"
+echo "ok: 4 servers serving"
+
+k=("$kv" --cluster "$cl")
+[[ $("${k[@]}" put greeting "hello world" 2>/dev/null) == "version 1" ]] || fail "put"
+[[ $("${k[@]}" get greeting 2>/dev/null) == "hello world" ]] || fail "get"
+[[ $("${k[@]}" put greeting again 2>/dev/null) == "version 2" ]] || fail "second put"
+[[ $("${k[@]}" del greeting 2>/dev/null) == "deleted" ]] || fail "del"
+"${k[@]}" get greeting >/dev/null 2>&1
+[[ $? == 3 ]] || fail "get of a deleted key did not exit 3"
+[[ $("${k[@]}" stat 2>/dev/null | grep -c '^node ') == 4 ]] || fail "stat did not list 4 servers"
+echo "ok: kv put/get/del/stat"
+
+out=$("$ycsb" --store "loco:$cl" --workload B --records 2000 --duration 3 --threads 2 --verify \
+	--json "$tmp/b.json" 2>&1) || { echo "$out"; fail "kv-ycsb B exited $?"; }
+echo "$out" | grep -v MEMLOCK
+grep -q '^read ' <<<"$out" && grep -q '^update ' <<<"$out" || fail "an op type is missing"
+grep -q ' 0 lost, 0 corrupt' <<<"$out" || fail "lost or corrupt writes"
+
+out=$("$ycsb" --store "loco:$cl" --workload A --records 2000 --duration 6 --threads 2 --verify \
+	--ctl "$tmp/ctl" --kill-at 1 --kill-node 3 --join-at 3 --json "$tmp/a.json" \
+	--plot "$tmp/a.png" 2>&1)
+rc=$?
+echo "$out" | grep -v MEMLOCK
+[[ $rc == 0 ]] || fail "kv-ycsb with a kill and a join exited $rc"
+grep -q 'kill 3 KILL: done' <<<"$out" || fail "node 3 was not killed"
+grep -q 'add 1: done' <<<"$out" || fail "no server was added"
+grep -q ' 0 lost, 0 corrupt' <<<"$out" || fail "acknowledged writes lost across the kill"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["per_second"][-1] > 0, d["per_second"]' \
+	"$tmp/a.json" || fail "no operation in the run's last second"
+[[ -s $tmp/a.png ]] || fail "no plot"
+for _ in $(seq 1 100); do grep -q 'node 5 serving (joined' "$tmp/servers.log" && break; sleep 0.1; done
+grep -q 'node 5 serving (joined' "$tmp/servers.log" || fail "the added server does not serve"
+echo "ok: a server killed and one added during a run; no acknowledged write lost"
+
+kill "$lr"
+for _ in $(seq 1 300); do kill -0 "$lr" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$lr" 2>/dev/null && fail "the servers did not end within 30 s of SIGTERM"
+lr=
+grep -c 'leaving' "$tmp/servers.log" | grep -q '^[1-9]' || fail "no server said it was leaving"
+echo "PASS"
