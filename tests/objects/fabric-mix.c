@@ -82,7 +82,7 @@ int main(int argc, char **argv)
 	loco_ack_key_t *ack;
 	const char *name = "unchanged";
 	uint32_t me;
-	int shm = 0, tcp = 0;
+	int shm = 0, tcp = 0, verbs = 0;
 
 	sc_init("fabric-mix", argc, argv, 120);
 	if (getenv("LOCO_TEST_REMOTE") != NULL &&
@@ -116,6 +116,7 @@ int main(int argc, char **argv)
 			        expected(me, peer));
 		shm += strcmp(name, "shm") == 0;
 		tcp += strcmp(name, "tcp") == 0;
+		verbs += strcmp(name, "verbs") == 0;
 	}
 
 	/* one channel across both */
@@ -140,8 +141,8 @@ int main(int argc, char **argv)
 		/* nobody stores round r + 1 before everyone read round r */
 		SC_ASSERT_OK(loco_barrier_wait(bar, (int64_t)SC_WAIT_MS * 1000000));
 	}
-	sc_log("links: %d on shm, %d on tcp; %d rounds of 64-byte rows over them", shm, tcp,
-	       ROUNDS);
+	sc_log("links: %d on shm, %d on tcp, %d on verbs; %d rounds of 64-byte rows over them", shm,
+	       tcp, verbs, ROUNDS);
 	loco_ack_key_destroy(ack);
 	loco_barrier_destroy(bar);
 	loco_sst_destroy(sst);
