@@ -268,8 +268,11 @@ static void landed_bell(struct shm_link *l)
 /* complete -- the completion of @wr that executed with @ret (0 or an error). */
 static void complete(struct shm_link *l, const struct fab_wr *wr, int ret)
 {
-	if (ret == 0 && wr->opcode != FAB_OP_READ && wr->opcode != FAB_OP_SEND)
-		landed_bell(l);
+	if (ret == 0 && wr->opcode != FAB_OP_READ) {
+		shm_landed(l); /* a driver of the peer's (fab_progress()) */
+		if (wr->opcode != FAB_OP_SEND)
+			landed_bell(l);
+	}
 	if (ret == 0 && !(wr->flags & FAB_WR_SIGNALED))
 		fab_credits_give(&l->fab->cq_credits, 1);
 	else
