@@ -247,12 +247,12 @@ int shm_progress(struct fab *fab, int64_t timeout_ns)
 	if (timeout_ns < 0)
 		return -EINVAL;
 	if (pthread_mutex_trylock(&f->drive_mu) != 0)
-		return -EBUSY;
-	__atomic_store_n(&f->drive_ns, lc_now_ns(), __ATOMIC_RELAXED);
+		return -EBUSY; /* (the thread disarms only with it held: no clock read before) */
 	if (!__atomic_load_n(&fp->armed, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&fp->armed, 1, __ATOMIC_SEQ_CST);
 		f->drive_seen = __atomic_load_n(&f->bpage->seq, __ATOMIC_SEQ_CST);
 		links_walk(f, &f->drive_busy, 0);
+		__atomic_store_n(&f->drive_ns, lc_now_ns(), __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&f->drive_mu);
 		return 1;
 	}
