@@ -111,6 +111,8 @@ struct shm_fpage {
 struct shm_bpage {
 	uint64_t magic;
 	uint32_t seq __attribute__((aligned(64))); /* peers: +1 per landing while armed; a futex */
+	/* peers, and our threads: +1 after each write to our doorbell (the poller clears it) */
+	uint32_t rings __attribute__((aligned(64)));
 };
 
 /* A link page: made by one side, mapped read-write by its peer. */
@@ -257,6 +259,7 @@ struct shm_fab {
 	uint32_t drive_seen;      /* under drive_mu: bpage->seq when the last driver looked */
 	uint64_t drive_ns;        /* atomic: when a driver last ran (the thread disarms) */
 	unsigned drive_busy;      /* atomic: odd while a driver walks links[] */
+	uint32_t rings_seen;      /* poll: bpage->rings when it last cleared the doorbell */
 
 	pthread_mutex_t lock; /* links[], arenas, the accept queue */
 	pthread_cond_t cond;
