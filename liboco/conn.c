@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -35,8 +34,6 @@ struct lc_conn *lc_conn_new(int fd, int initiator, uint32_t node, uint64_t inc)
 	c->src_node = node;
 	c->src_inc = inc;
 	c->accepted_ns = c->last_rx_ns = lc_now_ns();
-	/* the kernel's arrival time of what we read: see lc_conn_recv() */
-	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &(int){1}, sizeof(int));
 	pthread_mutex_init(&c->tx_lock, NULL);
 	randombytes_buf(c->nonce_mine, sizeof(c->nonce_mine));
 	return c;
@@ -261,39 +258,8 @@ size_t lc_conn_queued(struct lc_conn *c)
 	return n;
 }
 
-/*
- * arrival_ns -- when the kernel received the newest byte @mh read, on our
- * monotonic clock (its SO_TIMESTAMPNS is CLOCK_REALTIME: the age is
- * carried over), or now when it did not say.
- */
-static uint64_t arrival_ns(struct msghdr *mh)
-{
-	uint64_t now = lc_now_ns();
-
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm != NULL; cm = CMSG_NXTHDR(mh, cm)) {
-		struct timespec ts, real;
-		int64_t age;
-
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_TIMESTAMPNS)
-			continue;
-		memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
-		clock_gettime(CLOCK_REALTIME, &real);
-		age = (int64_t)(real.tv_sec - ts.tv_sec) * 1000000000 + (real.tv_nsec - ts.tv_nsec);
-		if (age <= 0)
-			return now;
-		return (uint64_t)age < now ? now - (uint64_t)age : 0;
-	}
-	return now;
-}
-
 int lc_conn_recv(struct lc_conn *c)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(struct timespec))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov;
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 	ssize_t n;
 
 	if (c->rx_off > 0) { /* keep the partial message at the front */
@@ -301,22 +267,13 @@ int lc_conn_recv(struct lc_conn *c)
 		c->rx_len -= c->rx_off;
 		c->rx_off = 0;
 	}
-	iov = (struct iovec){.iov_base = c->rx + c->rx_len, .iov_len = LC_CTRL_MAX_MSG - c->rx_len};
-	mh.msg_control = u.buf;
-	mh.msg_controllen = sizeof(u.buf);
-	n = recvmsg(c->fd, &mh, MSG_DONTWAIT);
+	n = recv(c->fd, c->rx + c->rx_len, LC_CTRL_MAX_MSG - c->rx_len, MSG_DONTWAIT);
 	if (n == 0)
 		return -ECONNRESET;
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
 	c->rx_len += (size_t)n;
-	/*
-	 * When it arrived, not when we read it: a process stopped (SIGSTOP)
-	 * for longer than the failure bound must not take the heartbeats that
-	 * queued up meanwhile for news, while a progress thread that was only
-	 * late still counts what came in time.
-	 */
-	c->last_rx_ns = arrival_ns(&mh);
+	c->last_rx_ns = lc_now_ns();
 	return (int)n;
 }
 

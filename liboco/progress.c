@@ -166,9 +166,8 @@ static void *progress_main(void *arg)
 		lc_member_accept_links(m);
 		/*
 		 * What came in while this thread was busy or descheduled, before
-		 * the timers judge who was heard (by arrival time: lc_conn_recv):
-		 * a late timer pass must not call a partition on peers whose
-		 * heartbeats sit unread in the sockets.
+		 * the timers judge who was heard: a late timer pass must not call
+		 * a partition on peers whose heartbeats sit unread in the sockets.
 		 */
 		n = wait_events(m, ev, 32, 0);
 		events(m, ev, n);
