@@ -25,7 +25,8 @@
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: kv [--cluster FILE] get KEY | put KEY VALUE | del KEY | stat [KEY]\n");
+	fprintf(stderr,
+	        "usage: kv [--cluster FILE] get KEY | put KEY VALUE | del KEY | stat [KEY]\n");
 	return 2;
 }
 
@@ -87,7 +88,8 @@ int main(int argc, char **argv)
 	else if (strcmp(cmd, "put") == 0 && argc - i == 2)
 		snprintf(req, sizeof(req), "put %s %s\n", argv[i], argv[i + 1]);
 	else if (strcmp(cmd, "stat") == 0 && argc - i <= 1)
-		snprintf(req, sizeof(req), "stat%s%s\n", argc - i ? " " : "", argc - i ? argv[i] : "");
+		snprintf(req, sizeof(req), "stat%s%s\n", argc - i ? " " : "",
+		         argc - i ? argv[i] : "");
 	else
 		return usage();
 	if (i < argc && (argv[i][0] == '\0' || strpbrk(argv[i], " \n") != NULL)) {

@@ -89,10 +89,12 @@ static void admin_serve(struct admin *a, int fd)
 		                   10 * KV_SEC);
 		if (ret == 0) {
 			val[vlen] = '\0';
-			snprintf(out, sizeof(out), "ok %llu %s\n", (unsigned long long)version, val);
+			snprintf(out, sizeof(out), "ok %llu %s\n", (unsigned long long)version,
+			         val);
 		}
 	} else if (strcmp(req, "put") == 0 && key != NULL && arg != NULL) {
-		ret = loco_map_put(a->map, key, strlen(key), arg, strlen(arg), &version, 10 * KV_SEC);
+		ret =
+		    loco_map_put(a->map, key, strlen(key), arg, strlen(arg), &version, 10 * KV_SEC);
 		if (ret == 0)
 			snprintf(out, sizeof(out), "ok %llu\n", (unsigned long long)version);
 	} else if (strcmp(req, "del") == 0 && key != NULL && arg == NULL) {
@@ -103,16 +105,18 @@ static void admin_serve(struct admin *a, int fd)
 		loco_map_stats_t st;
 
 		loco_map_stats(a->map, &st);
-		snprintf(out, sizeof(out),
-		         "ok 0 node %u: %llu owned, %llu replicas, %llu slots used of %u; %llu gets, "
-		         "%llu writes; key holders 1..%u, %u replica(s)%s",
-		         a->me, (unsigned long long)st.owned, (unsigned long long)st.replicas,
-		         (unsigned long long)st.used, a->c->capacity, (unsigned long long)st.gets,
-		         (unsigned long long)st.writes, a->c->holders, a->c->replicas,
-		         key != NULL ? "" : "\n");
+		snprintf(
+		    out, sizeof(out),
+		    "ok 0 node %u: %llu owned, %llu replicas, %llu slots used of %u; %llu gets, "
+		    "%llu writes; key holders 1..%u, %u replica(s)%s",
+		    a->me, (unsigned long long)st.owned, (unsigned long long)st.replicas,
+		    (unsigned long long)st.used, a->c->capacity, (unsigned long long)st.gets,
+		    (unsigned long long)st.writes, a->c->holders, a->c->replicas,
+		    key != NULL ? "" : "\n");
 		if (key != NULL)
-			snprintf(out + strlen(out), sizeof(out) - strlen(out), "; owner of %s: node %u\n",
-			         key, loco_map_owner(a->map, key, strlen(key)));
+			snprintf(out + strlen(out), sizeof(out) - strlen(out),
+			         "; owner of %s: node %u\n", key,
+			         loco_map_owner(a->map, key, strlen(key)));
 		ret = 0;
 	}
 	if (ret)
@@ -191,10 +195,14 @@ static int fail(const char *what, int err)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"replicas", required_argument, NULL, 'r'}, {"capacity", required_argument, NULL, 'c'},
-	    {"value-max", required_argument, NULL, 'v'}, {"spare", required_argument, NULL, 's'},
-	    {"cluster", required_argument, NULL, 'f'},  {"stats", required_argument, NULL, 'S'},
-	    {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+	    {"replicas", required_argument, NULL, 'r'},
+	    {"capacity", required_argument, NULL, 'c'},
+	    {"value-max", required_argument, NULL, 'v'},
+	    {"spare", required_argument, NULL, 's'},
+	    {"cluster", required_argument, NULL, 'f'},
+	    {"stats", required_argument, NULL, 'S'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct kv_conf c = {.replicas = 2, .value_max = 1024, .capacity = 65536};
 	const char *path = "kv.cluster", *nodes = getenv("LOCO_NODES"), *secret;
@@ -212,21 +220,36 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {
-		case 'r': c.replicas = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'c': c.capacity = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'v': c.value_max = strtoul(optarg, NULL, 10); break;
-		case 's': spare = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'f': path = optarg; break;
-		case 'S': stats_s = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'h': return usage(stdout, 0);
-		default: return usage(stderr, 2);
+		case 'r':
+			c.replicas = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'c':
+			c.capacity = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'v':
+			c.value_max = strtoul(optarg, NULL, 10);
+			break;
+		case 's':
+			spare = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'f':
+			path = optarg;
+			break;
+		case 'S':
+			stats_s = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'h':
+			return usage(stdout, 0);
+		default:
+			return usage(stderr, 2);
 		}
 	}
 	first = nodes != NULL ? (uint32_t)strtoul(nodes, NULL, 10) : 0;
 	c.holders = first + spare;
 	if (first == 0 || c.holders >= KV_IDS_MAX) {
-		fprintf(stderr, "kv-server: LOCO_NODES (%u) + --spare (%u) must be below %u, leaving "
-		                "an id for a client\n",
+		fprintf(stderr,
+		        "kv-server: LOCO_NODES (%u) + --spare (%u) must be below %u, leaving "
+		        "an id for a client\n",
 		        first, spare, KV_IDS_MAX);
 		return 2;
 	}
@@ -269,10 +292,11 @@ int main(int argc, char **argv)
 		ret = kv_conf_add_server(path, &c, me, loco_addr(m));
 	if (ret)
 		return fail(path, ret);
-	printf("kv-server: node %u serving (%s; key holders 1..%u, %u replica(s), %u slots of up to "
-	       "%zu B)\n",
-	       me, cfg.join ? "joined a running store" : "started", c.holders, c.replicas,
-	       c.capacity, c.value_max);
+	printf(
+	    "kv-server: node %u serving (%s; key holders 1..%u, %u replica(s), %u slots of up to "
+	    "%zu B)\n",
+	    me, cfg.join ? "joined a running store" : "started", c.holders, c.replicas, c.capacity,
+	    c.value_max);
 	fflush(stdout);
 	for (uint32_t t = 0; !stop; t++) {
 		struct timespec ts = {.tv_nsec = 100000000};
@@ -280,7 +304,8 @@ int main(int argc, char **argv)
 		nanosleep(&ts, NULL);
 		if (stats_s > 0 && t > 0 && t % (stats_s * 10) == 0) {
 			loco_map_stats(map, &st);
-			printf("kv-server: node %u: %llu owned, %llu replicas, %llu applied, %llu gets\n",
+			printf("kv-server: node %u: %llu owned, %llu replicas, %llu applied, %llu "
+			       "gets\n",
 			       me, (unsigned long long)st.owned, (unsigned long long)st.replicas,
 			       (unsigned long long)st.applied, (unsigned long long)st.gets);
 			fflush(stdout);

@@ -217,15 +217,17 @@ static int plot(const char *png, const struct ycsb_cfg *cfg, const struct ycsb_r
 	        "set xlabel 'second'\nset ylabel 'operations/s'\nset yrange [0:*]\nset grid\n",
 	        png, store, cfg->workload, cfg->threads);
 	if (ev->killed_s)
-		fprintf(gp,
-		        "set arrow from %u, graph 0 to %u, graph 1 nohead lc rgb 'red' dt 2\n"
-		        "set label 'node %u killed' at %u, graph 0.95 left offset 0.5,0 tc rgb 'red'\n",
-		        ev->killed_s, ev->killed_s, ev->kill_node, ev->killed_s);
+		fprintf(
+		    gp,
+		    "set arrow from %u, graph 0 to %u, graph 1 nohead lc rgb 'red' dt 2\n"
+		    "set label 'node %u killed' at %u, graph 0.95 left offset 0.5,0 tc rgb 'red'\n",
+		    ev->killed_s, ev->killed_s, ev->kill_node, ev->killed_s);
 	if (ev->joined_s)
-		fprintf(gp,
-		        "set arrow from %u, graph 0 to %u, graph 1 nohead lc rgb 'blue' dt 2\n"
-		        "set label 'node added' at %u, graph 0.88 left offset 0.5,0 tc rgb 'blue'\n",
-		        ev->joined_s, ev->joined_s, ev->joined_s);
+		fprintf(
+		    gp,
+		    "set arrow from %u, graph 0 to %u, graph 1 nohead lc rgb 'blue' dt 2\n"
+		    "set label 'node added' at %u, graph 0.88 left offset 0.5,0 tc rgb 'blue'\n",
+		    ev->joined_s, ev->joined_s, ev->joined_s);
 	fprintf(gp, "plot '%s' using 1:2 with linespoints title 'throughput'\n", dat);
 	ret = pclose(gp);
 	unlink(dat);
