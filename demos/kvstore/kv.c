@@ -215,6 +215,8 @@ int kv_client_open(const char *path, struct kv_conf *c, loco_manager_t **m, loco
 		ret = loco_map_create(*ch, "kv", &cfg, map);
 	if (ret == 0)
 		ret = loco_channel_join(*ch, 20 * KV_SEC);
+	if (ret == 0) /* the servers' maps paired and serving (on tcp this takes a moment) */
+		ret = loco_map_sync(*map, 20 * KV_SEC);
 	if (ret) {
 		if (*map != NULL)
 			loco_map_destroy(*map);
