@@ -82,10 +82,12 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	/* nobody leaves while another node still waits to see it */
 	if ((ret = loco_channel_create(m, NULL, "join-time", nodes, &ch)) != 0 ||
-	    (ret = loco_barrier_create(ch, "B", &b)) != 0 ||
-	    (ret = loco_channel_join(ch, WAIT_NS)) != 0 ||
-	    (ret = loco_barrier_wait(b, WAIT_NS)) != 0)
-		bench_die("the last barrier", ret);
+	    (ret = loco_barrier_create(ch, "B", &b)) != 0)
+		bench_die("the last barrier's setup", ret);
+	if ((ret = loco_channel_join(ch, WAIT_NS)) != 0)
+		bench_die("loco_channel_join (the last barrier's channel)", ret);
+	if ((ret = loco_barrier_wait(b, WAIT_NS)) != 0)
+		bench_die("loco_barrier_wait (the last barrier)", ret);
 	loco_barrier_destroy(b);
 	loco_channel_destroy(ch);
 	loco_fini(m);
