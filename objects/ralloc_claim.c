@@ -57,7 +57,15 @@ void ra_give_back(loco_ralloc_t *ra, struct ra_host *h, uint32_t keep)
 	}
 }
 
-/* ra_settle -- wait for every operation on @ack by @deadline (polling): 0, its error, -ETIMEDOUT. */
+/*
+ * ra_settle -- wait for every operation on @ack by @deadline (polling): 0,
+ * their error, -ETIMEDOUT. Whether the key was idle is looked at BEFORE
+ * each test: another thread (the progress thread) may reap the last
+ * completion between a test that said -ETIMEDOUT (busy) and a count after
+ * it, which then read 0 and took the busy key's -ETIMEDOUT for the
+ * operations' result (on shm, whose completions are there at once, 1 in
+ * 15 runs of ralloc-exhaust failed so, as -ETIMEDOUT or -ECONNRESET).
+ */
 static int ra_settle(loco_ralloc_t *ra, loco_ack_key_t *ack, int64_t deadline)
 {
 	loco_waiter_t w;
@@ -65,11 +73,14 @@ static int ra_settle(loco_ralloc_t *ra, loco_ack_key_t *ack, int64_t deadline)
 
 	loco_waiter_init(&w, ra->m);
 	for (;;) {
+		/* only this thread attaches to @ack (refill_lock): idle stays idle */
+		int idle = loco_ack_outstanding(ack) == 0;
+
 		ret = loco_ack_wait(ack, 0); /* reaps and tests, no partition check */
-		if (ret != -ETIMEDOUT || loco_ack_outstanding(ack) == 0)
+		if (ret != -ETIMEDOUT || idle)
 			return ret;
-		if (deadline >= 0 && obj_now_ns() >= deadline)
-			return -ETIMEDOUT;
+		if (deadline >= 0 && obj_now_ns() >= deadline && loco_ack_outstanding(ack) != 0)
+			return -ETIMEDOUT; /* (settled since the test: the next test says how) */
 		loco_waiter_pause(&w);
 	}
 }

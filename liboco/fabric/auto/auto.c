@@ -38,6 +38,8 @@
 #include "../provider.h"
 
 #define AUTO_PRE_KEY 0xfffffff0u /* shm's key for the adoption before verbs registers */
+/* progress: the remote fab found no work this long: shm sleeps every time, not in turns */
+#define AUTO_REMOTE_QUIET_NS (10ull * 1000000ull)
 
 enum {
 	AUTO_SHM,
@@ -52,6 +54,7 @@ struct auto_fab {
 	int epfd;                /* both wait fds (fab_wait_fd()) */
 	unsigned turn;           /* which fab poll() and accept() ask first */
 	unsigned pturn;          /* atomic: which fab progress() lets sleep */
+	uint64_t remote_work_ns; /* atomic: when the remote fab's progress last found work */
 	int no_progress[AUTO_N]; /* atomic: that fab said -EOPNOTSUPP to progress() */
 	unsigned primary;        /* the fab that chooses the regions' keys */
 };
@@ -364,8 +367,10 @@ static int auto_wait(struct fab *fab, int timeout_ms)
  * (a waiter can block in one place only): each call, the other one's work
  * is done at once (timeout 0) and then this call's sleeper waits, the two
  * taking turns, so that under a growing sleep a landing on either is seen
- * within two sleeps. A fabric that needs no thread (-EOPNOTSUPP) is left
- * out; with one fabric only, it sleeps every time.
+ * within two sleeps; while the remote fab has had no work for
+ * AUTO_REMOTE_QUIET_NS (all peers on this host, say), shm sleeps every
+ * time and the remote fab is only polled. A fabric that needs no thread
+ * (-EOPNOTSUPP) is left out; with one fabric only, it sleeps every time.
  */
 /* usable -- whether sub-fabric @i is there and may need a thread. */
 static bool usable(struct auto_fab *f, unsigned i)
@@ -386,9 +391,14 @@ static int drive(struct auto_fab *f, unsigned i, int64_t timeout_ns)
 static int auto_progress(struct fab *fab, int64_t timeout_ns)
 {
 	struct auto_fab *f = to_auto(fab);
-	unsigned a = __atomic_fetch_add(&f->pturn, 1, __ATOMIC_RELAXED) & 1, b = a ^ 1;
+	uint64_t now = lc_now_ns(), last = __atomic_load_n(&f->remote_work_ns, __ATOMIC_RELAXED);
+	unsigned a = __atomic_fetch_add(&f->pturn, 1, __ATOMIC_RELAXED) & 1, b;
 	int r = -EOPNOTSUPP, s;
 
+	/* the remote fabric quiet for a while: shm sleeps every time (its landings wake it) */
+	if (now - last > AUTO_REMOTE_QUIET_NS)
+		a = AUTO_SHM;
+	b = a ^ 1;
 	if (!usable(f, a)) { /* the sleeper must be one that needs a thread */
 		a = b;
 		b = a ^ 1;
@@ -397,10 +407,14 @@ static int auto_progress(struct fab *fab, int64_t timeout_ns)
 		return -EOPNOTSUPP;
 	if (usable(f, b)) {
 		r = drive(f, b, 0);
+		if (r > 0 && b == AUTO_REMOTE)
+			__atomic_store_n(&f->remote_work_ns, now, __ATOMIC_RELAXED);
 		if (r > 0)
 			return r;
 	}
 	s = drive(f, a, timeout_ns);
+	if (s > 0 && a == AUTO_REMOTE)
+		__atomic_store_n(&f->remote_work_ns, now, __ATOMIC_RELAXED);
 	return s == -EOPNOTSUPP ? r : s;
 }
 

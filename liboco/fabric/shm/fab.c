@@ -112,6 +112,26 @@ static int make_fpage(struct shm_fab *f)
 	return 0;
 }
 
+/* make_bpage -- the bell page, which every peer maps read-write (fab_progress()). */
+static int make_bpage(struct shm_fab *f)
+{
+	void *p;
+
+	f->bpage_fd = memfd_create("loco-shm-bell", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (f->bpage_fd < 0)
+		return -errno;
+	if (ftruncate(f->bpage_fd, sizeof(struct shm_bpage)) < 0 ||
+	    fcntl(f->bpage_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		return -errno;
+	p = mmap(NULL, sizeof(struct shm_bpage), PROT_READ | PROT_WRITE, MAP_SHARED, f->bpage_fd,
+	         0);
+	if (p == MAP_FAILED)
+		return -errno;
+	f->bpage = p;
+	f->bpage->magic = SHM_MAGIC;
+	return 0;
+}
+
 static struct shm_link *link_by_id(struct shm_fab *f, uint32_t id)
 {
 	for (unsigned i = 0; i < f->nlinks; i++)
@@ -176,6 +196,7 @@ static void *shm_thread_main(void *arg)
 		}
 		shm_thread_timers(f);
 		pthread_mutex_unlock(&f->lock);
+		shm_disarm(f); /* nobody drove for a while: peers stop bumping the bell page */
 	}
 	pthread_mutex_unlock(&f->fpage->life);
 	return NULL;
@@ -196,11 +217,13 @@ static int shm_fab_open(const struct fab_attr *attr, struct fab **out)
 	if (f == NULL)
 		return -ENOMEM;
 	f->lfd = f->port_fd = f->epfd = f->evfd = f->cq_evfd = f->rnr_evfd = f->fpage_fd = -1;
+	f->bpage_fd = -1;
 	f->base.attr = *attr;
 	f->uid = geteuid();
 	fab_ops_fill(&f->ops, &fab_shm_ops);
 	f->base.ops = &f->ops;
 	pthread_mutex_init(&f->lock, NULL);
+	pthread_mutex_init(&f->drive_mu, NULL);
 	pthread_cond_init(&f->cond, NULL);
 	pthread_spin_init(&f->cq_lock, PTHREAD_PROCESS_PRIVATE);
 	fab_acceptq_init(&f->acceptq, &f->lock, &f->cond);
@@ -222,6 +245,8 @@ static int shm_fab_open(const struct fab_attr *attr, struct fab **out)
 	}
 	if (ret == 0)
 		ret = make_fpage(f);
+	if (ret == 0)
+		ret = make_bpage(f);
 	if (ret)
 		goto err_close;
 	/* the knob of the torn-read hunts; the tcp name works too (the test harness sets it) */
@@ -283,6 +308,10 @@ static void shm_fab_close(struct fab *fab)
 		munmap(f->fpage, sizeof(*f->fpage));
 	if (f->fpage_fd >= 0)
 		close(f->fpage_fd);
+	if (f->bpage != NULL)
+		munmap(f->bpage, sizeof(*f->bpage));
+	if (f->bpage_fd >= 0)
+		close(f->bpage_fd);
 	if (f->lfd >= 0)
 		close(f->lfd);
 	if (f->port_fd >= 0)
@@ -299,6 +328,7 @@ static void shm_fab_close(struct fab *fab)
 	pthread_spin_destroy(&f->cq_lock);
 	pthread_cond_destroy(&f->cond);
 	pthread_mutex_destroy(&f->lock);
+	pthread_mutex_destroy(&f->drive_mu);
 	free(f->cq);
 	free(f);
 }
@@ -328,6 +358,7 @@ const struct fab_ops fab_shm_ops = {
     .poll = shm_poll,
     .post = shm_post,
     .post_recv = shm_post_recv,
+    .progress = shm_progress,
     .wait = shm_wait,
     .wait_fd = shm_wait_fd,
 };

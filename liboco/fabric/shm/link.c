@@ -187,6 +187,8 @@ void shm_link_free(struct shm_link *l)
 		munmap(l->peer, sizeof(*l->peer));
 	if (l->pfab != NULL)
 		munmap((void *)l->pfab, sizeof(*l->pfab));
+	if (l->pbell != NULL)
+		munmap(l->pbell, sizeof(*l->pbell));
 	if (l->fd >= 0)
 		close(l->fd);
 	if (l->pidfd >= 0)
@@ -226,35 +228,45 @@ static int make_page(struct shm_link *l)
 	return 0;
 }
 
-/* map_peer -- map the peer's fab page (read-only), link page, and keep its doorbell. */
+/*
+ * map_peer -- map the peer's fab page (read-only), link page and bell
+ * page, and keep its doorbell and progress bell.
+ */
 static int map_peer(struct shm_link *l, int *fds)
 {
 	struct stat st;
-	void *fp, *lp;
+	void *fp, *lp, *bp;
 
 	if (fstat(fds[0], &st) < 0 || (size_t)st.st_size < sizeof(struct shm_fpage) ||
-	    fstat(fds[1], &st) < 0 || (size_t)st.st_size < sizeof(struct shm_lpage)) {
+	    fstat(fds[1], &st) < 0 || (size_t)st.st_size < sizeof(struct shm_lpage) ||
+	    fstat(fds[4], &st) < 0 || (size_t)st.st_size < sizeof(struct shm_bpage)) {
 		close_fds(fds, SHM_NFDS);
 		return -EPROTO;
 	}
 	fp = mmap(NULL, sizeof(struct shm_fpage), PROT_READ, MAP_SHARED, fds[0], 0);
 	lp = mmap(NULL, sizeof(struct shm_lpage), PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+	bp = mmap(NULL, sizeof(struct shm_bpage), PROT_READ | PROT_WRITE, MAP_SHARED, fds[4], 0);
 	close(fds[0]);
 	close(fds[1]);
-	if (fp == MAP_FAILED || lp == MAP_FAILED) {
+	close(fds[4]);
+	if (fp == MAP_FAILED || lp == MAP_FAILED || bp == MAP_FAILED) {
 		if (fp != MAP_FAILED)
 			munmap(fp, sizeof(struct shm_fpage));
 		if (lp != MAP_FAILED)
 			munmap(lp, sizeof(struct shm_lpage));
+		if (bp != MAP_FAILED)
+			munmap(bp, sizeof(struct shm_bpage));
 		close(fds[2]);
 		close(fds[3]);
 		return -ENOMEM;
 	}
 	l->pfab = fp;
 	l->peer = lp;
+	l->pbell = bp;
 	l->peer_bell = fds[2];
 	l->peer_rnr = fds[3];
-	if (l->pfab->magic != SHM_MAGIC || l->peer->magic != SHM_MAGIC)
+	if (l->pfab->magic != SHM_MAGIC || l->peer->magic != SHM_MAGIC ||
+	    l->pbell->magic != SHM_MAGIC)
 		return -EPROTO;
 	return 0;
 }
@@ -275,7 +287,7 @@ static int announce(struct shm_link *l, uint32_t type)
 {
 	struct shm_fab *f = l->fab;
 	struct shm_msg m = {.magic = SHM_MAGIC, .version = SHM_VERSION, .type = type};
-	int fds[SHM_NFDS] = {f->fpage_fd, l->mine_fd, f->cq_evfd, f->rnr_evfd};
+	int fds[SHM_NFDS] = {f->fpage_fd, l->mine_fd, f->cq_evfd, f->rnr_evfd, f->bpage_fd};
 	int ret;
 
 	m.id = f->narenas; /* the ARENA messages that follow at once */
@@ -416,12 +428,16 @@ static void unpublish(struct shm_fab *f, struct shm_link *l)
 		__atomic_store_n(&f->nlinks, n - 1, __ATOMIC_RELEASE);
 		break;
 	}
-	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* removal, then the poller's mark */
-	seq = __atomic_load_n(&f->poll_busy, __ATOMIC_SEQ_CST);
-	if (seq & 1)
-		for (int i = 0;
-		     i < 10000000 && __atomic_load_n(&f->poll_busy, __ATOMIC_ACQUIRE) == seq; i++)
-			lc_cpu_relax();
+	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* removal, then the walkers' marks */
+	/* the poller's walk, and a driver's (fab_progress()) */
+	for (unsigned *busy = &f->poll_busy; busy != NULL;
+	     busy = busy == &f->poll_busy ? &f->drive_busy : NULL) {
+		seq = __atomic_load_n(busy, __ATOMIC_SEQ_CST);
+		if (seq & 1)
+			for (int i = 0;
+			     i < 10000000 && __atomic_load_n(busy, __ATOMIC_ACQUIRE) == seq; i++)
+				lc_cpu_relax();
+	}
 }
 
 int shm_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, const void *priv,

@@ -257,11 +257,22 @@ static int arena_for(struct shm_fab *f, uintptr_t addr, size_t len, int remote, 
 	}
 	*id = f->narenas;
 	f->arenas[f->narenas++] = a;
-	/* every peer hears of the arena before any key in it is published */
-	for (unsigned i = 0; i < f->nlinks; i++)
-		if (f->links[i]->announced &&
-		    __atomic_load_n(&f->links[i]->state, __ATOMIC_ACQUIRE) != SHM_LINK_DOWN)
-			shm_send_arena(f->links[i], *id);
+	/*
+	 * Every peer hears of the arena before any key in it is published. A
+	 * peer we cannot tell (its socket full for 1 s, or gone) would take
+	 * our keys in it for bad ones: its link goes down now, saying why.
+	 */
+	for (unsigned i = 0; i < f->nlinks; i++) {
+		struct shm_link *l = f->links[i];
+		int err;
+
+		if (!l->announced || __atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == SHM_LINK_DOWN)
+			continue;
+		err = shm_send_arena(l, *id);
+		if (err)
+			shm_link_fail(l, -ECONNRESET, -ECONNRESET,
+			              err == -ECONNRESET ? NULL : "cannot send it a new arena");
+	}
 	return 0;
 }
 

@@ -12,8 +12,10 @@
  * private data; the link is held until fab_link_admit(); then each side
  * passes the other, with SCM_RIGHTS, its fab page (published key table,
  * sealed against writes by others), its link page (rings and counters the
- * peer writes), its doorbell (the CQ eventfd) and one memfd per arena
- * of registered memory (then one more each time mr_reg makes an arena).
+ * peer writes), its doorbell (the CQ eventfd), its bell page (a futex
+ * word peers bump after landings while a driver waits in fab_progress())
+ * and one memfd per arena of registered memory (then one more each time
+ * mr_reg makes an arena).
  * Both ends check SO_PEERCRED: same effective uid only.
  *
  * Data path: fab_post() executes WRITE, READ, CAS and FAA at once in the
@@ -56,8 +58,9 @@
 #define SHM_HELLO_MS    1000         /* an accepted connection must send its HELLO within */
 #define SHM_ADOPT_ALIGN (2ull << 20) /* adopt anonymous memory in windows this aligned */
 #define SHM_MAGIC       0x4c4f434f53484d31ull /* "LOCOSHM1" */
-#define SHM_VERSION     1u
-#define SHM_NFDS        4 /* ACK, FDS: fab page, link page, doorbell, progress bell */
+#define SHM_VERSION     2u
+#define SHM_NFDS        5 /* ACK, FDS: fab page, link page, doorbell, progress bell, bell page */
+#define SHM_DISARM_NS   (20ll * 1000000) /* no driver for this long: peers stop bumping */
 
 enum shm_link_state {
 	SHM_LINK_HANDSHAKE = 1, /* accepted, waiting for HELLO */
@@ -83,6 +86,14 @@ struct shm_fpage {
 	uint64_t slow_ns;     /* LOCO_SHM_SLOW_WRITE of the target: how peers land WRITEs here */
 	uint32_t want_landed; /* fab_attr.landed is set: peers ring after WRITEs and atomics */
 	uint32_t waiting __attribute__((aligned(64))); /* the poller sleeps: ring the doorbell */
+	uint32_t
+	    sleepers; /* a driver sleeps on the bell page's seq (fab_progress): FUTEX_WAKE it */
+	/*
+	 * A driver waits (fab_progress() was called within SHM_DISARM_NS):
+	 * peers bump the bell page's seq after each WRITE, atomic or SEND
+	 * that lands here. Off, a landing costs its poster one load.
+	 */
+	uint32_t armed __attribute__((aligned(64)));
 	/*
 	 * Held by the provider thread for the fab's life: a robust, process-
 	 * shared mutex, so when the process dies the kernel marks its lock
@@ -92,6 +103,17 @@ struct shm_fpage {
 	 */
 	pthread_mutex_t life __attribute__((aligned(64)));
 	struct shm_kent ent[SHM_KEYS] __attribute__((aligned(64)));
+};
+
+/*
+ * The bell page: one per fab, mapped read-write by every peer (a peer can
+ * only make a driver here wake early or late: its word is no proof).
+ */
+struct shm_bpage {
+	uint64_t magic;
+	uint32_t seq __attribute__((aligned(64))); /* peers: +1 per landing while armed; a futex */
+	/* peers, and our threads: +1 after each write to our doorbell (the poller clears it) */
+	uint32_t rings __attribute__((aligned(64)));
 };
 
 /* A link page: made by one side, mapped read-write by its peer. */
@@ -194,7 +216,8 @@ struct shm_link {
 	int mine_fd;
 	struct shm_lpage *peer;
 	const struct shm_fpage *pfab;
-	int peer_bell;        /* the peer's CQ eventfd: its poller sleeps */
+	struct shm_bpage *pbell; /* the peer's bell page */
+	int peer_bell;           /* the peer's CQ eventfd: its poller sleeps */
 	int peer_rnr;         /* the peer's progress bell: it has requests waiting for our RECVs */
 	struct shm_map *maps; /* [SHM_MAX_ARENAS] */
 
@@ -231,6 +254,13 @@ struct shm_fab {
 
 	struct shm_fpage *fpage;
 	int fpage_fd;
+	struct shm_bpage *bpage; /* peers bump its seq while fpage->armed (fab_progress) */
+	int bpage_fd;
+	pthread_mutex_t drive_mu; /* one driver at a time (fab_progress); others -EBUSY */
+	uint32_t drive_seen;      /* under drive_mu: bpage->seq when the last driver looked */
+	uint64_t drive_ns;        /* atomic: when a driver last ran (the thread disarms) */
+	unsigned drive_busy;      /* atomic: odd while a driver walks links[] */
+	uint32_t rings_seen;      /* poll: bpage->rings when it last cleared the doorbell */
 
 	pthread_mutex_t lock; /* links[], arenas, the accept queue */
 	pthread_cond_t cond;
@@ -274,12 +304,15 @@ static inline struct shm_fab *to_shm_fab(struct fab *f)
 void shm_cq_push(struct shm_fab *f, struct shm_link *l, uint64_t wrid, int opcode, int status,
                  uint32_t len, uint32_t imm, int has_imm);
 void shm_cq_wake(struct shm_fab *f);
+void shm_landed(struct shm_link *l);
 void shm_bell(struct shm_link *l);
 void shm_rnr_bell(struct shm_link *l);
 int shm_poll(struct fab *fab, struct fab_wc *wc, int max);
 int shm_wait_fd(struct fab *fab);
 int shm_arm(struct fab *fab);
 int shm_wait(struct fab *fab, int timeout_ms);
+int shm_progress(struct fab *fab, int64_t timeout_ns);
+void shm_disarm(struct shm_fab *f);
 
 /* post.c */
 int shm_post(struct fab_link *link, const struct fab_wr *wr, int n);
