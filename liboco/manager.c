@@ -212,6 +212,8 @@ static int open_endpoints(loco_manager_t *m)
 	if (ret == 0)
 		ret = epoll_add(m, fab_wait_fd(m->fab), m->fab);
 	if (ret == 0)
+		m->fab_watched = 1;
+	if (ret == 0)
 		ret = epoll_add(m, m->lfd, &m->lfd);
 	return ret;
 }

@@ -109,6 +109,7 @@ struct loco_manager {
 	int waiters;               /* atomic: threads in loco_ack_wait(), reaping themselves */
 	uint64_t last_wait_ns;     /* atomic: when the last of them left */
 	int no_pwait2;             /* progress thread: the kernel has no epoll_pwait2() */
+	int fab_watched;           /* progress thread: the fab's wait fd is in epfd (armed) */
 	struct lc_ack_table acks;
 	struct lc_wait wait; /* wait.c: LOCO_WAIT and the block policy's wake-ups */
 

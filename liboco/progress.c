@@ -98,22 +98,46 @@ static int wait_events(loco_manager_t *m, struct epoll_event *ev, int max, int64
 	return epoll_wait(m->epfd, ev, max, (int)((timeout_ns + 999999) / 1000000));
 }
 
+/*
+ * watch_fab -- put the fab's wait fd in the epoll set (@on) or take it out.
+ * It is watched only after an arm that returned 0: an event that fired
+ * once stays readable until the next arm consumes it (fabric.h), and
+ * while threads reap completions themselves we do not arm, so a watched
+ * fd would make every epoll_wait() return at once -- a spin that takes a
+ * core from the waiters.
+ */
+static void watch_fab(loco_manager_t *m, int on)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = m->fab};
+
+	if (on == m->fab_watched)
+		return;
+	if (epoll_ctl(m->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fab_wait_fd(m->fab), &ev) < 0)
+		lc_log_warn("manager: cannot %s the fabric's wait fd: %s", on ? "watch" : "unwatch",
+		            strerror(errno));
+	else
+		m->fab_watched = on;
+}
+
 /* sleep_for -- how long the loop may block, or -1 to only look (armed is 0 or -EAGAIN). */
 static int64_t sleep_for(loco_manager_t *m, uint64_t now, uint64_t wake, int64_t period)
 {
 	int64_t t;
 
 	if (__atomic_load_n(&m->waiters, __ATOMIC_ACQUIRE) > 0 ||
-	    now - __atomic_load_n(&m->last_wait_ns, __ATOMIC_RELAXED) < 5000000ull)
+	    now - __atomic_load_n(&m->last_wait_ns, __ATOMIC_RELAXED) < 5000000ull) {
 		/*
 		 * Threads are waiting on ack keys and reap completions
 		 * themselves: do not arm the CQ (each completion would wake us
 		 * for nothing), look every millisecond for completions nobody
 		 * waits for.
 		 */
+		watch_fab(m, 0);
 		return period > 0 && period < 1000000 ? period : 1000000;
+	}
 	if (fab_arm(m->fab) != 0)
 		return 0;
+	watch_fab(m, 1);
 	/* round up: waking a little late is fine, early means a spin */
 	t = (int64_t)((wake > now ? wake - now + 999999 : 0) / 1000000ull) * 1000000;
 	if (period > 0 && period < t)

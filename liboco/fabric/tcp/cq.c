@@ -38,8 +38,39 @@ void tcp_cq_wake(struct tcp_fab *f)
 {
 	uint64_t one = 1;
 
+	if (!__atomic_load_n(&f->poll_waiting, __ATOMIC_SEQ_CST))
+		return;
+	if (write(f->cq_evfd, &one, sizeof(one)) < 0)
+		lc_log_warn("tcp: cannot wake the poller: %s", strerror(errno));
+	__atomic_add_fetch(&f->cq_rung, 1, __ATOMIC_RELEASE); /* after the write: clear_wake() */
+}
+
+/*
+ * clear_wake -- the poller, not armed: clear cq_evfd when it was written
+ * since we last cleared it. A wake-up whose completions a poll took (a
+ * waiter driving the fabric reaps them itself) would otherwise leave the
+ * eventfd readable for good: the core watches it level-triggered and arms
+ * again (which clears it) only when nobody waits on an ack key, so its
+ * progress thread's epoll_wait() returned at once, again and again -- a
+ * spin that took a core from the waiters (the shm provider had the same,
+ * fixed there first).
+ */
+static void clear_wake(struct tcp_fab *f)
+{
+	uint32_t r = __atomic_load_n(&f->cq_rung, __ATOMIC_ACQUIRE);
+	uint64_t v;
+
+	if (r == f->cq_rung_seen || __atomic_load_n(&f->poll_waiting, __ATOMIC_RELAXED))
+		return;
+	f->cq_rung_seen = r;
+	if (read(f->cq_evfd, &v, sizeof(v)) < 0) {
+		if (errno != EAGAIN)
+			lc_log_debug("tcp: cannot clear the wait fd: %s", strerror(errno));
+		return;
+	}
+	/* fab_arm() in another thread armed meanwhile: what we took may be its wake-up */
 	if (__atomic_load_n(&f->poll_waiting, __ATOMIC_SEQ_CST) &&
-	    write(f->cq_evfd, &one, sizeof(one)) < 0)
+	    write(f->cq_evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		lc_log_warn("tcp: cannot wake the poller: %s", strerror(errno));
 }
 
@@ -61,6 +92,7 @@ int tcp_poll(struct fab *fab, struct fab_wc *wc, int max)
 		if (__atomic_load_n(&f->poll_waiting, __ATOMIC_RELAXED))
 			__atomic_store_n(&f->poll_waiting, 0, __ATOMIC_RELAXED);
 	}
+	clear_wake(f);
 	return n;
 }
 

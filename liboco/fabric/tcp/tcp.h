@@ -197,6 +197,8 @@ struct tcp_fab {
 	uint64_t cq_tail;      /* atomic: producer */
 	int64_t cq_credits;    /* atomic: CQ entries not yet promised to a request */
 	int poll_waiting;      /* atomic */
+	uint32_t cq_rung;      /* atomic: bumped by tcp_cq_wake() after each write of cq_evfd */
+	uint32_t cq_rung_seen; /* the poller's: cq_rung when it last cleared cq_evfd */
 	int sleepers;          /* atomic: NIC-role threads in epoll_wait with a timeout */
 	int kicked;            /* atomic: the eventfd was written and not read yet */
 	uint64_t work_seq;     /* atomic: bumped by every post, close and admit request */
