@@ -187,11 +187,19 @@ static int lk_settle(const loco_lock_t *lk, loco_ack_key_t *ack, int64_t deadlin
 
 	lk_waiter(lk, &w);
 	for (;;) {
+		/*
+		 * Idle is looked at BEFORE the test (as ralloc's ra_settle): the
+		 * progress thread may reap the last completion between a test
+		 * that said busy and a count after it, which would read 0 and
+		 * take the busy -ETIMEDOUT for the operations' result.
+		 */
+		int idle = loco_ack_outstanding(ack) == 0;
+
 		ret = loco_ack_wait(ack, 0); /* only reaps and tests: no partition check */
-		if (ret != -ETIMEDOUT || loco_ack_outstanding(ack) == 0)
+		if (ret != -ETIMEDOUT || idle)
 			return ret;
-		if (deadline >= 0 && obj_now_ns() >= deadline)
-			return -ETIMEDOUT;
+		if (deadline >= 0 && obj_now_ns() >= deadline && loco_ack_outstanding(ack) != 0)
+			return -ETIMEDOUT; /* (settled since the test: the next test says how) */
 		loco_waiter_pause(&w);
 	}
 }
