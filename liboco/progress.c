@@ -188,13 +188,6 @@ static void *progress_main(void *arg)
 		lc_member_link_errors(m);
 		lc_member_handoffs(m);
 		lc_member_accept_links(m);
-		/*
-		 * What came in while this thread was busy or descheduled, before
-		 * the timers judge who was heard: a late timer pass must not call
-		 * a partition on peers whose heartbeats sit unread in the sockets.
-		 */
-		n = wait_events(m, ev, 32, 0);
-		events(m, ev, n);
 		now = lc_now_ns();
 		wake = lc_member_timers(m, now);
 		lc_chan_dispatch(m);
