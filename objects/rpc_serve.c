@@ -84,6 +84,7 @@ static int pull(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, const
                 const void **data)
 {
 	size_t len = (size_t)pl->len;
+	loco_waiter_t w;
 	int ret;
 
 	if (l->pull_top + len > l->pull_base + ep->cfg.pull_bytes)
@@ -93,9 +94,16 @@ static int pull(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, const
 			return -EIO;
 		p->have_rsend = 1;
 	}
-	ret = loco_read(ep->pull, l->pull_top, &p->rsend, (size_t)pl->off, len, l->pack);
+	loco_waiter_init(&w, ep->m);
+	for (int tries = 0;; tries++) {
+		ret = loco_read(ep->pull, l->pull_top, &p->rsend, (size_t)pl->off, len, l->pack);
+		/* the send queue or the ack key full for a moment (a storm): not an error */
+		if (ret != -EAGAIN || tries >= 100000 || peer_dead(p))
+			break;
+		loco_waiter_pause(&w);
+	}
 	if (ret)
-		return -EIO;
+		return ret == -EAGAIN || !peer_dead(p) ? -EIO : -ECONNRESET;
 	for (;;) {
 		ret = loco_ack_wait(l->pack, 1000000);
 		if (ret != -ETIMEDOUT)
