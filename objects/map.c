@@ -55,6 +55,22 @@
  */
 #include "map_impl.h"
 
+/* map_free -- what create made (its thread stopped), in reverse; for destroy and create's failure. */
+static void map_free(loco_map_t *map)
+{
+	loco_rpc_destroy(map->ep);
+	loco_object_destroy(map->obj);
+	for (unsigned i = 0; i < MAP_READERS; i++)
+		loco_ack_key_destroy(map->acks[i]);
+	loco_ack_key_destroy(map->cack);
+	free(map->meta);
+	free(map->cbuf);
+	pthread_cond_destroy(&map->tcond);
+	pthread_mutex_destroy(&map->tlock);
+	pthread_mutex_destroy(&map->lock);
+	free(map);
+}
+
 /* ---- create / destroy ----------------------------------------------------- */
 
 void loco_map_cfg_default(loco_map_cfg_t *cfg, const uint32_t *nodes, uint32_t n)
@@ -219,17 +235,7 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 	return 0;
 
 err:
-	loco_rpc_destroy(map->ep);
-	loco_object_destroy(map->obj);
-	for (unsigned i = 0; i < MAP_READERS; i++)
-		loco_ack_key_destroy(map->acks[i]);
-	loco_ack_key_destroy(map->cack);
-	free(map->meta);
-	free(map->cbuf);
-	pthread_cond_destroy(&map->tcond);
-	pthread_mutex_destroy(&map->tlock);
-	pthread_mutex_destroy(&map->lock);
-	free(map);
+	map_free(map);
 	return ret;
 }
 
@@ -244,17 +250,7 @@ void loco_map_destroy(loco_map_t *map)
 		pthread_mutex_unlock(&map->tlock);
 		pthread_join(map->thr, NULL);
 	}
-	loco_rpc_destroy(map->ep);
-	loco_object_destroy(map->obj);
-	for (unsigned i = 0; i < MAP_READERS; i++)
-		loco_ack_key_destroy(map->acks[i]);
-	loco_ack_key_destroy(map->cack);
-	free(map->meta);
-	free(map->cbuf);
-	pthread_cond_destroy(&map->tcond);
-	pthread_mutex_destroy(&map->tlock);
-	pthread_mutex_destroy(&map->lock);
-	free(map);
+	map_free(map);
 }
 
 int loco_map_sync(loco_map_t *map, int64_t timeout_ns)
