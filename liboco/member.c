@@ -414,7 +414,7 @@ static void conn_msg_up(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg
 {
 	struct lc_member *mb;
 
-	lc_view_heard(m, c->peer.node, c->peer.inc, c->last_rx_ns);
+	lc_view_heard(m, c->peer.node, c->peer.inc);
 	switch (msg->type) {
 	case LC_MSG_HEARTBEAT:
 		break;

@@ -162,15 +162,17 @@ int lc_view_members(loco_manager_t *m, struct lc_member_info *out, uint32_t max)
 	return (int)n;
 }
 
-void lc_view_heard(loco_manager_t *m, uint32_t node, uint64_t inc, uint64_t when)
+void lc_view_heard(loco_manager_t *m, uint32_t node, uint64_t inc)
 {
 	struct lc_view *vw = m->vw;
 	int i = vw_idx(vw, node);
+	uint64_t now;
 
-	if (i == NO_INDEX || vw->v[i].info.inc != inc || when <= vw->v[i].heard_ns)
+	if (i == NO_INDEX || vw->v[i].info.inc != inc)
 		return;
-	vw->v[i].heard_ns = when;
-	if (vw->v[i].susp_ns != 0 && when > vw->v[i].susp_ns) {
+	now = lc_now_ns();
+	vw->v[i].heard_ns = now;
+	if (vw->v[i].susp_ns != 0 && now > vw->v[i].susp_ns) {
 		lc_log_info("manager: node %u heard again: no longer suspected", node);
 		vw->v[i].susp_ns = 0;
 	}

@@ -79,8 +79,8 @@ int lc_view_in(loco_manager_t *m, uint32_t node, uint64_t inc);
 /* lc_view_inc -- @node's incarnation in the installed view, or 0. m->lock held. */
 uint64_t lc_view_inc(loco_manager_t *m, uint32_t node);
 
-/* lc_view_heard -- a message from (@node, @inc) was read at @when (lc_now_ns()). */
-void lc_view_heard(loco_manager_t *m, uint32_t node, uint64_t inc, uint64_t when);
+/* lc_view_heard -- a message arrived from (@node, @inc). */
+void lc_view_heard(loco_manager_t *m, uint32_t node, uint64_t inc);
 
 /* lc_view_suspect -- this node suspects @node (lost connection, failed link). */
 void lc_view_suspect(loco_manager_t *m, uint32_t node);
