@@ -6,7 +6,8 @@
  * key's history with the WGL checker (map-check.h; map-checker shows it
  * fails on non-linearizable histories).
  *
- * loco-run -n 4. Members {1, 2, 3, 4} hold keys, 2 replicas (the writes * are forwarded). Each thread makes OPS operations: 40% GET, 30% PUT of
+ * loco-run -n 4. Members {1, 2, 3, 4} hold keys, 2 replicas (the writes
+ * are forwarded). Each thread makes OPS operations: 40% GET, 30% PUT of
  * a value unique in the run (node, thread, sequence), 10% CAS of such a
  * value expecting the version this thread last saw of the key, 20% DEL.
  * GETs, PUTs and CASes record versions, which the checker checks too (a
@@ -132,7 +133,7 @@ static void path_of(char *buf, size_t len, uint64_t pid, uint32_t node)
 static void check(uint64_t pid, uint32_t total)
 {
 	struct rec *all = calloc((size_t)NODES * total, sizeof(*all));
-	size_t n = 0;
+	size_t n = 0, cas_ok = 0;
 
 	SC_ASSERT(all != NULL);
 	for (uint32_t node = 1; node <= NODES; node++) {
@@ -199,10 +200,16 @@ static void check(uint64_t pid, uint32_t total)
 				fclose(f);
 		}
 		SC_ASSERT_EQ(res, MC_OK);
-		SC_ASSERT(cnt[0] > 0 && cnt[MC_PUT] > 0 && cnt[MC_DEL] > 0 && cnt[MC_CAS] > 0);
+		/* every kind was tried on every key; whether a CAS finds the
+		 * version it expects is up to the timing: a key's CASes may all
+		 * fail (CI run, verbs: key 2, 3 of 3), the run's may not */
+		SC_ASSERT(cnt[0] > 0 && cnt[MC_PUT] > 0 && cnt[MC_DEL] > 0 &&
+		          cnt[MC_CAS] + cnt[MC_CAS_FAIL] > 0);
 		SC_ASSERT(conc >= 2);
+		cas_ok += cnt[MC_CAS];
 		free(ops);
 	}
+	SC_ASSERT(cas_ok > 0);
 	free(all);
 }
 
