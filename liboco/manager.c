@@ -522,6 +522,21 @@ int loco_member_fabric(loco_manager_t *m, uint32_t node, const char **name)
 	return ret;
 }
 
+int loco_member_incarnation(loco_manager_t *m, uint32_t node, uint64_t *inc)
+{
+	uint64_t v;
+
+	if (m == NULL || inc == NULL)
+		return -EINVAL;
+	pthread_mutex_lock(&m->lock);
+	v = lc_view_inc(m, node);
+	pthread_mutex_unlock(&m->lock);
+	if (v == 0)
+		return -ENOENT;
+	*inc = v;
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* ack keys: the public wrappers                                      */
 

@@ -72,11 +72,23 @@ static void rpc_peer_leave(loco_object_t *obj, uint32_t node, uint64_t view, voi
 	struct rpc_peer *p = rpc_peer_of(ep, node);
 
 	(void)obj, (void)view;
-	if (p != NULL)
-		__atomic_store_n(&p->dead, 1, __ATOMIC_RELEASE); /* pairs with peer_dead() */
+	if (p != NULL && !(p->epoch & 1)) /* only callbacks write it: one thread */
+		__atomic_store_n(&p->epoch, p->epoch + 1, __ATOMIC_RELEASE);
+}
+
+/* on the progress thread: a member paired -- if it had left, this is its new incarnation */
+static void rpc_peer_join(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
+{
+	loco_rpc_ep_t *ep = arg;
+	struct rpc_peer *p = rpc_peer_of(ep, node);
+
+	(void)obj, (void)view;
+	if (p != NULL && (p->epoch & 1))
+		__atomic_store_n(&p->epoch, p->epoch + 1, __ATOMIC_RELEASE);
 }
 
 static const struct loco_object_ops rpc_ops = {
+    .peer_join = rpc_peer_join,
     .peer_leave = rpc_peer_leave,
 };
 

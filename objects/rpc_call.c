@@ -20,12 +20,26 @@ static int ep_check(loco_rpc_ep_t *ep)
 	return 0;
 }
 
+int rpc_out_fresh(struct rpc_peer *p)
+{
+	uint32_t e = peer_epoch(p);
+
+	if (e & 1)
+		return -ECONNRESET;
+	if (p->out_epoch != e) {
+		(void)loco_rpipe_reset(p->out); /* -EBUSY: it never saw the old one (cannot be) */
+		__atomic_store_n(&p->blen, 0, __ATOMIC_RELAXED); /* the old epoch's calls */
+		p->out_epoch = e;
+	}
+	return 0;
+}
+
 int rpc_flush_peer(loco_rpc_ep_t *ep, struct rpc_peer *p)
 {
-	int ret;
+	int ret = rpc_out_fresh(p);
 
-	if (p->blen == 0)
-		return 0;
+	if (ret || p->blen == 0)
+		return ret;
 	ret = loco_rpipe_write(p->out, p->batch, p->blen, 0);
 	if (ret == 0) {
 		__atomic_store_n(&p->blen, 0, __ATOMIC_RELAXED);
@@ -115,9 +129,12 @@ static int try_post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *
 	}
 }
 
-/* post -- send one frame to @p, waiting (running calls meanwhile) until @deadline */
+/*
+ * post -- send one frame to @p, waiting (running calls meanwhile) until
+ * @deadline; *@epoch (may be NULL): the callee's epoch it went to.
+ */
 static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *h, const void *pl,
-                size_t plen, int urgent, int nowait, int64_t deadline)
+                size_t plen, int urgent, int nowait, int64_t deadline, uint32_t *epoch)
 {
 	loco_waiter_t w;
 	int full = 0, ret;
@@ -130,7 +147,11 @@ static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *h, c
 		if (ret)
 			return ret;
 		pthread_mutex_lock(&p->wlock);
-		ret = try_post(ep, p, h, pl, plen, urgent);
+		ret = rpc_out_fresh(p);
+		if (ret == 0)
+			ret = try_post(ep, p, h, pl, plen, urgent);
+		if (ret == 0 && epoch != NULL)
+			*epoch = p->out_epoch;
 		pthread_mutex_unlock(&p->wlock);
 		if (ret == 0)
 			ST_ADD(ep, calls, 1);
@@ -162,7 +183,7 @@ int loco_rpc_call(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *arg
 		return -EINVAL;
 	if (len > ep->cfg.inline_max)
 		return -EMSGSIZE;
-	return post(ep, p, &h, args, len, 0, timeout_ns == 0, obj_deadline(timeout_ns));
+	return post(ep, p, &h, args, len, 0, timeout_ns == 0, obj_deadline(timeout_ns), NULL);
 }
 
 int loco_rpc_call_all(loco_rpc_ep_t *ep, uint32_t id, const void *args, size_t len,
@@ -218,7 +239,8 @@ static int slot_get(loco_rpc_ep_t *ep, uint32_t node, uint32_t *slot, uint64_t *
 			if (sl->state != SLOT_ABANDONED)
 				continue;
 			p = rpc_peer_of(ep, sl->node);
-			if (landed(ep, s, sl->tag, &hd) || p == NULL || peer_dead(p)) {
+			if (landed(ep, s, sl->tag, &hd) || p == NULL ||
+			    peer_epoch(p) != sl->epoch) {
 				sl->state = SLOT_FREE;
 				ep->freel[ep->nfree++] = s;
 			}
@@ -231,8 +253,8 @@ static int slot_get(loco_rpc_ep_t *ep, uint32_t node, uint32_t *slot, uint64_t *
 
 		if (ep->tagctr == 0)
 			ep->tagctr = (uint64_t)obj_now_ns() << 8; /* differs from a former run's */
-		ep->slots[s] =
-		    (struct rpc_slot){.tag = ++ep->tagctr, .node = node, .state = SLOT_WAIT};
+		ep->slots[s] = (struct rpc_slot){
+		    .tag = ++ep->tagctr, .node = node, .epoch = 1, .state = SLOT_WAIT};
 		*slot = s;
 		*tag = ep->slots[s].tag;
 	}
@@ -269,7 +291,7 @@ static int call_slot(loco_rpc_ep_t *ep, struct rpc_peer *p, struct rf_hdr *h, co
 			loco_waiter_pause(&w);
 	}
 	h->ret_cap = (uint32_t)(ret_cap < ep->cfg.ret_max ? ret_cap : ep->cfg.ret_max);
-	rc = post(ep, p, h, pl, plen, 1, timeout_ns == 0, deadline);
+	rc = post(ep, p, h, pl, plen, 1, timeout_ns == 0, deadline, &ep->slots[h->slot].epoch);
 	if (rc) {
 		slot_end(ep, h->slot, SLOT_FREE); /* never posted: no reply can come */
 		return rc;
@@ -352,8 +374,9 @@ int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *
 				*ret_len = hd.len;
 			return hd.len > t->ret_cap ? -EMSGSIZE : 0;
 		}
-		if (peer_dead(p)) {
-			slot_end(ep, t->slot, SLOT_FREE); /* no WRITE can come from it anymore */
+		if (peer_epoch(p) != ep->slots[t->slot].epoch) {
+			/* it left (and maybe came back): no WRITE for this call can come anymore */
+			slot_end(ep, t->slot, SLOT_FREE);
 			t->tag = 0;
 			return -ECONNRESET;
 		}

@@ -36,6 +36,13 @@
  * anymore) -- so a late reply never lands in a reused slot, and never
  * in the user's buffer.
  *
+ * A member that comes back (restarted with its id, or excluded and taken
+ * back) is a new peer: its epoch moves on (rpc_peer), the calls of the
+ * old one fail with -ECONNRESET, and the pipes start again
+ * (loco_rpipe_reset()): the out pipe by the first post under wlock, the
+ * in pipe, with the reply-slot and send lookups, by the lane that serves
+ * the peer. A reply or pull of the old epoch is dropped.
+ *
  * Lanes: handlers run on lanes; lane i serves callers i, i + nlanes, ...
  * With cfg.threads == 0 there is one lane, taken (recursive mutex,
  * trylock) by loco_rpc_progress() and by this endpoint's waits; with
@@ -77,7 +84,14 @@ struct slot_hdr {
 struct rpc_peer {
 	uint32_t node;
 	unsigned idx;
-	int dead; /* atomic: it left the channel or died */
+	/*
+	 * atomic, written by the callbacks: even while it is a member (or not
+	 * paired yet), odd once it left or died; one more when it comes back
+	 * as a new incarnation. A call is tied to the epoch it was posted in.
+	 */
+	uint32_t epoch;
+	uint32_t out_epoch; /* wlock: the epoch the out pipe serves */
+	uint32_t in_epoch;  /* its lane: the epoch the in pipe and the reply state serve */
 	loco_rpipe_t *out, *in;
 	/* the caller side: the out pipe and the batch */
 	pthread_mutex_t wlock;
@@ -109,6 +123,7 @@ struct rpc_lane {
 struct rpc_slot {
 	uint64_t tag;
 	uint32_t node;
+	uint32_t epoch; /* the callee's, when the call was posted */
 	int state;
 };
 
@@ -149,9 +164,14 @@ struct loco_rpc_ep {
 
 #define ST_ADD(ep, f, n) __atomic_fetch_add(&(ep)->st.f, (n), __ATOMIC_RELAXED)
 
+static inline uint32_t peer_epoch(const struct rpc_peer *p)
+{
+	return __atomic_load_n(&p->epoch, __ATOMIC_ACQUIRE); /* pairs with the callbacks */
+}
+
 static inline int peer_dead(const struct rpc_peer *p)
 {
-	return __atomic_load_n(&p->dead, __ATOMIC_ACQUIRE);
+	return peer_epoch(p) & 1;
 }
 
 /* rpc_peer_of -- the peer record of member @node, or NULL. */
@@ -169,6 +189,13 @@ int rpc_lane_progress(loco_rpc_ep_t *ep, struct rpc_lane *l, int max);
  * Returns the number of calls run.
  */
 int rpc_help(loco_rpc_ep_t *ep);
+
+/*
+ * rpc_out_fresh -- (wlock held) the out pipe serves @p's current epoch:
+ * after a comeback it starts again, and the old epoch's batch is dropped.
+ * Returns 0; -ECONNRESET while @p is gone.
+ */
+int rpc_out_fresh(struct rpc_peer *p);
 
 /* rpc_flush_peer -- post @p's batch (wlock held): 0, -EAGAIN (no room), or an error. */
 int rpc_flush_peer(loco_rpc_ep_t *ep, struct rpc_peer *p);

@@ -24,8 +24,11 @@ static const struct rpc_handler *lookup(loco_rpc_ep_t *ep, uint32_t id)
 	return NULL;
 }
 
-/* reply -- WRITE {tag, status, result} into the caller's slot; replies never wait for handlers */
-static void reply(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t slot, uint64_t tag,
+/*
+ * reply -- WRITE {tag, status, result} into the caller's slot, if it is
+ * still the caller of epoch @e; replies never wait for handlers
+ */
+static void reply(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t e, uint32_t slot, uint64_t tag,
                   int32_t status, const void *data, uint32_t len)
 {
 	struct slot_hdr hd = {.tag = tag, .status = status, .len = len};
@@ -38,7 +41,7 @@ static void reply(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t slot, uint64_t
 	pthread_mutex_lock(&p->rlock);
 	loco_waiter_init(&w, ep->m);
 	for (;;) {
-		if (peer_dead(p))
+		if (peer_epoch(p) != e)
 			goto drop;
 		if (!p->have_rrets) { /* its regions may reach us just after its first call */
 			ret = loco_region_remote(ep->rets, p->node, &p->rrets);
@@ -79,9 +82,12 @@ drop:
 	ST_ADD(ep, dropped, 1);
 }
 
-/* pull -- READ a call_buffer payload into the lane's pull stack: 0, -ENOBUFS, -EIO, -ECONNRESET */
-static int pull(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, const struct rf_pull *pl,
-                const void **data)
+/*
+ * pull -- READ a call_buffer payload of the caller of epoch @e into the
+ * lane's pull stack: 0, -ENOBUFS, -EIO, -ECONNRESET
+ */
+static int pull(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint32_t e,
+                const struct rf_pull *pl, const void **data)
 {
 	size_t len = (size_t)pl->len;
 	loco_waiter_t w;
@@ -98,30 +104,30 @@ static int pull(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, const
 	for (int tries = 0;; tries++) {
 		ret = loco_read(ep->pull, l->pull_top, &p->rsend, (size_t)pl->off, len, l->pack);
 		/* the send queue or the ack key full for a moment (a storm): not an error */
-		if (ret != -EAGAIN || tries >= 100000 || peer_dead(p))
+		if (ret != -EAGAIN || tries >= 100000 || peer_epoch(p) != e)
 			break;
 		loco_waiter_pause(&w);
 	}
 	if (ret)
-		return ret == -EAGAIN || !peer_dead(p) ? -EIO : -ECONNRESET;
+		return ret == -EAGAIN || peer_epoch(p) == e ? -EIO : -ECONNRESET;
 	for (;;) {
 		ret = loco_ack_wait(l->pack, 1000000);
 		if (ret != -ETIMEDOUT)
 			break;
-		if (peer_dead(p)) {
+		if (peer_epoch(p) != e) {
 			(void)loco_ack_wait(l->pack, -1); /* completes within the failure bound */
 			return -ECONNRESET;
 		}
 	}
 	if (ret)
-		return peer_dead(p) ? -ECONNRESET : -EIO;
+		return peer_epoch(p) != e ? -ECONNRESET : -EIO;
 	ST_ADD(ep, pulls, 1);
 	*data = (const uint8_t *)loco_region_ptr(ep->pull) + l->pull_top;
 	l->pull_top += rf_r8(len);
 	return 0;
 }
 
-static void run_frame(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p,
+static void run_frame(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint32_t e,
                       const struct rf_frame *f)
 {
 	const struct rpc_handler *h = lookup(ep, f->h.hid);
@@ -137,7 +143,7 @@ static void run_frame(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p,
 	if (h == NULL) {
 		ST_ADD(ep, unknown, 1);
 		status = -ENOENT;
-	} else if (f->h.kind == RF_PULL && (status = pull(ep, l, p, &f->pull, &msg.data)) != 0) {
+	} else if (f->h.kind == RF_PULL && (status = pull(ep, l, p, e, &f->pull, &msg.data)) != 0) {
 		if (status == -ECONNRESET) {
 			ST_ADD(ep, dropped, 1);
 			return;
@@ -152,28 +158,40 @@ static void run_frame(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p,
 	}
 	l->pull_top = top;
 	if (f->h.kind != RF_CALL)
-		reply(ep, p, f->h.slot, f->h.tag, status, retbuf, (uint32_t)rl);
+		reply(ep, p, e, f->h.slot, f->h.tag, status, retbuf, (uint32_t)rl);
 }
 
-/* run_msg -- run the frames of one ring message (in the lane's scratch): the number run */
-static int run_msg(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, const void *msg,
-                   size_t len)
+/* run_msg -- run the frames of one ring message (in the lane's scratch) of epoch @e: the number run */
+static int run_msg(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint32_t e,
+                   const void *msg, size_t len)
 {
 	struct rf_frame f;
 	size_t pos = 0;
 	int n = 0, r;
 
 	while ((r = rf_next(msg, len, &pos, &ep->lim, &f)) == 1) {
-		if (peer_dead(p)) {
+		if (peer_epoch(p) != e) {
 			ST_ADD(ep, dropped, 1);
 			continue;
 		}
-		run_frame(ep, l, p, &f);
+		run_frame(ep, l, p, e, &f);
 		n++;
 	}
 	if (r < 0)
 		ST_ADD(ep, bad, 1);
 	return n;
+}
+
+/* in_fresh -- (@p's lane) a caller that came back: its pipe and its regions start again */
+static void in_fresh(struct rpc_peer *p, uint32_t e)
+{
+	(void)loco_rpipe_reset(p->in); /* -EBUSY: it never saw the old one (cannot be) */
+	pthread_mutex_lock(&p->rlock);
+	p->have_rrets = 0;
+	p->have_rsend = 0;
+	(void)loco_ack_wait(p->rack, 0); /* the old one's failures */
+	pthread_mutex_unlock(&p->rlock);
+	p->in_epoch = e;
 }
 
 int rpc_lane_progress(loco_rpc_ep_t *ep, struct rpc_lane *l, int max)
@@ -190,11 +208,14 @@ int rpc_lane_progress(loco_rpc_ep_t *ep, struct rpc_lane *l, int max)
 		for (unsigned k = 0; k < ep->npeers && n < max; k++) {
 			unsigned idx = (l->next + k) % ep->npeers;
 			struct rpc_peer *p = &ep->peers[idx];
+			uint32_t e = peer_epoch(p);
 			size_t len = 0;
 			int ret;
 
-			if (idx % ep->nlanes != li || peer_dead(p))
+			if (idx % ep->nlanes != li || (e & 1))
 				continue; /* a dead caller's calls are dropped */
+			if (p->in_epoch != e)
+				in_fresh(p, e);
 			ret = loco_rpipe_read(p->in, scr, ep->rec_max, &len, 0);
 			if (ret == -EMSGSIZE) { /* longer than any the caller may send: drop it */
 				const void *ptr;
@@ -208,7 +229,7 @@ int rpc_lane_progress(loco_rpc_ep_t *ep, struct rpc_lane *l, int max)
 				continue;
 			round = 1;
 			l->depth++;
-			n += run_msg(ep, l, p, scr, len);
+			n += run_msg(ep, l, p, e, scr, len);
 			l->depth--;
 		}
 		l->next++;

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "obj_util.h"
 #include "rpipe_impl.h"
@@ -15,7 +16,9 @@ static void rp_peer_leave(loco_object_t *obj, uint32_t node, uint64_t view, void
 	loco_rpipe_t *p = arg;
 
 	(void)obj, (void)view;
-	if (node == (p->is_writer ? p->reader : p->writer))
+	/* after a reset, the leave of the incarnation that was lost is no news */
+	if (node == (p->is_writer ? p->reader : p->writer) &&
+	    !__atomic_load_n(&p->renewing, __ATOMIC_ACQUIRE))
 		__atomic_store_n(&p->lost, 1, __ATOMIC_RELEASE); /* pairs with is_lost() */
 }
 
@@ -106,7 +109,7 @@ void loco_rpipe_destroy(loco_rpipe_t *p)
 	 * (the last "want" again: the reader takes it as before) completes
 	 * after every one of them, and destroying cack waits for it.
 	 */
-	if (p->is_writer && p->have_peer && !is_lost(p)) {
+	if (p->is_writer && p->have_sess && !is_lost(p)) {
 		loco_waiter_t w;
 		int64_t dl = obj_deadline(5 * 1000000000ll);
 
@@ -148,6 +151,90 @@ int rp_peer(loco_rpipe_t *p)
 	return ret;
 }
 
+/* incs -- both ends' incarnations in the installed view: 0, or -ENOENT */
+static int incs(loco_rpipe_t *p, uint64_t inc[2])
+{
+	if (loco_member_incarnation(p->m, p->writer, &inc[0]) != 0 ||
+	    loco_member_incarnation(p->m, p->reader, &inc[1]) != 0)
+		return -ENOENT;
+	return 0;
+}
+
+int rp_sess(loco_rpipe_t *p)
+{
+	uint64_t inc[2], again[2], s;
+	loco_rref_t probe;
+	int ret;
+
+	if (p->have_sess)
+		return 0;
+	/*
+	 * the incarnations, the regions, the incarnations again: regions read
+	 * between two equal readings are those incarnations' (a member's
+	 * regions are dropped before a view can hold its next incarnation)
+	 */
+	if (loco_region_remote(p->ctl, p->is_writer ? p->reader : p->writer, &probe) != 0)
+		return -ENOENT; /* not paired: no lock taken (a reader polls this) */
+	if (incs(p, inc) != 0)
+		return -ENOENT; /* paired just before the view that has it: soon */
+	p->have_peer = 0;
+	ret = rp_peer(p);
+	if (ret)
+		return ret;
+	if (incs(p, again) != 0 || memcmp(inc, again, sizeof(inc)) != 0) {
+		p->have_peer = 0;
+		return -ENOENT; /* the view moved on meanwhile: look again */
+	}
+	s = XXH3_64bits(inc, sizeof(inc));
+	if (s == p->old_sess) {
+		p->have_peer = 0; /* those were the old one's regions: look again */
+		return -ENOENT;   /* nobody new yet: the old one may still be in the view */
+	}
+	if (p->is_writer) {
+		/*
+		 * the old session's WRITEs that failed after a reset: the old
+		 * incarnation's link was closed (its operations completed) before
+		 * the view that let the new one pair
+		 */
+		(void)loco_ack_wait(p->dack, 0);
+		(void)loco_ack_wait(p->cack, 0);
+	}
+	p->sess = s;
+	p->have_sess = 1;
+	/* a new incarnation paired: the old one's leave ran before (views come in order) */
+	__atomic_store_n(&p->renewing, 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int loco_rpipe_reset(loco_rpipe_t *p)
+{
+	if (p == NULL)
+		return -EINVAL;
+	if (!is_lost(p))
+		return -EBUSY;
+	if (p->is_writer) {
+		(void)loco_ack_wait(p->dack, 0); /* the lost session's errors */
+		(void)loco_ack_wait(p->cack, 0);
+		p->tail = 0;
+		p->asked = 0;
+		p->resv_len = 0;
+		__atomic_store_n(&p->ctlw[0], 0, __ATOMIC_RELEASE); /* the old reader's head */
+	} else {
+		p->head = 0;
+		p->published = 0;
+		p->peek_rec = 0;
+	}
+	p->seq = 0;
+	if (p->have_sess)
+		p->old_sess = p->sess;
+	p->have_sess = 0;
+	p->have_peer = 0;
+	p->st.resets++;
+	__atomic_store_n(&p->renewing, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&p->lost, 0, __ATOMIC_RELEASE); /* pairs with is_lost() */
+	return 0;
+}
+
 /*
  * loco_rpipe_sync -- wait until the other end's regions are known (it
  * made the pipe and paired): only the two ends matter, not the channel's
@@ -162,7 +249,7 @@ int loco_rpipe_sync(loco_rpipe_t *p, int64_t timeout_ns)
 	if (p == NULL)
 		return -EINVAL;
 	loco_waiter_init(&w, p->m);
-	while ((ret = rp_peer(p)) == -ENOENT) {
+	while ((ret = rp_sess(p)) == -ENOENT) {
 		if (loco_channel_partitioned(p->ch))
 			return -LOCO_EPARTITION;
 		if (deadline >= 0 && obj_now_ns() >= deadline)
@@ -186,7 +273,7 @@ int rp_check(loco_rpipe_t *p)
 
 	if (ret)
 		return ret;
-	if (p->is_writer) {
+	if (p->is_writer && p->have_sess) {      /* before: the lost session's, if any */
 		ret = loco_ack_wait(p->dack, 0); /* errors of completed data WRITEs */
 		if (ret != 0 && ret != -ETIMEDOUT)
 			return rp_lose(p);

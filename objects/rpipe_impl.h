@@ -45,6 +45,19 @@
  * with -ECONNRESET. One WRITE in flight at a time is signaled to an ack
  * key, whose errors make the writer's pipe lost too (a message may have
  * been dropped on a failed link: never go on silently).
+ *
+ * Sessions: every sum is seeded with the session too, a hash of the two
+ * ends' incarnations (loco_member_incarnation()), which each end works
+ * out once it paired. loco_rpipe_reset() makes a lost pipe start again
+ * from position 0 with a new session once the other end paired again as
+ * a new incarnation, or this node did (a rejoin): records of the old
+ * session still in the ring never match, and a session with the same
+ * incarnations as the lost one is not taken (the call waits as for a
+ * pairing), so the two ends never restart apart; a peer_leave between
+ * the reset and the new session is the lost incarnation's (a WRITE to a
+ * dead reader fails before the view drops it), not news. The reader's returned position is cleared by the
+ * writer's reset; a stale "want" left in the reader's ctl is harmless (it
+ * only makes the reader return space early).
  */
 #ifndef LOCO_OBJECTS_RPIPE_IMPL_H
 #define LOCO_OBJECTS_RPIPE_IMPL_H
@@ -89,6 +102,10 @@ struct loco_rpipe {
 	int is_writer;
 	int lost;          /* atomic: the other end left, or a WRITE failed: sticky */
 	int have_peer;     /* the other end's regions were looked up */
+	int have_sess;     /* sess is known (both ends paired) */
+	int renewing;      /* atomic: reset, no new session yet (peer_leave ignored) */
+	uint64_t sess;     /* the session: a hash of both ends' incarnations */
+	uint64_t old_sess; /* the session that was lost (reset refuses it) */
 	loco_rref_t rring; /* writer: the reader's ring */
 	loco_rref_t rctl;  /* the other end's ctl */
 	uint64_t seq;      /* records written / read */
@@ -120,19 +137,26 @@ static inline uint32_t tag_of(int kind, uint64_t seq)
 	return (uint32_t)kind | (uint32_t)(seq << 8);
 }
 
-static inline uint64_t seed_of(size_t len, uint64_t seq, int kind)
+static inline uint64_t seed_of(uint64_t sess, size_t len, uint64_t seq, int kind)
 {
-	return seq * 0x9E3779B97F4A7C15ull ^ ((uint64_t)len << 8 | (uint64_t)kind);
+	return seq * 0x9E3779B97F4A7C15ull ^ ((uint64_t)len << 8 | (uint64_t)kind) ^ sess;
 }
 
 /* sum_of -- the sum of a record's payload in private memory (the writer's shadow; a PAD's none). */
-static inline uint64_t sum_of(const void *data, size_t len, uint64_t seq, int kind)
+static inline uint64_t sum_of(const loco_rpipe_t *p, const void *data, size_t len, uint64_t seq,
+                              int kind)
 {
-	return XXH3_64bits_withSeed(data, len, seed_of(len, seq, kind));
+	return XXH3_64bits_withSeed(data, len, seed_of(p->sess, len, seq, kind));
 }
 
 /* rp_peer -- look the other end's regions up once: 0, -ENOENT (not paired yet), or an error. */
 int rp_peer(loco_rpipe_t *p);
+
+/*
+ * rp_sess -- the other end's regions and the session, once: 0, -ENOENT
+ * (not paired yet, or with the lost session's incarnations still).
+ */
+int rp_sess(loco_rpipe_t *p);
 
 /* rp_lose -- the pipe is unusable from now on: -ECONNRESET. */
 int rp_lose(loco_rpipe_t *p);

@@ -29,7 +29,7 @@ static void copy_words(uint64_t *dst, const uint8_t *src, size_t n)
 #define SUM_CHUNK 256u
 static uint64_t ring_sum(loco_rpipe_t *p, const uint8_t *src, size_t len, uint64_t seq)
 {
-	uint64_t tmp[SUM_CHUNK / 8], seed = seed_of(len, seq, KIND_MSG);
+	uint64_t tmp[SUM_CHUNK / 8], seed = seed_of(p->sess, len, seq, KIND_MSG);
 
 	if (len <= SUM_CHUNK) {
 		copy_words(tmp, src, r8(len) / 8);
@@ -54,12 +54,12 @@ static void publish(loco_rpipe_t *p)
 {
 	uint64_t want, unpub = p->head - p->published;
 
-	if (unpub == 0)
-		return;
+	if (unpub == 0 || is_lost(p))
+		return; /* lost: the head of a session that ended (or a stale one) helps nobody */
 	want = __atomic_load_n(&p->ctlw[0], __ATOMIC_ACQUIRE); /* the writer's ctl_put */
 	if (unpub < p->size / 4 && !(want > p->published && p->head >= want))
 		return;
-	if (rp_peer(p) != 0 || rp_ctl_put(p, p->head) != 0)
+	if (rp_ctl_put(p, p->head) != 0)
 		return; /* not paired yet, or slots busy: the next call tries again */
 	p->published = p->head;
 	p->st.returns++;
@@ -81,6 +81,8 @@ static uint64_t load64(const void *a)
  */
 static int next(loco_rpipe_t *p, size_t *poff, size_t *plen)
 {
+	if (!p->have_sess && rp_sess(p) != 0)
+		return 0; /* the writer has not paired yet: nothing of it can be taken */
 	for (;;) {
 		size_t o = (size_t)(p->head % p->size);
 		uint64_t left = p->size - o, len, sum;
@@ -94,7 +96,7 @@ static int next(loco_rpipe_t *p, size_t *poff, size_t *plen)
 		}
 		tag = load32(r + 4);
 		if (tag == tag_of(KIND_PAD, p->seq)) {
-			if (load32(r) != 0 || load64(r + 8) != sum_of(NULL, 0, p->seq, KIND_PAD))
+			if (load32(r) != 0 || load64(r + 8) != sum_of(p, NULL, 0, p->seq, KIND_PAD))
 				return 0;
 			p->head += left;
 			p->seq++;

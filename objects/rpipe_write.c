@@ -94,13 +94,13 @@ static int place(loco_rpipe_t *p, uint64_t rec, int64_t deadline, int nonblock, 
 
 	if (ret)
 		return ret;
-	ret = rp_peer(p);
+	ret = rp_sess(p);
 	if (ret == -ENOENT) {
 		/* the reader has not paired yet: wait for it as for room */
 		loco_waiter_t w;
 
 		loco_waiter_init(&w, p->m);
-		while ((ret = rp_peer(p)) == -ENOENT) {
+		while ((ret = rp_sess(p)) == -ENOENT) {
 			if (nonblock)
 				return -EAGAIN;
 			if (deadline >= 0 && obj_now_ns() >= deadline)
@@ -135,7 +135,7 @@ static int place(loco_rpipe_t *p, uint64_t rec, int64_t deadline, int nonblock, 
 		h = (struct rec_hdr *)(void *)(p->base + o);
 		h->len = 0;
 		h->tag = tag_of(KIND_PAD, p->seq);
-		h->sum = sum_of(NULL, 0, p->seq, KIND_PAD);
+		h->sum = sum_of(p, NULL, 0, p->seq, KIND_PAD);
 		ret = post(p, o, HDR, deadline, nonblock);
 		if (ret)
 			return ret;
@@ -149,7 +149,7 @@ static int place(loco_rpipe_t *p, uint64_t rec, int64_t deadline, int nonblock, 
 static uint64_t seal(loco_rpipe_t *p, size_t off, size_t len)
 {
 	struct rec_hdr *h = (struct rec_hdr *)(void *)(p->base + off);
-	uint64_t sum = sum_of(p->base + off + HDR, len, p->seq, KIND_MSG);
+	uint64_t sum = sum_of(p, p->base + off + HDR, len, p->seq, KIND_MSG);
 	uint64_t rec = HDR + r8(len) + TRL;
 
 	h->len = (uint32_t)len;

@@ -101,6 +101,14 @@ int loco_members(loco_manager_t *m, uint32_t *ids, size_t max);
 int loco_member_fabric(loco_manager_t *m, uint32_t node, const char **name);
 
 /*
+ * loco_member_incarnation -- the incarnation of member @node in the view
+ * this node installed last (this node's own for its id): a node restarted
+ * with the same id, or excluded and taken back, is a new incarnation.
+ * Sets *@inc. 0; -EINVAL; -ENOENT (not in the view). Since loco 0.6.
+ */
+int loco_member_incarnation(loco_manager_t *m, uint32_t node, uint64_t *inc);
+
+/*
  * loco_view -- the id of the membership view this node installed last
  * (views are numbered from 1; 0 while joining). See loco_init(3).
  */

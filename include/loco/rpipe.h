@@ -46,6 +46,7 @@ typedef struct loco_rpipe_stats {
 	uint64_t returns; /* reader: WRITEs of its position to the writer (batches) */
 	uint64_t empty;   /* reader: calls that found no message and waited or gave up */
 	uint64_t torn;    /* reader: polls that met a message not fully landed (checksum) */
+	uint64_t resets;  /* loco_rpipe_reset() calls that made the pipe usable again */
 } loco_rpipe_stats_t;
 
 /*
@@ -126,6 +127,19 @@ int loco_rpipe_peek(loco_rpipe_t *p, const void **ptr, size_t *len, int64_t time
  * Returns 0; -EINVAL (nothing peeked).
  */
 int loco_rpipe_release(loco_rpipe_t *p);
+
+/*
+ * loco_rpipe_reset -- after -ECONNRESET: start the pipe again, empty,
+ * with the other end's next incarnation (it was restarted with its id, or
+ * excluded and taken back) or this node's (after this node's rejoin).
+ * What this end had not sent or read is dropped; the next call waits for
+ * the new pairing as the first one did (the old incarnation may still be
+ * in the view: a WRITE to a dead reader fails before the view drops it),
+ * and times out if neither end turns out to be new. Both ends reset.
+ * Returns 0;
+ * -EBUSY (the pipe is not lost), -EINVAL. Since loco 0.6.
+ */
+int loco_rpipe_reset(loco_rpipe_t *p);
 
 /* loco_rpipe_stats -- this end's counters into *@st. */
 void loco_rpipe_stats(const loco_rpipe_t *p, loco_rpipe_stats_t *st);

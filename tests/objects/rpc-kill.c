@@ -17,6 +17,12 @@
  * meanwhile posts tickets to node 9 and waits for them: each ends in 0 or
  * -ECONNRESET. Then node 2 makes AFTER call_returns to node 3 (all
  * answered right), and calls "nosuch" on node 3: status -ENOENT.
+ *
+ * Then node 9 comes back: node 1 starts it again with the same id (a new
+ * incarnation, role "again"). Node 2's calls to it fail with -ECONNRESET
+ * until the endpoint saw it pair again, then AGAIN call_returns all
+ * answer right, and node 9 makes AGAIN call_returns to node 2 (the pipes
+ * both ways started again: loco_rpipe_reset()).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -28,14 +34,18 @@
 
 #include "scenario.h"
 
-#define VICTIM   9
-#define MID      2000u
-#define AFTER    1000u
-#define TMO      (30 * SC_NS)
-#define SLACK_MS 1000
-#define BOX_MID  1 /* node 2 passed MID calls */
-#define BOX_T    2 /* node 1's kill time */
-#define BOX_DONE 3 /* node 2 finished */
+#define VICTIM     9
+#define MID        2000u
+#define AFTER      1000u
+#define TMO        (30 * SC_NS)
+#define SLACK_MS   1000
+#define BOX_MID    1 /* node 2 passed MID calls */
+#define BOX_T      2 /* node 1's kill time */
+#define BOX_DONE   3 /* node 2 finished */
+#define BOX_BACK   4 /* node 9 is back */
+#define BOX_DONE2  5 /* node 2 made its calls to the new node 9 */
+#define BOX_CALLED 6 /* the new node 9 made its calls to node 2 */
+#define AGAIN      500u
 
 static const uint32_t members[] = {1, 2, 3, VICTIM};
 
@@ -90,6 +100,35 @@ static noreturn void victim_main(void)
 	}
 }
 
+/* again_main -- node 9 restarted: AGAIN call_returns to node 2, then serve until SIGKILLed */
+static noreturn void again_main(void)
+{
+	loco_manager_t *m = sc_start();
+	loco_channel_t *ch;
+	loco_rpc_ep_t *ep;
+	uint64_t r = 0;
+
+	SC_ASSERT_OK(loco_channel_create(m, NULL, "rk", 4, &ch));
+	ep = make_ep(m, &ch);
+	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
+	SC_ASSERT_OK(loco_rpc_sync(ep, 20 * SC_NS));
+	sc_log("node 9 is back (incarnation %llx)", (unsigned long long)loco_incarnation(m));
+	sc_report("ready");
+	for (uint64_t k = 0; k < AGAIN; k++) {
+		int ret = loco_rpc_call_return(ep, 2, loco_rpc_id("echo"), &k, sizeof(k), &r,
+		                               sizeof(r), NULL, TMO);
+
+		if (ret)
+			SC_FAIL("again: call %llu to node 2: %s", (unsigned long long)k,
+			        loco_strerror(ret));
+		SC_ASSERT_EQ(r, k * 2 + 1);
+	}
+	sc_report("called");
+	for (;;)
+		if (loco_rpc_progress(ep, 64) <= 0)
+			sc_sleep_ms(1);
+}
+
 /* serve -- run calls until mailbox @box is set */
 static void serve(loco_rpc_ep_t *ep, struct sc_sync *sync, unsigned box)
 {
@@ -123,6 +162,8 @@ int main(int argc, char **argv)
 	sc_init("rpc-kill", argc, argv, 100);
 	if (argc > 1 && strcmp(argv[1], "victim") == 0)
 		victim_main();
+	if (argc > 1 && strcmp(argv[1], "again") == 0)
+		again_main();
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
@@ -247,6 +288,52 @@ int main(int argc, char **argv)
 	if (me == 3)
 		SC_ASSERT_EQ(st.unknown, 2);
 	sc_sync_wait(&sync, "done", 60000);
+
+	/* node 9 comes back with its id */
+	if (me == 1) {
+		pid = sc_spawn_node(m, "again", VICTIM, &report);
+		sc_read_line(report, line, sizeof(line), SC_WAIT_MS);
+		SC_ASSERT(strcmp(line, "ready") == 0);
+		sc_sync_put(&sync, BOX_BACK, 1);
+		sc_read_line(report, line, sizeof(line), 60000);
+		SC_ASSERT(strcmp(line, "called") == 0);
+		close(report);
+		sc_sync_put(&sync, BOX_CALLED, 1);
+		serve(ep, &sync, BOX_DONE2);
+		SC_ASSERT_EQ(sc_kill(pid), 128 + 9);
+	} else if (me == 2) {
+		uint64_t early = 0;
+		int64_t dl;
+
+		SC_WAIT_UNTIL(sc_sync_get(&sync, BOX_BACK) != 0, SC_WAIT_MS, "node 9 back");
+		/* node 9 paired with us, maybe not yet we with it: -ECONNRESET for a while */
+		dl = sc_now_ms() + SC_WAIT_MS;
+		while ((ret = loco_rpc_call_return(ep, VICTIM, echo_id, &k, sizeof(k), &r,
+		                                   sizeof(r), NULL, TMO)) == -ECONNRESET) {
+			if (sc_now_ms() > dl)
+				SC_FAIL("calls to the new node 9 still fail after %d ms",
+				        SC_WAIT_MS);
+			early++;
+			(void)loco_rpc_progress(ep, 64);
+			sc_sleep_ms(1);
+		}
+		SC_ASSERT_OK(ret);
+		SC_ASSERT_EQ(r, k * 2 + 1);
+		for (uint64_t i = 0; i < AGAIN; i++) {
+			SC_ASSERT_OK(loco_rpc_call_return(ep, VICTIM, echo_id, &i, sizeof(i), &r,
+			                                  sizeof(r), NULL, TMO));
+			SC_ASSERT_EQ(r, i * 2 + 1);
+		}
+		sc_log("the new node 9 answered %u call_returns (%llu calls before it paired "
+		       "here failed)",
+		       AGAIN + 1, (unsigned long long)early);
+		sc_sync_put(&sync, BOX_DONE2, 1);
+		serve(ep, &sync, BOX_CALLED); /* node 9's calls to us */
+	} else {
+		serve(ep, &sync, BOX_DONE2);
+		serve(ep, &sync, BOX_CALLED);
+	}
+	sc_sync_wait(&sync, "done again", 90000);
 	loco_rpc_destroy(ep);
 	SC_ASSERT_OK(loco_channel_destroy(ch));
 	sc_sync_close(&sync);

@@ -17,8 +17,16 @@
  * WRITE to a dead reader fails at once, but a writer waiting for room or
  * a reader waiting for a message learns it from the view that removes
  * the node (about one bound, 1.0-1.05 s with 1 s here; lock-dead-holder
- * allows the same: a bound + 1 s for the link, as much for the view). Messages read before were all whole and in order.
- * Node 3 then writes 1000 more messages through "o"; node 1 checks all.
+ * allows the same: a bound + 1 s for the link, as much for the view).
+ * Messages read before were all whole and in order. Node 3 then writes
+ * 1000 more messages through "o"; node 1 checks all.
+ *
+ * Then the restart: loco_rpipe_reset() of a live pipe is -EBUSY; node 2
+ * resets "v", node 1 starts node 9 again with the same id (a new
+ * incarnation, role "again-reader" or "again-writer"), and RESTREAM
+ * messages of a new seed go through "v" from message 0, every one
+ * checked: nothing of the old stream (still in the reader's ring, or in
+ * the writer's shadow) may come through, and none may be missing.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -32,19 +40,22 @@
 #include "rpipe-pattern.h"
 #include "scenario.h"
 
-#define VICTIM   9
-#define RING     (64u * 1024)
-#define MAXMSG   4096u
-#define MID      5000u
-#define AFTER    1000u
-#define TMO      (20 * SC_NS)
-#define SLACK_MS 1000
-#define BOX_MID  1 /* node 2 passed MID messages */
-#define BOX_T    2 /* node 1's kill time */
-#define BOX_DONE 3 /* node 2 saw the error */
-#define BOX_OTOT 4 /* node 3: messages it writes through "o" in all, + 1 */
-#define SEED_V   9
-#define SEED_O   3
+#define VICTIM    9
+#define RING      (64u * 1024)
+#define MAXMSG    4096u
+#define MID       5000u
+#define AFTER     1000u
+#define TMO       (20 * SC_NS)
+#define SLACK_MS  1000
+#define BOX_MID   1 /* node 2 passed MID messages */
+#define BOX_T     2 /* node 1's kill time */
+#define BOX_DONE  3 /* node 2 saw the error */
+#define BOX_OTOT  4 /* node 3: messages it writes through "o" in all, + 1 */
+#define SEED_V    9
+#define SEED_O    3
+#define SEED_V2   19
+#define RESTREAM  3000u
+#define BOX_DONE2 5 /* node 2 streamed RESTREAM messages through the new "v" */
 
 static uint8_t buf[MAXMSG];
 
@@ -94,6 +105,33 @@ static noreturn void victim_main(int reader)
 			SC_FAIL("victim: message %llu: %s", (unsigned long long)k,
 			        loco_strerror(ret));
 	}
+}
+
+/* again_main -- node 9 restarted: RESTREAM messages of SEED_V2 through "v", then wait to be killed. */
+static noreturn void again_main(int reader)
+{
+	loco_manager_t *m = sc_start();
+	loco_channel_t *ch;
+	loco_rpipe_t *v;
+
+	SC_ASSERT_OK(loco_channel_create(m, NULL, "rpk", 4, &ch));
+	SC_ASSERT_OK(
+	    loco_rpipe_create(ch, "v", reader ? 2 : VICTIM, reader ? VICTIM : 2, RING, &v));
+	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
+	sc_log("node %u is back (incarnation %llx) as the %s of v", loco_node_id(m),
+	       (unsigned long long)loco_incarnation(m), reader ? "reader" : "writer");
+	sc_report("ready");
+	for (uint64_t k = 0; k < RESTREAM; k++) {
+		int ret = reader ? stream_read(v, buf, SEED_V2, k, TMO)
+		                 : stream_write(v, SEED_V2, k, TMO);
+
+		if (ret)
+			SC_FAIL("again: message %llu: %s", (unsigned long long)k,
+			        loco_strerror(ret));
+	}
+	sc_report("streamed");
+	for (;;)
+		pause();
 }
 
 struct oread {
@@ -147,6 +185,8 @@ int main(int argc, char **argv)
 	sc_init("rpipe-kill", argc, argv, 100);
 	if (argc > 1 && strncmp(argv[1], "victim-", 7) == 0)
 		victim_main(strcmp(argv[1], "victim-reader") == 0);
+	if (argc > 1 && strncmp(argv[1], "again-", 6) == 0)
+		again_main(strcmp(argv[1], "again-reader") == 0);
 	if (argc < 2 || (strcmp(argv[1], "reader") != 0 && strcmp(argv[1], "writer") != 0))
 		SC_FAIL("usage: rpipe-kill reader|writer");
 	reader_dies = strcmp(argv[1], "reader") == 0;
@@ -228,6 +268,45 @@ int main(int argc, char **argv)
 		sc_log("read all %llu messages of o", (unsigned long long)orr.n);
 	}
 	sc_sync_wait(&sync, "done", 60000);
+
+	/* the restart: node 9 comes back with its id, and "v" starts again */
+	if (me == 3)
+		SC_ASSERT_EQ(loco_rpipe_reset(o), -EBUSY); /* a live pipe */
+	if (me == 2)
+		SC_ASSERT_OK(loco_rpipe_reset(v));
+	sc_sync_wait(&sync, "reset", SC_WAIT_MS);
+	if (me == 1) {
+		pid = sc_spawn_node(m, reader_dies ? "again-reader" : "again-writer", VICTIM,
+		                    &report);
+		sc_read_line(report, line, sizeof(line), SC_WAIT_MS);
+		SC_ASSERT(strcmp(line, "ready") == 0);
+		if (reader_dies) { /* node 9 read them all */
+			sc_read_line(report, line, sizeof(line), 60000);
+			SC_ASSERT(strcmp(line, "streamed") == 0);
+		} else {
+			SC_WAIT_UNTIL(sc_sync_get(&sync, BOX_DONE2) != 0, 60000,
+			              "node 2 read the new stream");
+		}
+		close(report);
+		SC_ASSERT_EQ(sc_kill(pid), 128 + 9);
+	} else if (me == 2) {
+		loco_rpipe_stats_t st;
+
+		for (k = 0; k < RESTREAM; k++) {
+			ret = reader_dies ? stream_write(v, SEED_V2, k, TMO)
+			                  : stream_read(v, buf, SEED_V2, k, TMO);
+			if (ret)
+				SC_FAIL("%s message %llu of the new stream: %s",
+				        reader_dies ? "wrote" : "read", (unsigned long long)k,
+				        loco_strerror(ret));
+		}
+		loco_rpipe_stats(v, &st);
+		SC_ASSERT_EQ(st.resets, 1);
+		sc_log("%s %u messages with node 9's new incarnation after the reset",
+		       reader_dies ? "wrote" : "read", RESTREAM);
+		sc_sync_put(&sync, BOX_DONE2, 1);
+	}
+	sc_sync_wait(&sync, "done again", 90000);
 	loco_rpipe_destroy(o);
 	loco_rpipe_destroy(v);
 	SC_ASSERT_OK(loco_channel_destroy(ch));
