@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * kv-cli.c -- `kv`, the KV store's command line: one command through the
- * admin socket of a running server (kv.h: the first one of the cluster
- * file that answers), which runs it on the map.
+ * kv-cli.c -- `kv`, the KV store's command line. get, put and del join
+ * the running cluster as a client node (kv_client_open(): the first free
+ * client id), run one map operation (a GET is this node's own one-sided
+ * READ at the key's owner; a write an rpc to the owner) and leave, so
+ * the id is free for the next client. stat asks every server's admin
+ * socket for its counters (on the servers' host).
  *
  *   kv [--cluster kv.cluster] get KEY | put KEY VALUE | del KEY | stat [KEY]
  *
- * get prints the value (its version on stderr); put prints the new
- * version; del prints "deleted"; stat prints each server's counters (and
- * KEY's owner). Exit 0; 1 on an error; 3 when get or del found no key.
+ * get prints the value (its version and the client node on stderr); put
+ * prints the new version; del prints "deleted"; stat prints each
+ * server's counters (and KEY's owner). Exit 0; 1 on an error; 3 when get
+ * or del found no key. The library logs only errors here unless LOCO_LOG
+ * says otherwise.
  */
 #include <errno.h>
 #include <poll.h>
@@ -67,12 +72,62 @@ static int ask(const char *path, uint32_t id, const char *req, char *out, size_t
 	return ret;
 }
 
+/* op -- get, put or del as a client node: the exit code */
+static int op(const char *path, const char *cmd, const char *key, const char *value)
+{
+	char val[LOCO_MAP_VALUE_MAX + 1];
+	size_t klen = strlen(key), vlen = 0;
+	uint64_t version = 0;
+	struct kv_conf c;
+	loco_manager_t *m;
+	loco_channel_t *ch;
+	loco_map_t *map;
+	int ret;
+
+	setenv("LOCO_LOG", "error", 0);
+	ret = kv_client_open(path, &c, &m, &ch, &map);
+	if (ret) {
+		fprintf(stderr, "kv: cannot join the cluster of %s as a client: %s\n", path,
+		        ret == -EADDRINUSE ? "every client id is held by a live client"
+		                           : loco_strerror(ret));
+		return 1;
+	}
+	if (strcmp(cmd, "get") == 0) {
+		ret = loco_map_get(map, key, klen, val, sizeof(val) - 1, &vlen, &version,
+		                   10 * KV_SEC);
+		if (ret == 0) {
+			val[vlen] = '\0';
+			printf("%s\n", val);
+			fprintf(stderr, "kv: version %llu (client node %u)\n",
+			        (unsigned long long)version, loco_node_id(m));
+		}
+	} else if (strcmp(cmd, "put") == 0) {
+		ret = loco_map_put(map, key, klen, value, strlen(value), &version, 10 * KV_SEC);
+		if (ret == 0)
+			printf("version %llu\n", (unsigned long long)version);
+	} else {
+		ret = loco_map_del(map, key, klen, 10 * KV_SEC);
+		if (ret == 0)
+			printf("deleted\n");
+	}
+	kv_client_close(m, ch, map);
+	if (ret == -ENOENT) {
+		fprintf(stderr, "kv: no such key\n");
+		return 3;
+	}
+	if (ret) {
+		fprintf(stderr, "kv: %s: %s\n", cmd, loco_strerror(ret));
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *path = "kv.cluster", *cmd;
 	char req[LINE], out[LINE];
 	uint32_t ids[16];
-	int i = 1, n, rc = 1;
+	int i = 1, n, answered = 0;
 
 	if (argc > 2 && strcmp(argv[1], "--cluster") == 0) {
 		path = argv[2];
@@ -81,16 +136,10 @@ int main(int argc, char **argv)
 	if (i >= argc)
 		return usage();
 	cmd = argv[i++];
-	if (strcmp(cmd, "get") == 0 && argc - i == 1)
-		snprintf(req, sizeof(req), "get %s\n", argv[i]);
-	else if (strcmp(cmd, "del") == 0 && argc - i == 1)
-		snprintf(req, sizeof(req), "del %s\n", argv[i]);
-	else if (strcmp(cmd, "put") == 0 && argc - i == 2)
-		snprintf(req, sizeof(req), "put %s %s\n", argv[i], argv[i + 1]);
-	else if (strcmp(cmd, "stat") == 0 && argc - i <= 1)
-		snprintf(req, sizeof(req), "stat%s%s\n", argc - i ? " " : "",
-		         argc - i ? argv[i] : "");
-	else
+	if (!((strcmp(cmd, "get") == 0 && argc - i == 1) ||
+	      (strcmp(cmd, "del") == 0 && argc - i == 1) ||
+	      (strcmp(cmd, "put") == 0 && argc - i == 2) ||
+	      (strcmp(cmd, "stat") == 0 && argc - i <= 1)))
 		return usage();
 	if (i < argc && (argv[i][0] == '\0' || strpbrk(argv[i], " \n") != NULL)) {
 		fprintf(stderr, "kv: a key is not empty and has no spaces or newlines\n");
@@ -100,6 +149,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kv: a value has no newlines here\n");
 		return 2;
 	}
+	if (strcmp(cmd, "stat") != 0)
+		return op(path, cmd, argv[i], i + 1 < argc ? argv[i + 1] : NULL);
+	/* stat: every server's counters, through its admin socket */
+	snprintf(req, sizeof(req), "stat%s%s\n", argc - i ? " " : "", argc - i ? argv[i] : "");
 	n = kv_server_ids(path, ids, 16);
 	if (n <= 0) {
 		fprintf(stderr, "kv: no server in %s (%s)\n", path,
@@ -107,40 +160,20 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (int k = 0; k < n; k++) {
-		int ret = ask(path, ids[k], req, out, sizeof(out)), err = 0;
-		unsigned long long version = 0;
 		int off = 0;
 
-		if (ret)
-			continue; /* that server is gone: the next one */
-		if (strncmp(out, "err ", 4) == 0 && sscanf(out, "err %d %n", &err, &off) == 1) {
-			if (err == ENOENT && strcmp(cmd, "stat") != 0) {
-				fprintf(stderr, "kv: no such key\n");
-				return 3;
-			}
-			fprintf(stderr, "kv: %s: %s", cmd, out + off);
-			return 1;
-		}
-		if (sscanf(out, "ok %llu %n", &version, &off) != 1) {
+		if (ask(path, ids[k], req, out, sizeof(out)) != 0)
+			continue; /* that server is gone (or on another host) */
+		if (sscanf(out, "ok %*u %n", &off) != 0 || off == 0) {
 			fprintf(stderr, "kv: bad reply from node %u\n", ids[k]);
 			continue;
 		}
-		if (strcmp(cmd, "get") == 0) {
-			fputs(out + off, stdout);
-			fprintf(stderr, "kv: version %llu (node %u)\n", version, ids[k]);
-		} else if (strcmp(cmd, "put") == 0) {
-			printf("version %llu\n", version);
-		} else if (strcmp(cmd, "del") == 0) {
-			printf("deleted\n");
-		} else {
-			fputs(out + off, stdout);
-			continue; /* stat: every server */
-		}
-		return 0;
+		fputs(out + off, stdout);
+		answered++;
 	}
-	if (strcmp(cmd, "stat") == 0)
-		rc = 0;
-	else
-		fprintf(stderr, "kv: no server of %s answered\n", path);
-	return rc;
+	if (answered == 0) {
+		fprintf(stderr, "kv: no server of %s answered on this host\n", path);
+		return 1;
+	}
+	return 0;
 }

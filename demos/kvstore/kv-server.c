@@ -40,9 +40,10 @@ static void on_signal(int sig)
 }
 
 /*
- * The admin socket: the kv command line's way in (kv.h). One request a
- * connection, one line: "get KEY", "put KEY VALUE...", "del KEY" or
- * "stat [KEY]"; one reply line: "ok VERSION [VALUE]" or "err ERRNO TEXT".
+ * The admin socket: "kv stat" reads this server's counters there (kv.h;
+ * get, put and del join the cluster as client nodes). One request a
+ * connection, one line: "stat [KEY]"; one reply line: "ok 0 COUNTERS" or
+ * "err ERRNO TEXT".
  */
 #define ADMIN_LINE (LOCO_MAP_KEY_MAX + LOCO_MAP_VALUE_MAX + 64)
 
@@ -55,10 +56,9 @@ struct admin {
 
 static void admin_serve(struct admin *a, int fd)
 {
-	char req[ADMIN_LINE + 1], val[LOCO_MAP_VALUE_MAX + 1], out[ADMIN_LINE + 64];
+	char req[ADMIN_LINE + 1], out[ADMIN_LINE + 64];
 	char *key, *arg, *sp;
-	uint64_t version = 0;
-	size_t got = 0, vlen = 0;
+	size_t got = 0;
 	int ret = -EINVAL;
 
 	/* bounded: a peer that sends nothing for 2 s is dropped */
@@ -84,24 +84,7 @@ static void admin_serve(struct admin *a, int fd)
 	arg = key != NULL ? strchr(key, ' ') : NULL;
 	if (arg != NULL)
 		*arg++ = '\0';
-	if (strcmp(req, "get") == 0 && key != NULL && arg == NULL) {
-		ret = loco_map_get(a->map, key, strlen(key), val, sizeof(val) - 1, &vlen, &version,
-		                   10 * KV_SEC);
-		if (ret == 0) {
-			val[vlen] = '\0';
-			snprintf(out, sizeof(out), "ok %llu %s\n", (unsigned long long)version,
-			         val);
-		}
-	} else if (strcmp(req, "put") == 0 && key != NULL && arg != NULL) {
-		ret =
-		    loco_map_put(a->map, key, strlen(key), arg, strlen(arg), &version, 10 * KV_SEC);
-		if (ret == 0)
-			snprintf(out, sizeof(out), "ok %llu\n", (unsigned long long)version);
-	} else if (strcmp(req, "del") == 0 && key != NULL && arg == NULL) {
-		ret = loco_map_del(a->map, key, strlen(key), 10 * KV_SEC);
-		if (ret == 0)
-			snprintf(out, sizeof(out), "ok 0\n");
-	} else if (strcmp(req, "stat") == 0 && arg == NULL) {
+	if (strcmp(req, "stat") == 0 && arg == NULL) {
 		loco_map_stats_t st;
 
 		loco_map_stats(a->map, &st);

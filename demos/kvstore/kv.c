@@ -130,12 +130,11 @@ int kv_conf_add_server(const char *path, const struct kv_conf *c, uint32_t id, c
 		close(lk);
 		return n;
 	}
-	/* keep the other servers' lines and the clients'; settings written afresh */
+	/* keep the other servers' lines; settings written afresh */
 	for (int i = 0; i < n; i++) {
 		uint32_t other;
 
-		if ((sscanf(lines[i], "server %" SCNu32, &other) == 1 && other != id) ||
-		    strncmp(lines[i], "client ", 7) == 0)
+		if (sscanf(lines[i], "server %" SCNu32, &other) == 1 && other != id)
 			memmove(lines[k++], lines[i], LINE_MAX_);
 	}
 	if (k + 6 > LINES_MAX) {
@@ -153,56 +152,37 @@ int kv_conf_add_server(const char *path, const struct kv_conf *c, uint32_t id, c
 	return ret;
 }
 
-/* take_client_id -- the first client id no client of this cluster took yet; noted. */
-static int take_client_id(const char *path, const struct kv_conf *c, uint32_t *out)
-{
-	static char lines[LINES_MAX][LINE_MAX_];
-	bool used[KV_IDS_MAX + 1] = {false};
-	int lk = locked(path), n, ret = -EADDRINUSE;
-
-	if (lk < 0)
-		return lk;
-	n = read_lines(path, lines);
-	for (int i = 0; i < n; i++) {
-		uint32_t id;
-
-		if (sscanf(lines[i], "client %" SCNu32, &id) == 1 && id <= KV_IDS_MAX)
-			used[id] = true;
-	}
-	for (uint32_t id = c->holders + 1; n >= 0 && n < LINES_MAX && id <= KV_IDS_MAX; id++) {
-		if (used[id])
-			continue;
-		snprintf(lines[n++], LINE_MAX_, "client %u\n", id);
-		ret = write_lines(path, lines, n);
-		if (ret == 0)
-			*out = id;
-		break;
-	}
-	close(lk);
-	return n < 0 ? n : ret;
-}
-
 int kv_client_open(const char *path, struct kv_conf *c, loco_manager_t **m, loco_channel_t **ch,
                    loco_map_t **map)
 {
-	uint32_t ids[KV_IDS_MAX], members[KV_IDS_MAX * 4], id = 0, holders = 0;
+	uint32_t ids[KV_IDS_MAX], members[KV_IDS_MAX * 4], holders = 0;
 	loco_map_cfg_t cfg;
-	char idstr[16];
 	int ret = kv_conf_read(path, c), n;
 
 	*ch = NULL;
 	*map = NULL;
 	if (ret)
 		return ret;
-	ret = take_client_id(path, c, &id);
-	if (ret)
-		return ret;
-	snprintf(idstr, sizeof(idstr), "%u", id);
-	setenv("LOCO_NODE_ID", idstr, 1);
 	setenv("LOCO_JOIN", c->join, 1);
 	setenv("LOCO_SECRET", c->secret, 1);
 	unsetenv("LOCO_ADDR"); /* ours: any port */
-	ret = loco_init(NULL, m);
+	/*
+	 * the client ids in turn: a live client's is refused at once
+	 * (-EEXIST); one that left is free again (a new incarnation: the map's
+	 * rpc serves it anew); one whose client died is free once the view
+	 * dropped it (loco_init() retries meanwhile)
+	 */
+	ret = -EADDRINUSE;
+	for (uint32_t id = c->holders + 1; id <= KV_IDS_MAX; id++) {
+		char idstr[16];
+
+		snprintf(idstr, sizeof(idstr), "%u", id);
+		setenv("LOCO_NODE_ID", idstr, 1);
+		ret = loco_init(NULL, m);
+		if (ret != -EEXIST)
+			break;
+		ret = -EADDRINUSE;
+	}
 	if (ret)
 		return ret;
 	/* the key holders alive now are the peers to pair with */

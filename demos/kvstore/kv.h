@@ -5,11 +5,12 @@
  *
  * Node ids: the key holders are 1 .. holders (the servers started first,
  * and room for servers added later), the client ids holders + 1 .. 7 (a
- * channel holds a map of up to 7 members). kv-ycsb joins the cluster as
- * one of them; the map takes an id that left as gone for good, so each
- * client id serves one client run (loco_map(3), NOTES). The kv command
- * line talks to a server through its admin socket instead
- * (kv_admin_path()), so that it can run any number of times.
+ * channel holds a map of up to 7 members). kv-ycsb and the kv command
+ * line join the cluster as one of them, the first one no live client
+ * holds: an id comes back as a new incarnation once its client left, so
+ * clients come and go any number of times, up to 7 - holders at once.
+ * "kv stat" reads the servers' counters through their admin sockets
+ * (kv_admin_path()).
  *
  * The cluster file (--cluster PATH, mode 0600: it holds the secret) has
  * "secret HEX", "holders N", "replicas R", "value_max B", "capacity N"
@@ -49,9 +50,9 @@ int kv_conf_add_server(const char *path, const struct kv_conf *c, uint32_t id, c
 
 /*
  * kv_client_open -- join the cluster of @path as a client and make the map:
- * tries the client ids in turn (one refused as in use, or that left
- * before, is skipped). 0 and the handles; -errno (-EADDRINUSE: every
- * client id is taken).
+ * tries the client ids in turn (one a live client holds is refused and
+ * skipped). 0 and the handles; -errno (-EADDRINUSE: every client id is
+ * held by a live client).
  */
 int kv_client_open(const char *path, struct kv_conf *c, loco_manager_t **m, loco_channel_t **ch,
                    loco_map_t **map);

@@ -3,7 +3,8 @@
 #
 # test-loco.sh LOCO_RUN KV_SERVER KV KV_YCSB -- the KV store as its README runs it:
 #   1. 4 kv-servers (2 replicas) under loco-run --keep-going --control; the kv command line
-#      puts, gets, deletes (get then says "no such key", exit 3) and stats;
+#      puts, gets, deletes (get then says "no such key", exit 3) and stats; 16 more puts and
+#      gets, each a client node joining and leaving (2 client ids, reused);
 #   2. kv-ycsb workload B, 2 threads, 3 s, --verify: 0 lost, 0 corrupt, reads and updates ran;
 #   3. kv-ycsb workload A with --kill-at 1 (node 3, SIGKILL) and --join-at 3 (a fifth server):
 #      0 acknowledged writes lost, operations in the run's last second (it went on), the new
@@ -48,7 +49,15 @@ k=("$kv" --cluster "$cl")
 "${k[@]}" get greeting >/dev/null 2>&1
 [[ $? == 3 ]] || fail "get of a deleted key did not exit 3"
 [[ $("${k[@]}" stat 2>/dev/null | grep -c '^node ') == 4 ]] || fail "stat did not list 4 servers"
-echo "ok: kv put/get/del/stat"
+# each kv command joins as a client node and leaves: 2 client ids (6, 7) serve any number of runs
+for i in $(seq 1 8); do
+	[[ $("${k[@]}" put "k$i" "v$i" 2>/dev/null) == "version 1" ]] || fail "put k$i (run $i)"
+done
+for i in $(seq 1 8); do
+	[[ $("${k[@]}" get "k$i" 2>"$tmp/get.err") == "v$i" ]] || fail "get k$i: $(cat "$tmp/get.err")"
+done
+grep -q 'client node [67])' "$tmp/get.err" || fail "get did not run as client node 6 or 7"
+echo "ok: kv put/get/del/stat, 21 kv commands, each a client node (ids 6 and 7, reused)"
 
 out=$("$ycsb" --store "loco:$cl" --workload B --records 2000 --duration 3 --threads 2 --verify \
 	--json "$tmp/b.json" 2>&1) || { echo "$out"; fail "kv-ycsb B exited $?"; }
