@@ -25,9 +25,16 @@
  * older value after it, and a new owner that did not go on from the
  * versions the old one gave shows as a version out of sequence; the
  * checker refuses both. It also checks that node 9 owned some keys before the kill.
+ *
+ * Then node 9 comes back: node 1 starts it again with its id (a new
+ * incarnation, role "back"), which makes the map with cfg.join = 1 and
+ * waits until it serves. It must own and hold keys again (the owners
+ * copied them to it), and every node, node 9 included, reads every key's
+ * value as the survivors last read it (no write since).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,13 +74,14 @@ struct client {
 
 static const uint32_t members[] = {1, 2, 3, VICTIM};
 
-static loco_map_t *make_map(loco_channel_t **ch, loco_manager_t *m)
+static loco_map_t *make_map(loco_channel_t **ch, loco_manager_t *m, int join)
 {
 	loco_map_cfg_t cfg;
 	loco_map_t *map;
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "mk", 4, ch));
 	loco_map_cfg_default(&cfg, members, 4);
+	cfg.join = join;
 	cfg.replicas = 2;
 	cfg.capacity = 256;
 	SC_ASSERT_OK(loco_map_create(*ch, "kill", &cfg, &map));
@@ -159,10 +167,54 @@ static noreturn void victim_main(void)
 {
 	loco_manager_t *m = sc_start();
 	loco_channel_t *ch;
-	loco_map_t *map = make_map(&ch, m);
+	loco_map_t *map = make_map(&ch, m, 0);
 
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	SC_ASSERT_OK(loco_map_sync(map, 20 * SC_NS));
+	sc_victim_wait(m);
+}
+
+/* sum_all -- read every key (each must be there): a sum of the values, each weighted by its key */
+static uint64_t sum_all(loco_map_t *map)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t k = 0; k < KEYS + COLD; k++) {
+		char key[16];
+		uint64_t v = 0;
+		size_t len = 0;
+
+		key_of(key, sizeof(key), k);
+		SC_ASSERT_OK(loco_map_get(map, key, strlen(key), &v, sizeof(v), &len, NULL, TMO));
+		SC_ASSERT_EQ(len, sizeof(v));
+		sum += v * (2 * k + 1);
+	}
+	return sum;
+}
+
+/* back_main -- node 9 again, a new incarnation: joins the map in use, serves, reads it all */
+static noreturn void back_main(void)
+{
+	loco_manager_t *m = sc_start();
+	loco_channel_t *ch;
+	loco_map_t *map = make_map(&ch, m, 1);
+	loco_map_stats_t st;
+	int64_t dl;
+
+	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
+	SC_ASSERT_OK(loco_map_sync(map, 30 * SC_NS));
+	dl = sc_now_ms() + 20000;
+	do {
+		loco_map_stats(map, &st);
+		if (st.owned > 0 && st.replicas > 0)
+			break;
+		sc_sleep_ms(50);
+	} while (sc_now_ms() < dl);
+	sc_log("node 9 is back (incarnation %llx): owns %llu, holds %llu replica entries",
+	       (unsigned long long)loco_incarnation(m), (unsigned long long)st.owned,
+	       (unsigned long long)st.replicas);
+	SC_ASSERT(st.owned > 0 && st.replicas > 0);
+	sc_report("sum %llx", (unsigned long long)sum_all(map));
 	sc_victim_wait(m);
 }
 
@@ -243,6 +295,8 @@ int main(int argc, char **argv)
 	sc_init("map-kill", argc, argv, 150);
 	if (argc > 1 && strcmp(argv[1], "victim") == 0)
 		victim_main();
+	if (argc > 1 && strcmp(argv[1], "back") == 0)
+		back_main();
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
@@ -254,7 +308,7 @@ int main(int argc, char **argv)
 	sc_sync_wait(&sync, "started", SC_WAIT_MS);
 	pid = sc_sync_get(&sync, BOX_PID);
 
-	map = make_map(&ch, m);
+	map = make_map(&ch, m, 0);
 	if (me == 1)
 		vpid = sc_spawn_node(m, "victim", VICTIM, &report);
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
@@ -354,6 +408,28 @@ int main(int argc, char **argv)
 	sc_sync_wait(&sync, "recorded", 60000);
 	if (me == 1)
 		check(pid, t_kill);
+	sc_sync_wait(&sync, "checked", 60000);
+
+	/* node 9 comes back with its id and joins the map in use */
+	{
+		uint64_t sum = sum_all(map), back = 0;
+
+		if (me == 1) {
+			vpid = sc_spawn_node(m, "back", VICTIM, &report);
+			sc_read_line(report, line, sizeof(line), 60000);
+			SC_ASSERT(sscanf(line, "sum %" SCNx64, &back) == 1);
+			sc_read_line(report, line, sizeof(line), SC_WAIT_MS); /* sc_victim_wait()'s */
+			SC_ASSERT(strcmp(line, "ready") == 0);
+			close(report);
+			SC_ASSERT_EQ(back, sum);
+		}
+		sc_sync_wait(&sync, "back", 90000);
+		SC_ASSERT_EQ(sum_all(map), sum); /* with node 9 serving: the same values */
+		sc_log("node 9 came back, took its keys and reads every value as before");
+		sc_sync_wait(&sync, "read again", 60000);
+		if (me == 1)
+			SC_ASSERT_EQ(sc_kill(vpid), 128 + 9);
+	}
 	sc_sync_wait(&sync, "done", 60000);
 	loco_map_destroy(map);
 	SC_ASSERT_OK(loco_channel_destroy(ch));
