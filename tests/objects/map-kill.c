@@ -418,7 +418,8 @@ int main(int argc, char **argv)
 			vpid = sc_spawn_node(m, "back", VICTIM, &report);
 			sc_read_line(report, line, sizeof(line), 60000);
 			SC_ASSERT(sscanf(line, "sum %" SCNx64, &back) == 1);
-			sc_read_line(report, line, sizeof(line), SC_WAIT_MS); /* sc_victim_wait()'s */
+			sc_read_line(report, line, sizeof(line),
+			             SC_WAIT_MS); /* sc_victim_wait()'s */
 			SC_ASSERT(strcmp(line, "ready") == 0);
 			close(report);
 			SC_ASSERT_EQ(back, sum);
