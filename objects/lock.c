@@ -6,10 +6,24 @@
  * public object-author API (loco/channel.h).
  *
  * The lock word W: token (44 bits) | renewal counter (16 bits) | state (4
- * bits: FREE or HELD). Every grant CASes the word to {token + 1, 0, HELD},
- * so tokens grow strictly with every grant and never repeat; a release
- * CASes this node's exact word to {token, 0, FREE}; a renewal CASes it to
- * {token, renew + 1, HELD}. The owner word O: (token's low 32 bits) << 32
+ * bits: FREE, HELD, WAITED or PASSED). Every grant CASes the word to
+ * {token + 1, 0, HELD}, so tokens grow strictly with every grant and never
+ * repeat; a release CASes this node's exact word to {token, 0, FREE}; a
+ * renewal CASes it to {token, renew + 1, its state}.
+ *
+ * Passing on. A CAS lock is unfair: a node that releases and acquires
+ * again at once wins against a waiter a round trip away, for ever (seen:
+ * nodes on shm beside the host took the lock 1111 times while a node over
+ * tcp got 33, and one got none in 10 s). So a waiter that has waited
+ * WAIT_MARK_NS marks the HELD word WAITED (same token and renewal
+ * counter: one CAS per hold at most), the holder's release of a WAITED
+ * word leaves it PASSED instead of FREE, and the node that released a
+ * PASSED word does not take it back for PASS_GRACE_NS (from when it first
+ * sees it in an acquire), while every other node takes PASSED as FREE.
+ * Holds never overlap either way: only grants (CAS to token + 1) hold,
+ * and WAITED is held like HELD (a takeover waits for the same value for
+ * T; the mark is one change of value per hold, and renewals keep it, so
+ * the renewal counter's no-ABA argument below stands). The owner word O: (token's low 32 bits) << 32
  * | the holder's node id, written by the holder right after its grant,
  * only for loco_lock_holder() (node ids take 32 bits: no room in W).
  *
@@ -74,8 +88,11 @@
 #include "host_path.h"
 #include "obj_util.h"
 
-#define ST_FREE 0ull
-#define ST_HELD 1ull
+#define ST_FREE   0ull
+#define ST_HELD   1ull
+#define ST_WAITED 2ull /* held, and a node has waited WAIT_MARK_NS for it */
+#define ST_PASSED 3ull /* free; its last holder lets the others take it first */
+#define W_FREE(w) (W_STATE(w) == ST_FREE || W_STATE(w) == ST_PASSED)
 
 #define W_TOKEN(w)      ((w) >> 20)
 #define W_RENEW(w)      ((w) >> 4 & 0xffffull)
@@ -100,6 +117,8 @@
 #define RES_LEN        (5 * sizeof(uint64_t))
 #define BACKOFF_MIN_NS 2000ll
 #define BACKOFF_MAX_NS 1000000ll
+#define WAIT_MARK_NS   1000000ll /* an acquire this long in marks the held word WAITED */
+#define PASS_GRACE_NS  5000000ll /* a PASSED word is left to the others this long */
 /* an attempt in flight is waited for: the fabric fails it within its dead-peer bound */
 #define OP_CAP_NS (60ll * 1000000000ll)
 
@@ -158,6 +177,9 @@ struct loco_lock {
 	int64_t lease_end;         /* atomic: obj_now_ns() time the lease ends */
 	int64_t renew_post;        /* post time of the last grant or renewal */
 	uint64_t seen;             /* the last word seen: the next acquire's first guess */
+	uint64_t passed;           /* the PASSED word this node's last release left (0: none) */
+	int64_t passed_seen;       /* when an acquire here first met it (0: not yet) */
+	struct lk_host *passed_hs; /* the host of @passed */
 	uint64_t rng;              /* back-off jitter (under the claim) */
 };
 
@@ -514,6 +536,7 @@ struct lk_watch {
 	int64_t since;            /* completion time of the first operation that returned val */
 	int64_t last;             /* ... of the latest one */
 	bool may_steal;           /* acquire (not try): a takeover is allowed */
+	int64_t t0;               /* when the acquire began (0: a try, which never marks) */
 	const struct lk_host *hs; /* the host whose word is watched */
 };
 
@@ -615,6 +638,12 @@ static struct lk_host *lk_host_ready(loco_lock_t *lk)
 	return hs;
 }
 
+/* waited -- @w (HELD) as a waiter marks it: the same token and renewal counter */
+static uint64_t waited(uint64_t w)
+{
+	return W_MAKE(W_TOKEN(w), W_RENEW(w), ST_WAITED);
+}
+
 /* lk_user_token -- the token the user sees: epoch << 44 | the word's. */
 static uint64_t lk_user_token(const struct lk_host *hs, uint64_t word)
 {
@@ -648,11 +677,16 @@ static int grant(loco_lock_t *lk, struct lk_host *hs, uint64_t word, int64_t t_p
 		__atomic_store_n(&lk->held, 1, __ATOMIC_RELEASE);
 		return 1;
 	}
-	/* give it back: exactly our word, so never someone else's grant */
+	/* give it back: exactly our word (or it marked WAITED), never someone else's grant */
 	if (lk_op(lk, hs, LK_CAS, word, W_MAKE(W_TOKEN(word), 0, ST_FREE), RES_OP, lk->ack, &old,
 	          -1) == 0 &&
 	    old == word)
 		lk->seen = W_MAKE(W_TOKEN(word), 0, ST_FREE);
+	else if (old == waited(word) &&
+	         lk_op(lk, hs, LK_CAS, old, W_MAKE(W_TOKEN(word), 0, ST_PASSED), RES_OP, lk->ack,
+	               &old, -1) == 0 &&
+	         old == waited(word))
+		lk->seen = W_MAKE(W_TOKEN(word), 0, ST_PASSED);
 	return ret;
 }
 
@@ -670,10 +704,18 @@ static int attempt(loco_lock_t *lk, struct lk_host *hs, uint64_t *expect, struct
 		int64_t t_post, now;
 		int ret;
 
-		if (W_STATE(guess) != ST_FREE) {
+		if (!W_FREE(guess)) {
 			steal = watch(lk, w, guess, w->last);
 			if (!steal) /* poll: the free word the holder's release leaves */
 				guess = W_MAKE(W_TOKEN(guess), 0, ST_FREE);
+		} else if (guess == lk->passed && lk->passed_hs == hs) {
+			/* we passed it on: the others first, for a while */
+			int64_t t = obj_now_ns();
+
+			if (lk->passed_seen == 0)
+				lk->passed_seen = t;
+			if (t - lk->passed_seen < PASS_GRACE_NS)
+				return 0;
 		}
 		if (W_TOKEN(guess) >= TOKEN_MAX)
 			return -EOVERFLOW; /* 2^44 grants: not in this universe's lifetime */
@@ -706,10 +748,21 @@ static int attempt(loco_lock_t *lk, struct lk_host *hs, uint64_t *expect, struct
 		}
 		*expect = old;
 		lk->seen = old;
-		if (W_STATE(old) != ST_FREE) {
+		if (!W_FREE(old)) {
 			if (watch(lk, w, old, now))
 				continue; /* unchanged for T: take it over now */
-			return 0;         /* held by another node */
+			if (W_STATE(old) == ST_HELD && w->t0 != 0 && now - w->t0 >= WAIT_MARK_NS) {
+				uint64_t held = old;
+
+				if (lk_op(lk, hs, LK_CAS, held, waited(held), RES_OP, lk->ack, &old,
+				          -1) == 0 &&
+				    old == held) {
+					old = waited(held); /* its release passes it on */
+					watch(lk, w, old, obj_now_ns());
+				}
+				*expect = lk->seen = old;
+			}
+			return 0; /* held by another node */
 		}
 	}
 	return 0; /* it changed under us twice: count it as busy */
@@ -742,7 +795,7 @@ static int try_host(loco_lock_t *lk, struct lk_watch *w)
 int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 {
 	int64_t deadline, delay = BACKOFF_MIN_NS;
-	struct lk_watch w = {.may_steal = true};
+	struct lk_watch w = {.may_steal = true, .t0 = obj_now_ns()};
 	int ret;
 
 	if (lk == NULL)
@@ -825,8 +878,13 @@ int loco_lock_renew(loco_lock_t *lk)
 		ret = 0; /* renewed a moment ago: the counter must not wrap unseen */
 		goto out;
 	}
-	want = W_MAKE(W_TOKEN(lk->cur), W_RENEW(lk->cur) + 1, ST_HELD);
+	want = W_MAKE(W_TOKEN(lk->cur), W_RENEW(lk->cur) + 1, W_STATE(lk->cur));
 	ret = lk_op(lk, lk->hold_hs, LK_CAS, lk->cur, want, RES_OP, lk->ack, &old, -1);
+	if (ret == 0 && old != lk->cur && old == waited(lk->cur)) {
+		lk->cur = old; /* a waiter marked it meanwhile: renew the marked word */
+		want = W_MAKE(W_TOKEN(old), W_RENEW(old) + 1, ST_WAITED);
+		ret = lk_op(lk, lk->hold_hs, LK_CAS, lk->cur, want, RES_OP, lk->ack, &old, -1);
+	}
 	if (ret)
 		goto out;
 	if (old != lk->cur) {
@@ -864,7 +922,21 @@ int loco_lock_release(loco_lock_t *lk)
 		ret = -ECONNRESET; /* the lock moved away from the host of this hold */
 	} else {
 		/* exactly our word: a release never frees the grant of a node that took over */
+		if (W_STATE(lk->cur) == ST_WAITED)
+			freed = W_MAKE(W_TOKEN(lk->cur), 0, ST_PASSED);
 		ret = lk_op(lk, lk->hold_hs, LK_CAS, lk->cur, freed, RES_OP, lk->ack, &old, -1);
+		if (ret == 0 && old != lk->cur && old == waited(lk->cur)) {
+			/* a waiter marked it: pass it on */
+			lk->cur = old;
+			freed = W_MAKE(W_TOKEN(old), 0, ST_PASSED);
+			ret = lk_op(lk, lk->hold_hs, LK_CAS, lk->cur, freed, RES_OP, lk->ack, &old,
+			            -1);
+		}
+		if (ret == 0 && old == lk->cur && W_STATE(freed) == ST_PASSED) {
+			lk->passed = freed;
+			lk->passed_hs = lk->hold_hs;
+			lk->passed_seen = 0;
+		}
 		if (ret == 0) {
 			lk->seen = old == lk->cur ? freed : old;
 			if (old != lk->cur)
@@ -940,7 +1012,7 @@ int loco_lock_holder(loco_lock_t *lk, uint32_t *node, int64_t timeout_ns)
 		if (ret)
 			break;
 		/* HELD, and the owner word is that grant's: or its holder has yet to write it */
-		if (W_STATE(v[0]) == ST_FREE || v[1] >> 32 == (uint32_t)W_TOKEN(v[0]))
+		if (W_FREE(v[0]) || v[1] >> 32 == (uint32_t)W_TOKEN(v[0]))
 			break;
 		if ((deadline >= 0 && obj_now_ns() >= deadline) || obj_now_ns() >= owner_by) {
 			ret = -EAGAIN;
@@ -951,7 +1023,7 @@ int loco_lock_holder(loco_lock_t *lk, uint32_t *node, int64_t timeout_ns)
 	}
 	pthread_mutex_unlock(&lk->query_lock);
 	if (ret == 0)
-		*node = W_STATE(v[0]) == ST_FREE ? 0 : (uint32_t)v[1];
+		*node = W_FREE(v[0]) ? 0 : (uint32_t)v[1];
 	return ret;
 }
 

@@ -34,8 +34,7 @@
  * reports recovered, the first one after the move. On the old code the
  * lock died with its host and the survivors never got it again.
  *
- * With the argument "no-stop" only the kill and leave phases run (on shm:
- * its stop phase is a known failure, tests/objects/meson.build says why).
+ * With the argument "no-stop" only the kill and leave phases run.
  */
 #include <errno.h>
 #include <fcntl.h>

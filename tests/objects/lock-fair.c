@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * lock-fair.c -- no node is starved of a contended lock: every node that
+ * keeps asking gets a share, however far it is from the host.
+ *
+ * loco-run -n N (N >= 3). Channel "lk-fair" holds lock "L" hosted on node
+ * 1, which takes it through its own memory while the others are a round
+ * trip away (on 'mixed', some on shm and some on tcp). For ROUND_MS every
+ * node loops: acquire (bounded), hold HOLD_US, release, and at once
+ * acquire again: the pattern that starves a plain CAS lock (the node that
+ * releases wins the next CAS before a remote waiter's arrives: seen in
+ * lock-host-failover on 'mixed', 1111 grants to a node beside the host
+ * against 33 to one over tcp, and none to another in 10 s). Each node
+ * publishes its grant count; every node must have at least a tenth of
+ * the mean (a starved node has none or a few), and no acquire may fail.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <loco/lock.h>
+
+#include "scenario.h"
+
+#define LOCK_HOST 1
+#define ROUND_MS  2000
+#define HOLD_US   200
+#define TMO       (20 * SC_NS)
+#define BOX_BASE  10 /* mailbox BOX_BASE + node: its grants */
+
+int main(int argc, char **argv)
+{
+	uint64_t grants = 0, total = 0, least = UINT64_MAX;
+	loco_manager_t *m;
+	loco_channel_t *ch;
+	loco_lock_t *lk;
+	struct sc_sync sync;
+	int64_t end, wait_max = 0;
+	uint32_t nodes, me, least_node = 0;
+
+	sc_init("lock-fair", argc, argv, 90);
+	nodes = sc_nodes();
+	if (nodes < 3)
+		SC_FAIL("run with loco-run -n N, N >= 3 (LOCO_NODES=%u)", nodes);
+	m = sc_start();
+	me = loco_node_id(m);
+	SC_ASSERT_OK(loco_channel_create(m, NULL, "lk-fair", nodes, &ch));
+	SC_ASSERT_OK(loco_lock_create(ch, "L", LOCK_HOST, &lk));
+	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
+	sc_sync_open(&sync, m, nodes);
+	sc_sync_wait(&sync, "joined", SC_WAIT_MS);
+
+	end = sc_now_ms() + ROUND_MS;
+	while (sc_now_ms() < end) {
+		int64_t t = sc_now_ns();
+
+		SC_ASSERT_OK(loco_lock_acquire(lk, TMO));
+		if (sc_now_ns() - t > wait_max)
+			wait_max = sc_now_ns() - t;
+		grants++;
+		for (int64_t h = sc_now_ns() + HOLD_US * 1000ll; sc_now_ns() < h;)
+			; /* hold: busy, as a short critical section is */
+		SC_ASSERT_OK(loco_lock_release(lk));
+	}
+	sc_sync_put(&sync, BOX_BASE + me, grants);
+	sc_sync_wait(&sync, "counted", SC_WAIT_MS);
+	for (uint32_t n = 1; n <= nodes; n++) {
+		uint64_t g = sc_sync_get(&sync, BOX_BASE + n);
+
+		total += g;
+		if (g < least) {
+			least = g;
+			least_node = n;
+		}
+	}
+	sc_log("node %u: %llu grants in %d ms (longest acquire %.2f ms); all nodes %llu, fewest "
+	       "%llu (node %u)",
+	       me, (unsigned long long)grants, ROUND_MS, (double)wait_max / 1e6,
+	       (unsigned long long)total, (unsigned long long)least, least_node);
+	if (least * 10 * nodes < total)
+		SC_FAIL("node %u got %llu of %llu grants: under a tenth of the mean (starved)",
+		        least_node, (unsigned long long)least, (unsigned long long)total);
+
+	sc_sync_wait(&sync, "done", SC_WAIT_MS);
+	loco_lock_destroy(lk);
+	SC_ASSERT_OK(loco_channel_destroy(ch));
+	sc_sync_close(&sync);
+	loco_fini(m);
+	return SC_EXIT_PASS;
+}
