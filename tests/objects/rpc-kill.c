@@ -77,18 +77,27 @@ static loco_rpc_ep_t *make_ep(loco_manager_t *m, loco_channel_t **ch)
 	return ep;
 }
 
+/* node9_start -- node 9 (either life): joins channel "rk" and endpoint "k" with the others */
+static loco_rpc_ep_t *node9_start(loco_manager_t **m)
+{
+	loco_channel_t *ch;
+	loco_rpc_ep_t *ep;
+
+	*m = sc_start();
+	SC_ASSERT_OK(loco_channel_create(*m, NULL, "rk", 4, &ch));
+	ep = make_ep(*m, &ch);
+	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
+	SC_ASSERT_OK(loco_rpc_sync(ep, 20 * SC_NS));
+	return ep;
+}
+
 /* victim_main -- node 9: serves, and calls node 2 one-way, until SIGKILLed */
 static noreturn void victim_main(void)
 {
-	loco_manager_t *m = sc_start();
-	loco_channel_t *ch;
-	loco_rpc_ep_t *ep;
+	loco_manager_t *m;
+	loco_rpc_ep_t *ep = node9_start(&m);
 	uint64_t k = 0;
 
-	SC_ASSERT_OK(loco_channel_create(m, NULL, "rk", 4, &ch));
-	ep = make_ep(m, &ch);
-	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
-	SC_ASSERT_OK(loco_rpc_sync(ep, 20 * SC_NS));
 	sc_log("node 9 serves (pid %d)", (int)getpid());
 	sc_report("ready");
 	for (;; k++) {
@@ -103,15 +112,10 @@ static noreturn void victim_main(void)
 /* again_main -- node 9 restarted: AGAIN call_returns to node 2, then serve until SIGKILLed */
 static noreturn void again_main(void)
 {
-	loco_manager_t *m = sc_start();
-	loco_channel_t *ch;
-	loco_rpc_ep_t *ep;
+	loco_manager_t *m;
+	loco_rpc_ep_t *ep = node9_start(&m);
 	uint64_t r = 0;
 
-	SC_ASSERT_OK(loco_channel_create(m, NULL, "rk", 4, &ch));
-	ep = make_ep(m, &ch);
-	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
-	SC_ASSERT_OK(loco_rpc_sync(ep, 20 * SC_NS));
 	sc_log("node 9 is back (incarnation %llx)", (unsigned long long)loco_incarnation(m));
 	sc_report("ready");
 	for (uint64_t k = 0; k < AGAIN; k++) {
