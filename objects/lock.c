@@ -23,9 +23,11 @@
  * Holds never overlap either way: only grants (CAS to token + 1) hold,
  * and WAITED is held like HELD (a takeover waits for the same value for
  * T; the mark is one change of value per hold, and renewals keep it, so
- * the renewal counter's no-ABA argument below stands). The owner word O: (token's low 32 bits) << 32
- * | the holder's node id, written by the holder right after its grant,
- * only for loco_lock_holder() (node ids take 32 bits: no room in W).
+ * the renewal counter's no-ABA argument below stands).
+ *
+ * The owner word O: (token's low 32 bits) << 32 | the holder's node id,
+ * written by the holder right after its grant, only for
+ * loco_lock_holder() (node ids take 32 bits: no room in W).
  *
  * Leases. The holder's lease runs for L (lease_ns) from the moment it
  * POSTED the CAS that granted or renewed it (its CLOCK_MONOTONIC, before

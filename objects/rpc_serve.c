@@ -161,7 +161,7 @@ static void run_frame(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p,
 		reply(ep, p, e, f->h.slot, f->h.tag, status, retbuf, (uint32_t)rl);
 }
 
-/* run_msg -- run the frames of one ring message (in the lane's scratch) of epoch @e: the number run */
+/* run_msg -- run the frames of one ring message (lane scratch) of epoch @e: the number run */
 static int run_msg(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint32_t e,
                    const void *msg, size_t len)
 {

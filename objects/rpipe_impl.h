@@ -55,9 +55,10 @@
  * incarnations as the lost one is not taken (the call waits as for a
  * pairing), so the two ends never restart apart; a peer_leave between
  * the reset and the new session is the lost incarnation's (a WRITE to a
- * dead reader fails before the view drops it), not news. The reader's returned position is cleared by the
- * writer's reset; a stale "want" left in the reader's ctl is harmless (it
- * only makes the reader return space early).
+ * dead reader fails before the view drops it), not news. The reader's
+ * returned position is cleared by the writer's reset; a stale "want" left
+ * in the reader's ctl is harmless (it only makes the reader return space
+ * early).
  */
 #ifndef LOCO_OBJECTS_RPIPE_IMPL_H
 #define LOCO_OBJECTS_RPIPE_IMPL_H
