@@ -57,6 +57,7 @@ for i in $(seq 1 8); do
 	[[ $("${k[@]}" get "k$i" 2>"$tmp/get.err") == "v$i" ]] || fail "get k$i: $(cat "$tmp/get.err")"
 done
 grep -q 'client node [67])' "$tmp/get.err" || fail "get did not run as client node 6 or 7"
+echo "ok: kv put/get/del/stat, 21 kv commands, each a client node (ids 6 and 7, reused)"
 # beside a live client (kv-ycsb holds one client id for 4 s) a kv command takes the other id
 "$ycsb" --store "loco:$cl" --workload C --records 200 --duration 4 --threads 1 >"$tmp/bg.out" 2>&1 &
 bg=$!
@@ -64,7 +65,6 @@ sleep 1.5
 [[ $("${k[@]}" get k1 2>"$tmp/get.err") == "v1" ]] || fail "get beside kv-ycsb: $(cat "$tmp/get.err")"
 wait "$bg" || { cat "$tmp/bg.out"; fail "the kv-ycsb beside it failed"; }
 echo "ok: a kv command beside a running kv-ycsb: $(grep -o 'client node [0-9]*' "$tmp/get.err")"
-echo "ok: kv put/get/del/stat, 21 kv commands, each a client node (ids 6 and 7, reused)"
 
 out=$("$ycsb" --store "loco:$cl" --workload B --records 2000 --duration 3 --threads 2 --verify \
 	--json "$tmp/b.json" 2>&1) || { echo "$out"; fail "kv-ycsb B exited $?"; }
