@@ -23,8 +23,16 @@
  * until the endpoint saw it pair again, then AGAIN call_returns all
  * answer right, and node 9 makes AGAIN call_returns to node 2 (the pipes
  * both ways started again: loco_rpipe_reset()).
+ *
+ * Then node 9 is excluded and taken back: node 1 SIGSTOPs it until the
+ * view drops it and resumes it; it rejoins as a new incarnation of the
+ * same process (its endpoint saw every peer leave and come back), makes
+ * AGAIN call_returns to node 2 once it is in again, and node 2 makes
+ * AGAIN to it: calls fail (-ECONNRESET, -LOCO_EPARTITION) only until the
+ * first one that works, and every result is right.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,18 +42,20 @@
 
 #include "scenario.h"
 
-#define VICTIM     9
-#define MID        2000u
-#define AFTER      1000u
-#define TMO        (30 * SC_NS)
-#define SLACK_MS   1000
-#define BOX_MID    1 /* node 2 passed MID calls */
-#define BOX_T      2 /* node 1's kill time */
-#define BOX_DONE   3 /* node 2 finished */
-#define BOX_BACK   4 /* node 9 is back */
-#define BOX_DONE2  5 /* node 2 made its calls to the new node 9 */
-#define BOX_CALLED 6 /* the new node 9 made its calls to node 2 */
-#define AGAIN      500u
+#define VICTIM       9
+#define MID          2000u
+#define AFTER        1000u
+#define TMO          (30 * SC_NS)
+#define SLACK_MS     1000
+#define BOX_MID      1 /* node 2 passed MID calls */
+#define BOX_T        2 /* node 1's kill time */
+#define BOX_DONE     3 /* node 2 finished */
+#define BOX_BACK     4 /* node 9 is back */
+#define BOX_DONE2    5 /* node 2 made its calls to the new node 9 */
+#define BOX_CALLED   6 /* the new node 9 made its calls to node 2 */
+#define BOX_REJOINED 7 /* node 9, excluded and taken back, made its calls to node 2 */
+#define BOX_DONE3    8 /* node 2 made its calls to node 9 after that */
+#define AGAIN        500u
 
 static const uint32_t members[] = {1, 2, 3, VICTIM};
 
@@ -109,7 +119,40 @@ static noreturn void victim_main(void)
 	}
 }
 
-/* again_main -- node 9 restarted: AGAIN call_returns to node 2, then serve until SIGKILLed */
+/*
+ * calls_to -- AGAIN checked call_returns to @node, after the calls that fail
+ * until it paired here again (-ECONNRESET; -LOCO_EPARTITION while this node
+ * rejoins), for SC_WAIT_MS at most. Returns how many failed first.
+ */
+static uint64_t calls_to(loco_rpc_ep_t *ep, uint32_t node)
+{
+	int64_t dl = sc_now_ms() + SC_WAIT_MS;
+	uint64_t early = 0, r = 0;
+
+	for (uint64_t k = 0; k < AGAIN;) {
+		int ret = loco_rpc_call_return(ep, node, loco_rpc_id("echo"), &k, sizeof(k), &r,
+		                               sizeof(r), NULL, TMO);
+
+		if (ret == 0) {
+			SC_ASSERT_EQ(r, k * 2 + 1);
+			k++;
+			continue;
+		}
+		if (k > 0 || (ret != -ECONNRESET && ret != -LOCO_EPARTITION) || sc_now_ms() > dl)
+			SC_FAIL("call %llu to node %u: %s", (unsigned long long)k, node,
+			        loco_strerror(ret));
+		early++;
+		(void)loco_rpc_progress(ep, 64);
+		sc_sleep_ms(1);
+	}
+	return early;
+}
+
+/*
+ * again_main -- node 9 restarted: AGAIN call_returns to node 2, then serve;
+ * once excluded and taken back (a new incarnation), AGAIN more; serve until
+ * SIGKILLed
+ */
 static noreturn void again_main(void)
 {
 	loco_manager_t *m;
@@ -128,9 +171,20 @@ static noreturn void again_main(void)
 		SC_ASSERT_EQ(r, k * 2 + 1);
 	}
 	sc_report("called");
-	for (;;)
+	for (uint64_t inc = loco_incarnation(m);;) {
 		if (loco_rpc_progress(ep, 64) <= 0)
 			sc_sleep_ms(1);
+		if (inc != 0 && loco_incarnation(m) != inc) {
+			uint64_t early = calls_to(ep, 2);
+
+			sc_log("node 9 rejoined (incarnation %llx): %u calls to node 2 answered, "
+			       "%llu failed first",
+			       (unsigned long long)loco_incarnation(m), AGAIN,
+			       (unsigned long long)early);
+			sc_report("called again");
+			inc = 0;
+		}
+	}
 }
 
 /* serve -- run calls until mailbox @box is set */
@@ -301,9 +355,18 @@ int main(int argc, char **argv)
 		sc_sync_put(&sync, BOX_BACK, 1);
 		sc_read_line(report, line, sizeof(line), 60000);
 		SC_ASSERT(strcmp(line, "called") == 0);
-		close(report);
 		sc_sync_put(&sync, BOX_CALLED, 1);
 		serve(ep, &sync, BOX_DONE2);
+		/* excluded and taken back: stopped until the view drops it, then resumed */
+		SC_ASSERT_EQ(kill(pid, SIGSTOP), 0);
+		SC_WAIT_UNTIL(sc_members_are(m, base, 3), SC_WAIT_MS, "node 9 excluded");
+		SC_ASSERT_EQ(kill(pid, SIGCONT), 0);
+		sc_log("node 9 was excluded while stopped; resumed");
+		sc_read_line(report, line, sizeof(line), 60000);
+		SC_ASSERT(strcmp(line, "called again") == 0);
+		close(report);
+		sc_sync_put(&sync, BOX_REJOINED, 1);
+		serve(ep, &sync, BOX_DONE3);
 		SC_ASSERT_EQ(sc_kill(pid), 128 + 9);
 	} else if (me == 2) {
 		uint64_t early = 0;
@@ -332,10 +395,15 @@ int main(int argc, char **argv)
 		       "here failed)",
 		       AGAIN + 1, (unsigned long long)early);
 		sc_sync_put(&sync, BOX_DONE2, 1);
-		serve(ep, &sync, BOX_CALLED); /* node 9's calls to us */
+		serve(ep, &sync, BOX_CALLED);   /* node 9's calls to us */
+		serve(ep, &sync, BOX_REJOINED); /* and those after its rejoin */
+		early = calls_to(ep, VICTIM);
+		sc_log("node 9, taken back, answered %u call_returns (%llu failed first)", AGAIN,
+		       (unsigned long long)early);
+		sc_sync_put(&sync, BOX_DONE3, 1);
 	} else {
 		serve(ep, &sync, BOX_DONE2);
-		serve(ep, &sync, BOX_CALLED);
+		serve(ep, &sync, BOX_DONE3);
 	}
 	sc_sync_wait(&sync, "done again", 90000);
 	loco_rpc_destroy(ep);
