@@ -7,7 +7,10 @@
  * passes the same) holding a fencing token, a renewal counter and a
  * free/held state. Nodes take it with a fabric compare-and-swap and retry
  * with exponential back-off bounded at 1 ms between attempts. It is not
- * FIFO-fair: a waiter may be overtaken by later ones. Every grant gets a
+ * FIFO (a waiter may be overtaken by later ones), but no node that keeps
+ * asking is starved: a waiter that has waited 1 ms marks the word, and
+ * the holder's release then passes the lock on to the others first
+ * (loco_lock(3)). Every grant gets a
  * token greater than every earlier grant's (loco_lock_token()): a resource
  * that remembers the greatest token it saw can reject a stale holder.
  *
