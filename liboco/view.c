@@ -118,7 +118,7 @@ int loco_manager_partitioned(loco_manager_t *m)
 	 * its progress thread runs (a lock's old host granted itself its word).
 	 */
 	t = __atomic_load_n(&m->vw->timers_ns, __ATOMIC_ACQUIRE);
-	now = lc_now_ns();
+	now = lc_coarse_ns(); /* polled by every wait loop: a tick late at most, never early */
 	return t != 0 && now > t && now - t > vw_fail_ns(m);
 }
 

@@ -50,7 +50,7 @@
  * on a rebuilt link), every 1 ms while some row is undecided (a joiner
  * needs our row to decide). The pause between polls is a step of the
  * manager's wait policy (loco_waiter_pause(), LOCO_WAIT: spin, sleep or
- * block); deadlines and re-pushes are checked after SPINS polls.
+ * block); deadlines and re-pushes are checked every SPINS polls.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -62,7 +62,7 @@
 
 #include "obj_util.h"
 
-#define SPINS          16u        /* polls before a wait looks at its deadline and re-pushes */
+#define SPINS          16u        /* a wait looks at its deadline and re-pushes every SPINS polls */
 #define REPUSH_NS      50000000ll /* a wait that lasts this long pushes the row again */
 #define REPUSH_FAST_NS 1000000ll  /* ... this long while a present row is undecided */
 
@@ -313,7 +313,7 @@ static int decide(loco_reduce_t *r, int64_t deadline, uint64_t *first)
 	for (unsigned n = 0; !heard_all(r, &f); n++) {
 		if (loco_channel_partitioned(r->ch))
 			return -LOCO_EPARTITION;
-		if (n >= SPINS) {
+		if (n % SPINS == SPINS - 1) {
 			if (deadline >= 0 && obj_now_ns() >= deadline)
 				return -ETIMEDOUT;
 			repush(r, 1);
@@ -489,7 +489,7 @@ static int run_once(loco_reduce_t *r, const void *in, void *out, struct loco_red
 	for (unsigned n = 0; !settle_all(r, &undecided); n++) {
 		if (loco_channel_partitioned(r->ch))
 			return -LOCO_EPARTITION; /* never complete as a smaller cluster of our own */
-		if (n >= SPINS) {
+		if (n % SPINS == SPINS - 1) {
 			if (deadline >= 0 && obj_now_ns() >= deadline)
 				return -ETIMEDOUT;
 			repush(r, undecided);

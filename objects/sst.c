@@ -51,6 +51,8 @@ struct loco_sst {
 	uint32_t me;
 	uint32_t max_rows;
 	uint8_t *state;   /* [max_rows] enum row_state, atomic */
+	uint64_t *bits;   /* [max_rows / 64 rounded up], atomic: bit node - 1 is set while
+	                   * state may be ROW_PRESENT (a set bit is checked against state) */
 	uint64_t version; /* of this node's last store */
 	int direct;       /* push the own row straight from the table (loco_sst_set_direct) */
 	struct value_codec codec;
@@ -92,6 +94,34 @@ static inline int row_state(const loco_sst_t *sst, uint32_t node)
 	return __atomic_load_n(&sst->state[node - 1], __ATOMIC_ACQUIRE);
 }
 
+/* row_mark -- @node's row may be present (before its state says so): set its bit. */
+static inline void row_mark(loco_sst_t *sst, uint32_t node)
+{
+	__atomic_fetch_or(&sst->bits[(node - 1) / 64], 1ull << ((node - 1) % 64), __ATOMIC_RELAXED);
+}
+
+/*
+ * next_present -- the first node above @after whose row is present, or 0.
+ * Walks the bitmap a word at a time (a table of 256 rows with 4 present:
+ * 4 words and 4 state bytes, not 256 state bytes).
+ */
+static uint32_t next_present(const loco_sst_t *sst, uint32_t after)
+{
+	for (uint32_t i = after; i < sst->max_rows;) {
+		uint64_t w = __atomic_load_n(&sst->bits[i / 64], __ATOMIC_RELAXED) >> (i % 64);
+
+		if (w == 0) {
+			i = (i / 64 + 1) * 64;
+			continue;
+		}
+		i += (uint32_t)__builtin_ctzll(w);
+		if (i < sst->max_rows && row_state(sst, i + 1) == ROW_PRESENT)
+			return i + 1;
+		i++;
+	}
+	return 0;
+}
+
 /* sst_peer_join -- on the progress thread: @node's row appears. */
 static void sst_peer_join(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
@@ -100,6 +130,7 @@ static void sst_peer_join(loco_object_t *obj, uint32_t node, uint64_t view, void
 	(void)obj, (void)view;
 	if (node == 0 || node > sst->max_rows || node == sst->me)
 		return;
+	row_mark(sst, node); /* the bit before the state: a reader that sees the state finds it */
 	__atomic_store_n(&sst->state[node - 1], ROW_PRESENT, __ATOMIC_RELEASE);
 }
 
@@ -114,6 +145,8 @@ static void sst_peer_leave(loco_object_t *obj, uint32_t node, uint64_t view, voi
 		return;
 	/* absent first: readers that look now skip it, and those reading it validate */
 	__atomic_store_n(&sst->state[node - 1], ROW_LEFT, __ATOMIC_RELEASE);
+	__atomic_fetch_and(&sst->bits[(node - 1) / 64], ~(1ull << ((node - 1) % 64)),
+	                   __ATOMIC_RELAXED);
 	rows = __atomic_load_n(&sst->rows, __ATOMIC_ACQUIRE); /* pairs with loco_sst_create */
 	if (rows != NULL)
 		value_clear(&sst->codec, row_ptr(sst, rows, node));
@@ -139,6 +172,11 @@ static void sst_scan_peers(loco_sst_t *sst)
 
 		if (ids[i] == 0 || ids[i] > sst->max_rows || ids[i] == sst->me)
 			continue;
+		/*
+		 * A bit set for a row whose leave ran meanwhile only costs a
+		 * state check: the walks look at the state of every set bit.
+		 */
+		row_mark(sst, ids[i]);
 		__atomic_compare_exchange_n(&sst->state[ids[i] - 1], &unseen, ROW_PRESENT, 0,
 		                            __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 	}
@@ -174,9 +212,11 @@ int loco_sst_create(loco_channel_t *ch, const char *name, size_t row_size, uint3
 	}
 	ret = -ENOMEM;
 	sst->state = calloc(max_rows, 1);
-	if (sst->state == NULL)
-		goto err_free;
+	sst->bits = calloc((max_rows + 63) / 64, sizeof(uint64_t));
+	if (sst->state == NULL || sst->bits == NULL)
+		goto err_free_state;
 	sst->state[me - 1] = ROW_PRESENT;
+	row_mark(sst, me);
 	ret = value_scratch_init(&sst->big, &sst->codec);
 	if (ret)
 		goto err_free_state;
@@ -221,6 +261,7 @@ err_scratch:
 	pthread_mutex_destroy(&sst->pred_lock);
 	value_scratch_fini(&sst->big);
 err_free_state:
+	free(sst->bits);
 	free(sst->state);
 err_free:
 	free(sst);
@@ -248,6 +289,7 @@ void loco_sst_destroy(loco_sst_t *sst)
 	value_scratch_fini(&sst->big);
 	pthread_mutex_destroy(&sst->pred_lock);
 	free(sst->fetched);
+	free(sst->bits);
 	free(sst->state);
 	free(sst);
 }
@@ -322,15 +364,15 @@ int loco_sst_push_broadcast(loco_sst_t *sst, loco_ack_key_t *ack)
 	ret = loco_object_status(sst->obj); /* also with no peer to push to */
 	if (ret)
 		return ret;
-	for (uint32_t n = 1; n <= sst->max_rows; n++)
-		need += n != sst->me && row_state(sst, n) == ROW_PRESENT;
+	for (uint32_t n = next_present(sst, 0); n != 0; n = next_present(sst, n))
+		need += n != sst->me;
 	if (need == 0)
 		return 0;
 	ret = sst_slot(sst, need, &slot);
 	if (ret)
 		return ret;
-	for (uint32_t n = 1; n <= sst->max_rows; n++) {
-		if (n == sst->me || row_state(sst, n) != ROW_PRESENT)
+	for (uint32_t n = next_present(sst, 0); n != 0; n = next_present(sst, n)) {
+		if (n == sst->me)
 			continue;
 		ret = loco_region_remote(sst->rows, n, &rr);
 		if (ret == 0)
@@ -368,9 +410,7 @@ int loco_sst_rows(const loco_sst_t *sst, uint32_t *ids, size_t max)
 
 	if (sst == NULL || (ids == NULL && max > 0))
 		return -EINVAL;
-	for (uint32_t node = 1; node <= sst->max_rows; node++) {
-		if (row_state(sst, node) != ROW_PRESENT)
-			continue;
+	for (uint32_t node = next_present(sst, 0); node != 0; node = next_present(sst, node)) {
 		if ((size_t)n < max)
 			ids[n] = node;
 		n++;

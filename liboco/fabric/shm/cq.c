@@ -295,7 +295,7 @@ int shm_progress(struct fab *fab, int64_t timeout_ns)
 		__atomic_store_n(&fp->armed, 1, __ATOMIC_SEQ_CST);
 		f->drive_seen = __atomic_load_n(&f->bpage->seq, __ATOMIC_SEQ_CST);
 		links_walk(f, &f->drive_busy, 0);
-		__atomic_store_n(&f->drive_ns, lc_now_ns(), __ATOMIC_RELAXED);
+		__atomic_store_n(&f->drive_ns, lc_coarse_ns(), __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&f->drive_mu);
 		return 1;
 	}
@@ -315,7 +315,7 @@ int shm_progress(struct fab *fab, int64_t timeout_ns)
 		ret = links_walk(f, &f->drive_busy, 0) || seq != f->drive_seen || cq_ready(f);
 	}
 	f->drive_seen = seq;
-	__atomic_store_n(&f->drive_ns, lc_now_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&f->drive_ns, lc_coarse_ns(), __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&f->drive_mu);
 	return ret;
 }
@@ -328,7 +328,7 @@ int shm_progress(struct fab *fab, int64_t timeout_ns)
 void shm_disarm(struct shm_fab *f)
 {
 	if (!__atomic_load_n(&f->fpage->armed, __ATOMIC_RELAXED) ||
-	    lc_now_ns() - __atomic_load_n(&f->drive_ns, __ATOMIC_RELAXED) <
+	    lc_coarse_ns() - __atomic_load_n(&f->drive_ns, __ATOMIC_RELAXED) <
 	        (uint64_t)SHM_DISARM_NS ||
 	    pthread_mutex_trylock(&f->drive_mu) != 0)
 		return;

@@ -258,9 +258,9 @@ struct shm_fab {
 	int bpage_fd;
 	pthread_mutex_t drive_mu; /* one driver at a time (fab_progress); others -EBUSY */
 	uint32_t drive_seen;      /* under drive_mu: bpage->seq when the last driver looked */
-	uint64_t drive_ns;        /* atomic: when a driver last ran (the thread disarms) */
-	unsigned drive_busy;      /* atomic: odd while a driver walks links[] */
-	uint32_t rings_seen;      /* poll: bpage->rings when it last cleared the doorbell */
+	uint64_t drive_ns; /* atomic: when a driver last ran, lc_coarse_ns() (the thread disarms) */
+	unsigned drive_busy; /* atomic: odd while a driver walks links[] */
+	uint32_t rings_seen; /* poll: bpage->rings when it last cleared the doorbell */
 
 	pthread_mutex_t lock; /* links[], arenas, the accept queue */
 	pthread_cond_t cond;
