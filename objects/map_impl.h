@@ -16,12 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <xxhash.h>
 
 #include <loco.h>
 #include <loco/map.h>
 #include <loco/rpc.h>
 
+#include "obj_hash.h"
 #include "obj_util.h"
 
 #define MAP_READERS   32u /* GETs in flight at once (landing buffers) */

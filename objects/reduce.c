@@ -1,41 +1,52 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * reduce.c -- an allreduce over the present members of a channel, built
- * on an sst (public API only).
+ * on two ssts, one per round parity (public API only).
  *
- * Row of node n (loco_sst rows, checksummed: never read torn):
- *   hello       1 once n pushed its row (0: n has not pushed to us yet)
- *   first       the first round n takes part in (0: not decided yet)
- *   round[2]    the round whose value slot p holds, p = round parity
- *   present[4]  bitmap of the rows present at n when it entered its
- *               latest round (bit id - 1)
- *   val[2]      the two value slots, each value_size rounded up to 8
+ * Tables: round r is pushed in table r & 1 ("NAME" for even rounds,
+ * "NAME.1" for odd ones). Row of node n in each (loco_sst rows, never read
+ * torn; 56 bytes with an 8-byte value, so the sst keeps it in one
+ * sequence-checked line, no hash):
+ *   state       0: n has not pushed this table to us; else 1 | first << 1,
+ *               first = the first round n takes part in (0: deciding)
+ *   round       the latest round of the table's parity n entered (0: none),
+ *               whose value the slot holds
+ *   present[4]  bitmap of the rows present at n when it entered that round
+ *               (bit id - 1)
+ *   val         the value, value_size rounded up to 8
+ * A round pushes one table: half the bytes of one row with a slot per
+ * parity, which every push and every read would carry whole.
  *
  * loco_reduce_run() for round r (after this node's first round):
- *   1. store r and the value in slot r & 1 and push the row to every
+ *   1. store r and the value in table r & 1 and push that row to every
  *      present row's node (the errors of earlier pushes that completed
  *      are returned first; a full staging ring waits for their acks);
  *   2. wait until every present row (looked at again on every poll: rows
- *      that appear or vanish meanwhile count as they are) is settled for r:
+ *      that appear or vanish meanwhile count as they are) is settled for r,
+ *      in table r & 1:
  *        - gone (absent): skipped;
- *        - hello 0 or first 0: pending (a node that has not decided yet);
+ *        - state 0 or first 0: pending (not heard in this table yet, or a
+ *          node that has not decided yet);
  *        - first > r: not in round r: skipped;
- *        - round[r & 1] == r: a contributor, its value copied out;
+ *        - round == r: a contributor, its value copied out;
  *        - otherwise: pending;
  *   3. fold the contributors' values in ascending id order.
- * Why one slot per parity is enough: a node completes round r only once
+ * Why one table per parity is enough: a node completes round r only once
  * every present decided row with first <= r shows r. So no node enters
  * r + 2 before every such node entered r + 1, that is finished r: while
- * any node still reads slot r & 1 of a row, that row's node is at most in
- * r + 1, which writes the other slot. A push rewrites slot r & 1 with
+ * any node still reads table r & 1 for round r, that row's node is at most
+ * in r + 1, which writes the other table. A push rewrites table r & 1 with
  * the same bytes.
  *
  * Deciding (a node's first call, or the first after a partition): store
- * hello with first 0 and push; wait until every present row has hello
- * (every peer that holds us as present pushed to us at least once, which
- * it does on entering a round and when it re-pushes while waiting). Let M
- * be the largest round in those rows. first = M when every row showing M
- * had us present when it entered M (or M is 0: first = 1), else M + 1.
+ * state 1 (first 0) with round 0 in both tables and push both; wait until
+ * every present row has been heard in at least one table (every peer that
+ * holds us as present pushed to us at least once, which it does on
+ * entering a round and when it re-pushes while waiting). Let M be the
+ * largest round in those rows. first = M when every row showing M had us
+ * present when it entered M (or M is 0: first = 1), else M + 1. The first
+ * round after deciding pushes both tables: a peer still in round first - 1
+ * reads the other one, and must see first there to skip us.
  * Why every node that pushed to us settles us the same way in every
  * round: a node P that had us present when it entered a round waits for
  * our decision before it completes that round, and counts us in iff
@@ -46,13 +57,15 @@
  * us in: the window is the pairing itself (see loco_reduce(3)). At a
  * start where every node pairs before its first call, all start at 1.
  *
- * Waiting: a wait that lasts re-pushes the row, every 50 ms (a push lost
- * on a rebuilt link), every 1 ms while some row is undecided (a joiner
- * needs our row to decide). The pause between polls is a step of the
- * manager's wait policy (loco_waiter_pause(), LOCO_WAIT: spin, sleep or
- * block); deadlines and re-pushes are checked every SPINS polls.
+ * Waiting: a wait that lasts re-pushes both rows, every 50 ms (a push
+ * lost on a rebuilt link: a peer one round behind needs the other table),
+ * every 1 ms while some row is undecided (a joiner needs our rows to
+ * decide). The pause between polls is a step of the manager's wait policy
+ * (loco_waiter_pause(), LOCO_WAIT: spin, sleep or block); deadlines and
+ * re-pushes are checked every SPINS polls.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,15 +86,14 @@ enum settle {
 };
 
 struct row_hdr {
-	uint64_t hello;
-	uint64_t first;
-	uint64_t round[2];
-	uint64_t present[LOCO_REDUCE_MAX_NODE / 64]; /* rows present when the last round began */
+	uint64_t state; /* 0: not pushed; else 1 | first << 1 (first 0: deciding) */
+	uint64_t round; /* the latest round of this table's parity entered */
+	uint64_t present[LOCO_REDUCE_MAX_NODE / 64]; /* rows present when that round began */
 };
 
 struct loco_reduce {
 	loco_channel_t *ch;
-	loco_sst_t *sst;
+	loco_sst_t *sst[2]; /* by round parity */
 	loco_ack_key_t *ack;
 	uint32_t me;
 	int op;
@@ -89,8 +101,8 @@ struct loco_reduce {
 	void *arg;
 	size_t size;       /* value bytes */
 	size_t vstride;    /* value slot bytes: size rounded up to 8 */
-	size_t row_size;   /* header + 2 slots */
-	uint8_t *row;      /* this node's row, as stored last */
+	size_t row_size;   /* header + slot */
+	uint8_t *row[2];   /* this node's rows, as stored last */
 	uint8_t *tmp;      /* a peer's row, read */
 	uint8_t *vals;     /* [LOCO_REDUCE_MAX_NODE][vstride]: the round's values, by id */
 	uint64_t first;    /* 0: decide on the next call */
@@ -98,6 +110,7 @@ struct loco_reduce {
 	uint64_t done;     /* atomic: the round completed last */
 	int in_round;      /* entered, not completed (a wait timed out) */
 	int hello;         /* deciding: hello pushed */
+	int both;          /* the round entered is the first after deciding: push both tables */
 	int64_t pushed_ns; /* when the row was last pushed */
 	uint8_t settled[LOCO_REDUCE_MAX_NODE + 1]; /* enum settle, by id, for this round */
 };
@@ -128,14 +141,20 @@ static struct row_hdr *hdr_of(uint8_t *row)
 	return (struct row_hdr *)(void *)row;
 }
 
-static uint8_t *slot_of(const loco_reduce_t *r, uint8_t *row, uint64_t round)
+static uint8_t *slot_of(uint8_t *row)
 {
-	return row + sizeof(struct row_hdr) + (round & 1) * r->vstride;
+	return row + sizeof(struct row_hdr);
 }
 
 static uint8_t *val_of(const loco_reduce_t *r, uint32_t id)
 {
 	return r->vals + (size_t)(id - 1) * r->vstride;
+}
+
+/* first_of -- the first round of a row's state (0: deciding or not heard). */
+static uint64_t first_of(const struct row_hdr *h)
+{
+	return h->state >> 1;
 }
 
 static int op_valid(int op, size_t size, loco_reduce_fn *fn)
@@ -149,11 +168,13 @@ static int op_valid(int op, size_t size, loco_reduce_fn *fn)
 int loco_reduce_create(loco_channel_t *ch, const char *name, size_t value_size, int op,
                        loco_reduce_fn *fn, void *arg, loco_reduce_t **out)
 {
+	char odd[LOCO_NAME_MAX];
 	loco_reduce_t *r;
 	int ret;
 
 	if (ch == NULL || name == NULL || out == NULL || value_size == 0 ||
-	    value_size > LOCO_REDUCE_MAX_SIZE || !op_valid(op, value_size, fn))
+	    value_size > LOCO_REDUCE_MAX_SIZE || !op_valid(op, value_size, fn) ||
+	    snprintf(odd, sizeof(odd), "%s.1", name) >= (int)sizeof(odd))
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
@@ -165,31 +186,38 @@ int loco_reduce_create(loco_channel_t *ch, const char *name, size_t value_size, 
 	r->arg = arg;
 	r->size = value_size;
 	r->vstride = (value_size + 7) & ~(size_t)7;
-	r->row_size = sizeof(struct row_hdr) + 2 * r->vstride;
+	r->row_size = sizeof(struct row_hdr) + r->vstride;
 	ret = -ERANGE;
 	if (r->me == 0 || r->me > LOCO_REDUCE_MAX_NODE)
 		goto err_free;
 	ret = -ENOMEM;
-	r->row = calloc(1, r->row_size);
+	r->row[0] = calloc(1, r->row_size);
+	r->row[1] = calloc(1, r->row_size);
 	r->tmp = calloc(1, r->row_size);
 	r->vals = calloc(LOCO_REDUCE_MAX_NODE, r->vstride); /* pages touched only for present ids */
-	if (r->row == NULL || r->tmp == NULL || r->vals == NULL)
+	if (r->row[0] == NULL || r->row[1] == NULL || r->tmp == NULL || r->vals == NULL)
 		goto err_free;
-	ret = loco_sst_create(ch, name, r->row_size, LOCO_REDUCE_MAX_NODE, &r->sst);
+	ret = loco_sst_create(ch, name, r->row_size, LOCO_REDUCE_MAX_NODE, &r->sst[0]);
 	if (ret)
 		goto err_free;
+	ret = loco_sst_create(ch, odd, r->row_size, LOCO_REDUCE_MAX_NODE, &r->sst[1]);
+	if (ret)
+		goto err_destroy_even;
 	ret = loco_ack_key_create(loco_channel_manager(ch), &r->ack);
 	if (ret)
-		goto err_destroy_sst;
+		goto err_destroy_odd;
 	*out = r;
 	return 0;
 
-err_destroy_sst:
-	loco_sst_destroy(r->sst);
+err_destroy_odd:
+	loco_sst_destroy(r->sst[1]);
+err_destroy_even:
+	loco_sst_destroy(r->sst[0]);
 err_free:
 	free(r->vals);
 	free(r->tmp);
-	free(r->row);
+	free(r->row[1]);
+	free(r->row[0]);
 	free(r);
 	return ret;
 }
@@ -199,10 +227,12 @@ void loco_reduce_destroy(loco_reduce_t *r)
 	if (r == NULL)
 		return;
 	loco_ack_key_destroy(r->ack); /* waits for the pushes in flight */
-	loco_sst_destroy(r->sst);
+	loco_sst_destroy(r->sst[1]);
+	loco_sst_destroy(r->sst[0]);
 	free(r->vals);
 	free(r->tmp);
-	free(r->row);
+	free(r->row[1]);
+	free(r->row[0]);
 	free(r);
 }
 
@@ -211,25 +241,35 @@ uint64_t loco_reduce_round(const loco_reduce_t *r)
 	return r ? __atomic_load_n(&r->done, __ATOMIC_ACQUIRE) : 0;
 }
 
-/*
- * push -- store this node's row and push it to every present row. The
- * pushes of earlier rounds are not waited for first: only when the
- * staging ring or the ack key is full (-EAGAIN), until @deadline.
- */
-static int push(loco_reduce_t *r, int64_t deadline)
+/* push_one -- store this node's row of table @t and push it to every present row. */
+static int push_one(loco_reduce_t *r, int t, int64_t deadline)
 {
-	int ret = loco_sst_store_mine(r->sst, r->row);
+	int ret = loco_sst_store_mine(r->sst[t], r->row[t]);
 
 	if (ret == 0)
-		ret = loco_sst_push_broadcast(r->sst, r->ack);
+		ret = loco_sst_push_broadcast(r->sst[t], r->ack);
 	if (ret == -EAGAIN) {
 		ret =
 		    acks(r, deadline); /* a second copy of the row to some peers changes nothing */
 		if (ret == 0)
-			ret = loco_sst_push_broadcast(r->sst, r->ack);
+			ret = loco_sst_push_broadcast(r->sst[t], r->ack);
 	}
-	r->pushed_ns = obj_now_ns();
 	return ret < 0 ? ret : 0;
+}
+
+/*
+ * push -- push table @t, or both when @t is -1. The pushes of earlier
+ * rounds are not waited for first: only when the staging ring or the ack
+ * key is full (-EAGAIN), until @deadline.
+ */
+static int push(loco_reduce_t *r, int t, int64_t deadline)
+{
+	int ret = push_one(r, t < 0 ? 0 : t, deadline);
+
+	if (ret == 0 && t < 0)
+		ret = push_one(r, 1, deadline);
+	r->pushed_ns = obj_now_ns();
+	return ret;
 }
 
 /* push_errors -- the errors of completed pushes, without waiting: 0 or one not a peer's death. */
@@ -240,20 +280,20 @@ static int push_errors(loco_reduce_t *r)
 	return ret == -ETIMEDOUT || peer_gone_err(ret) ? 0 : ret;
 }
 
-/* repush -- push the row again when a wait lasts (@fast: a present row is undecided). */
+/* repush -- push both rows again when a wait lasts (@fast: a present row is undecided). */
 static void repush(loco_reduce_t *r, int fast)
 {
 	int64_t now = obj_now_ns();
 
 	if (now - r->pushed_ns > (fast ? REPUSH_FAST_NS : REPUSH_NS) &&
 	    loco_ack_outstanding(r->ack) == 0)
-		push(r, -1); /* a second copy changes nothing; nothing in flight: no wait */
+		push(r, -1, -1); /* a second copy changes nothing; nothing in flight: no wait */
 }
 
-/* read_peer -- @id's row into tmp: its header, or NULL when it is gone. */
-static struct row_hdr *read_peer(loco_reduce_t *r, uint32_t id)
+/* read_peer -- @id's row of table @t into tmp: its header, or NULL when it is gone. */
+static struct row_hdr *read_peer(loco_reduce_t *r, int t, uint32_t id)
 {
-	if (loco_sst_read(r->sst, id, r->tmp) != 0)
+	if (loco_sst_read(r->sst[t], id, r->tmp) != 0)
 		return NULL; /* -ENOENT: gone; -LOCO_ETORN: its node died mid-push */
 	return hdr_of(r->tmp);
 }
@@ -264,30 +304,39 @@ static int has_bit(const uint64_t *bits, uint32_t id)
 }
 
 /*
- * heard_all -- deciding: whether every present row has hello; then the
- * first round this node may take part in into *@first.
+ * heard_all -- deciding: whether every present row was heard in a table;
+ * then the first round this node may take part in into *@first.
  */
 static int heard_all(loco_reduce_t *r, uint64_t *first)
 {
 	uint32_t ids[LOCO_REDUCE_MAX_NODE];
-	int n = loco_sst_rows(r->sst, ids, LOCO_REDUCE_MAX_NODE), all_had_me = 1;
+	int n = loco_sst_rows(r->sst[0], ids, LOCO_REDUCE_MAX_NODE), all_had_me = 1;
 	uint64_t m = 0;
 
 	for (int i = 0; i < n && i < (int)LOCO_REDUCE_MAX_NODE; i++) {
-		struct row_hdr *h;
-		uint64_t top;
+		int heard = 0, gone = 0;
 
-		if (ids[i] == r->me || (h = read_peer(r, ids[i])) == NULL)
+		if (ids[i] == r->me)
 			continue;
-		if (h->hello == 0)
-			return 0;
-		top = h->round[0] > h->round[1] ? h->round[0] : h->round[1];
-		if (top > m) {
-			m = top;
-			all_had_me = 1;
+		for (int t = 0; t < 2; t++) {
+			struct row_hdr *h = read_peer(r, t, ids[i]);
+
+			if (h == NULL) {
+				gone = 1;
+				break;
+			}
+			if (h->state == 0)
+				continue;
+			heard = 1;
+			if (h->round > m) {
+				m = h->round;
+				all_had_me = 1;
+			}
+			if (h->round == m && m != 0 && !has_bit(h->present, r->me))
+				all_had_me = 0;
 		}
-		if (top == m && m != 0 && !has_bit(h->present, r->me))
-			all_had_me = 0;
+		if (!gone && !heard)
+			return 0;
 	}
 	*first = m == 0 ? 1 : all_had_me ? m : m + 1;
 	return 1;
@@ -301,10 +350,12 @@ static int decide(loco_reduce_t *r, int64_t deadline, uint64_t *first)
 	int ret;
 
 	if (!r->hello) {
-		/* rounds 0 in both slots: no value of a former round can match a new one */
-		memset(r->row, 0, sizeof(struct row_hdr));
-		hdr_of(r->row)->hello = 1;
-		ret = push(r, deadline);
+		/* round 0 in both tables: no value of a former round can match a new one */
+		for (int t = 0; t < 2; t++) {
+			memset(r->row[t], 0, sizeof(struct row_hdr));
+			hdr_of(r->row[t])->state = 1;
+		}
+		ret = push(r, -1, deadline);
 		if (ret)
 			return ret;
 		r->hello = 1;
@@ -329,10 +380,10 @@ static int decide(loco_reduce_t *r, int64_t deadline, uint64_t *first)
 /* enter -- enter the next round with the value at @in (step 1). */
 static int enter(loco_reduce_t *r, const void *in, int64_t deadline)
 {
-	struct row_hdr *h = hdr_of(r->row);
 	uint32_t ids[LOCO_REDUCE_MAX_NODE];
+	struct row_hdr *h;
 	uint64_t next;
-	int n, ret;
+	int n, ret, t;
 
 	ret = push_errors(r);
 	if (ret)
@@ -341,22 +392,30 @@ static int enter(loco_reduce_t *r, const void *in, int64_t deadline)
 		ret = decide(r, deadline, &next);
 		if (ret)
 			return ret;
-		r->first = h->first = next; /* final: peers may count on it once pushed */
+		r->first = next; /* final: peers may count on it once pushed */
 		r->hello = 0;
+		r->both = 1;
 	}
 	next = r->done + 1 > r->first ? r->done + 1 : r->first;
-	h->hello = 1;
+	t = (int)(next & 1);
+	h = hdr_of(r->row[t]);
+	h->state = 1 | r->first << 1;
+	hdr_of(r->row[!t])->state = h->state;
 	memset(h->present, 0, sizeof(h->present));
-	n = loco_sst_rows(r->sst, ids, LOCO_REDUCE_MAX_NODE);
+	n = loco_sst_rows(r->sst[0], ids, LOCO_REDUCE_MAX_NODE);
 	for (int i = 0; i < n && i < (int)LOCO_REDUCE_MAX_NODE; i++)
 		h->present[(ids[i] - 1) / 64] |= 1ull << ((ids[i] - 1) % 64);
-	h->round[next & 1] = next;
-	memcpy(slot_of(r, r->row, next), in, r->size);
+	h->round = next;
+	memcpy(slot_of(r->row[t]), in, r->size);
 	memcpy(val_of(r, r->me), in, r->size);
 	r->round = next;
 	r->in_round = 1; /* even if the push fails: peers may have this value; waits re-push it */
 	memset(r->settled, PENDING, sizeof(r->settled));
-	return push(r, deadline);
+	ret =
+	    push(r, r->both ? -1 : t, deadline); /* first: a peer a round behind reads the other */
+	if (ret == 0)
+		r->both = 0;
+	return ret;
 }
 
 /*
@@ -366,25 +425,26 @@ static int enter(loco_reduce_t *r, const void *in, int64_t deadline)
 static int settle_all(loco_reduce_t *r, int *undecided)
 {
 	uint32_t ids[LOCO_REDUCE_MAX_NODE];
-	int n = loco_sst_rows(r->sst, ids, LOCO_REDUCE_MAX_NODE), all = 1;
+	int n = loco_sst_rows(r->sst[0], ids, LOCO_REDUCE_MAX_NODE), all = 1;
 	uint64_t rd = r->round;
+	int t = (int)(rd & 1);
 
 	*undecided = 0;
 	for (int i = 0; i < n && i < (int)LOCO_REDUCE_MAX_NODE; i++) {
 		uint32_t id = ids[i];
 		struct row_hdr *h;
 
-		if (id == r->me || r->settled[id] != PENDING || (h = read_peer(r, id)) == NULL)
+		if (id == r->me || r->settled[id] != PENDING || (h = read_peer(r, t, id)) == NULL)
 			continue;
-		if (h->hello == 0 || h->first == 0) {
-			*undecided = 1;
+		if (first_of(h) == 0) {
+			*undecided = 1; /* deciding, or not heard in this table yet */
 			all = 0;
-		} else if (h->first > rd) {
+		} else if (first_of(h) > rd) {
 			r->settled[id] = SKIPPED;
-		} else if (h->round[rd & 1] == rd) {
-			memcpy(val_of(r, id), slot_of(r, r->tmp, rd), r->size);
+		} else if (h->round == rd) {
+			memcpy(val_of(r, id), slot_of(r->tmp), r->size);
 			r->settled[id] = CONTRIB;
-		} else if (h->round[0] > rd + 1 || h->round[1] > rd + 1) {
+		} else if (h->round > rd + 1) {
 			r->settled[id] = SKIPPED; /* cannot happen to a node that counts us in */
 		} else {
 			all = 0;

@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <xxhash.h>
-
+#include "obj_hash.h"
 #include "obj_util.h"
 #include "rpc_impl.h"
 

@@ -65,10 +65,10 @@
 
 #include <stdint.h>
 
-#include <xxhash.h>
-
 #include <loco.h>
 #include <loco/rpipe.h>
+
+#include "obj_hash.h"
 
 #define CTL_LEN   128u
 #define CTL_SRC   8u /* first source slot word */

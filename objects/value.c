@@ -10,8 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <xxhash.h>
-
+#include "obj_hash.h"
 #include "obj_util.h"
 #include "value.h"
 
