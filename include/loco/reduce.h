@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * loco/reduce.h -- an allreduce over the present members of a channel,
- * built on a shared state table (loco/sst.h) whose rows are tagged by
- * round: one loco_reduce_run() per round is enough.
+ * built on two shared state tables (loco/sst.h), one per round parity,
+ * whose rows are tagged by round: one loco_reduce_run() per round is
+ * enough.
  *
- * Each node's row holds two slots, one per round parity, each with its
- * round number and value. A node may run at most one round ahead of the
- * slowest, so its next round never overwrites a value a slow node is
- * still reading. Every node combines the values of the same round in
+ * A round pushes this node's row of one table: its round number and
+ * value. A node may run at most one round ahead of the slowest, so its
+ * next round writes the other table and never overwrites a value a slow
+ * node is still reading. Every node combines the values of the same round in
  * ascending node-id order, so all nodes of a round with stable membership
  * get bit-identical results and the same contributor set. A member that
  * joins takes part from a later round (it learns the number from its
