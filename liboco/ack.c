@@ -461,8 +461,12 @@ size_t lc_ack_outstanding(const loco_ack_key_t *key)
 
 	if (key == NULL)
 		return 0;
-	for (w = 0; w < ACK_WORDS; w++)
-		n += (size_t)__builtin_popcountll(__atomic_load_n(&key->bits[w], __ATOMIC_ACQUIRE));
+	for (w = 0; w < ACK_WORDS; w++) {
+		uint64_t b = __atomic_load_n(&key->bits[w], __ATOMIC_ACQUIRE);
+
+		if (b != 0) /* most words are: a key rarely has more than a few slots taken */
+			n += (size_t)__builtin_popcountll(b);
+	}
 	return n;
 }
 

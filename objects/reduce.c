@@ -112,7 +112,8 @@ struct loco_reduce {
 	int hello;         /* deciding: hello pushed */
 	int both;          /* the round entered is the first after deciding: push both tables */
 	int64_t pushed_ns; /* when the row was last pushed */
-	uint8_t settled[LOCO_REDUCE_MAX_NODE + 1]; /* enum settle, by id, for this round */
+	uint8_t settled[LOCO_REDUCE_MAX_NODE + 1];   /* enum settle, by id, for this round */
+	uint64_t contrib[LOCO_REDUCE_MAX_NODE / 64]; /* the CONTRIB ids of settled, as bits */
 };
 
 /*
@@ -268,7 +269,7 @@ static int push(loco_reduce_t *r, int t, int64_t deadline)
 
 	if (ret == 0 && t < 0)
 		ret = push_one(r, 1, deadline);
-	r->pushed_ns = obj_now_ns();
+	r->pushed_ns = 0; /* stamped by the next repush() look: no clock read per round */
 	return ret;
 }
 
@@ -285,6 +286,10 @@ static void repush(loco_reduce_t *r, int fast)
 {
 	int64_t now = obj_now_ns();
 
+	if (r->pushed_ns == 0) {
+		r->pushed_ns = now; /* a push came since the last look: it counts from now */
+		return;
+	}
 	if (now - r->pushed_ns > (fast ? REPUSH_FAST_NS : REPUSH_NS) &&
 	    loco_ack_outstanding(r->ack) == 0)
 		push(r, -1, -1); /* a second copy changes nothing; nothing in flight: no wait */
@@ -411,6 +416,7 @@ static int enter(loco_reduce_t *r, const void *in, int64_t deadline)
 	r->round = next;
 	r->in_round = 1; /* even if the push fails: peers may have this value; waits re-push it */
 	memset(r->settled, PENDING, sizeof(r->settled));
+	memset(r->contrib, 0, sizeof(r->contrib));
 	ret =
 	    push(r, r->both ? -1 : t, deadline); /* first: a peer a round behind reads the other */
 	if (ret == 0)
@@ -444,6 +450,7 @@ static int settle_all(loco_reduce_t *r, int *undecided)
 		} else if (h->round == rd) {
 			memcpy(val_of(r, id), slot_of(r->tmp), r->size);
 			r->settled[id] = CONTRIB;
+			r->contrib[(id - 1) / 64] |= 1ull << ((id - 1) % 64);
 		} else if (h->round > rd + 1) {
 			r->settled[id] = SKIPPED; /* cannot happen to a node that counts us in */
 		} else {
@@ -506,16 +513,19 @@ static void combine(loco_reduce_t *r, void *out, struct loco_reduce_info *info)
 	struct loco_reduce_info inf = {.round = r->round};
 	uint8_t *acc = NULL;
 
-	r->settled[r->me] = CONTRIB;
-	for (uint32_t id = 1; id <= LOCO_REDUCE_MAX_NODE; id++) {
-		if (r->settled[id] != CONTRIB)
-			continue;
-		inf.count++;
-		inf.members[(id - 1) / 64] |= 1ull << ((id - 1) % 64);
-		if (acc == NULL)
-			acc = val_of(r, id); /* the lowest id's value, folded into in place */
-		else
-			fold(r, acc, val_of(r, id));
+	r->contrib[(r->me - 1) / 64] |= 1ull << ((r->me - 1) % 64);
+	for (uint32_t w = 0; w < LOCO_REDUCE_MAX_NODE / 64; w++) {
+		inf.members[w] = r->contrib[w];
+		for (uint64_t b = r->contrib[w]; b != 0; b &= b - 1) {
+			uint32_t id = w * 64 + (uint32_t)__builtin_ctzll(b) + 1;
+
+			inf.count++;
+			if (acc == NULL)
+				acc =
+				    val_of(r, id); /* the lowest id's value, folded into in place */
+			else
+				fold(r, acc, val_of(r, id));
+		}
 	}
 	memcpy(out, acc, r->size);
 	if (info != NULL)
