@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # run.sh -- loco_reduce_run against Open MPI's MPI_Allreduce (sum, 8 B and 4 KiB, 4 processes
-# on this host), RUNS times in turn: MPI over tcp (--mca btl tcp,self: the same link as LOCO's
-# tcp fabric), MPI over shared memory (vader), LOCO on tcp. Prints every run's median and p99
-# (us per allreduce, timed on rank 0 / node 1) and the median of the medians.
+# on this host), RUNS times in turn, each on both links: MPI over tcp (--mca btl tcp,self) and
+# over shared memory (--mca btl vader,self); LOCO on its tcp fabric and on its shm fabric, each
+# with LOCO_WAIT=spin (MPI polls too) and with the default wait policy (sleep). Prints every
+# run's median and p99 (us per allreduce, timed on rank 0 / node 1) and the median of the
+# medians. Nothing is bound to a CPU (mpirun does not bind oversubscribed ranks either).
 #
 #   bench/peers/run.sh [BUILD_DIR] [RUNS] [ITERS]
 set -euo pipefail
@@ -24,8 +26,13 @@ for _ in $(seq 1 "$RUNS"); do
 		"${MPIRUN[@]}" --mca btl vader,self "$BUILD/bench/peers/mpi-allreduce" "$ITERS" |
 			sed 's/^mpi/mpi-shm/' >>"$OUT"
 	fi
-	LOCO_FABRIC=tcp "$BUILD/tools/loco-run" -n 4 --no-prefix --timeout 300 \
-		"$BUILD/bench/peers/loco-reduce" "$ITERS" >>"$OUT"
+	for fabric in tcp shm; do
+		for wait in spin sleep; do
+			LOCO_WAIT=$wait LOCO_FABRIC=$fabric "$BUILD/tools/loco-run" -n 4 --no-prefix \
+				--timeout 300 "$BUILD/bench/peers/loco-reduce" "$ITERS" |
+				sed "s/^loco/loco-$fabric-$wait/" >>"$OUT"
+		done
+	done
 done
 echo "# who size median_us p99_us iters (one line per run)"
 sort -k1,1 -k2,2n -s "$OUT"
