@@ -93,6 +93,7 @@ struct loco_region {
 	size_t len;
 	unsigned access;
 	struct fab_mr *mr;
+	uint64_t due_ns; /* destroyed: deregistered and freed after this (region.c, graves) */
 	struct loco_region *next;
 };
 

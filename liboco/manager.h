@@ -93,6 +93,9 @@ struct loco_manager {
 	uint64_t link_err[LC_LINK_ERR_SLOTS]; /* atomic: node << 32 | -status, 0: free */
 	int link_err_lost;                    /* atomic: a report found no free slot */
 
+	/* region.c: regions of destroyed objects, still registered until due (m->lock) */
+	struct loco_region *graves;
+
 	/* links.c */
 	struct lc_links links;
 	struct fab_link *self_link;   /* to our own endpoint: operations on our own memory */
@@ -143,6 +146,9 @@ void lc_chan_subscribe(loco_manager_t *m);
 void lc_chan_dispatch(loco_manager_t *m); /* progress thread, m->lock not held */
 void lc_chan_excluded(loco_manager_t *m); /* m->lock: remember each channel's peers */
 void lc_chan_rejoined(loco_manager_t *m); /* m->lock: wait for them again (join timeout) */
+
+/* region.c -- free the destroyed objects' regions that are due (@all: every one, at the end) */
+void lc_graves_reap(loco_manager_t *m, int all);
 
 /* mem.c */
 int lc_mem_alloc(loco_manager_t *m, size_t len, void **out);

@@ -735,8 +735,12 @@ wake:
 void lc_member_link_errors(loco_manager_t *m)
 {
 	for (unsigned i = 0; i < LC_LINK_ERR_SLOTS; i++) {
-		uint64_t v = __atomic_exchange_n(&m->link_err[i], 0, __ATOMIC_ACQUIRE);
+		uint64_t v;
 
+		/* a plain load first: an exchange of an empty slot would dirty its line each turn */
+		if (__atomic_load_n(&m->link_err[i], __ATOMIC_RELAXED) == 0)
+			continue;
+		v = __atomic_exchange_n(&m->link_err[i], 0, __ATOMIC_ACQUIRE);
 		if (v != 0)
 			lc_member_link_failed(m, (uint32_t)(v >> 32), -(int)(uint32_t)v);
 	}

@@ -186,6 +186,7 @@ static void *progress_main(void *arg)
 			busy = 1;
 		pthread_mutex_unlock(&m->poll_lock);
 		lc_member_link_errors(m);
+		lc_graves_reap(m, 0);
 		lc_member_handoffs(m);
 		lc_member_accept_links(m);
 		now = lc_now_ns();

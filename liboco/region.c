@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "chan.h"
+#include "clock.h"
 #include "log.h"
 
 /*
@@ -78,8 +79,56 @@ static void region_free(loco_manager_t *m, struct loco_region *r)
 	free(r);
 }
 
+/*
+ * region_bury -- a destroyed object's region, peers told: keep it
+ * registered for two failure bounds before it goes. The announcement that
+ * it is gone and a peer's WRITE into it cross: one posted before the peer
+ * read the announcement lands after it, and would meet a deregistered key,
+ * a remote access error, which on RDMA (and so on every fabric) breaks the
+ * data link with that peer for every channel. Landing in memory nobody
+ * reads is harmless. Within two failure bounds a live peer has read the
+ * announcement (the control connection is in order, and it answers our
+ * heartbeats), and its WRITEs in flight have landed or failed. m->lock.
+ */
+static void region_bury(loco_manager_t *m, struct loco_region *r)
+{
+	r->due_ns = lc_now_ns() + 2ull * m->cfg.fail_timeout_ms * 1000000ull;
+	r->next = m->graves;
+	__atomic_store_n(&m->graves, r, __ATOMIC_RELAXED); /* lc_graves_reap's peek */
+}
+
+void lc_graves_reap(loco_manager_t *m, int all)
+{
+	struct loco_region *due = NULL, **pp;
+	uint64_t now;
+
+	if (!all && __atomic_load_n(&m->graves, __ATOMIC_RELAXED) == NULL)
+		return; /* the usual case, every progress turn: no lock */
+	now = lc_now_ns();
+	pthread_mutex_lock(&m->lock);
+	for (pp = &m->graves; *pp != NULL;) {
+		struct loco_region *r = *pp;
+
+		if (all || now >= r->due_ns) {
+			*pp = r->next;
+			r->next = due;
+			due = r;
+		} else {
+			pp = &r->next;
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	while (due != NULL) {
+		struct loco_region *r = due;
+
+		due = r->next;
+		region_free(m, r);
+	}
+}
+
 void loco_object_destroy(loco_object_t *obj)
 {
+	struct loco_region *regions;
 	loco_channel_t *ch;
 	loco_manager_t *m;
 
@@ -97,14 +146,22 @@ void loco_object_destroy(loco_object_t *obj)
 	lc_chan_object_gone(m, obj); /* a callback of it running now returns first */
 	for (struct loco_region *r = obj->regions; r != NULL; r = r->next)
 		region_unpublish(ch, r);
-	/* peers forget its regions before they are deregistered */
+	/* peers forget its regions before they are deregistered (region_bury) */
 	if (ch->joined && (obj->regions != NULL || obj->nparams > 0))
 		lc_chan_announce(m, ch, NULL, 0, 1);
-	pthread_mutex_unlock(&m->lock);
-	while (obj->regions != NULL) {
-		struct loco_region *r = obj->regions;
+	regions = obj->regions;
+	obj->regions = NULL;
+	while (ch->joined && regions != NULL) {
+		struct loco_region *r = regions;
 
-		obj->regions = r->next;
+		regions = r->next;
+		region_bury(m, r);
+	}
+	pthread_mutex_unlock(&m->lock);
+	while (regions != NULL) { /* never announced: no peer can have them */
+		struct loco_region *r = regions;
+
+		regions = r->next;
 		region_free(m, r);
 	}
 	free(obj);

@@ -68,9 +68,9 @@ struct loco_barrier {
 };
 
 /*
- * acks -- wait for the ack key until @deadline. Returns 0 (a dead peer's
- * failures included: its row is gone or going), -ETIMEDOUT while
- * operations are outstanding, or another error.
+ * acks -- wait for the ack key until @deadline. Returns 0 (the failures of
+ * a peer that died or destroyed its barrier included: its row is gone or
+ * going), -ETIMEDOUT while operations are outstanding, or another error.
  */
 static int acks(loco_barrier_t *b, int64_t deadline)
 {
@@ -80,7 +80,7 @@ static int acks(loco_barrier_t *b, int64_t deadline)
 		return -ETIMEDOUT;
 	if (ret == -ETIMEDOUT) /* the last completion came after the test: test again */
 		ret = loco_ack_wait(b->ack, 0);
-	return ret == 0 || obj_peer_gone_err(ret) ? 0 : ret;
+	return ret == 0 || obj_push_gone_err(ret) ? 0 : ret;
 }
 
 /* loco_barrier_create -- an sst of 8-byte rows pushed straight from the row, an ack key. */

@@ -69,4 +69,15 @@ static inline int obj_peer_gone_err(int err)
 	return err == -ECONNRESET || err == -ECANCELED || err == -ETIMEDOUT || err == -ENOTCONN;
 }
 
+/*
+ * obj_push_gone_err -- obj_peer_gone_err(), or a push landed after its peer
+ * destroyed the object (-EACCES: the region was deregistered before the
+ * peer's announcement that it is gone reached us). A peer that destroyed
+ * its part no longer reads what we push: a push error, not ours.
+ */
+static inline int obj_push_gone_err(int err)
+{
+	return obj_peer_gone_err(err) || err == -EACCES;
+}
+
 #endif /* LOCO_OBJ_UTIL_H */

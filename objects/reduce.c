@@ -116,15 +116,6 @@ struct loco_reduce {
 	uint64_t contrib[LOCO_REDUCE_MAX_NODE / 64]; /* the CONTRIB ids of settled, as bits */
 };
 
-/*
- * peer_gone_err -- obj_peer_gone_err(), or the peer left: a leaving node
- * destroys its table first (-EACCES).
- */
-static int peer_gone_err(int err)
-{
-	return obj_peer_gone_err(err) || err == -EACCES;
-}
-
 /* acks -- wait for the ack key until @deadline: 0 (peers' deaths included), -ETIMEDOUT, or an error. */
 static int acks(loco_reduce_t *r, int64_t deadline)
 {
@@ -134,7 +125,7 @@ static int acks(loco_reduce_t *r, int64_t deadline)
 		return -ETIMEDOUT;
 	if (ret == -ETIMEDOUT) /* the last completion came after the test: test again */
 		ret = loco_ack_wait(r->ack, 0);
-	return ret == 0 || peer_gone_err(ret) ? 0 : ret;
+	return ret == 0 || obj_push_gone_err(ret) ? 0 : ret;
 }
 
 static struct row_hdr *hdr_of(uint8_t *row)
@@ -278,7 +269,7 @@ static int push_errors(loco_reduce_t *r)
 {
 	int ret = loco_ack_wait(r->ack, 0);
 
-	return ret == -ETIMEDOUT || peer_gone_err(ret) ? 0 : ret;
+	return ret == -ETIMEDOUT || obj_push_gone_err(ret) ? 0 : ret;
 }
 
 /* repush -- push both rows again when a wait lasts (@fast: a present row is undecided). */

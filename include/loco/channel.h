@@ -128,7 +128,11 @@ struct loco_object_ops {
 int loco_object_create(loco_channel_t *ch, const char *name, const struct loco_object_ops *ops,
                        void *arg, loco_object_t **out);
 
-/* loco_object_destroy -- free the object and its regions. NULL-safe. */
+/*
+ * loco_object_destroy -- remove the object and tell the channel's peers;
+ * its regions are deregistered and freed two failure bounds later (a
+ * peer's WRITE that crossed the news lands in them, harmlessly). NULL-safe.
+ */
 void loco_object_destroy(loco_object_t *obj);
 
 /* loco_object_channel -- the channel of @obj. */
