@@ -94,7 +94,9 @@ struct loco_manager {
 	int link_err_lost;                    /* atomic: a report found no free slot */
 
 	/* region.c: regions of destroyed objects, still registered until due (m->lock) */
-	struct loco_region *graves;
+	struct loco_region *graves; /* newest first */
+	unsigned ngraves;
+	size_t graves_bytes;
 
 	/* links.c */
 	struct lc_links links;

@@ -20,6 +20,10 @@
  */
 #define LC_REGION_MAX (4ull << 30)
 
+/* a destroyed object's regions kept registered (region_bury): at most these, the oldest go first */
+#define LC_GRAVES_MAX   64u
+#define LC_GRAVES_BYTES (16u << 20)
+
 static int name_ok(const char *name)
 {
 	size_t n = name != NULL ? strlen(name) : 0;
@@ -88,13 +92,33 @@ static void region_free(loco_manager_t *m, struct loco_region *r)
  * data link with that peer for every channel. Landing in memory nobody
  * reads is harmless. Within two failure bounds a live peer has read the
  * announcement (the control connection is in order, and it answers our
- * heartbeats), and its WRITEs in flight have landed or failed. m->lock.
+ * heartbeats), and its WRITEs in flight have landed or failed. At most
+ * LC_GRAVES_MAX regions and LC_GRAVES_BYTES are kept (a program that
+ * churns objects would hold every key and much memory for that long): the
+ * oldest go first, onto *@evicted, for the caller to free without the
+ * lock; a crossing WRITE into one of those is refused as before, and the
+ * manager rebuilds the link. m->lock.
  */
-static void region_bury(loco_manager_t *m, struct loco_region *r)
+static void region_bury(loco_manager_t *m, struct loco_region *r, struct loco_region **evicted)
 {
 	r->due_ns = lc_now_ns() + 2ull * m->cfg.fail_timeout_ms * 1000000ull;
 	r->next = m->graves;
 	__atomic_store_n(&m->graves, r, __ATOMIC_RELAXED); /* lc_graves_reap's peek */
+	m->ngraves++;
+	m->graves_bytes += r->len;
+	while (m->graves != NULL &&
+	       (m->ngraves > LC_GRAVES_MAX || m->graves_bytes > LC_GRAVES_BYTES)) {
+		struct loco_region **pp = &m->graves, *old;
+
+		while ((*pp)->next != NULL)
+			pp = &(*pp)->next;
+		old = *pp;
+		*pp = NULL;
+		m->ngraves--;
+		m->graves_bytes -= old->len;
+		old->next = *evicted;
+		*evicted = old;
+	}
 }
 
 void lc_graves_reap(loco_manager_t *m, int all)
@@ -111,6 +135,8 @@ void lc_graves_reap(loco_manager_t *m, int all)
 
 		if (all || now >= r->due_ns) {
 			*pp = r->next;
+			m->ngraves--;
+			m->graves_bytes -= r->len;
 			r->next = due;
 			due = r;
 		} else {
@@ -128,7 +154,7 @@ void lc_graves_reap(loco_manager_t *m, int all)
 
 void loco_object_destroy(loco_object_t *obj)
 {
-	struct loco_region *regions;
+	struct loco_region *regions, *evicted = NULL;
 	loco_channel_t *ch;
 	loco_manager_t *m;
 
@@ -155,10 +181,12 @@ void loco_object_destroy(loco_object_t *obj)
 		struct loco_region *r = regions;
 
 		regions = r->next;
-		region_bury(m, r);
+		region_bury(m, r, &evicted);
 	}
 	pthread_mutex_unlock(&m->lock);
-	while (regions != NULL) { /* never announced: no peer can have them */
+	if (regions == NULL)
+		regions = evicted; /* what was buried longest, freed now */
+	while (regions != NULL) {  /* never announced (no peer has them), or evicted */
 		struct loco_region *r = regions;
 
 		regions = r->next;
@@ -286,10 +314,18 @@ int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigne
 	if (ret)
 		goto err_free;
 	ret = lc_mem_alloc(m, len, &r->ptr);
+	if (ret && __atomic_load_n(&m->graves, __ATOMIC_RELAXED) != NULL) {
+		lc_graves_reap(m, 1); /* destroyed objects' memory before an error */
+		ret = lc_mem_alloc(m, len, &r->ptr);
+	}
 	if (ret)
 		goto err_free;
 	memset(r->ptr, 0, len);
 	ret = fab_mr_reg(m->fab, r->ptr, len, fab_access(access), &r->mr);
+	if (ret && __atomic_load_n(&m->graves, __ATOMIC_RELAXED) != NULL) {
+		lc_graves_reap(m, 1); /* their keys before an error */
+		ret = fab_mr_reg(m->fab, r->ptr, len, fab_access(access), &r->mr);
+	}
 	if (ret) {
 		lc_log_err("manager: cannot register %zu bytes for %s: %s", len, r->full,
 		           strerror(-ret));

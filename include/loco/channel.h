@@ -131,7 +131,8 @@ int loco_object_create(loco_channel_t *ch, const char *name, const struct loco_o
 /*
  * loco_object_destroy -- remove the object and tell the channel's peers;
  * its regions are deregistered and freed two failure bounds later (a
- * peer's WRITE that crossed the news lands in them, harmlessly). NULL-safe.
+ * peer's WRITE that crossed the news lands in them, harmlessly; at most
+ * 64 regions and 16 MiB are kept, the oldest go first). NULL-safe.
  */
 void loco_object_destroy(loco_object_t *obj);
 

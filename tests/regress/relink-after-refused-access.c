@@ -5,6 +5,11 @@
  * The manager must rebuild the link while the member lives, so that later
  * operations to that node work again. Before the fix every later
  * operation failed with -ECANCELED, forever. Run by loco-run -n 2.
+ *
+ * A destroyed object's regions stay registered for a while (loco_object(3):
+ * a WRITE that crossed the news lands harmlessly), at most a bounded number
+ * of them: node 1 destroys CHURN more objects with a region each after the
+ * doomed one, which pushes it out, so node 2's stale reference is refused.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +19,8 @@
 
 #include <loco.h>
 #include <loco/shared_region.h>
+
+#define CHURN 200 /* destroyed regions after the doomed one: more than are ever kept */
 
 #define FAIL(...)                             \
 	do {                                  \
@@ -65,6 +72,15 @@ int main(void)
 		if (flag[2] != 1)
 			FAIL("node 1: node 2 never took its reference");
 		loco_object_destroy(obj);
+		for (int i = 0; i < CHURN; i++) {
+			loco_object_t *o;
+			loco_region_t *r;
+
+			if ((ret = loco_object_create(ch, "churn", NULL, NULL, &o)) ||
+			    (ret = loco_region_create(o, "r", 64, LOCO_ACCESS_WRITE, &r)))
+				FAIL("node 1: churn %d: %s", i, loco_strerror(ret));
+			loco_object_destroy(o);
+		}
 		flag[0] = 1;
 		if ((ret = loco_shared_region_write(keep, peer, 0, 8, ack)) ||
 		    (ret = loco_ack_wait(ack, 10000000000ll)))
