@@ -110,7 +110,6 @@ struct loco_reduce {
 	uint64_t done;     /* atomic: the round completed last */
 	int in_round;      /* entered, not completed (a wait timed out) */
 	int hello;         /* deciding: hello pushed */
-	int both;          /* the round entered is the first after deciding: push both tables */
 	int64_t pushed_ns; /* when the row was last pushed */
 	uint8_t settled[LOCO_REDUCE_MAX_NODE + 1];   /* enum settle, by id, for this round */
 	uint64_t contrib[LOCO_REDUCE_MAX_NODE / 64]; /* the CONTRIB ids of settled, as bits */
@@ -299,6 +298,11 @@ static int has_bit(const uint64_t *bits, uint32_t id)
 	return bits[(id - 1) / 64] >> ((id - 1) % 64) & 1u;
 }
 
+static void set_bit(uint64_t *bits, uint32_t id)
+{
+	bits[(id - 1) / 64] |= 1ull << ((id - 1) % 64);
+}
+
 /*
  * heard_all -- deciding: whether every present row was heard in a table;
  * then the first round this node may take part in into *@first.
@@ -390,7 +394,6 @@ static int enter(loco_reduce_t *r, const void *in, int64_t deadline)
 			return ret;
 		r->first = next; /* final: peers may count on it once pushed */
 		r->hello = 0;
-		r->both = 1;
 	}
 	next = r->done + 1 > r->first ? r->done + 1 : r->first;
 	t = (int)(next & 1);
@@ -400,7 +403,7 @@ static int enter(loco_reduce_t *r, const void *in, int64_t deadline)
 	memset(h->present, 0, sizeof(h->present));
 	n = loco_sst_rows(r->sst[0], ids, LOCO_REDUCE_MAX_NODE);
 	for (int i = 0; i < n && i < (int)LOCO_REDUCE_MAX_NODE; i++)
-		h->present[(ids[i] - 1) / 64] |= 1ull << ((ids[i] - 1) % 64);
+		set_bit(h->present, ids[i]);
 	h->round = next;
 	memcpy(slot_of(r->row[t]), in, r->size);
 	memcpy(val_of(r, r->me), in, r->size);
@@ -408,11 +411,9 @@ static int enter(loco_reduce_t *r, const void *in, int64_t deadline)
 	r->in_round = 1; /* even if the push fails: peers may have this value; waits re-push it */
 	memset(r->settled, PENDING, sizeof(r->settled));
 	memset(r->contrib, 0, sizeof(r->contrib));
-	ret =
-	    push(r, r->both ? -1 : t, deadline); /* first: a peer a round behind reads the other */
-	if (ret == 0)
-		r->both = 0;
-	return ret;
+	/* the first round after deciding (decide() put it above done): a peer a round behind
+	 * reads the other table; a failed push is re-pushed to both by the wait */
+	return push(r, next == r->first ? -1 : t, deadline);
 }
 
 /*
@@ -441,7 +442,7 @@ static int settle_all(loco_reduce_t *r, int *undecided)
 		} else if (h->round == rd) {
 			memcpy(val_of(r, id), slot_of(r->tmp), r->size);
 			r->settled[id] = CONTRIB;
-			r->contrib[(id - 1) / 64] |= 1ull << ((id - 1) % 64);
+			set_bit(r->contrib, id);
 		} else if (h->round > rd + 1) {
 			r->settled[id] = SKIPPED; /* cannot happen to a node that counts us in */
 		} else {
@@ -504,7 +505,7 @@ static void combine(loco_reduce_t *r, void *out, struct loco_reduce_info *info)
 	struct loco_reduce_info inf = {.round = r->round};
 	uint8_t *acc = NULL;
 
-	r->contrib[(r->me - 1) / 64] |= 1ull << ((r->me - 1) % 64);
+	set_bit(r->contrib, r->me);
 	for (uint32_t w = 0; w < LOCO_REDUCE_MAX_NODE / 64; w++) {
 		inf.members[w] = r->contrib[w];
 		for (uint64_t b = r->contrib[w]; b != 0; b &= b - 1) {
