@@ -246,13 +246,17 @@ static int join_contact(loco_manager_t *m, const char *addr, uint64_t deadline)
 	return done ? ret : -ETIMEDOUT;
 }
 
-/* join_any -- try each of @contacts in turn until one admits us or the join timeout passes. */
+/*
+ * join_any -- try each of @contacts in turn until one admits us or the join timeout passes. Our
+ * own address is no contact: joining through it would meet ourselves ("node id in use").
+ */
 static int join_any(loco_manager_t *m, const char *contacts, uint64_t deadline)
 {
 	int ret = -ETIMEDOUT, delay_ms = 10;
 
 	while (lc_now_ns() < deadline) {
 		const char *p = contacts;
+		int tried = 0;
 
 		while (*p != '\0') {
 			size_t len = strcspn(p, ",");
@@ -261,6 +265,9 @@ static int join_any(loco_manager_t *m, const char *contacts, uint64_t deadline)
 			snprintf(one, sizeof(one), "%.*s",
 			         (int)(len < LC_ADDR_MAX ? len : LC_ADDR_MAX), p);
 			p += len + (p[len] == ',');
+			if (strcmp(one, m->ctrl_addr) == 0)
+				continue;
+			tried++;
 			ret = join_contact(m, one, deadline);
 			if (ret == -EEXIST)
 				lc_log_err(
@@ -269,6 +276,11 @@ static int join_any(loco_manager_t *m, const char *contacts, uint64_t deadline)
 			if (ret == 0 || ret == -LOCO_EAUTH || ret == -EEXIST || ret == -EPROTO ||
 			    ret == -ESTALE || ret == -EPROTONOSUPPORT || ret == -ENOMEM)
 				return ret;
+		}
+		if (tried == 0) {
+			lc_log_err("manager: LOCO_JOIN (%s) names no member but this node (%s)",
+			           contacts, m->ctrl_addr);
+			return -EINVAL;
 		}
 		usleep((useconds_t)delay_ms * 1000);
 		delay_ms = delay_ms < 200 ? delay_ms * 2 : 200;

@@ -32,33 +32,85 @@ static int make_secret(char hex[33])
 }
 
 /*
+ * ephemeral_range -- the ports the kernel hands out itself (ip_local_port_range): to bind(0),
+ * as another node's listener gets one, and to connect(). The kernel's default when unreadable.
+ */
+static void ephemeral_range(unsigned *lo, unsigned *hi)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+	unsigned a, b;
+
+	*lo = 32768;
+	*hi = 60999;
+	if (f == NULL)
+		return;
+	if (fscanf(f, "%u %u", &a, &b) == 2 && a <= b && b <= 65535) {
+		*lo = a;
+		*hi = b;
+	}
+	fclose(f);
+}
+
+/* bind_port -- a TCP socket bound to @sa with port @port (0: the kernel's pick) into @fd. */
+static int bind_port(struct sockaddr_in *sa, unsigned port, int *fd)
+{
+	socklen_t salen = sizeof(*sa);
+
+	*fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*fd < 0)
+		return -errno;
+	sa->sin_port = htons((uint16_t)port);
+	if (bind(*fd, (struct sockaddr *)sa, sizeof(*sa)) < 0 ||
+	    getsockname(*fd, (struct sockaddr *)sa, &salen) < 0) {
+		int ret = -errno;
+
+		close(*fd);
+		*fd = -1;
+		return ret;
+	}
+	return 0;
+}
+
+/*
  * free_port -- a TCP port on @host that was free a moment ago; 0 or -errno. With @keep, the
  * socket stays bound and its fd is put there, so that the next call gets another port.
+ *
+ * The port is drawn from outside the kernel's ephemeral range (from LR_PORT_MIN up): the node
+ * binds it only after it started, and until then the kernel may give a port inside the range
+ * to anybody — seen: node 2's listener (LOCO_ADDR port 0) took node 1's port before node 1
+ * bound it, node 2 joined itself and node 1 could not listen. Only when no port outside the
+ * range can be bound does the kernel pick one.
  */
 static int free_port(const char *host, unsigned *port, int *keep)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
-	socklen_t salen = sizeof(sa);
-	int fd, ret = 0;
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	unsigned lo, hi, below, above, start = 0;
+	int fd, ret = -EADDRINUSE;
 
 	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
 		return -EINVAL;
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&sa, &salen) < 0) {
-		ret = -errno;
-		goto out_close;
+	ephemeral_range(&lo, &hi);
+	below = lo > LR_PORT_MIN ? lo - LR_PORT_MIN : 0;
+	above = hi < 65535 ? 65535 - hi : 0;
+	if (getrandom(&start, sizeof(start), GRND_NONBLOCK) != sizeof(start))
+		start = (unsigned)getpid() * 2654435761u ^ (unsigned)time(NULL);
+	for (unsigned k = 0; k < LR_PORT_TRIES && below + above > 0; k++) {
+		unsigned i = (start + k * 7919u) % (below + above);
+
+		ret = bind_port(&sa, i < below ? LR_PORT_MIN + i : hi + 1 + (i - below), &fd);
+		if (ret == 0 || (ret != -EADDRINUSE && ret != -EACCES))
+			break;
 	}
+	if (ret == -EADDRINUSE || ret == -EACCES)
+		ret = bind_port(&sa, 0, &fd);
+	if (ret)
+		return ret;
 	*port = ntohs(sa.sin_port);
-	if (keep != NULL) {
+	if (keep != NULL)
 		*keep = fd;
-		return 0;
-	}
-out_close:
-	close(fd);
-	return ret;
+	else
+		close(fd);
+	return 0;
 }
 
 /*

@@ -57,6 +57,8 @@
 #define LR_CTL_WAIT_MS   2000 /* the client waits this long for each part of the answer */
 #define LR_JOIN_MAX      8    /* live members an added node is given to join through */
 #define LR_HELD_MAX      (LR_MAX_NODES + 32) /* ports held while nodes are being started */
+#define LR_PORT_MIN      10000 /* picked ports: from here up, outside the ephemeral range */
+#define LR_PORT_TRIES    64    /* ports tried before the kernel picks one */
 
 struct lr_opts {
 	unsigned long n;

@@ -8,6 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cmocka.h>
 
@@ -268,6 +272,43 @@ static void init__zero_node_id_means_default(void **state)
 	assert_ptr_equal(m, (loco_manager_t *)0x1);
 }
 
+/* own_port -- a TCP port on 127.0.0.1 that was free a moment ago (0 when none was found) */
+static unsigned own_port(void)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+	unsigned port = 0;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+static void init__join_through_itself_is_einval(void **state)
+{
+	loco_manager_t *m = (loco_manager_t *)0x1;
+	char addr[32];
+	unsigned port = own_port();
+
+	/* configure: LOCO_JOIN is this node's own address (it met itself: -EEXIST, "id in use") */
+	(void)state;
+	assert_int_not_equal(port, 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	setenv("LOCO_ADDR", addr, 1);
+	setenv("LOCO_JOIN", addr, 1);
+	setenv("LOCO_NODE_ID", "2", 1);
+	/* run + verify: refused at once (not after the join timeout); nothing written */
+	assert_int_equal(loco_init(NULL, &m), -EINVAL);
+	assert_ptr_equal(m, (loco_manager_t *)0x1);
+	unsetenv("LOCO_JOIN");
+	unsetenv("LOCO_NODE_ID");
+	setenv("LOCO_ADDR", "127.0.0.1:0", 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -284,6 +325,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(object_agree__arguments_and_limits, setup, teardown),
 	    cmocka_unit_test_setup_teardown(init__second_manager_is_ealready, setup, teardown),
 	    cmocka_unit_test(init__zero_node_id_means_default),
+	    cmocka_unit_test(init__join_through_itself_is_einval),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
