@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * reduce.c -- an allreduce over the present members of a channel, built
- * on two ssts, one per round parity (public API only).
+ * on two ssts, one per round parity, and a third for results (public API
+ * only).
  *
  * Tables: round r is pushed in table r & 1 ("NAME" for even rounds,
  * "NAME.1" for odd ones). Row of node n in each (loco_sst rows, never read
@@ -18,9 +19,10 @@
  * parity, which every push and every read would carry whole.
  *
  * loco_reduce_run() for round r (after this node's first round):
- *   1. store r and the value in table r & 1 and push that row to every
- *      present row's node (the errors of earlier pushes that completed
- *      are returned first; a full staging ring waits for their acks);
+ *   1. store r and the value in table r & 1 and push that row to the
+ *      round's root, or to every present row's node when there is none (the
+ *      errors of earlier pushes that completed are returned first; a full
+ *      staging ring waits for their acks);
  *   2. wait until every present row (looked at again on every poll: rows
  *      that appear or vanish meanwhile count as they are) is settled for r,
  *      in table r & 1:
@@ -31,18 +33,41 @@
  *        - round == r: a contributor, its value copied out;
  *        - otherwise: pending;
  *   3. fold the contributors' values in ascending id order.
+ *
+ * The root. With ROOT_MIN rows present or more, a round goes through a
+ * root: the lowest present id that takes part in it (this node, or a row
+ * decided with first <= r), as each node sees it on entering r. The other
+ * nodes push their row to the root only; the root settles every row as in
+ * step 2, folds, and publishes the result in table RES ("NAME.2", a row
+ * per node: round, contributors, seen = the ids it settled, the value),
+ * pushed to every present row. A node waiting under a root completes r
+ * with that result once it shows r, counts this node in, and the root saw
+ * every row present here; else, and on every SPINS-th poll, it tries step
+ * 2 itself, which completes once the rows came (a wait that lasts pushes
+ * both tables to every row). When the root's row goes mid-round, each
+ * node picks the root again and pushes its row there. So a round of n
+ * nodes costs 2 (n - 1) pushes, not n (n - 1): on tcp that is what a
+ * round costs (a send and a receive each); two hops instead of one.
+ * Why taking the root's result keeps what follows true: the root saw every
+ * row present here settled for r (a contributor showed r: its node entered
+ * r), exactly what step 2 here would have waited for. The fold is the
+ * root's, in the same order: the same bytes as step 2 would give.
+ *
  * Why one table per parity is enough: a node completes round r only once
- * every present decided row with first <= r shows r. So no node enters
- * r + 2 before every such node entered r + 1, that is finished r: while
- * any node still reads table r & 1 for round r, that row's node is at most
- * in r + 1, which writes the other table. A push rewrites table r & 1 with
- * the same bytes.
+ * every present decided row with first <= r shows r (here, or at the
+ * root). So no node enters r + 2 before every such node entered r + 1,
+ * that is finished r: while any node still reads table r & 1 for round r,
+ * that row's node is at most in r + 1, which writes the other table. A
+ * push rewrites table r & 1 with the same bytes. The root's results row
+ * needs no parity: it publishes r + 1 only once every node it saw in r
+ * showed r + 1, that is took r.
  *
  * Deciding (a node's first call, or the first after a partition): store
  * state 1 (first 0) with round 0 in both tables and push both; wait until
  * every present row has been heard in at least one table (every peer that
- * holds us as present pushed to us at least once, which it does on
- * entering a round and when it re-pushes while waiting). Let M be the
+ * holds us as present pushed to us at least once: it does when it re-pushes
+ * while it waits, which it must, for our decision, and on entering a round
+ * without a root). Let M be the
  * largest round in those rows. first = M when every row showing M had us
  * present when it entered M (or M is 0: first = 1), else M + 1. The first
  * round after deciding pushes both tables: a peer still in round first - 1
@@ -76,6 +101,8 @@
 #include "obj_util.h"
 
 #define SPINS          16u        /* a wait looks at its deadline and re-pushes every SPINS polls */
+#define ROOT_MIN       3          /* rows present from which a round goes through a root */
+#define RES            2          /* the sst of the results */
 #define REPUSH_NS      50000000ll /* a wait that lasts this long pushes the row again */
 #define REPUSH_FAST_NS 1000000ll  /* ... this long while a present row is undecided */
 
@@ -91,9 +118,16 @@ struct row_hdr {
 	uint64_t present[LOCO_REDUCE_MAX_NODE / 64]; /* rows present when that round began */
 };
 
+/* a result, as its root publishes it in table RES */
+struct res_hdr {
+	uint64_t round;                              /* the round of the result (0: none) */
+	uint64_t contrib[LOCO_REDUCE_MAX_NODE / 64]; /* who contributed */
+	uint64_t seen[LOCO_REDUCE_MAX_NODE / 64];    /* who the root settled, itself included */
+};
+
 struct loco_reduce {
 	loco_channel_t *ch;
-	loco_sst_t *sst[2]; /* by round parity */
+	loco_sst_t *sst[3]; /* the rows by round parity; RES: the results */
 	loco_ack_key_t *ack;
 	uint32_t me;
 	int op;
@@ -102,17 +136,21 @@ struct loco_reduce {
 	size_t size;       /* value bytes */
 	size_t vstride;    /* value slot bytes: size rounded up to 8 */
 	size_t row_size;   /* header + slot */
+	size_t res_size;   /* result header + slot */
 	uint8_t *row[2];   /* this node's rows, as stored last */
-	uint8_t *tmp;      /* a peer's row, read */
+	uint8_t *res;      /* this node's result row, as stored last */
+	uint8_t *tmp;      /* a peer's row or result row, read */
 	uint8_t *vals;     /* [LOCO_REDUCE_MAX_NODE][vstride]: the round's values, by id */
 	uint64_t first;    /* 0: decide on the next call */
 	uint64_t round;    /* the round entered last */
 	uint64_t done;     /* atomic: the round completed last */
 	int in_round;      /* entered, not completed (a wait timed out) */
 	int hello;         /* deciding: hello pushed */
+	uint32_t root;     /* the root of the round entered (0: none, every node pushes to all) */
 	int64_t pushed_ns; /* when the row was last pushed */
 	uint8_t settled[LOCO_REDUCE_MAX_NODE + 1];   /* enum settle, by id, for this round */
 	uint64_t contrib[LOCO_REDUCE_MAX_NODE / 64]; /* the CONTRIB ids of settled, as bits */
+	uint64_t skipped[LOCO_REDUCE_MAX_NODE / 64]; /* the SKIPPED ids of settled, as bits */
 };
 
 /* acks -- wait for the ack key until @deadline: 0 (peers' deaths included), -ETIMEDOUT, or an error. */
@@ -137,6 +175,16 @@ static uint8_t *slot_of(uint8_t *row)
 	return row + sizeof(struct row_hdr);
 }
 
+static struct res_hdr *hdr_res(uint8_t *row)
+{
+	return (struct res_hdr *)(void *)row;
+}
+
+static uint8_t *slot_res(uint8_t *row)
+{
+	return row + sizeof(struct res_hdr);
+}
+
 static uint8_t *val_of(const loco_reduce_t *r, uint32_t id)
 {
 	return r->vals + (size_t)(id - 1) * r->vstride;
@@ -159,13 +207,14 @@ static int op_valid(int op, size_t size, loco_reduce_fn *fn)
 int loco_reduce_create(loco_channel_t *ch, const char *name, size_t value_size, int op,
                        loco_reduce_fn *fn, void *arg, loco_reduce_t **out)
 {
-	char odd[LOCO_NAME_MAX];
+	char odd[LOCO_NAME_MAX], results[LOCO_NAME_MAX];
 	loco_reduce_t *r;
 	int ret;
 
 	if (ch == NULL || name == NULL || out == NULL || value_size == 0 ||
 	    value_size > LOCO_REDUCE_MAX_SIZE || !op_valid(op, value_size, fn) ||
-	    snprintf(odd, sizeof(odd), "%s.1", name) >= (int)sizeof(odd))
+	    snprintf(odd, sizeof(odd), "%s.1", name) >= (int)sizeof(odd) ||
+	    snprintf(results, sizeof(results), "%s.2", name) >= (int)sizeof(results))
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
@@ -178,15 +227,18 @@ int loco_reduce_create(loco_channel_t *ch, const char *name, size_t value_size, 
 	r->size = value_size;
 	r->vstride = (value_size + 7) & ~(size_t)7;
 	r->row_size = sizeof(struct row_hdr) + r->vstride;
+	r->res_size = sizeof(struct res_hdr) + r->vstride;
 	ret = -ERANGE;
 	if (r->me == 0 || r->me > LOCO_REDUCE_MAX_NODE)
 		goto err_free;
 	ret = -ENOMEM;
 	r->row[0] = calloc(1, r->row_size);
 	r->row[1] = calloc(1, r->row_size);
-	r->tmp = calloc(1, r->row_size);
+	r->res = calloc(1, r->res_size);
+	r->tmp = calloc(1, r->res_size > r->row_size ? r->res_size : r->row_size);
 	r->vals = calloc(LOCO_REDUCE_MAX_NODE, r->vstride); /* pages touched only for present ids */
-	if (r->row[0] == NULL || r->row[1] == NULL || r->tmp == NULL || r->vals == NULL)
+	if (r->row[0] == NULL || r->row[1] == NULL || r->res == NULL || r->tmp == NULL ||
+	    r->vals == NULL)
 		goto err_free;
 	ret = loco_sst_create(ch, name, r->row_size, LOCO_REDUCE_MAX_NODE, &r->sst[0]);
 	if (ret)
@@ -194,12 +246,17 @@ int loco_reduce_create(loco_channel_t *ch, const char *name, size_t value_size, 
 	ret = loco_sst_create(ch, odd, r->row_size, LOCO_REDUCE_MAX_NODE, &r->sst[1]);
 	if (ret)
 		goto err_destroy_even;
-	ret = loco_ack_key_create(loco_channel_manager(ch), &r->ack);
+	ret = loco_sst_create(ch, results, r->res_size, LOCO_REDUCE_MAX_NODE, &r->sst[RES]);
 	if (ret)
 		goto err_destroy_odd;
+	ret = loco_ack_key_create(loco_channel_manager(ch), &r->ack);
+	if (ret)
+		goto err_destroy_res;
 	*out = r;
 	return 0;
 
+err_destroy_res:
+	loco_sst_destroy(r->sst[RES]);
 err_destroy_odd:
 	loco_sst_destroy(r->sst[1]);
 err_destroy_even:
@@ -207,6 +264,7 @@ err_destroy_even:
 err_free:
 	free(r->vals);
 	free(r->tmp);
+	free(r->res);
 	free(r->row[1]);
 	free(r->row[0]);
 	free(r);
@@ -218,10 +276,12 @@ void loco_reduce_destroy(loco_reduce_t *r)
 	if (r == NULL)
 		return;
 	loco_ack_key_destroy(r->ack); /* waits for the pushes in flight */
+	loco_sst_destroy(r->sst[RES]);
 	loco_sst_destroy(r->sst[1]);
 	loco_sst_destroy(r->sst[0]);
 	free(r->vals);
 	free(r->tmp);
+	free(r->res);
 	free(r->row[1]);
 	free(r->row[0]);
 	free(r);
@@ -232,19 +292,28 @@ uint64_t loco_reduce_round(const loco_reduce_t *r)
 	return r ? __atomic_load_n(&r->done, __ATOMIC_ACQUIRE) : 0;
 }
 
-/* push_one -- store this node's row of table @t and push it to every present row. */
-static int push_one(loco_reduce_t *r, int t, int64_t deadline)
+/* send -- push this node's row of sst @t to @node, or to every present row when @node is 0. */
+static int send(loco_reduce_t *r, int t, uint32_t node)
 {
-	int ret = loco_sst_store_mine(r->sst[t], r->row[t]);
+	return node == 0 ? loco_sst_push_broadcast(r->sst[t], r->ack)
+	                 : loco_sst_push_to(r->sst[t], node, r->ack);
+}
+
+/* push_one -- store this node's row of sst @t (a table, or RES) and push it (send()). */
+static int push_one(loco_reduce_t *r, int t, uint32_t node, int64_t deadline)
+{
+	int ret = loco_sst_store_mine(r->sst[t], t == RES ? r->res : r->row[t]);
 
 	if (ret == 0)
-		ret = loco_sst_push_broadcast(r->sst[t], r->ack);
+		ret = send(r, t, node);
 	if (ret == -EAGAIN) {
 		ret =
 		    acks(r, deadline); /* a second copy of the row to some peers changes nothing */
 		if (ret == 0)
-			ret = loco_sst_push_broadcast(r->sst[t], r->ack);
+			ret = send(r, t, node);
 	}
+	if (node != 0 && (ret == -ENOENT || obj_push_gone_err(ret)))
+		ret = 0; /* the root went meanwhile: the wait finds another */
 	return ret < 0 ? ret : 0;
 }
 
@@ -255,10 +324,10 @@ static int push_one(loco_reduce_t *r, int t, int64_t deadline)
  */
 static int push(loco_reduce_t *r, int t, int64_t deadline)
 {
-	int ret = push_one(r, t < 0 ? 0 : t, deadline);
+	int ret = push_one(r, t < 0 ? 0 : t, 0, deadline);
 
 	if (ret == 0 && t < 0)
-		ret = push_one(r, 1, deadline);
+		ret = push_one(r, 1, 0, deadline);
 	r->pushed_ns = 0; /* stamped by the next repush() look: no clock read per round */
 	return ret;
 }
@@ -281,8 +350,11 @@ static void repush(loco_reduce_t *r, int fast)
 		return;
 	}
 	if (now - r->pushed_ns > (fast ? REPUSH_FAST_NS : REPUSH_NS) &&
-	    loco_ack_outstanding(r->ack) == 0)
-		push(r, -1, -1); /* a second copy changes nothing; nothing in flight: no wait */
+	    loco_ack_outstanding(r->ack) == 0) {
+		/* a second copy changes nothing; nothing in flight: no wait */
+		if (push(r, -1, -1) == 0 && hdr_res(r->res)->round != 0)
+			push_one(r, RES, 0, -1);
+	}
 }
 
 /* read_peer -- @id's row of table @t into tmp: its header, or NULL when it is gone. */
@@ -377,6 +449,43 @@ static int decide(loco_reduce_t *r, int64_t deadline, uint64_t *first)
 	return 0;
 }
 
+/*
+ * pick_root -- the root of round @rd: the lowest present id that takes part in it (this node,
+ * or a row decided with a first round <= @rd), when ROOT_MIN rows or more are present; else 0.
+ */
+static uint32_t pick_root(loco_reduce_t *r, uint64_t rd)
+{
+	uint32_t ids[LOCO_REDUCE_MAX_NODE];
+	int n = loco_sst_rows(r->sst[0], ids, LOCO_REDUCE_MAX_NODE);
+
+	if (n < ROOT_MIN)
+		return 0;
+	for (int i = 0; i < n && i < (int)LOCO_REDUCE_MAX_NODE; i++) {
+		struct row_hdr *h;
+
+		if (ids[i] == r->me)
+			return r->me;
+		h = read_peer(r, (int)(rd & 1), ids[i]);
+		if (h != NULL && first_of(h) != 0 && first_of(h) <= rd)
+			return ids[i];
+	}
+	return 0;
+}
+
+/* push_round -- push the row of the round entered: to the root, to nobody (we are the root),
+ * or to every present row (no root; or @both: both tables, the first round after deciding). */
+static int push_round(loco_reduce_t *r, int both, int64_t deadline)
+{
+	int t = (int)(r->round & 1), ret = 0;
+
+	if (both || r->root == 0)
+		return push(r, both ? -1 : t, deadline);
+	if (r->root != r->me)
+		ret = push_one(r, t, r->root, deadline);
+	r->pushed_ns = 0;
+	return ret;
+}
+
 /* enter -- enter the next round with the value at @in (step 1). */
 static int enter(loco_reduce_t *r, const void *in, int64_t deadline)
 {
@@ -411,9 +520,11 @@ static int enter(loco_reduce_t *r, const void *in, int64_t deadline)
 	r->in_round = 1; /* even if the push fails: peers may have this value; waits re-push it */
 	memset(r->settled, PENDING, sizeof(r->settled));
 	memset(r->contrib, 0, sizeof(r->contrib));
+	memset(r->skipped, 0, sizeof(r->skipped));
+	r->root = pick_root(r, next);
 	/* the first round after deciding (decide() put it above done): a peer a round behind
 	 * reads the other table; a failed push is re-pushed to both by the wait */
-	return push(r, next == r->first ? -1 : t, deadline);
+	return push_round(r, next == r->first, deadline);
 }
 
 /*
@@ -439,12 +550,14 @@ static int settle_all(loco_reduce_t *r, int *undecided)
 			all = 0;
 		} else if (first_of(h) > rd) {
 			r->settled[id] = SKIPPED;
+			set_bit(r->skipped, id);
 		} else if (h->round == rd) {
 			memcpy(val_of(r, id), slot_of(r->tmp), r->size);
 			r->settled[id] = CONTRIB;
 			set_bit(r->contrib, id);
 		} else if (h->round > rd + 1) {
 			r->settled[id] = SKIPPED; /* cannot happen to a node that counts us in */
+			set_bit(r->skipped, id);
 		} else {
 			all = 0;
 		}
@@ -524,6 +637,66 @@ static void combine(loco_reduce_t *r, void *out, struct loco_reduce_info *info)
 		*info = inf;
 }
 
+/*
+ * take_result -- the root's result of the round, when it published it and it may be taken: it
+ * counts this node in, and the root settled every row present here (so no row this node waits
+ * for is left out). 1: taken into @out and @info; 0: not yet.
+ */
+static int take_result(loco_reduce_t *r, void *out, struct loco_reduce_info *info)
+{
+	uint32_t ids[LOCO_REDUCE_MAX_NODE];
+	struct loco_reduce_info inf = {.round = r->round};
+	struct res_hdr *h;
+	int n;
+
+	if (loco_sst_read(r->sst[RES], r->root, r->tmp) != 0)
+		return 0;
+	h = hdr_res(r->tmp);
+	if (h->round != r->round || !has_bit(h->contrib, r->me))
+		return 0;
+	n = loco_sst_rows(r->sst[0], ids, LOCO_REDUCE_MAX_NODE);
+	for (int i = 0; i < n && i < (int)LOCO_REDUCE_MAX_NODE; i++)
+		if (!has_bit(h->seen, ids[i]))
+			return 0;
+	for (uint32_t w = 0; w < LOCO_REDUCE_MAX_NODE / 64; w++) {
+		inf.members[w] = h->contrib[w];
+		inf.count += (uint32_t)__builtin_popcountll(h->contrib[w]);
+	}
+	memcpy(out, slot_res(r->tmp), r->size);
+	if (info != NULL)
+		*info = inf;
+	return 1;
+}
+
+/*
+ * publish -- the root: the round's result (@out) to every present row. A push that fails is
+ * not the round's failure: the peers' waits re-push, and ours push the result again.
+ */
+static void publish(loco_reduce_t *r, const void *out, int64_t deadline)
+{
+	struct res_hdr *h = hdr_res(r->res);
+
+	h->round = r->round;
+	for (uint32_t w = 0; w < LOCO_REDUCE_MAX_NODE / 64; w++) {
+		h->contrib[w] = r->contrib[w];
+		h->seen[w] = r->contrib[w] | r->skipped[w];
+	}
+	memcpy(slot_res(r->res), out, r->size);
+	push_one(r, RES, 0, deadline);
+}
+
+/*
+ * check_root -- in a lasting wait: when the root's row went, the round's new root (or none), and
+ * this node's row pushed there (to every row when there is none).
+ */
+static void check_root(loco_reduce_t *r)
+{
+	if (r->root == 0 || loco_sst_row_present(r->sst[0], r->root))
+		return;
+	r->root = pick_root(r, r->round);
+	push_round(r, 0, -1);
+}
+
 /* reset -- partitioned: the next call decides again, as a joiner (peers drop our row). */
 static int reset(loco_reduce_t *r)
 {
@@ -537,7 +710,7 @@ static int run_once(loco_reduce_t *r, const void *in, void *out, struct loco_red
                     int64_t timeout_ns)
 {
 	int64_t deadline = obj_deadline(timeout_ns);
-	int undecided = 0, ret;
+	int undecided = 0, taken = 0, ret;
 	loco_waiter_t w;
 
 	if (loco_channel_partitioned(r->ch))
@@ -548,20 +721,34 @@ static int run_once(loco_reduce_t *r, const void *in, void *out, struct loco_red
 			return ret;
 	}
 	loco_waiter_init(&w, loco_channel_manager(r->ch));
-	for (unsigned n = 0; !settle_all(r, &undecided); n++) {
+	for (unsigned n = 0;; n++) {
+		int look = n % SPINS == SPINS - 1, rooted = r->root != 0 && r->root != r->me;
+
+		if (rooted && take_result(r, out, info)) {
+			taken = 1;
+			break;
+		}
+		/* under a root, the rows seldom all come here: looked at on every SPINS-th poll */
+		if ((!rooted || look) && settle_all(r, &undecided))
+			break;
 		if (loco_channel_partitioned(r->ch))
 			return -LOCO_EPARTITION; /* never complete as a smaller cluster of our own */
-		if (n % SPINS == SPINS - 1) {
+		if (look) {
 			if (deadline >= 0 && obj_now_ns() >= deadline)
 				return -ETIMEDOUT;
 			repush(r, undecided);
+			check_root(r);
 		}
 		loco_waiter_pause(&w);
 	}
 	/* rows that vanished because this node was excluded look like members that left */
 	if (loco_channel_partitioned(r->ch))
 		return -LOCO_EPARTITION;
-	combine(r, out, info);
+	if (!taken) {
+		combine(r, out, info);
+		if (r->root == r->me)
+			publish(r, out, deadline);
+	}
 	r->in_round = 0;
 	__atomic_store_n(&r->done, r->round, __ATOMIC_RELEASE);
 	return 0;

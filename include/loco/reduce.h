@@ -2,15 +2,17 @@
 /*
  * loco/reduce.h -- an allreduce over the present members of a channel,
  * built on two shared state tables (loco/sst.h), one per round parity,
- * whose rows are tagged by round: one loco_reduce_run() per round is
- * enough.
+ * whose rows are tagged by round, and a third for results: one
+ * loco_reduce_run() per round is enough.
  *
  * A round pushes this node's row of one table: its round number and
  * value. A node may run at most one round ahead of the slowest, so its
  * next round writes the other table and never overwrites a value a slow
- * node is still reading. Every node combines the values of the same round in
- * ascending node-id order, so all nodes of a round with stable membership
- * get bit-identical results and the same contributor set. A member that
+ * node is still reading. With 3 or more members the rows go to a root
+ * (the lowest id), which combines them and pushes the result to all; the
+ * values of a round are combined in ascending node-id order, so all nodes
+ * of a round with stable membership get bit-identical results and the
+ * same contributor set. A member that
  * joins takes part from a later round (it learns the number from its
  * peers' rows); a member that leaves or dies is not waited for. See
  * loco_reduce(3).

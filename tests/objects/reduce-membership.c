@@ -17,7 +17,13 @@
  *     out of the contributor set and never comes back; the last round's
  *     contributors are {1, 2, 3, 9} on every node.
  * Node 9 stays until node 1 kills it after the end (the others need its
- * row until they completed END). A call that returns -LOCO_EPARTITION (a
+ * row until they completed END).
+ *
+ * "reduce-membership root" (loco-run -n 3 --first-id 2): the same with
+ * nodes {2, 3, 4} launched, node 2 in node 1's part above, and node 1 the
+ * victim. A round of 3 or more rows goes through a root, the lowest id
+ * taking part (reduce.c): here node 1 until it is killed, mid-round for
+ * some, then node 2, which takes over its rows and its results. A call that returns -LOCO_EPARTITION (a
  * node cut off for a while on a loaded host) is tried again, as an
  * application does; the node may then skip a round, so when any node was
  * cut off the checks that need every round (node 9 in every round from
@@ -35,12 +41,14 @@
 #include "scenario.h"
 
 #define JOINER     9
-#define VICTIM     10
 #define JOIN_AT    200
 #define KILL_AFTER 100
 #define END        1500
 #define BOX_F      20 /* + node id: the round node 9 was first counted in */
 #define BOX_P      40 /* + node id: the node's partitions (node 9's put by node 1) */
+
+static uint32_t victim = 10; /* the node killed mid-run ("root": 1) */
+static uint32_t lead = 1;    /* the node that spawns and kills ("root": 2) */
 
 struct run {
 	loco_channel_t *ch;
@@ -99,10 +107,10 @@ static void one_round(struct run *s, uint32_t me)
 	if (s->first9 != 0 && !loco_reduce_contributed(i, JOINER) && s->gaps9++ == 0)
 		sc_log("round %llu: node 9 (in since round %llu) did not contribute",
 		       (unsigned long long)i->round, (unsigned long long)s->first9);
-	if (loco_reduce_contributed(i, VICTIM) && s->gone10 != 0)
-		SC_FAIL("round %llu: node 10 is back (gone since round %llu)",
-		        (unsigned long long)i->round, (unsigned long long)s->gone10);
-	if (!loco_reduce_contributed(i, VICTIM) && s->gone10 == 0)
+	if (loco_reduce_contributed(i, victim) && s->gone10 != 0)
+		SC_FAIL("round %llu: node %u is back (gone since round %llu)",
+		        (unsigned long long)i->round, victim, (unsigned long long)s->gone10);
+	if (!loco_reduce_contributed(i, victim) && s->gone10 == 0)
 		s->gone10 = i->round;
 }
 
@@ -121,13 +129,13 @@ static int extra_main(void)
 		SC_ASSERT(s.info.round > JOIN_AT);
 		sc_report("first %llu", (unsigned long long)s.info.round);
 	}
-	while (me == VICTIM || s.last < END)
-		one_round(&s, me); /* node 10 until it is killed */
+	while (me != JOINER || s.last < END)
+		one_round(&s, me); /* the victim until it is killed */
 	sc_log("round %llu: done", (unsigned long long)s.last);
 	sc_report("done %u", s.parts);
 	for (int64_t dl = sc_now_ms() + SC_WAIT_MS; sc_now_ms() < dl;)
-		sc_sleep_ms(100); /* node 1 SIGKILLs us */
-	SC_FAIL("node 1 did not kill node %u", me);
+		sc_sleep_ms(100); /* the lead SIGKILLs us */
+	SC_FAIL("node %u did not kill node %u", lead, me);
 }
 
 /* line_ready -- whether @fd has something to read now. */
@@ -140,12 +148,11 @@ static bool line_ready(int fd)
 
 int main(int argc, char **argv)
 {
-	static const uint32_t last_set[] = {1, 2, 3, JOINER};
-	uint32_t me;
+	uint32_t me, last_set[4];
 	loco_manager_t *m;
 	struct sc_sync sync;
 	struct run s = {0};
-	pid_t victim = 0, joiner = 0;
+	pid_t victim_pid = 0, joiner = 0;
 	int jfd = -1;
 	unsigned long long f9 = 0;
 	uint64_t kill_round = 0, parts = 0;
@@ -155,21 +162,33 @@ int main(int argc, char **argv)
 	/* a 2 s failure bound: a loaded 2-CPU host starves heartbeats for 1 s at times */
 	setenv("LOCO_FAIL_TIMEOUT_MS", "2000", 1);
 	sc_init("reduce-membership", argc, argv, 200);
+	if (getenv("SC_REDUCE_VICTIM") != NULL)
+		victim = (uint32_t)atoi(getenv("SC_REDUCE_VICTIM"));
 	if (argc > 1 && strcmp(argv[1], "extra") == 0)
 		return extra_main();
+	if (argc > 1 && strcmp(argv[1], "root") == 0) {
+		victim = 1;
+		lead = 2;
+		setenv("SC_REDUCE_VICTIM", "1", 1); /* for node 9 */
+	}
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
+	for (uint32_t k = 0; k < 3; k++)
+		last_set[k] = lead + k;
+	last_set[3] = JOINER;
 	m = sc_start();
 	me = loco_node_id(m);
+	if (me < lead || me > lead + 2)
+		SC_FAIL("node %u: expected the ids %u .. %u", me, lead, lead + 2);
 	sc_sync_open(&sync, m, 3);
-	if (me == 1)
-		victim = sc_spawn_node(m, "extra", VICTIM, NULL);
+	if (me == lead)
+		victim_pid = sc_spawn_node(m, "extra", victim, NULL);
 	open_run(&s, m, 4);
 	while (s.last < END) {
 		one_round(&s, me);
 		if (s.last == 1 && s.info.count != 4)
 			SC_FAIL("round 1 had %u contributors, not 4", s.info.count);
-		if (me != 1)
+		if (me != lead)
 			continue;
 		if (s.last == JOIN_AT)
 			joiner = sc_spawn_node(m, "extra", JOINER, &jfd);
@@ -179,21 +198,22 @@ int main(int argc, char **argv)
 			sc_log("node 9 reports its first round %llu (spawned at round %d)", f9,
 			       JOIN_AT);
 		}
-		if (f9 != 0 && victim != 0 && s.last >= f9 + KILL_AFTER) {
-			SC_ASSERT_EQ(sc_kill(victim), 128 + 9);
-			victim = 0;
+		if (f9 != 0 && victim_pid != 0 && s.last >= f9 + KILL_AFTER) {
+			SC_ASSERT_EQ(sc_kill(victim_pid), 128 + 9);
+			victim_pid = 0;
 			kill_round = s.last;
-			sc_log("node 10 SIGKILLed after round %llu", (unsigned long long)s.last);
+			sc_log("node %u SIGKILLed after round %llu", victim,
+			       (unsigned long long)s.last);
 		}
 	}
-	sc_log("rounds 1 .. %d done: node 9 in from round %llu, node 10 out from round %llu", END,
-	       (unsigned long long)s.first9, (unsigned long long)s.gone10);
-	if (me == 1 && (f9 == 0 || kill_round == 0))
-		SC_FAIL("node 9 did not report (%llu) or node 10 was not killed before round %d",
-		        f9, END);
+	sc_log("rounds 1 .. %d done: node 9 in from round %llu, node %u out from round %llu", END,
+	       (unsigned long long)s.first9, victim, (unsigned long long)s.gone10);
+	if (me == lead && (f9 == 0 || kill_round == 0))
+		SC_FAIL("node 9 did not report (%llu) or node %u was not killed before round %d",
+		        f9, victim, END);
 	if (s.first9 == 0 || s.gone10 == 0)
-		SC_FAIL("node 9 never contributed, or node 10 never left");
-	if (me == 1) {
+		SC_FAIL("node 9 never contributed, or node %u never left", victim);
+	if (me == lead) {
 		sc_read_line(jfd, line, sizeof(line), SC_WAIT_MS);
 		SC_ASSERT(sscanf(line, "done %u", &parts9) == 1);
 		sc_sync_put(&sync, BOX_P + JOINER, parts9);
@@ -201,8 +221,8 @@ int main(int argc, char **argv)
 	sc_sync_put(&sync, BOX_F + me, s.first9);
 	sc_sync_put(&sync, BOX_P + me, s.parts);
 	sc_sync_wait(&sync, "end", SC_WAIT_MS);
-	for (uint32_t n = 1; n <= JOINER; n++)
-		parts += n <= 3 || n == JOINER ? sc_sync_get(&sync, BOX_P + n) : 0;
+	for (int k = 0; k < 4; k++)
+		parts += sc_sync_get(&sync, BOX_P + last_set[k]);
 	if (parts != 0) {
 		/* a node that was cut off and came back may have missed rounds: only report */
 		printf("node %u: %llu partition(s) under load; node 9 missing from %llu round(s) "
@@ -216,22 +236,23 @@ int main(int argc, char **argv)
 			SC_FAIL("the last round had %u contributors", s.info.count);
 		for (int k = 0; k < 4; k++)
 			SC_ASSERT(loco_reduce_contributed(&s.info, last_set[k]));
-		for (uint32_t n = 1; n <= 3; n++)
+		for (uint32_t n = lead; n <= lead + 2; n++)
 			if (sc_sync_get(&sync, BOX_F + n) != s.first9)
 				SC_FAIL(
 				    "node %u counts node 9 from round %llu, this node from %llu", n,
 				    (unsigned long long)sc_sync_get(&sync, BOX_F + n),
 				    (unsigned long long)s.first9);
-		if (me == 1 && s.first9 != f9)
-			SC_FAIL("node 9's first round is %llu, node 1 counts it from %llu", f9,
-			        (unsigned long long)s.first9);
+		if (me == lead && s.first9 != f9)
+			SC_FAIL("node 9's first round is %llu, node %u counts it from %llu", f9,
+			        lead, (unsigned long long)s.first9);
 	}
-	if (me == 1)
-		printf("node 1: node 9 spawned at round %d took part from round %llu; node 10 "
+	if (me == lead)
+		printf("node %u: node 9 spawned at round %d took part from round %llu; node %u "
 		       "killed after round %llu, out from round %llu\n",
-		       JOIN_AT, f9, (unsigned long long)kill_round, (unsigned long long)s.gone10);
+		       lead, JOIN_AT, f9, victim, (unsigned long long)kill_round,
+		       (unsigned long long)s.gone10);
 	sc_sync_wait(&sync, "checked", SC_WAIT_MS);
-	if (me == 1)
+	if (me == lead)
 		SC_ASSERT_EQ(sc_kill(joiner), 128 + 9);
 	loco_reduce_destroy(s.r);
 	sc_sync_close(&sync);
