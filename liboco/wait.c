@@ -15,14 +15,6 @@
 
 #define SPIN_PAUSES 2048u /* spin policy: pauses that only relax before yielding */
 #define CLOCK_AFTER 16u   /* sleep and block: pauses before the first clock read */
-/*
- * spin policy with a driven fabric: a wait's pauses before an empty drive yields. Early:
- * with more spinners than cores (4 nodes on 2 cores) a spinner that keeps
- * the CPU keeps the node it waits for off it (reduce 8 B: 8 -> 5.5 us, 4 KiB
- * 60 -> 26 us at 4 nodes on 2 cores); alone on a core, a yield costs one
- * quick system call (the 2-node figures did not move).
- */
-#define SPIN_DRIVES_YIELD 2u
 
 int lc_wait_parse(const char *s, int *policy)
 {
@@ -127,13 +119,19 @@ void loco_waiter_pause(loco_waiter_t *w)
 	if (w->policy == LOCO_WAIT_SPIN) {
 		/*
 		 * A software fabric: poll its sockets from here, as MPI's
-		 * progress does, yielding the CPU when nothing came (others may
-		 * wait for it on a machine with fewer cores than spinners).
+		 * progress does, yielding the CPU whenever nothing came. With
+		 * more spinners than cores (4 nodes on 2 cores) a spinner that
+		 * keeps the CPU keeps the node it waits for off it (reduce 8 B:
+		 * 8 -> 5.5 us, 4 KiB 60 -> 26 us with a yield after 2 empty
+		 * drives, not 16; with the reduce's root, a yield after none
+		 * against 2: tcp 8 B 25-31 against 30-37 us, shm 4 KiB 9.4-14
+		 * against 10.5-14.5). Alone on a core, a yield is one quick
+		 * system call (the 2-node figures did not move).
 		 */
 		if (s != NULL && s->drive != NULL) {
 			int r = s->drive(s->drive_arg, 0);
 
-			if (r == 0 && n >= SPIN_DRIVES_YIELD)
+			if (r == 0)
 				sched_yield();
 			if (r >= 0)
 				return;
