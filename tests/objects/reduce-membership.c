@@ -8,7 +8,7 @@
  * rounds, and checks every round: the sum is exact for the contributor
  * set the round reports, the count is the number of contributors, and
  * the rounds follow each other by one. Then:
- *   - at round JOIN_AT node 1 spawns node 9, which joins the channel: its
+ *   - at round JOIN_AT node 1 spawns node 9 (the joiner), which joins the channel: its
  *     first round F comes from the object (it reports it); on nodes 1, 2
  *     and 3, node 9 contributes from round F on, in every round, and to
  *     no round before F (each puts its F into a mailbox: all equal);
@@ -23,7 +23,12 @@
  * nodes {2, 3, 4} launched, node 2 in node 1's part above, and node 1 the
  * victim. A round of 3 or more rows goes through a root, the lowest id
  * taking part (reduce.c): here node 1 until it is killed, mid-round for
- * some, then node 2, which takes over its rows and its results. A call that returns -LOCO_EPARTITION (a
+ * some, then node 2, which takes over its rows and its results.
+ *
+ * "reduce-membership low-join" (loco-run -n 3 --first-id 2): nodes
+ * {2, 3, 4} launched, node 10 the victim, and node 1 the joiner: a lower
+ * id than the root's (node 2), so that from its first round on it is the
+ * root, while the others learn of it one after the other. A call that returns -LOCO_EPARTITION (a
  * node cut off for a while on a loaded host) is tried again, as an
  * application does; the node may then skip a round, so when any node was
  * cut off the checks that need every round (node 9 in every round from
@@ -40,23 +45,23 @@
 
 #include "scenario.h"
 
-#define JOINER     9
 #define JOIN_AT    200
 #define KILL_AFTER 100
 #define END        1500
-#define BOX_F      20 /* + node id: the round node 9 was first counted in */
-#define BOX_P      40 /* + node id: the node's partitions (node 9's put by node 1) */
+#define BOX_F      20 /* + node id: the round the joiner was first counted in */
+#define BOX_P      40 /* + node id: the node's partitions (the joiner's put by the lead) */
 
 static uint32_t victim = 10; /* the node killed mid-run ("root": 1) */
+static uint32_t joiner = 9;  /* the node that joins mid-run ("low-join": 1) */
 static uint32_t lead = 1;    /* the node that spawns and kills ("root": 2) */
 
 struct run {
 	loco_channel_t *ch;
 	loco_reduce_t *r;
 	uint64_t last;   /* the round completed last */
-	uint64_t first9; /* the first round node 9 contributed to (0: none yet) */
+	uint64_t first9; /* the first round the joiner contributed to (0: none yet) */
 	uint64_t gone10; /* the first round without node 10 after it was in one (0: none yet) */
-	uint64_t gaps9;  /* rounds since first9 without node 9 */
+	uint64_t gaps9;  /* rounds since first9 without the joiner */
 	unsigned parts;  /* calls that returned -LOCO_EPARTITION (a loaded machine) */
 	struct loco_reduce_info info;
 };
@@ -102,11 +107,11 @@ static void one_round(struct run *s, uint32_t me)
 		SC_FAIL("round %llu: sum %llu count %llu, want %llu %u (info.count)",
 		        (unsigned long long)i->round, (unsigned long long)out[0],
 		        (unsigned long long)out[1], (unsigned long long)want, i->count);
-	if (loco_reduce_contributed(i, JOINER) && s->first9 == 0)
+	if (loco_reduce_contributed(i, joiner) && s->first9 == 0)
 		s->first9 = i->round;
-	if (s->first9 != 0 && !loco_reduce_contributed(i, JOINER) && s->gaps9++ == 0)
-		sc_log("round %llu: node 9 (in since round %llu) did not contribute",
-		       (unsigned long long)i->round, (unsigned long long)s->first9);
+	if (s->first9 != 0 && !loco_reduce_contributed(i, joiner) && s->gaps9++ == 0)
+		sc_log("round %llu: node %u (in since round %llu) did not contribute",
+		       (unsigned long long)i->round, joiner, (unsigned long long)s->first9);
 	if (loco_reduce_contributed(i, victim) && s->gone10 != 0)
 		SC_FAIL("round %llu: node %u is back (gone since round %llu)",
 		        (unsigned long long)i->round, victim, (unsigned long long)s->gone10);
@@ -114,28 +119,37 @@ static void one_round(struct run *s, uint32_t me)
 		s->gone10 = i->round;
 }
 
-/* extra_main -- node 9 or 10: run rounds; node 9 reports its first one, then its end. */
+/* extra_main -- the joiner or the victim: run rounds; the joiner reports its first, then its end. */
 static int extra_main(void)
 {
 	loco_manager_t *m = sc_start();
 	uint32_t me = loco_node_id(m);
 	struct run s = {0};
 
-	open_run(&s, m, me == JOINER ? 5 : 4);
+	open_run(&s, m, me == joiner ? 5 : 4);
 	one_round(&s, me);
 	sc_log("first round %llu with %u contributors", (unsigned long long)s.info.round,
 	       s.info.count);
-	if (me == JOINER) {
+	if (me == joiner) {
 		SC_ASSERT(s.info.round > JOIN_AT);
 		sc_report("first %llu", (unsigned long long)s.info.round);
 	}
-	while (me != JOINER || s.last < END)
+	while (me != joiner || s.last < END)
 		one_round(&s, me); /* the victim until it is killed */
 	sc_log("round %llu: done", (unsigned long long)s.last);
 	sc_report("done %u", s.parts);
 	for (int64_t dl = sc_now_ms() + SC_WAIT_MS; sc_now_ms() < dl;)
 		sc_sleep_ms(100); /* the lead SIGKILLs us */
 	SC_FAIL("node %u did not kill node %u", lead, me);
+}
+
+/* setenv_u32 -- setenv(@name, @v in decimal). */
+static int setenv_u32(const char *name, uint32_t v)
+{
+	char buf[16];
+
+	snprintf(buf, sizeof(buf), "%u", v);
+	return setenv(name, buf, 1);
 }
 
 /* line_ready -- whether @fd has something to read now. */
@@ -152,7 +166,7 @@ int main(int argc, char **argv)
 	loco_manager_t *m;
 	struct sc_sync sync;
 	struct run s = {0};
-	pid_t victim_pid = 0, joiner = 0;
+	pid_t victim_pid = 0, joiner_pid = 0;
 	int jfd = -1;
 	unsigned long long f9 = 0;
 	uint64_t kill_round = 0, parts = 0;
@@ -164,18 +178,25 @@ int main(int argc, char **argv)
 	sc_init("reduce-membership", argc, argv, 200);
 	if (getenv("SC_REDUCE_VICTIM") != NULL)
 		victim = (uint32_t)atoi(getenv("SC_REDUCE_VICTIM"));
+	if (getenv("SC_REDUCE_JOINER") != NULL)
+		joiner = (uint32_t)atoi(getenv("SC_REDUCE_JOINER"));
 	if (argc > 1 && strcmp(argv[1], "extra") == 0)
 		return extra_main();
 	if (argc > 1 && strcmp(argv[1], "root") == 0) {
 		victim = 1;
 		lead = 2;
-		setenv("SC_REDUCE_VICTIM", "1", 1); /* for node 9 */
+	} else if (argc > 1 && strcmp(argv[1], "low-join") == 0) {
+		joiner = 1;
+		lead = 2;
 	}
+	/* for the joiner and the victim */
+	SC_ASSERT(setenv_u32("SC_REDUCE_VICTIM", victim) == 0);
+	SC_ASSERT(setenv_u32("SC_REDUCE_JOINER", joiner) == 0);
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	for (uint32_t k = 0; k < 3; k++)
 		last_set[k] = lead + k;
-	last_set[3] = JOINER;
+	last_set[3] = joiner;
 	m = sc_start();
 	me = loco_node_id(m);
 	if (me < lead || me > lead + 2)
@@ -191,12 +212,12 @@ int main(int argc, char **argv)
 		if (me != lead)
 			continue;
 		if (s.last == JOIN_AT)
-			joiner = sc_spawn_node(m, "extra", JOINER, &jfd);
-		if (joiner != 0 && f9 == 0 && line_ready(jfd)) {
+			joiner_pid = sc_spawn_node(m, "extra", joiner, &jfd);
+		if (joiner_pid != 0 && f9 == 0 && line_ready(jfd)) {
 			sc_read_line(jfd, line, sizeof(line), SC_WAIT_MS);
 			SC_ASSERT(sscanf(line, "first %llu", &f9) == 1);
-			sc_log("node 9 reports its first round %llu (spawned at round %d)", f9,
-			       JOIN_AT);
+			sc_log("node %u reports its first round %llu (spawned at round %d)", joiner,
+			       f9, JOIN_AT);
 		}
 		if (f9 != 0 && victim_pid != 0 && s.last >= f9 + KILL_AFTER) {
 			SC_ASSERT_EQ(sc_kill(victim_pid), 128 + 9);
@@ -206,17 +227,17 @@ int main(int argc, char **argv)
 			       (unsigned long long)s.last);
 		}
 	}
-	sc_log("rounds 1 .. %d done: node 9 in from round %llu, node %u out from round %llu", END,
-	       (unsigned long long)s.first9, victim, (unsigned long long)s.gone10);
+	sc_log("rounds 1 .. %d done: node %u in from round %llu, node %u out from round %llu", END,
+	       joiner, (unsigned long long)s.first9, victim, (unsigned long long)s.gone10);
 	if (me == lead && (f9 == 0 || kill_round == 0))
-		SC_FAIL("node 9 did not report (%llu) or node %u was not killed before round %d",
-		        f9, victim, END);
+		SC_FAIL("node %u did not report (%llu) or node %u was not killed before round %d",
+		        joiner, f9, victim, END);
 	if (s.first9 == 0 || s.gone10 == 0)
-		SC_FAIL("node 9 never contributed, or node %u never left", victim);
+		SC_FAIL("node %u never contributed, or node %u never left", joiner, victim);
 	if (me == lead) {
 		sc_read_line(jfd, line, sizeof(line), SC_WAIT_MS);
 		SC_ASSERT(sscanf(line, "done %u", &parts9) == 1);
-		sc_sync_put(&sync, BOX_P + JOINER, parts9);
+		sc_sync_put(&sync, BOX_P + joiner, parts9);
 	}
 	sc_sync_put(&sync, BOX_F + me, s.first9);
 	sc_sync_put(&sync, BOX_P + me, s.parts);
@@ -225,12 +246,12 @@ int main(int argc, char **argv)
 		parts += sc_sync_get(&sync, BOX_P + last_set[k]);
 	if (parts != 0) {
 		/* a node that was cut off and came back may have missed rounds: only report */
-		printf("node %u: %llu partition(s) under load; node 9 missing from %llu round(s) "
+		printf("node %u: %llu partition(s) under load; node %u missing from %llu round(s) "
 		       "after its first; strict checks skipped\n",
-		       me, (unsigned long long)parts, (unsigned long long)s.gaps9);
+		       me, (unsigned long long)parts, joiner, (unsigned long long)s.gaps9);
 	} else {
 		if (s.gaps9 != 0)
-			SC_FAIL("node 9 missed %llu round(s) after its first",
+			SC_FAIL("node %u missed %llu round(s) after its first", joiner,
 			        (unsigned long long)s.gaps9);
 		if (s.info.count != 4)
 			SC_FAIL("the last round had %u contributors", s.info.count);
@@ -239,21 +260,21 @@ int main(int argc, char **argv)
 		for (uint32_t n = lead; n <= lead + 2; n++)
 			if (sc_sync_get(&sync, BOX_F + n) != s.first9)
 				SC_FAIL(
-				    "node %u counts node 9 from round %llu, this node from %llu", n,
-				    (unsigned long long)sc_sync_get(&sync, BOX_F + n),
+				    "node %u counts node %u from round %llu, this node from %llu",
+				    n, joiner, (unsigned long long)sc_sync_get(&sync, BOX_F + n),
 				    (unsigned long long)s.first9);
 		if (me == lead && s.first9 != f9)
-			SC_FAIL("node 9's first round is %llu, node %u counts it from %llu", f9,
-			        lead, (unsigned long long)s.first9);
+			SC_FAIL("node %u's first round is %llu, node %u counts it from %llu",
+			        joiner, f9, lead, (unsigned long long)s.first9);
 	}
 	if (me == lead)
-		printf("node %u: node 9 spawned at round %d took part from round %llu; node %u "
+		printf("node %u: node %u spawned at round %d took part from round %llu; node %u "
 		       "killed after round %llu, out from round %llu\n",
-		       lead, JOIN_AT, f9, victim, (unsigned long long)kill_round,
+		       lead, joiner, JOIN_AT, f9, victim, (unsigned long long)kill_round,
 		       (unsigned long long)s.gone10);
 	sc_sync_wait(&sync, "checked", SC_WAIT_MS);
 	if (me == lead)
-		SC_ASSERT_EQ(sc_kill(joiner), 128 + 9);
+		SC_ASSERT_EQ(sc_kill(joiner_pid), 128 + 9);
 	loco_reduce_destroy(s.r);
 	sc_sync_close(&sync);
 	SC_ASSERT_OK(loco_channel_destroy(s.ch));
