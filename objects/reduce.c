@@ -450,14 +450,12 @@ static int decide(loco_reduce_t *r, int64_t deadline, uint64_t *first)
 }
 
 /*
- * pick_root -- the root of round @rd: the lowest present id that takes part in it (this node,
- * or a row decided with a first round <= @rd), when ROOT_MIN rows or more are present; else 0.
+ * pick_root -- the root of round @rd: the lowest of the @n present @ids (loco_sst_rows()) that
+ * takes part in it (this node, or a row decided with a first round <= @rd), when ROOT_MIN rows
+ * or more are present; else 0.
  */
-static uint32_t pick_root(loco_reduce_t *r, uint64_t rd)
+static uint32_t pick_root(loco_reduce_t *r, uint64_t rd, const uint32_t *ids, int n)
 {
-	uint32_t ids[LOCO_REDUCE_MAX_NODE];
-	int n = loco_sst_rows(r->sst[0], ids, LOCO_REDUCE_MAX_NODE);
-
 	if (n < ROOT_MIN)
 		return 0;
 	for (int i = 0; i < n && i < (int)LOCO_REDUCE_MAX_NODE; i++) {
@@ -521,7 +519,7 @@ static int enter(loco_reduce_t *r, const void *in, int64_t deadline)
 	memset(r->settled, PENDING, sizeof(r->settled));
 	memset(r->contrib, 0, sizeof(r->contrib));
 	memset(r->skipped, 0, sizeof(r->skipped));
-	r->root = pick_root(r, next);
+	r->root = pick_root(r, next, ids, n); /* the rows present, as the bitmap above has them */
 	/* the first round after deciding (decide() put it above done): a peer a round behind
 	 * reads the other table; a failed push is re-pushed to both by the wait */
 	return push_round(r, next == r->first, deadline);
@@ -691,9 +689,11 @@ static void publish(loco_reduce_t *r, const void *out, int64_t deadline)
  */
 static void check_root(loco_reduce_t *r)
 {
+	uint32_t ids[LOCO_REDUCE_MAX_NODE];
+
 	if (r->root == 0 || loco_sst_row_present(r->sst[0], r->root))
 		return;
-	r->root = pick_root(r, r->round);
+	r->root = pick_root(r, r->round, ids, loco_sst_rows(r->sst[0], ids, LOCO_REDUCE_MAX_NODE));
 	push_round(r, 0, -1);
 }
 
