@@ -318,7 +318,10 @@ static inline int fab_poll(struct fab *fab, struct fab_wc *wc, int max)
  * wait) for more to arrive, doing that too. A thread that waits for a
  * remote WRITE or a completion and calls this instead of sleeping sees it
  * without a thread hop. The caller reaps the completions this produced
- * (fab_poll()): the CQ's wait fd is not signaled for them. Returns 1
+ * (fab_poll()): the CQ's wait fd is not signaled for them. A call with
+ * @timeout_ns 0 only does the work: it need not report one-sided WRITEs
+ * that landed here (shm reports them only to drivers that may sleep), a
+ * spinning caller looks at its memory itself. Returns 1
  * (work was done), 0 (none arrived),
  * -EBUSY (another thread is doing the provider's work: sleep instead) or
  * -EOPNOTSUPP (the hardware does it: verbs). MT-safe.

@@ -276,9 +276,13 @@ static int cq_ready(struct shm_fab *f)
  * completion: on the bell page's seq, a process-shared futex that peers
  * bump while this fab is armed (shm_landed()). The first call after a
  * quiet spell arms and returns 1: what landed before peers bumped was not
- * counted, so the caller looks again before anyone sleeps. Returns 1 (a
- * landing, a completion ready, work done), 0, -EBUSY (another thread
- * drives), -EINVAL.
+ * counted, so the caller looks again before anyone sleeps. A call with
+ * timeout 0 (a spinning waiter: LOCO_WAIT=spin) never sleeps, so it
+ * neither arms nor keeps the fab armed: it only does the work, and its
+ * peers' landings cost them one load, not an atomic add on a line this
+ * node reads on every call (4 nodes on 2 cores, reduce 8 B: 4.6 -> 4.3
+ * us). Returns 1 (a landing while armed, a completion ready, work done),
+ * 0, -EBUSY (another thread drives), -EINVAL.
  */
 int shm_progress(struct fab *fab, int64_t timeout_ns)
 {
@@ -291,6 +295,11 @@ int shm_progress(struct fab *fab, int64_t timeout_ns)
 		return -EINVAL;
 	if (pthread_mutex_trylock(&f->drive_mu) != 0)
 		return -EBUSY; /* (the thread disarms only with it held: no clock read before) */
+	if (timeout_ns == 0 && !__atomic_load_n(&fp->armed, __ATOMIC_RELAXED)) {
+		ret = links_walk(f, &f->drive_busy, 0) || cq_ready(f); /* no sleep: no bell */
+		pthread_mutex_unlock(&f->drive_mu);
+		return ret;
+	}
 	if (!__atomic_load_n(&fp->armed, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&fp->armed, 1, __ATOMIC_SEQ_CST);
 		f->drive_seen = __atomic_load_n(&f->bpage->seq, __ATOMIC_SEQ_CST);
@@ -315,7 +324,8 @@ int shm_progress(struct fab *fab, int64_t timeout_ns)
 		ret = links_walk(f, &f->drive_busy, 0) || seq != f->drive_seen || cq_ready(f);
 	}
 	f->drive_seen = seq;
-	__atomic_store_n(&f->drive_ns, lc_coarse_ns(), __ATOMIC_RELAXED);
+	if (timeout_ns > 0) /* only a driver that may sleep keeps the fab armed */
+		__atomic_store_n(&f->drive_ns, lc_coarse_ns(), __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&f->drive_mu);
 	return ret;
 }
