@@ -440,6 +440,26 @@ int lc_ack_complete_node(struct lc_ack_table *t, uint64_t wrid, int status, uint
 	return (old & mask) ? 0 : -ENOENT;
 }
 
+int lc_ack_keys_check(const struct lc_ack_table *t, loco_ack_key_t *const *keys, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (keys[i] != NULL && keys[i]->table != t)
+			return -EINVAL;
+	return 0;
+}
+
+void lc_ack_fail_now(loco_ack_key_t *key, uint32_t node, int status)
+{
+	int zero = 0;
+
+	if (key == NULL || status == 0)
+		return;
+	fail_record(key, node, status);
+	/* release, after the list: a waiter on another thread that takes the error sees it */
+	__atomic_compare_exchange_n(&key->first_err, &zero, status, 0, __ATOMIC_RELEASE,
+	                            __ATOMIC_RELAXED);
+}
+
 /* lc_ack_idle -- every word 0, each loaded with acquire. */
 int lc_ack_idle(const loco_ack_key_t *key)
 {

@@ -137,6 +137,16 @@ void lc_ack_detach(loco_ack_key_t *key, uint64_t wrid);
  */
 int lc_ack_complete(struct lc_ack_table *t, uint64_t wrid, int status);
 
+/* lc_ack_keys_check -- 0 when every non-NULL key of @keys[0 .. @n) is of @t; -EINVAL. */
+int lc_ack_keys_check(const struct lc_ack_table *t, loco_ack_key_t *const *keys, unsigned n);
+
+/*
+ * lc_ack_fail_now -- an operation to @node that was never attached to
+ * @key (it executed at post time) failed with @status: recorded as a
+ * failed completion would be (first error, failure list).
+ */
+void lc_ack_fail_now(loco_ack_key_t *key, uint32_t node, int status);
+
 /* lc_ack_complete_node -- lc_ack_complete() of an operation to peer @node (0: unknown). */
 int lc_ack_complete_node(struct lc_ack_table *t, uint64_t wrid, int status, uint32_t node);
 

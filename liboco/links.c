@@ -72,6 +72,21 @@ struct fab_link *lc_links_set(struct lc_links *t, uint32_t node, struct fab_link
 	return old;
 }
 
+int lc_links_post_now(struct lc_links *t, uint32_t node, const struct fab_wr *wr, int *status)
+{
+	struct lc_link_slot *s = find(t, node);
+	struct fab_link *link;
+	int ret;
+
+	if (s == NULL)
+		return -EWOULDBLOCK; /* lc_links_post() says -ENOTCONN */
+	__atomic_add_fetch(&s->users, 1, __ATOMIC_SEQ_CST);
+	link = __atomic_load_n(&s->link, __ATOMIC_SEQ_CST);
+	ret = link != NULL ? fab_post_now(link, wr, status) : -EWOULDBLOCK;
+	__atomic_sub_fetch(&s->users, 1, __ATOMIC_RELEASE);
+	return ret;
+}
+
 int lc_links_post(struct lc_links *t, uint32_t node, const struct fab_wr *wr)
 {
 	struct lc_link_slot *s = find(t, node);

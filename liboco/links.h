@@ -49,6 +49,13 @@ struct fab_link *lc_links_set(struct lc_links *t, uint32_t node, struct fab_link
  */
 int lc_links_post(struct lc_links *t, uint32_t node, const struct fab_wr *wr);
 
+/*
+ * lc_links_post_now -- fab_post_now() on @node's link: 0 (executed, its
+ * outcome in *@status), -EWOULDBLOCK (not executed: no link, or the
+ * provider cannot now; use lc_links_post()), or a request error.
+ */
+int lc_links_post_now(struct lc_links *t, uint32_t node, const struct fab_wr *wr, int *status);
+
 /* lc_links_has -- whether @node has a link now (a snapshot). */
 int lc_links_has(struct lc_links *t, uint32_t node);
 

@@ -7,8 +7,11 @@
  * peer's fence generation, chan.h).
  */
 #include <errno.h>
+#include <string.h>
 
 #include "chan.h"
+#include "log.h"
+#include "member.h"
 
 static int range_ok(size_t off, size_t len, uint64_t total)
 {
@@ -66,19 +69,56 @@ int loco_channel_fence(loco_channel_t *ch)
 	return 0;
 }
 
-/* post -- attach to @acks, post @wr on the link to the reference's node. */
+/*
+ * executed -- @wr to @node ran at post time (fab_post_now()) with @status:
+ * nothing to attach; a failure reaches @acks and the link's owner as a
+ * failed completion would.
+ */
+static void executed(loco_manager_t *m, uint32_t node, int status, loco_ack_key_t *const *acks,
+                     unsigned nacks)
+{
+	unsigned keys = 0;
+
+	if (status == 0)
+		return;
+	for (unsigned i = 0; i < nacks; i++) {
+		if (acks[i] != NULL) {
+			lc_ack_fail_now(acks[i], node, status);
+			keys++;
+		}
+	}
+	if (keys == 0)
+		lc_log_warn("manager: unacknowledged operation to node %u failed: %s",
+		            (unsigned)node, strerror(-status));
+	lc_member_link_report(m, node, status);
+}
+
+/*
+ * post -- post @wr on the link to the reference's node: executed at once
+ * where the provider can (shm: no slot, no completion, no reap), else
+ * attached to @acks and queued.
+ */
 static int post(loco_region_t *local, const loco_rref_t *remote, struct fab_wr *wr,
                 loco_ack_key_t *const *acks, unsigned nacks)
 {
 	loco_channel_t *ch = local->obj->ch;
 	loco_manager_t *m = ch->m;
 	struct lc_peer *fenced = fence_take(ch, remote->node);
-	int ret;
+	int ret, status;
 
 	if (fenced != NULL)
 		wr->flags |= FAB_WR_FENCE;
 	wr->lkey = local->mr->lkey;
 	wr->rkey = remote->rkey;
+	ret = lc_ack_keys_check(&m->acks, acks, nacks); /* as the attach below would */
+	if (ret == 0)
+		ret = lc_links_post_now(&m->links, remote->node, wr, &status);
+	if (ret == 0) {
+		executed(m, remote->node, status, acks, nacks);
+		return 0;
+	}
+	if (ret != -EWOULDBLOCK)
+		goto err_untake;
 	if (nacks > 0) {
 		ret = lc_ack_attach_n(&m->acks, acks, nacks, &wr->wrid);
 		if (ret)
@@ -96,10 +136,11 @@ err_untake:
 	return ret;
 }
 
-static int rw(int opcode, loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
-              size_t len, loco_ack_key_t *const *acks, unsigned nacks)
+static int rw(int opcode, unsigned flags, loco_region_t *local, size_t loff,
+              const loco_rref_t *remote, size_t roff, size_t len, loco_ack_key_t *const *acks,
+              unsigned nacks)
 {
-	struct fab_wr wr = {.opcode = (uint8_t)opcode};
+	struct fab_wr wr = {.opcode = (uint8_t)opcode, .flags = (uint8_t)flags};
 
 	if (local == NULL || remote == NULL || len > UINT32_MAX ||
 	    !range_ok(loff, len, local->len) || !range_ok(roff, len, remote->len))
@@ -113,7 +154,13 @@ static int rw(int opcode, loco_region_t *local, size_t loff, const loco_rref_t *
 int loco_write(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
                size_t len, loco_ack_key_t *ack)
 {
-	return rw(FAB_OP_WRITE, local, loff, remote, roff, len, &ack, ack != NULL);
+	return rw(FAB_OP_WRITE, 0, local, loff, remote, roff, len, &ack, ack != NULL);
+}
+
+int loco_write_inline(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
+                      size_t len, loco_ack_key_t *ack)
+{
+	return rw(FAB_OP_WRITE, FAB_WR_INLINE, local, loff, remote, roff, len, &ack, ack != NULL);
 }
 
 int loco_write_acks(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
@@ -125,13 +172,13 @@ int loco_write_acks(loco_region_t *local, size_t loff, const loco_rref_t *remote
 		return -EINVAL;
 	for (unsigned i = 0; i < nacks; i++)
 		n += acks[i] != NULL;
-	return rw(FAB_OP_WRITE, local, loff, remote, roff, len, acks, n > 0 ? nacks : 0);
+	return rw(FAB_OP_WRITE, 0, local, loff, remote, roff, len, acks, n > 0 ? nacks : 0);
 }
 
 int loco_read(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff, size_t len,
               loco_ack_key_t *ack)
 {
-	return rw(FAB_OP_READ, local, loff, remote, roff, len, &ack, ack != NULL);
+	return rw(FAB_OP_READ, 0, local, loff, remote, roff, len, &ack, ack != NULL);
 }
 
 static int atomic_op(int opcode, loco_region_t *local, size_t loff, const loco_rref_t *remote,

@@ -219,6 +219,18 @@ int loco_read(loco_region_t *local, size_t loff, const loco_rref_t *remote, size
               loco_ack_key_t *ack);
 
 /*
+ * loco_write_inline -- loco_write() whose payload is copied when the call
+ * returns (as IBV_SEND_INLINE): [@loff, @loff + @len) may change at once,
+ * before the completion. Returns as loco_write(); -EMSGSIZE when @len
+ * exceeds what the fabric of the link to that node copies at post (256
+ * bytes on tcp and shm; on verbs what the device takes inline), and then
+ * nothing was posted: use loco_write() from a buffer that stays.
+ * Appeared in loco 0.7.
+ */
+int loco_write_inline(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
+                      size_t len, loco_ack_key_t *ack);
+
+/*
  * loco_write_acks -- loco_write() whose completion reaches every key of
  * @acks[0 .. @nacks) (at most LOCO_OP_ACKS_MAX; NULL entries are
  * skipped): e.g. a key that guards the source buffer's reuse and the

@@ -43,8 +43,10 @@ int fab_wr_check(const struct fab_wr *w, uint32_t max_len, uint32_t max_inline)
 	case FAB_OP_SEND:
 		if ((w->len && w->local == NULL) || w->len > max_len)
 			return -EINVAL;
-		if ((w->flags & FAB_WR_INLINE) && (w->len > max_inline || w->opcode == FAB_OP_READ))
+		if ((w->flags & FAB_WR_INLINE) && w->opcode == FAB_OP_READ)
 			return -EINVAL;
+		if ((w->flags & FAB_WR_INLINE) && w->len > max_inline)
+			return -EMSGSIZE;
 		return 0;
 	default:
 		return -EINVAL;

@@ -197,6 +197,7 @@ struct fab_ops {
 	int (*progress)(struct fab *fab, int64_t timeout_ns);
 	int (*wait)(struct fab *fab, int timeout_ms);
 	int (*wait_fd)(struct fab *fab);
+	int (*post_now)(struct fab_link *link, const struct fab_wr *wr, int *status);
 };
 
 /*
@@ -290,12 +291,32 @@ static inline int fab_accept(struct fab *fab, uint64_t ctx, int timeout_ms, stru
 /*
  * fab_post -- post @n work requests in order on @link.
  * Returns 0 when all were queued; -EINVAL (bad request: nothing queued),
+ * -EMSGSIZE (an inline payload above attr.max_inline: nothing queued),
  * -EAGAIN (send queue full: nothing queued). Errors of execution arrive as
  * completions.
  */
 static inline int fab_post(struct fab_link *link, const struct fab_wr *wr, int n)
 {
 	return link->fab->ops->post(link, wr, n);
+}
+
+/*
+ * fab_post_now -- execute one request in the calling thread, now, if the
+ * provider can (shm: the initiator executes; tcp and verbs cannot): the
+ * payload is read and the target changed (a READ or atomic result placed)
+ * when it returns, and no completion follows, signaled or not. Returns 0
+ * when it executed, with *@status 0 or the negative errno a completion
+ * would have carried (the link is then down, as after such a completion);
+ * -EWOULDBLOCK when it did not (another request waits before it, the link
+ * is not up, or the provider never does): nothing happened, post it with
+ * fab_post(); -EINVAL or -EMSGSIZE for a request fab_post() refuses (a provider that
+ * never executes may say -EWOULDBLOCK: fab_post() refuses it then).
+ * Requests keep their order: one runs now only when none waits on the link.
+ * MT-safe per link.
+ */
+static inline int fab_post_now(struct fab_link *link, const struct fab_wr *wr, int *status)
+{
+	return link->fab->ops->post_now(link, wr, status);
 }
 
 /* fab_post_recv -- post @n receive buffers on @link. 0, -EINVAL, -EAGAIN. */

@@ -134,7 +134,8 @@ int fab_connect_check(const struct fab_addr *peer, const void *priv, size_t priv
 
 /*
  * fab_wr_check -- the form of work request @w (opcode, flags, lengths up
- * to @max_len, inline payloads up to @max_inline): 0 or -EINVAL. Whether
+ * to @max_len): 0 or -EINVAL; -EMSGSIZE for an inline payload above
+ * @max_inline. Whether
  * its buffers lie in registered regions is the provider's to check.
  */
 int fab_wr_check(const struct fab_wr *w, uint32_t max_len, uint32_t max_inline);

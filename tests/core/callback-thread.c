@@ -209,7 +209,7 @@ struct round {
 struct feeder {
 	struct round *rd;
 	int stop;      /* atomic */
-	long posted;   /* WRITEs posted */
+	long posted;   /* atomic: WRITEs posted */
 	long failed;   /* posts refused (other than -EAGAIN) */
 	int first_err; /* the first refusal */
 };
@@ -227,7 +227,7 @@ static void *feeder_main(void *arg)
 		}
 		ret = loco_write(f->rd->reg, 0, &f->rd->rr, 0, WLEN, f->rd->ack);
 		if (ret == 0) {
-			f->posted++;
+			__atomic_add_fetch(&f->posted, 1, __ATOMIC_RELEASE);
 		} else if (ret != -EAGAIN) {
 			/* the victim is gone (its link closed): expected after the kill */
 			if (f->failed++ == 0)
@@ -322,7 +322,10 @@ static void blocker(struct round *rd, struct sc_sync *sync, int r, pid_t pid, in
 
 	k.in_wait = &in_wait;
 	SC_ASSERT_OK(pthread_create(&ft, NULL, feeder_main, &f));
-	SC_WAIT_UNTIL(loco_ack_outstanding(rd->ack) > 0, SC_WAIT_MS, "the feeder's first WRITE");
+	/* (on shm a WRITE executes at post: none stays outstanding, the waits below find the key
+	 * idle and wait again) */
+	SC_WAIT_UNTIL(__atomic_load_n(&f.posted, __ATOMIC_ACQUIRE) > 0, SC_WAIT_MS,
+	              "the feeder's first WRITE");
 	if (me == 1)
 		SC_ASSERT_OK(pthread_create(&kt, NULL, killer_main, &k));
 	else

@@ -6,7 +6,7 @@
  *
  * 1. Inline WRITEs of 1 .. max_inline bytes from an unregistered buffer
  *    (lkey 0) that is overwritten as soon as fab_post() returns: the target
- *    receives the original bytes. A payload above max_inline is -EINVAL.
+ *    receives the original bytes. A payload above max_inline is -EMSGSIZE.
  * 2. With sq_depth 16 and the target stopped (nothing completes), signaled
  *    WRITEs are accepted up to at least sq_depth, then fab_post() returns
  *    -EAGAIN, for a single request and for a batch. Once the target runs
@@ -60,7 +60,7 @@ static void inline_writes(uint8_t *img)
 
 	wr = t_wr_rdma(FAB_OP_WRITE, wrid++, FAB_WR_INLINE | FAB_WR_SIGNALED, src, max + 1, 0,
 	               t.reg[0].addr, t.reg[0].rkey);
-	T_ASSERT_ERR(fab_post(link, &wr, 1), -EINVAL);
+	T_ASSERT_ERR(fab_post(link, &wr, 1), -EMSGSIZE);
 	T_EXPECT_NONE(fab, 20);
 	free(src);
 	printf("200 inline WRITEs of 1..%u bytes, source overwritten after post: ok\n", max);

@@ -92,6 +92,49 @@ static void failures__name_node_and_error(void **state)
 	assert_int_equal(lc_ack_failures(f->key, out, 4, NULL), 0);
 }
 
+/*
+ * failures__fail_now_recorded -- an operation that failed at post time
+ * (lc_ack_fail_now(), never attached) is reported like a failed completion:
+ * the first error, listed with its node, after the attached ones' that
+ * completed first; a success records nothing, keys of another table are
+ * refused by lc_ack_keys_check().
+ */
+static void failures__fail_now_recorded(void **state)
+{
+	struct fixture *f = *state;
+	static const uint32_t nodes[1] = {2};
+	static const int errs[1] = {-ECONNRESET};
+	struct lc_ack_table other;
+	loco_ack_key_t *stranger, *keys[2] = {NULL, NULL};
+	struct loco_ack_failure out[4];
+
+	lc_ack_fail_now(f->key, 6, 0); /* success: nothing */
+	assert_int_equal(lc_ack_wait(f->key, 0), 0);
+	assert_int_equal(lc_ack_failures(f->key, out, 4, NULL), 0);
+	lc_ack_fail_now(f->key, 4, -EACCES);
+	assert_int_equal(lc_ack_outstanding(f->key), 0);
+	assert_int_equal(lc_ack_wait(f->key, 0), -EACCES);
+	assert_int_equal(lc_ack_failures(f->key, out, 4, NULL), 1);
+	assert_int_equal(out[0].node, 4);
+	assert_int_equal(out[0].error, -EACCES);
+	post(f, f->key, 1, nodes, errs);
+	lc_ack_fail_now(f->key, 5, -EACCES);
+	assert_int_equal(lc_ack_wait(f->key, 0), -ECONNRESET); /* the first one stands */
+	assert_int_equal(lc_ack_failures(f->key, out, 4, NULL), 2);
+	assert_int_equal(out[0].node, 2);
+	assert_int_equal(out[1].node, 5);
+	lc_ack_fail_now(NULL, 1, -EACCES); /* NULL-safe */
+
+	assert_int_equal(lc_ack_table_init(&other, 1), 0);
+	assert_int_equal(lc_ack_key_new(&other, NULL, &stranger), 0);
+	keys[1] = f->key;
+	assert_int_equal(lc_ack_keys_check(&f->t, keys, 2), 0);
+	keys[0] = stranger;
+	assert_int_equal(lc_ack_keys_check(&f->t, keys, 2), -EINVAL);
+	lc_ack_key_free(stranger);
+	lc_ack_table_fini(&other);
+}
+
 /* failures__max_bounds_the_copy -- @max 1 copies one entry, returns the count held. */
 static void failures__max_bounds_the_copy(void **state)
 {
@@ -236,6 +279,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(failures__name_node_and_error, setup, teardown),
 	    cmocka_unit_test_setup_teardown(failures__max_bounds_the_copy, setup, teardown),
+	    cmocka_unit_test_setup_teardown(failures__fail_now_recorded, setup, teardown),
 	    cmocka_unit_test_setup_teardown(failures__bounded_storage_counts_dropped, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(failures__pending_kept_across_timeout, setup, teardown),

@@ -357,6 +357,7 @@ const struct fab_ops fab_shm_ops = {
     .open = shm_fab_open,
     .poll = shm_poll,
     .post = shm_post,
+    .post_now = shm_post_now,
     .post_recv = shm_post_recv,
     .progress = shm_progress,
     .wait = shm_wait,

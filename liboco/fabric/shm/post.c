@@ -298,14 +298,21 @@ static void landed_bell(struct shm_link *l)
 		lc_log_debug("shm: link %u: cannot ring the peer: %s", l->base.id, strerror(errno));
 }
 
-/* complete -- the completion of @wr that executed with @ret (0 or an error). */
-static void complete(struct shm_link *l, const struct fab_wr *wr, int ret)
+/* landed -- @wr executed: tell the peer's drivers and, under block, its thread. */
+static void landed(struct shm_link *l, const struct fab_wr *wr)
 {
-	if (ret == 0 && wr->opcode != FAB_OP_READ) {
+	if (wr->opcode != FAB_OP_READ) {
 		shm_landed(l); /* a driver of the peer's (fab_progress()) */
 		if (wr->opcode != FAB_OP_SEND)
 			landed_bell(l);
 	}
+}
+
+/* complete -- the completion of @wr that executed with @ret (0 or an error). */
+static void complete(struct shm_link *l, const struct fab_wr *wr, int ret)
+{
+	if (ret == 0)
+		landed(l, wr);
 	if (ret == 0 && !(wr->flags & FAB_WR_SIGNALED))
 		fab_credits_give(&l->fab->cq_credits, 1);
 	else
@@ -364,10 +371,14 @@ int shm_post(struct fab_link *link, const struct fab_wr *wr, int n)
 
 	if (wr == NULL || n <= 0)
 		return -EINVAL;
-	for (i = 0; i < n; i++)
-		if (fab_wr_check(&wr[i], SHM_MAX_MSG, max_inline) ||
-		    (wr[i].opcode == FAB_OP_SEND && wr[i].len > SHM_MAX_SEND))
+	for (i = 0; i < n; i++) {
+		int ret = fab_wr_check(&wr[i], SHM_MAX_MSG, max_inline);
+
+		if (ret)
+			return ret;
+		if (wr[i].opcode == FAB_OP_SEND && wr[i].len > SHM_MAX_SEND)
 			return -EINVAL;
+	}
 	pthread_spin_lock(&l->post_lock);
 	if (l->dq_tail - l->dq_head + (uint32_t)n > l->dq_mask + 1) {
 		pthread_spin_unlock(&l->post_lock);
@@ -414,6 +425,44 @@ int shm_post(struct fab_link *link, const struct fab_wr *wr, int n)
 		defer_wait(l);
 	pthread_spin_unlock(&l->post_lock);
 	shm_cq_wake(f);
+	return 0;
+}
+
+/*
+ * shm_post_now -- fab_post_now(): WRITE, READ and the atomics execute here
+ * when no request waits on the link (SEND and WRITE_IMM need a RECV at
+ * the peer: they take the queue). No credit and no completion entry: the
+ * caller learns the outcome from the return.
+ */
+int shm_post_now(struct fab_link *link, const struct fab_wr *wr, int *status)
+{
+	struct shm_link *l = to_shm_link(link);
+	int ret;
+
+	if (wr == NULL || status == NULL)
+		return -EINVAL;
+	ret = fab_wr_check(wr, SHM_MAX_MSG, l->fab->base.attr.max_inline);
+	if (ret)
+		return ret;
+	if (wr->opcode == FAB_OP_SEND || wr->opcode == FAB_OP_WRITE_IMM)
+		return -EWOULDBLOCK;
+	pthread_spin_lock(&l->post_lock);
+	if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == SHM_LINK_UP && shm_peer_gone(l->pfab))
+		fail_locked(l, -ECONNRESET, -ECONNRESET, NULL);
+	if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) != SHM_LINK_UP ||
+	    l->dq_head != l->dq_tail) {
+		/* down (fab_post() completes it with the link's error), held, or behind a SEND */
+		pthread_spin_unlock(&l->post_lock);
+		return -EWOULDBLOCK;
+	}
+	ret = exec_one(l, wr, wr->local);
+	if (ret == 0)
+		landed(l, wr);
+	else
+		fail_locked(l, ret, -ECANCELED,
+		            ret == -EFAULT ? "local buffer outside its region (lkey)" : NULL);
+	pthread_spin_unlock(&l->post_lock);
+	*status = ret;
 	return 0;
 }
 

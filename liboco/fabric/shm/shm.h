@@ -316,6 +316,7 @@ void shm_disarm(struct shm_fab *f);
 
 /* post.c */
 int shm_post(struct fab_link *link, const struct fab_wr *wr, int n);
+int shm_post_now(struct fab_link *link, const struct fab_wr *wr, int *status);
 int shm_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, int n);
 int shm_link_progress(struct shm_link *l);
 int shm_link_ready(struct shm_link *l);

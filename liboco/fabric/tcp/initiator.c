@@ -284,9 +284,12 @@ int tcp_post(struct fab_link *link, const struct fab_wr *wr, int n)
 
 	if (wr == NULL || n <= 0)
 		return -EINVAL;
-	for (int i = 0; i < n; i++)
-		if (fab_wr_check(&wr[i], TCP_MAX_MSG, max_inline))
-			return -EINVAL;
+	for (int i = 0; i < n; i++) {
+		int ret = fab_wr_check(&wr[i], TCP_MAX_MSG, max_inline);
+
+		if (ret)
+			return ret;
+	}
 
 	pthread_spin_lock(&l->post_lock);
 	prod = l->sq_prod;
