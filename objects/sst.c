@@ -55,6 +55,7 @@ struct loco_sst {
 	                   * state may be ROW_PRESENT (a set bit is checked against state) */
 	uint64_t version; /* of this node's last store */
 	int direct;       /* push the own row straight from the table (loco_sst_set_direct) */
+	int inl;          /* a LINE row: pushed inline from the table until a link refuses */
 	struct value_codec codec;
 	struct value_stage stage;
 	int staged;
@@ -250,6 +251,7 @@ int loco_sst_create(loco_channel_t *ch, const char *name, size_t row_size, uint3
 	if (ret)
 		goto err_destroy_obj;
 	sst->staged = 1;
+	sst->inl = sst->codec.kind == VALUE_LINE; /* (the ring stays for a link that refuses) */
 	sst_scan_peers(sst);
 	*out = sst;
 	return 0;
@@ -322,17 +324,31 @@ int loco_sst_store_mine(loco_sst_t *sst, const void *row)
 static int sst_slot(loco_sst_t *sst, unsigned need, unsigned *slot)
 {
 	*slot = 0;
-	if (sst->direct)
+	if (sst->direct || sst->inl)
 		return 0;
 	return value_stage_prepare(&sst->stage, row_ptr(sst, sst->rows, sst->me), sst->version,
 	                           need, &sst->ctr, slot);
 }
 
-/* sst_push -- the own row through @slot into the same row of @rr. */
+/*
+ * sst_push -- the own row into the same row of @rr: a LINE inline from the
+ * table, else through @slot. A link that copies less than a line inline
+ * turns the ring on for good (a slot is then taken for this push).
+ */
 static int sst_push(loco_sst_t *sst, unsigned slot, const loco_rref_t *rr, loco_ack_key_t *ack)
 {
 	size_t off = row_off(sst, sst->me);
+	int ret;
 
+	if (sst->inl) {
+		ret = value_push_inline(&sst->codec, sst->rows, off, rr, off, ack, &sst->ctr);
+		if (ret != -EMSGSIZE)
+			return ret;
+		sst->inl = 0;
+		ret = sst_slot(sst, 1, &slot);
+		if (ret)
+			return ret;
+	}
 	return value_push(&sst->codec, sst->direct ? NULL : &sst->stage, slot, sst->rows, off, rr,
 	                  off, ack, &sst->ctr);
 }

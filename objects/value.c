@@ -375,6 +375,18 @@ int value_stage_post(struct value_stage *s, unsigned slot, const loco_rref_t *rr
 	                       ack != NULL ? 2 : 1);
 }
 
+int value_push_inline(const struct value_codec *c, loco_region_t *mreg, size_t moff,
+                      const loco_rref_t *rr, size_t roff, loco_ack_key_t *ack,
+                      struct value_counters *ctr)
+{
+	/* the owner's thread stores the master: it is whole while the post copies it */
+	int ret = loco_write_inline(mreg, moff, rr, roff, c->enc_len, ack);
+
+	if (ret == 0)
+		count(&ctr->pushes, 1);
+	return ret;
+}
+
 int value_push(const struct value_codec *c, struct value_stage *s, unsigned slot,
                loco_region_t *mreg, size_t moff, const loco_rref_t *rr, size_t roff,
                loco_ack_key_t *ack, struct value_counters *ctr)

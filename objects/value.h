@@ -156,6 +156,17 @@ int value_push(const struct value_codec *c, struct value_stage *s, unsigned slot
                loco_region_t *mreg, size_t moff, const loco_rref_t *rr, size_t roff,
                loco_ack_key_t *ack, struct value_counters *ctr);
 
+/*
+ * value_push_inline -- push the master encoding of a LINE (at @moff of
+ * @mreg) straight from the master, copied when the call returns
+ * (loco_write_inline()): the owner may store again at once, no staging
+ * slot is taken. Counts the push. Returns as loco_write_inline():
+ * -EMSGSIZE when the link's fabric copies less (push through the ring).
+ */
+int value_push_inline(const struct value_codec *c, loco_region_t *mreg, size_t moff,
+                      const loco_rref_t *rr, size_t roff, loco_ack_key_t *ack,
+                      struct value_counters *ctr);
+
 /* value_skip_peer -- whether a push error only means the peer is not (or no longer) there. */
 static inline int value_skip_peer(int err)
 {
