@@ -23,7 +23,7 @@ void lr_time_str(char *buf, size_t len)
 void lr_usage(FILE *f)
 {
 	fputs("usage: loco-run -n N [--fabric NAME] [--timeout SEC] [--join ADDR] [--first-id K]\n"
-	      "                [--hosts IP[,IP...]] [--no-prefix] [--keep-going]\n"
+	      "                [--hosts IP[,IP...]] [--no-prefix] [--keep-going] [--bind]\n"
 	      "                [--control PATH] [--] PROGRAM [ARGS...]\n"
 	      "       loco-run --ctl PATH add [K] | kill ID [SIG] | list\n"
 	      "Start N copies of PROGRAM as local LOCO nodes; see loco-run(1).\n",
@@ -104,7 +104,8 @@ int lr_parse_opts(int argc, char **argv, struct lr_opts *o)
 		OPT_HOSTS,
 		OPT_NO_PREFIX,
 		OPT_KEEP_GOING,
-		OPT_CONTROL
+		OPT_CONTROL,
+		OPT_BIND
 	};
 	static const struct option longopts[] = {
 	    {"nodes", required_argument, NULL, 'n'},
@@ -115,6 +116,7 @@ int lr_parse_opts(int argc, char **argv, struct lr_opts *o)
 	    {"hosts", required_argument, NULL, OPT_HOSTS},
 	    {"no-prefix", no_argument, NULL, OPT_NO_PREFIX},
 	    {"keep-going", no_argument, NULL, OPT_KEEP_GOING},
+	    {"bind", no_argument, NULL, OPT_BIND},
 	    {"control", required_argument, NULL, OPT_CONTROL},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -171,6 +173,9 @@ int lr_parse_opts(int argc, char **argv, struct lr_opts *o)
 			break;
 		case OPT_KEEP_GOING:
 			o->keep_going = true;
+			break;
+		case OPT_BIND:
+			o->bind = true;
 			break;
 		case OPT_CONTROL:
 			if (optarg[0] == '\0' ||

@@ -114,13 +114,40 @@ static int free_port(const char *host, unsigned *port, int *keep)
 }
 
 /*
+ * bind_cpu -- --bind: pin the calling process to the (@k mod count)-th CPU it may run on now
+ * (the launcher's set, inherited), as mpirun --bind-to core places rank k. 0 or -errno.
+ */
+static int bind_cpu(unsigned long k)
+{
+	cpu_set_t have, one;
+	int count, seen = 0;
+
+	if (sched_getaffinity(0, sizeof(have), &have) < 0)
+		return -errno;
+	count = CPU_COUNT(&have);
+	if (count <= 0)
+		return -EINVAL;
+	CPU_ZERO(&one);
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (!CPU_ISSET(c, &have))
+			continue;
+		if ((unsigned long)seen++ == k % (unsigned long)count) {
+			CPU_SET(c, &one);
+			break;
+		}
+	}
+	return sched_setaffinity(0, sizeof(one), &one) < 0 ? -errno : 0;
+}
+
+/*
  * child_exec -- in the forked child of @node: own process group, pipes as stdout/stderr,
  * /dev/null as stdin, the launcher's original signal state; then exec. Never returns.
  */
 static void child_exec(struct lr_node *node, int wfd[2], const struct lr_saved *saved,
-                       pid_t launcher, char **argv)
+                       pid_t launcher, const struct lr_opts *o)
 {
 	int null;
+	char **argv = o->argv;
 
 	setpgid(0, 0);
 	/* if the launcher dies without ending us (SIGKILL), do not outlive it */
@@ -139,6 +166,15 @@ static void child_exec(struct lr_node *node, int wfd[2], const struct lr_saved *
 		setrlimit(RLIMIT_NOFILE, &saved->nofile);
 	sigaction(SIGPIPE, &saved->pipe, NULL);
 	sigprocmask(SIG_SETMASK, &saved->mask, NULL);
+	if (o->bind) {
+		int ret = bind_cpu(node->k);
+
+		if (ret) {
+			dprintf(STDERR_FILENO, "loco-run: node %" PRIu32 ": cannot bind: %s\n",
+			        node->id, strerror(-ret));
+			_exit(LR_EXIT_INTERNAL);
+		}
+	}
 	execvp(argv[0], argv);
 	dprintf(STDERR_FILENO, "loco-run: node %" PRIu32 ": cannot execute %s: %s\n", node->id,
 	        argv[0], strerror(errno));
@@ -175,7 +211,7 @@ int lr_node_spawn(struct lr_node *node, const struct lr_opts *o, const struct lr
 		goto err_close;
 	}
 	if (node->pid == 0)
-		child_exec(node, wfd, saved, launcher, o->argv);
+		child_exec(node, wfd, saved, launcher, o);
 	/* also here, so the group exists before anyone signals it (EACCES: it has exec'd) */
 	setpgid(node->pid, node->pid);
 	node->alive = true;

@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -70,6 +71,7 @@ struct lr_opts {
 	int nhosts;
 	bool no_prefix;
 	bool keep_going;     /* a dead node does not end the others */
+	bool bind;           /* node k runs on the k-th CPU of the launcher's set, round robin */
 	const char *control; /* the control socket's path, or NULL */
 	char **argv;         /* PROGRAM ARGS..., NULL-terminated */
 };

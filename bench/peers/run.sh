@@ -6,7 +6,11 @@
 # over shared memory (--mca btl vader,self); LOCO on its tcp fabric and on its shm fabric, each
 # with LOCO_WAIT=spin (MPI polls too) and with the default wait policy (sleep). Prints every
 # run's median and p99 (us per allreduce, timed on rank 0 / node 1) and the median of the
-# medians. Nothing is bound to a CPU (mpirun does not bind oversubscribed ranks either).
+# medians. Unbound first (mpirun does not bind oversubscribed ranks by default, nor does
+# loco-run); then bound the same way on both sides ("-bound": rank / node k on the k-th CPU,
+# round robin: mpirun --bind-to core:overload-allowed, loco-run --bind), which takes out the
+# scheduler's placement of 4 spinning processes on 2 cores (3 on one core and 1 on the other
+# in some runs, for either), so the two are compared on the same placement.
 #
 #   bench/peers/run.sh [BUILD_DIR] [RUNS] [ITERS]
 set -euo pipefail
@@ -32,6 +36,19 @@ for _ in $(seq 1 "$RUNS"); do
 				--timeout 300 "$BUILD/bench/peers/loco-reduce" "$ITERS" |
 				sed "s/^loco/loco-$fabric-$wait/" >>"$OUT"
 		done
+	done
+	if [ -x "$BUILD/bench/peers/mpi-allreduce" ]; then
+		for btl in tcp vader; do
+			link=$([ $btl = vader ] && echo shm || echo tcp)
+			"${MPIRUN[@]}" --bind-to core:overload-allowed --mca btl "$btl,self" \
+				"$BUILD/bench/peers/mpi-allreduce" "$ITERS" |
+				sed "s/^mpi/mpi-$link-bound/" >>"$OUT"
+		done
+	fi
+	for fabric in tcp shm; do
+		LOCO_WAIT=spin LOCO_FABRIC=$fabric "$BUILD/tools/loco-run" -n 4 --no-prefix --bind \
+			--timeout 300 "$BUILD/bench/peers/loco-reduce" "$ITERS" |
+			sed "s/^loco/loco-$fabric-spin-bound/" >>"$OUT"
 	done
 done
 echo "# who size median_us p99_us iters (one line per run)"

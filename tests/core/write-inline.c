@@ -88,6 +88,8 @@ int main(void)
 				FAIL("node 1: slot %u: %s", s, loco_strerror(ret));
 			memset(src, 0xee, LINE); /* the WRITE must have taken the bytes already */
 		}
+		if ((ret = loco_ack_wait(ack, 10 * NS))) /* room in the send queue again */
+			FAIL("node 1: wait: %s", loco_strerror(ret));
 		if (soft) {
 			memset(src, 0x5a, 257);
 			if ((ret = loco_write_inline(buf, 0, &peer, SLOTS * LINE, 256, ack)))

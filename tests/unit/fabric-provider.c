@@ -224,7 +224,8 @@ static void wr_check__rules(void **state)
 	    {{.opcode = FAB_OP_READ, .local = &word, .len = 1000}, 0},
 	    {{.opcode = FAB_OP_READ, .local = &word, .len = 1001}, -EINVAL}, /* > max_len */
 	    {{.opcode = FAB_OP_SEND, .local = &word, .len = 100, .flags = FAB_WR_INLINE}, 0},
-	    {{.opcode = FAB_OP_SEND, .local = &word, .len = 101, .flags = FAB_WR_INLINE}, -EINVAL},
+	    {{.opcode = FAB_OP_SEND, .local = &word, .len = 101, .flags = FAB_WR_INLINE},
+	     -EMSGSIZE},
 	    {{.opcode = FAB_OP_READ, .local = &word, .len = 8, .flags = FAB_WR_INLINE}, -EINVAL},
 	    {{.opcode = FAB_OP_WRITE_IMM, .local = &word, .len = 8, .flags = 7}, 0},
 	    {{.opcode = FAB_OP_WRITE_IMM, .local = &word, .len = 8, .flags = 8}, -EINVAL},
