@@ -21,15 +21,14 @@
  *
  * "reduce-membership root" (loco-run -n 3 --first-id 2): the same with
  * nodes {2, 3, 4} launched, node 2 in node 1's part above, and node 1 the
- * victim. A round of 3 or more rows goes through a root, turning with the
- * round (reduce.c): here node 1 is the root of every fourth or fifth round
- * until it is killed, mid-round for some, when the others pick another.
+ * victim. A round of 3 or more rows goes through a root, the lowest id
+ * taking part (reduce.c): here node 1 until it is killed, mid-round for
+ * some, then node 2, which takes over its rows and its results.
  *
  * "reduce-membership low-join" (loco-run -n 3 --first-id 2): nodes
- * {2, 3, 4} launched, node 10 the victim, and node 1 the joiner: the
- * lowest id, which shifts every other node's position in the turn, so
- * that from its first round on the roots move, while the others learn of
- * it one after the other. A call that returns -LOCO_EPARTITION (a
+ * {2, 3, 4} launched, node 10 the victim, and node 1 the joiner: a lower
+ * id than the root's (node 2), so that from its first round on it is the
+ * root, while the others learn of it one after the other. A call that returns -LOCO_EPARTITION (a
  * node cut off for a while on a loaded host) is tried again, as an
  * application does; the node may then skip a round, so when any node was
  * cut off the checks that need every round (node 9 in every round from
