@@ -9,6 +9,7 @@
 #include "wait.h"
 
 #define FAIL_TIMEOUT_MIN_MS 100
+#define LC_MAX_INLINE_MAX   4096u /* (the tcp provider's segment bounds it too) */
 
 const struct lc_config_entry lc_config_table[] = {
     {"LOCO_FABRIC", "auto",
@@ -34,6 +35,9 @@ const struct lc_config_entry lc_config_table[] = {
     {"LOCO_TCP_SLOW_WRITE", NULL, "tcp test knob: land WRITEs line-shuffled, <ns> per word"},
     {"LOCO_SHM_SLOW_WRITE", NULL,
      "shm test knob: peers land WRITEs here line-shuffled, <ns> per word"},
+    {"LOCO_MAX_INLINE", "256",
+     "largest payload a WRITE may carry inline (copied at post; verbs: at most what the device "
+     "takes)"},
     {"LOCO_MANY_MANAGERS", NULL, "test knob: 1 lets one process run several managers at once"},
     {"LOCO_WAIT", "sleep",
      "how waits wait: spin (never sleep), sleep (spin 5 us, then sleep 50 us growing to 1 ms), "
@@ -129,6 +133,13 @@ int lc_config_read(const loco_config_t *cfg, struct lc_config *out)
 	ret = u32("LOCO_FAIL_TIMEOUT_MS", cfg->fail_timeout_ms, &c.fail_timeout_ms);
 	if (ret == 0)
 		ret = u32("LOCO_JOIN_TIMEOUT_MS", cfg->join_timeout_ms, &c.join_timeout_ms);
+	if (ret == 0)
+		ret = u32("LOCO_MAX_INLINE", 0, &c.max_inline);
+	if (ret == 0 && c.max_inline > LC_MAX_INLINE_MAX) {
+		lc_log_err("manager: LOCO_MAX_INLINE=%u: at most %u", (unsigned)c.max_inline,
+		           (unsigned)LC_MAX_INLINE_MAX);
+		ret = -EINVAL;
+	}
 	if (ret)
 		return ret;
 	c.rejoin = !cfg->no_rejoin;

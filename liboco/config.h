@@ -35,8 +35,9 @@ struct lc_config {
 	uint32_t nodes; /* LOCO_NODES (or the PMIx job size): the job's node count; 0 unknown */
 	uint32_t fail_timeout_ms;
 	uint32_t join_timeout_ms;
-	int rejoin; /* LOCO_REJOIN: an excluded node rejoins by itself (default 1) */
-	int wait;   /* LOCO_WAIT: enum loco_wait_policy, never LOCO_WAIT_DEFAULT */
+	uint32_t max_inline; /* LOCO_MAX_INLINE: inline payloads asked of the fabric */
+	int rejoin;          /* LOCO_REJOIN: an excluded node rejoins by itself (default 1) */
+	int wait;            /* LOCO_WAIT: enum loco_wait_policy, never LOCO_WAIT_DEFAULT */
 };
 
 /*

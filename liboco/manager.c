@@ -179,6 +179,7 @@ static int open_endpoints(loco_manager_t *m)
 	fattr.listen_addr = fab_listen;
 	fattr.device = m->cfg.device;
 	fattr.timeout_ms = m->cfg.fail_timeout_ms;
+	fattr.max_inline = m->cfg.max_inline;
 	/*
 	 * The NIC thread's busy-poll follows the wait policy: only spin makes
 	 * it spin (automatic: when the machine has cores to spare); sleep and

@@ -332,12 +332,15 @@ static int sst_slot(loco_sst_t *sst, unsigned need, unsigned *slot)
 
 /*
  * sst_push -- the own row into the same row of @rr: a LINE inline from the
- * table, else through @slot. A link that copies less than a line inline
- * turns the ring on for good (a slot is then taken for this push).
+ * table, else through *@slot (-1: none taken for this version yet; taken
+ * here, for @need WRITEs, and kept for the caller's next pushes). A link
+ * that copies less than a line inline turns the ring on for good.
  */
-static int sst_push(loco_sst_t *sst, unsigned slot, const loco_rref_t *rr, loco_ack_key_t *ack)
+static int sst_push(loco_sst_t *sst, int *slot, unsigned need, const loco_rref_t *rr,
+                    loco_ack_key_t *ack)
 {
 	size_t off = row_off(sst, sst->me);
+	unsigned s;
 	int ret;
 
 	if (sst->inl) {
@@ -345,35 +348,34 @@ static int sst_push(loco_sst_t *sst, unsigned slot, const loco_rref_t *rr, loco_
 		if (ret != -EMSGSIZE)
 			return ret;
 		sst->inl = 0;
-		ret = sst_slot(sst, 1, &slot);
+	}
+	if (*slot < 0) {
+		ret = sst_slot(sst, need, &s);
 		if (ret)
 			return ret;
+		*slot = (int)s;
 	}
-	return value_push(&sst->codec, sst->direct ? NULL : &sst->stage, slot, sst->rows, off, rr,
-	                  off, ack, &sst->ctr);
+	return value_push(&sst->codec, sst->direct ? NULL : &sst->stage, (unsigned)*slot, sst->rows,
+	                  off, rr, off, ack, &sst->ctr);
 }
 
 int loco_sst_push_to(loco_sst_t *sst, uint32_t node, loco_ack_key_t *ack)
 {
 	loco_rref_t rr;
-	unsigned slot;
-	int ret;
+	int slot = -1, ret;
 
 	if (sst == NULL || node == sst->me)
 		return -EINVAL;
 	ret = loco_region_remote(sst->rows, node, &rr);
-	if (ret)
-		return ret;
-	ret = sst_slot(sst, 1, &slot);
-	return ret ? ret : sst_push(sst, slot, &rr, ack);
+	return ret ? ret : sst_push(sst, &slot, 1, &rr, ack);
 }
 
 /* loco_sst_push_broadcast -- the own row to every node with a present row (and a copy). */
 int loco_sst_push_broadcast(loco_sst_t *sst, loco_ack_key_t *ack)
 {
-	unsigned need = 0, slot;
+	unsigned need = 0;
 	loco_rref_t rr;
-	int ret, posted = 0;
+	int ret, posted = 0, slot = -1;
 
 	if (sst == NULL)
 		return -EINVAL;
@@ -384,15 +386,12 @@ int loco_sst_push_broadcast(loco_sst_t *sst, loco_ack_key_t *ack)
 		need += n != sst->me;
 	if (need == 0)
 		return 0;
-	ret = sst_slot(sst, need, &slot);
-	if (ret)
-		return ret;
 	for (uint32_t n = next_present(sst, 0); n != 0; n = next_present(sst, n)) {
 		if (n == sst->me)
 			continue;
 		ret = loco_region_remote(sst->rows, n, &rr);
 		if (ret == 0)
-			ret = sst_push(sst, slot, &rr, ack);
+			ret = sst_push(sst, &slot, need, &rr, ack);
 		if (ret == 0)
 			posted++;
 		else if (!value_skip_peer(ret))
