@@ -36,15 +36,16 @@
  *
  * The root. With ROOT_MIN rows present or more, a round goes through a
  * root: the lowest present id that takes part in it (this node, or a row
- * decided with first <= r), as each node sees it on entering r. The other nodes push their row to the root only; the root
- * settles every row as in step 2, folds, and publishes the result in
- * table RES ("NAME.2", a row per node: round, contributors, the first
- * RES_SKIPS ids it skipped, the value: one line for an 8-byte value),
- * pushed to every present row. A node waiting under a root completes r
- * with that result once it shows r, counts this node in, and the root saw
- * every row present here (a contributor or a listed skip); else, and on every SPINS-th poll, it tries step
- * 2 itself, which completes once the rows came (a wait that lasts pushes
- * both tables to every row). When the root's row goes mid-round, each
+ * decided with first <= r), as each node sees it on entering r. The other
+ * nodes push their row to the root only; the root settles every row as in
+ * step 2, folds, and publishes the result in table RES ("NAME.2", a row
+ * per node: round, contributors, the first RES_SKIPS ids it skipped, the
+ * value: one line for an 8-byte value), pushed to every present row. A
+ * node waiting under a root completes r with that result once it shows
+ * r, counts this node in, and the root saw every row present here (a
+ * contributor or a listed skip); else, and on every SPINS-th poll, it
+ * tries step 2 itself, which completes once the rows came (a wait that
+ * lasts pushes both tables to every row). When the root's row goes mid-round, each
  * node picks the root again and pushes its row there. So a round of n
  * nodes costs 2 (n - 1) pushes, not n (n - 1): on tcp that is what a
  * round costs (a send and a receive each); two hops instead of one.
@@ -466,8 +467,7 @@ static int decide(loco_reduce_t *r, int64_t deadline, uint64_t *first)
  * pick_root -- the root of round @rd: the lowest of the @n present @ids (loco_sst_rows()) that
  * takes part in it (this node, or a row decided with a first round <= @rd), when ROOT_MIN rows
  * or more are present; else 0. (A root turning with the round was tried: 4 nodes on 2 cores,
- * shm 8 B 3.7 -> 3.5 us, but shm 4 KiB 8.7 -> 10 us and tcp 8 B 30 -> 41 us: every node's
- * table then takes the rows in turn, cold.)
+ * shm 8 B 3.7 -> 3.5 us, but shm 4 KiB 8.7 -> 10 us and tcp 8 B 30 -> 41 us; why, not found.)
  */
 static uint32_t pick_root(loco_reduce_t *r, uint64_t rd, const uint32_t *ids, int n)
 {
