@@ -283,13 +283,12 @@ int lc_ack_attach_n(struct lc_ack_table *t, loco_ack_key_t *const *keys, unsigne
 	uint32_t f;
 	int ret;
 
-	if (t == NULL || wrid == NULL || n > LC_ACK_FAN_MAX || (n > 0 && keys == NULL))
+	if (t == NULL || wrid == NULL || n > LC_ACK_FAN_MAX || (n > 0 && keys == NULL) ||
+	    lc_ack_keys_check(t, keys, n) != 0)
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
 		if (keys[i] == NULL)
 			continue;
-		if (keys[i]->table != t)
-			return -EINVAL;
 		one = keys[i];
 		count++;
 	}

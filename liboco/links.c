@@ -72,34 +72,22 @@ struct fab_link *lc_links_set(struct lc_links *t, uint32_t node, struct fab_link
 	return old;
 }
 
-int lc_links_post_now(struct lc_links *t, uint32_t node, const struct fab_wr *wr, int *status)
+struct fab_link *lc_links_hold(struct lc_links *t, uint32_t node, struct lc_link_slot **slot)
 {
 	struct lc_link_slot *s = find(t, node);
-	struct fab_link *link;
-	int ret;
 
+	*slot = s;
 	if (s == NULL)
-		return -EWOULDBLOCK; /* lc_links_post() says -ENOTCONN */
+		return NULL;
+	/* counted before the load: pairs with lc_links_set() (seq_cst both sides) */
 	__atomic_add_fetch(&s->users, 1, __ATOMIC_SEQ_CST);
-	link = __atomic_load_n(&s->link, __ATOMIC_SEQ_CST);
-	ret = link != NULL ? fab_post_now(link, wr, status) : -EWOULDBLOCK;
-	__atomic_sub_fetch(&s->users, 1, __ATOMIC_RELEASE);
-	return ret;
+	return __atomic_load_n(&s->link, __ATOMIC_SEQ_CST);
 }
 
-int lc_links_post(struct lc_links *t, uint32_t node, const struct fab_wr *wr)
+void lc_links_release(struct lc_link_slot *slot)
 {
-	struct lc_link_slot *s = find(t, node);
-	struct fab_link *link;
-	int ret;
-
-	if (s == NULL)
-		return -ENOTCONN;
-	__atomic_add_fetch(&s->users, 1, __ATOMIC_SEQ_CST);
-	link = __atomic_load_n(&s->link, __ATOMIC_SEQ_CST);
-	ret = link != NULL ? fab_post(link, wr, 1) : -ENOTCONN;
-	__atomic_sub_fetch(&s->users, 1, __ATOMIC_RELEASE);
-	return ret;
+	if (slot != NULL)
+		__atomic_sub_fetch(&slot->users, 1, __ATOMIC_RELEASE);
 }
 
 int lc_links_has(struct lc_links *t, uint32_t node)

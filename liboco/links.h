@@ -12,7 +12,7 @@
  * sequentially consistent operations, so either the poster sees the new
  * pointer or the remover sees the poster.
  *
- * Thread safety: lc_links_post() and lc_links_get() are MT-safe and
+ * Thread safety: lc_links_hold() / lc_links_release() and lc_links_get() are MT-safe and
  * lock-free; lc_links_set() / lc_links_take() are called by one thread at
  * a time (the progress thread, or init/fini).
  */
@@ -27,7 +27,7 @@
 
 struct lc_link_slot {
 	uint32_t node;         /* atomic; 0: never used */
-	int users;             /* atomic: posters inside lc_links_post() */
+	int users;             /* atomic: posters between lc_links_hold() and release */
 	struct fab_link *link; /* atomic; NULL: no link now */
 };
 
@@ -44,17 +44,16 @@ struct lc_links {
 struct fab_link *lc_links_set(struct lc_links *t, uint32_t node, struct fab_link *link);
 
 /*
- * lc_links_post -- post @wr on @node's link. Returns 0; -ENOTCONN (no
- * link), or fab_post()'s error.
+ * lc_links_hold -- @node's link, held for posting (fab_post_now(),
+ * fab_post(), as often as needed, never blocking), or NULL when there is
+ * none (-ENOTCONN). *@slot gets what lc_links_release() gives back, which
+ * it must, also after NULL: until then lc_links_set() waits before it
+ * hands a replaced link to its closer.
  */
-int lc_links_post(struct lc_links *t, uint32_t node, const struct fab_wr *wr);
+struct fab_link *lc_links_hold(struct lc_links *t, uint32_t node, struct lc_link_slot **slot);
 
-/*
- * lc_links_post_now -- fab_post_now() on @node's link: 0 (executed, its
- * outcome in *@status), -EWOULDBLOCK (not executed: no link, or the
- * provider cannot now; use lc_links_post()), or a request error.
- */
-int lc_links_post_now(struct lc_links *t, uint32_t node, const struct fab_wr *wr, int *status);
+/* lc_links_release -- the end of an lc_links_hold() (NULL: nothing held). */
+void lc_links_release(struct lc_link_slot *slot);
 
 /* lc_links_has -- whether @node has a link now (a snapshot). */
 int lc_links_has(struct lc_links *t, uint32_t node);

@@ -104,32 +104,37 @@ static int post(loco_region_t *local, const loco_rref_t *remote, struct fab_wr *
 	loco_channel_t *ch = local->obj->ch;
 	loco_manager_t *m = ch->m;
 	struct lc_peer *fenced = fence_take(ch, remote->node);
-	int ret, status;
+	struct lc_link_slot *slot;
+	struct fab_link *link;
+	int ret, status, ran = 0, attached = 0;
 
 	if (fenced != NULL)
 		wr->flags |= FAB_WR_FENCE;
 	wr->lkey = local->mr->lkey;
 	wr->rkey = remote->rkey;
 	ret = lc_ack_keys_check(&m->acks, acks, nacks); /* as the attach below would */
-	if (ret == 0)
-		ret = lc_links_post_now(&m->links, remote->node, wr, &status);
-	if (ret == 0) {
-		executed(m, remote->node, status, acks, nacks);
-		return 0;
-	}
-	if (ret != -EWOULDBLOCK)
+	if (ret)
 		goto err_untake;
-	if (nacks > 0) {
-		ret = lc_ack_attach_n(&m->acks, acks, nacks, &wr->wrid);
-		if (ret)
-			goto err_untake;
-		wr->flags |= FAB_WR_SIGNALED;
+	link = lc_links_hold(&m->links, remote->node, &slot); /* one lookup for both tries */
+	ret = link != NULL ? fab_post_now(link, wr, &status) : -ENOTCONN;
+	if (ret == 0) {
+		ran = 1;
+	} else if (ret == -EWOULDBLOCK) {
+		ret = nacks > 0 ? lc_ack_attach_n(&m->acks, acks, nacks, &wr->wrid) : 0;
+		if (ret == 0 && nacks > 0) {
+			attached = 1;
+			wr->flags |= FAB_WR_SIGNALED;
+		}
+		if (ret == 0)
+			ret = fab_post(link, wr, 1);
+		if (ret != 0 && attached)
+			lc_ack_detach_n(&m->acks, acks, nacks, wr->wrid);
 	}
-	ret = lc_links_post(&m->links, remote->node, wr);
+	lc_links_release(slot);
+	if (ran)
+		executed(m, remote->node, status, acks, nacks); /* (not holding the link) */
 	if (ret == 0)
 		return 0;
-	if (nacks > 0)
-		lc_ack_detach_n(&m->acks, acks, nacks, wr->wrid);
 err_untake:
 	if (fenced != NULL)
 		fence_untake(ch, fenced);

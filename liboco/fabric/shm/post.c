@@ -274,6 +274,13 @@ static void fail_locked(struct shm_link *l, int first_err, int err, const char *
 	shm_cq_wake(f);
 }
 
+/* exec_failed -- with post_lock held: a request failed with @ret as it executed: the link goes. */
+static void exec_failed(struct shm_link *l, int ret)
+{
+	fail_locked(l, ret, -ECANCELED,
+	            ret == -EFAULT ? "local buffer outside its region (lkey)" : NULL);
+}
+
 void shm_link_fail(struct shm_link *l, int first_err, int err, const char *why)
 {
 	pthread_spin_lock(&l->post_lock);
@@ -353,9 +360,7 @@ static int run_deferred(struct shm_link *l)
 		moved = 1;
 		complete(l, wr, ret);
 		if (ret) {
-			fail_locked(l, ret, -ECANCELED,
-			            ret == -EFAULT ? "local buffer outside its region (lkey)"
-			                           : NULL);
+			exec_failed(l, ret);
 			break;
 		}
 	}
@@ -407,9 +412,7 @@ int shm_post(struct fab_link *link, const struct fab_wr *wr, int n)
 			break;
 		complete(l, &wr[i], ret);
 		if (ret)
-			fail_locked(l, ret, -ECANCELED,
-			            ret == -EFAULT ? "local buffer outside its region (lkey)"
-			                           : NULL);
+			exec_failed(l, ret);
 	}
 	for (; i < n; i++) { /* wait behind a SEND with no RECV at the peer */
 		uint32_t slot = l->dq_tail & l->dq_mask;
@@ -459,8 +462,7 @@ int shm_post_now(struct fab_link *link, const struct fab_wr *wr, int *status)
 	if (ret == 0)
 		landed(l, wr);
 	else
-		fail_locked(l, ret, -ECANCELED,
-		            ret == -EFAULT ? "local buffer outside its region (lkey)" : NULL);
+		exec_failed(l, ret);
 	pthread_spin_unlock(&l->post_lock);
 	*status = ret;
 	return 0;
