@@ -21,6 +21,10 @@
  *    link is down (fab_link_state()) as after such a completion. A request
  *    on a link that is down is not executed (-EWOULDBLOCK: fab_post()
  *    completes it with the link's error).
+ * 5. A key the target removes after an access is refused at the next one
+ *    (shm keeps the key entry it found last and must notice it went):
+ *    WRITE into a region, deregister it at the target, WRITE again with
+ *    its rkey: -EACCES, nothing lands, the link is down.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -174,6 +178,41 @@ static void failure(void)
 	printf("post-now: a failed execution returns its status, takes the link down: ok\n");
 }
 
+/* stale -- shm: a WRITE with the rkey of a region deregistered after a WRITE into it is refused. */
+static void stale(void)
+{
+	struct fab *c = t_fab_open(NULL), *d = t_fab_open(NULL);
+	uint64_t *cbuf = t_alloc(LEN), *dbuf = t_alloc(LEN);
+	struct fab_mr *cmr = t_mr_reg(c, cbuf, LEN, FAB_ACCESS_LOCAL_WRITE);
+	struct fab_mr *dmr =
+	    t_mr_reg(d, dbuf, LEN, FAB_ACCESS_LOCAL_WRITE | FAB_ACCESS_REMOTE_WRITE);
+	struct fab_link *lc, *ld;
+	struct fab_wr wr;
+	int status = 12345;
+
+	t_pair(c, d, 3, 4, &lc, &ld);
+	cbuf[0] = 0x5eed;
+	wr = t_wr_rdma(FAB_OP_WRITE, 95, 0, cbuf, 8, cmr->lkey, (uintptr_t)dbuf, dmr->rkey);
+	T_ASSERT_OK(fab_post_now(lc, &wr, &status));
+	T_ASSERT_OK(status);
+	T_ASSERT_EQX(dbuf[0], 0x5eed);
+	T_ASSERT_OK(fab_mr_dereg(dmr));
+	cbuf[0] = 0xbad;
+	T_ASSERT_OK(fab_post_now(lc, &wr, &status));
+	T_ASSERT_ERR(status, -EACCES);
+	T_ASSERT_EQX(dbuf[0], 0x5eed);
+	T_ASSERT_ERR(fab_link_state(lc), -EACCES);
+	T_EXPECT_NONE(c, 20);
+	fab_link_close(lc);
+	fab_link_close(ld);
+	T_ASSERT_OK(fab_mr_dereg(cmr));
+	fab_close(c);
+	fab_close(d);
+	t_free(cbuf, LEN);
+	t_free(dbuf, LEN);
+	printf("post-now: a key removed after an access is refused at the next one: ok\n");
+}
+
 int main(void)
 {
 	t_init("post-now", 60);
@@ -193,6 +232,7 @@ int main(void)
 	if (ran > 0) {
 		order();
 		failure();
+		stale();
 	} else {
 		printf("post-now: %s never executes at post: ordering and failures not "
 		       "applicable\n",

@@ -21,10 +21,59 @@
 #define DEFER 1 /* exec_one(): the request must wait for a RECV or ring room */
 
 /*
+ * key_entry -- the published entry of key @rkey, read whole into *@c: at
+ * its slot, or up to SHM_PROBE - 1 after it (keys given: auto). The last
+ * one found is kept (klast): while its seq is unchanged (every change of
+ * an entry changes it, removal first), it holds the same key, and one
+ * load of the seq stands for the whole read. 1 when found, else 0.
+ */
+static int key_entry(struct shm_link *l, uint32_t rkey, struct shm_kent *c)
+{
+	const struct shm_kent *e = l->klast.e;
+	int ok = 0;
+
+	if (e != NULL && l->klast.c.key == rkey &&
+	    __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) == l->klast.seq) {
+		*c = l->klast.c;
+		return 1;
+	}
+	for (unsigned p = 0; p < SHM_PROBE && !ok; p++) {
+		uint32_t seq = 0;
+
+		e = &l->pfab->ent[(rkey + p) & (SHM_KEYS - 1)];
+		for (int i = 0; i < 64 && !ok; i++) {
+			seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+			if (!(seq & 1))
+				break; /* free (or removed): the key may lie further on */
+			c->key = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
+			c->access = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
+			c->arena = __atomic_load_n(&e->arena, __ATOMIC_RELAXED);
+			c->base = __atomic_load_n(&e->base, __ATOMIC_RELAXED);
+			c->len = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
+			c->off = __atomic_load_n(&e->off, __ATOMIC_RELAXED);
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			ok = __atomic_load_n(&e->seq, __ATOMIC_RELAXED) == seq;
+			if (ok && c->key != rkey)
+				ok =
+				    -1; /* another key's entry, read whole: look at the next slot */
+		}
+		if (ok > 0) {
+			l->klast.e = e;
+			l->klast.seq = seq;
+			l->klast.c = *c;
+		} else {
+			ok = 0;
+		}
+	}
+	return ok;
+}
+
+/*
  * remote_ptr -- where [@addr, @addr + @len) of key @rkey with @access lies
  * in our mapping of the peer's memory, after the checks against its
  * published key table (key, rights, bounds) and our mapping's size.
- * 0 and *@out; -EACCES. Called between busy_enter() and busy_exit().
+ * 0 and *@out; -EACCES. Called between busy_enter() and busy_exit(), with
+ * post_lock held.
  */
 static int remote_ptr(struct shm_link *l, uint32_t rkey, uint64_t addr, uint64_t len,
                       unsigned access, uint8_t **out)
@@ -32,32 +81,8 @@ static int remote_ptr(struct shm_link *l, uint32_t rkey, uint64_t addr, uint64_t
 	struct shm_kent c = {0};
 	uint8_t *base;
 	uint64_t off;
-	int ok = 0;
+	int ok = key_entry(l, rkey, &c);
 
-	/* the key's entry: at its slot, or up to SHM_PROBE - 1 after it (keys given: auto) */
-	for (unsigned p = 0; p < SHM_PROBE && !ok; p++) {
-		const struct shm_kent *e = &l->pfab->ent[(rkey + p) & (SHM_KEYS - 1)];
-
-		for (int i = 0; i < 64 && !ok; i++) {
-			uint32_t seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
-
-			if (!(seq & 1))
-				break; /* free (or removed): the key may lie further on */
-			c.key = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
-			c.access = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
-			c.arena = __atomic_load_n(&e->arena, __ATOMIC_RELAXED);
-			c.base = __atomic_load_n(&e->base, __ATOMIC_RELAXED);
-			c.len = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
-			c.off = __atomic_load_n(&e->off, __ATOMIC_RELAXED);
-			__atomic_thread_fence(__ATOMIC_ACQUIRE);
-			ok = __atomic_load_n(&e->seq, __ATOMIC_RELAXED) == seq;
-			if (ok && c.key != rkey)
-				ok =
-				    -1; /* another key's entry, read whole: look at the next slot */
-		}
-		if (ok < 0)
-			ok = 0;
-	}
 	if (!ok || c.key != rkey || (c.access & access) != access || c.arena >= SHM_MAX_ARENAS)
 		return -EACCES;
 	if (addr < c.base || addr - c.base > c.len || len > c.len - (addr - c.base))

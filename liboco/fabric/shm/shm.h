@@ -227,6 +227,11 @@ struct shm_link {
 	uint32_t dq_mask, dq_head, dq_tail; /* dq_tail atomic (poll peeks) */
 	uint64_t credits_used;              /* SEND/WRITE_IMM consumed of the peer's RECVs */
 	uint64_t rng;                       /* the slow knob's line shuffle (post_lock) */
+	struct {
+		const struct shm_kent *e; /* NULL: none */
+		uint32_t seq;             /* its seq when read: valid while it still says so */
+		struct shm_kent c;        /* what it held */
+	} klast;                          /* remote_ptr()'s last key entry (post_lock) */
 	int announced; /* under fab->lock: the peer was sent our pages; new arenas go to it */
 	int admitting; /* under fab->lock: fab_link_admit() runs: no hold timeout */
 
