@@ -607,8 +607,10 @@ int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 		 * count as a waiter -- a loop of tests would keep the progress
 		 * thread from arming the completion queue (1 ms ticks, not sleep).
 		 */
-		if (loco_ack_outstanding(key) > 0)
-			lc_progress_reap(m);
+		ret = lc_ack_wait(key, 0); /* idle: one look at the slots, no reap */
+		if (ret != -ETIMEDOUT)
+			return ret;
+		lc_progress_reap(m);
 		return lc_ack_wait(key, 0);
 	}
 	if (loco_manager_partitioned(m))
