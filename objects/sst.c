@@ -51,6 +51,7 @@ struct loco_sst {
 	uint32_t me;
 	uint32_t max_rows;
 	uint8_t *state;   /* [max_rows] enum row_state, atomic */
+	uint32_t *gen;    /* [max_rows], atomic: how many times the row vanished */
 	uint64_t *bits;   /* [max_rows / 64 rounded up], atomic: bit node - 1 is set while
 	                   * state may be ROW_PRESENT (a set bit is checked against state) */
 	uint64_t version; /* of this node's last store */
@@ -102,25 +103,36 @@ static inline void row_mark(loco_sst_t *sst, uint32_t node)
 }
 
 /*
- * next_present -- the first node above @after whose row is present, or 0.
- * Walks the bitmap a word at a time (a table of 256 rows with 4 present:
- * 4 words and 4 state bytes, not 256 state bytes).
+ * A walk over the present rows: one load per bitmap word (a table of 256
+ * rows with 4 present: 4 words and 4 state bytes, not 256 state bytes),
+ * each row's state looked at once.
  */
-static uint32_t next_present(const loco_sst_t *sst, uint32_t after)
-{
-	for (uint32_t i = after; i < sst->max_rows;) {
-		uint64_t w = __atomic_load_n(&sst->bits[i / 64], __ATOMIC_RELAXED) >> (i % 64);
+struct rows_it {
+	uint32_t w; /* the bitmap word */
+	uint64_t b; /* its bits not yet looked at */
+};
 
-		if (w == 0) {
-			i = (i / 64 + 1) * 64;
-			continue;
+static struct rows_it rows_first(const loco_sst_t *sst)
+{
+	return (struct rows_it){.w = 0, .b = __atomic_load_n(&sst->bits[0], __ATOMIC_RELAXED)};
+}
+
+/* rows_next -- the next node of walk @it whose row is present, or 0 at the end. */
+static inline uint32_t rows_next(const loco_sst_t *sst, struct rows_it *it)
+{
+	uint32_t words = (sst->max_rows + 63) / 64, node;
+
+	for (;;) {
+		while (it->b == 0) {
+			if (++it->w >= words)
+				return 0;
+			it->b = __atomic_load_n(&sst->bits[it->w], __ATOMIC_RELAXED);
 		}
-		i += (uint32_t)__builtin_ctzll(w);
-		if (i < sst->max_rows && row_state(sst, i + 1) == ROW_PRESENT)
-			return i + 1;
-		i++;
+		node = it->w * 64 + (uint32_t)__builtin_ctzll(it->b) + 1;
+		it->b &= it->b - 1;
+		if (row_state(sst, node) == ROW_PRESENT)
+			return node;
 	}
-	return 0;
 }
 
 /* sst_peer_join -- on the progress thread: @node's row appears. */
@@ -146,6 +158,7 @@ static void sst_peer_leave(loco_object_t *obj, uint32_t node, uint64_t view, voi
 		return;
 	/* absent first: readers that look now skip it, and those reading it validate */
 	__atomic_store_n(&sst->state[node - 1], ROW_LEFT, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&sst->gen[node - 1], 1, __ATOMIC_RELEASE); /* before the zeros */
 	__atomic_fetch_and(&sst->bits[(node - 1) / 64], ~(1ull << ((node - 1) % 64)),
 	                   __ATOMIC_RELAXED);
 	rows = __atomic_load_n(&sst->rows, __ATOMIC_ACQUIRE); /* pairs with loco_sst_create */
@@ -214,7 +227,8 @@ int loco_sst_create(loco_channel_t *ch, const char *name, size_t row_size, uint3
 	ret = -ENOMEM;
 	sst->state = calloc(max_rows, 1);
 	sst->bits = calloc((max_rows + 63) / 64, sizeof(uint64_t));
-	if (sst->state == NULL || sst->bits == NULL)
+	sst->gen = calloc(max_rows, sizeof(uint32_t));
+	if (sst->state == NULL || sst->bits == NULL || sst->gen == NULL)
 		goto err_free_state;
 	sst->state[me - 1] = ROW_PRESENT;
 	row_mark(sst, me);
@@ -263,6 +277,7 @@ err_scratch:
 	pthread_mutex_destroy(&sst->pred_lock);
 	value_scratch_fini(&sst->big);
 err_free_state:
+	free(sst->gen);
 	free(sst->bits);
 	free(sst->state);
 err_free:
@@ -291,6 +306,7 @@ void loco_sst_destroy(loco_sst_t *sst)
 	value_scratch_fini(&sst->big);
 	pthread_mutex_destroy(&sst->pred_lock);
 	free(sst->fetched);
+	free(sst->gen);
 	free(sst->bits);
 	free(sst->state);
 	free(sst);
@@ -320,6 +336,17 @@ int loco_sst_store_mine(loco_sst_t *sst, const void *row)
 	return 0;
 }
 
+/* others -- how many nodes but this one have a present row. */
+static unsigned others(const loco_sst_t *sst)
+{
+	struct rows_it it = rows_first(sst);
+	unsigned n = 0;
+
+	for (uint32_t node = rows_next(sst, &it); node != 0; node = rows_next(sst, &it))
+		n += node != sst->me;
+	return n;
+}
+
 /* sst_slot -- where the current version of the own row is pushed from (@need WRITEs). */
 static int sst_slot(loco_sst_t *sst, unsigned need, unsigned *slot)
 {
@@ -333,7 +360,8 @@ static int sst_slot(loco_sst_t *sst, unsigned need, unsigned *slot)
 /*
  * sst_push -- the own row into the same row of @rr: a LINE inline from the
  * table, else through *@slot (-1: none taken for this version yet; taken
- * here, for @need WRITEs, and kept for the caller's next pushes). A link
+ * here, for @need WRITEs (0: one to every other present row), and kept
+ * for the caller's next pushes). A link
  * that copies less than a line inline turns the ring on for good.
  */
 static int sst_push(loco_sst_t *sst, int *slot, unsigned need, const loco_rref_t *rr,
@@ -350,7 +378,7 @@ static int sst_push(loco_sst_t *sst, int *slot, unsigned need, const loco_rref_t
 		sst->inl = 0;
 	}
 	if (*slot < 0) {
-		ret = sst_slot(sst, need, &s);
+		ret = sst_slot(sst, need != 0 ? need : others(sst), &s);
 		if (ret)
 			return ret;
 		*slot = (int)s;
@@ -373,7 +401,7 @@ int loco_sst_push_to(loco_sst_t *sst, uint32_t node, loco_ack_key_t *ack)
 /* loco_sst_push_broadcast -- the own row to every node with a present row (and a copy). */
 int loco_sst_push_broadcast(loco_sst_t *sst, loco_ack_key_t *ack)
 {
-	unsigned need = 0;
+	struct rows_it it;
 	loco_rref_t rr;
 	int ret, posted = 0, slot = -1;
 
@@ -382,16 +410,13 @@ int loco_sst_push_broadcast(loco_sst_t *sst, loco_ack_key_t *ack)
 	ret = loco_object_status(sst->obj); /* also with no peer to push to */
 	if (ret)
 		return ret;
-	for (uint32_t n = next_present(sst, 0); n != 0; n = next_present(sst, n))
-		need += n != sst->me;
-	if (need == 0)
-		return 0;
-	for (uint32_t n = next_present(sst, 0); n != 0; n = next_present(sst, n)) {
+	it = rows_first(sst);
+	for (uint32_t n = rows_next(sst, &it); n != 0; n = rows_next(sst, &it)) {
 		if (n == sst->me)
 			continue;
 		ret = loco_region_remote(sst->rows, n, &rr);
 		if (ret == 0)
-			ret = sst_push(sst, &slot, need, &rr, ack);
+			ret = sst_push(sst, &slot, 0, &rr, ack);
 		if (ret == 0)
 			posted++;
 		else if (!value_skip_peer(ret))
@@ -414,6 +439,35 @@ int loco_sst_read(loco_sst_t *sst, uint32_t node, void *row)
 	return value_load(&sst->codec, row_ptr(sst, sst->rows, node), row, &sst->big, &sst->ctr);
 }
 
+int loco_sst_row_tag(const loco_sst_t *sst, uint32_t node, uint64_t *tag)
+{
+	uint64_t gen, t;
+	int ret;
+
+	if (sst == NULL || tag == NULL)
+		return -EINVAL;
+	ret = loco_object_status(sst->obj); /* as loco_sst_read() */
+	if (ret == -LOCO_EMISMATCH)
+		return ret;
+	if (row_state(sst, node) != ROW_PRESENT)
+		return -ENOENT;
+	gen = __atomic_load_n(&sst->gen[node - 1], __ATOMIC_ACQUIRE);
+	t = value_tag(&sst->codec, row_ptr(sst, sst->rows, node));
+	/* a row that vanished and came back starts its versions again: its gen tells them apart */
+	switch (sst->codec.kind) {
+	case VALUE_WORD:
+		*tag = t; /* the row itself */
+		break;
+	case VALUE_LINE:
+		*tag = t | gen << 32;
+		break;
+	default:
+		*tag = t | gen << 48;
+		break;
+	}
+	return 0;
+}
+
 int loco_sst_row_present(const loco_sst_t *sst, uint32_t node)
 {
 	return sst != NULL && row_state(sst, node) == ROW_PRESENT;
@@ -421,15 +475,25 @@ int loco_sst_row_present(const loco_sst_t *sst, uint32_t node)
 
 int loco_sst_rows(const loco_sst_t *sst, uint32_t *ids, size_t max)
 {
+	uint32_t words;
 	int n = 0;
 
 	if (sst == NULL || (ids == NULL && max > 0))
 		return -EINVAL;
-	for (uint32_t node = next_present(sst, 0); node != 0; node = next_present(sst, node)) {
-		if ((size_t)n < max)
-			ids[n] = node;
-		n++;
-	}
+	/* rows_next()'s walk, written out: every poll of a reduce or a barrier lists the rows */
+	words = (sst->max_rows + 63) / 64;
+	for (uint32_t w = 0; w < words; w++)
+		for (uint64_t b = __atomic_load_n(&sst->bits[w], __ATOMIC_RELAXED); b != 0;
+		     b &= b - 1) {
+			uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(b);
+
+			/* pairs with the release stores of the callbacks */
+			if (__atomic_load_n(&sst->state[i], __ATOMIC_ACQUIRE) != ROW_PRESENT)
+				continue;
+			if ((size_t)n < max)
+				ids[n] = i + 1;
+			n++;
+		}
 	return n;
 }
 

@@ -126,6 +126,20 @@ void value_clear(const struct value_codec *c, void *enc)
 /* ------------------------------------------------------------------ */
 /* decoding (any reader)                                              */
 
+uint64_t value_tag(const struct value_codec *c, const void *enc)
+{
+	const uint64_t *w = enc;
+
+	switch (c->kind) {
+	case VALUE_WORD:
+		return __atomic_load_n(w, __ATOMIC_ACQUIRE);
+	case VALUE_LINE:
+		return __atomic_load_n(&w[7], __ATOMIC_ACQUIRE) >> 32; /* seq_after */
+	default:
+		return __atomic_load_n(&w[0], __ATOMIC_ACQUIRE) & ((1ull << 48) - 1);
+	}
+}
+
 static int word_try(const struct value_codec *c, const void *enc, void *val)
 {
 	/* one aligned word is never torn (DESIGN §3); pairs with value_encode() */

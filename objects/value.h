@@ -108,6 +108,16 @@ void value_encode(const struct value_codec *c, void *enc, const void *val, uint6
 int value_load(const struct value_codec *c, const void *enc, void *val, struct value_scratch *big,
                struct value_counters *ctr);
 
+/*
+ * value_tag -- what stands for the version at @enc, without validating:
+ * the sequence of a LINE (32 bits) or HASH (the low 48 bits) value, the
+ * word itself for a WORD. Every write of a new version changes it; a
+ * value_load() of the same bytes after it returns that version or a later
+ * one (the sequence word a LINE lands last is read first; a HASH validates
+ * its sequence with the data).
+ */
+uint64_t value_tag(const struct value_codec *c, const void *enc);
+
 /* value_clear -- zero the encoding at @enc with atomic word stores (any thread). */
 void value_clear(const struct value_codec *c, void *enc);
 

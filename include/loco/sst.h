@@ -87,6 +87,18 @@ int loco_sst_push_broadcast(loco_sst_t *sst, loco_ack_key_t *ack);
  */
 int loco_sst_read(loco_sst_t *sst, uint32_t node, void *row);
 
+/*
+ * loco_sst_row_tag -- a tag of @node's row as it is now, in one load, not
+ * validated: it changes whenever a new version of the row lands or the row
+ * vanishes and comes back (a row of 8 bytes or less is its own tag). Taken
+ * before a loco_sst_read() of the row, a later equal tag says that read is
+ * still the row's content: a reader that polls a row can skip reading it
+ * again (the tag of a row being written may be the old one; the read then
+ * returns the new one or waits for it). Returns 0; -ENOENT (no such row
+ * present), -LOCO_EMISMATCH, -EINVAL.
+ */
+int loco_sst_row_tag(const loco_sst_t *sst, uint32_t node, uint64_t *tag);
+
 /* loco_sst_row_present -- 1 when @node has a row now (this node always does), else 0. */
 int loco_sst_row_present(const loco_sst_t *sst, uint32_t node);
 

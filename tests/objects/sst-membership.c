@@ -18,7 +18,15 @@
  *     once they push again; node 1 then SIGKILLs it: its row disappears
  *     from every table (row_present 0, read -ENOENT, rows {1, 2, 3});
  *   - node 1 spawns node 10: its row appears the same way; it leaves
- *     gracefully once it has seen every row, and its row disappears.
+ *     gracefully once it has seen every row, and its row disappears;
+ *   - loco_sst_row_tag(): every read of a row is bracketed by a tag before
+ *     and one after; when the two are equal the read returned that tag's
+ *     version (the read is no older than the tag before it, nor newer
+ *     than the tag after it), and two such reads under the same tag must
+ *     return the same round: a tag names one version of the row, in all
+ *     three kinds of table, while the rows change, vanish and come back.
+ *     The tag of an absent row is -ENOENT; the tags move as the rounds
+ *     go (counted: a check that never compares would prove nothing).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -37,6 +45,14 @@
 
 static const char *const tab_name[NTAB] = {"t", "u", "w"};
 static const size_t tab_size[NTAB] = {40, 200, 8};
+
+/* the tag of the last read of each row bracketed by equal tags, and the round it returned */
+static struct {
+	uint64_t tag;
+	uint32_t round;
+	int have;
+} seen[NTAB][MAX_ROWS + 1];
+static unsigned tags_equal, tags_moved; /* such reads under the last one's tag / another */
 
 struct tables {
 	loco_channel_t *ch;
@@ -58,11 +74,28 @@ static void row_fill(uint64_t *row, int tab, uint32_t node, uint32_t round)
 /* row_round -- read @node's row of table @tab, check it is whole; its round (0: zeros). */
 static int row_round(struct tables *s, int tab, uint32_t node, uint32_t *round)
 {
-	uint64_t row[25];
+	uint64_t row[25], tag = 0, after = 1;
+	int tret = loco_sst_row_tag(s->t[tab], node, &tag);
 	int ret = loco_sst_read(s->t[tab], node, row);
 
 	if (ret)
 		return ret;
+	if (tret == 0 && loco_sst_row_tag(s->t[tab], node, &after) == 0 && after == tag &&
+	    node <= MAX_ROWS) {
+		if (seen[tab][node].have && seen[tab][node].tag == tag) {
+			tags_equal++;
+			if ((uint32_t)row[0] != seen[tab][node].round)
+				SC_FAIL("table %s: row %u read round %u after round %u under "
+				        "the same tag %#llx",
+				        tab_name[tab], node, (unsigned)(uint32_t)row[0],
+				        seen[tab][node].round, (unsigned long long)tag);
+		} else if (seen[tab][node].have) {
+			tags_moved++;
+		}
+		seen[tab][node].tag = tag;
+		seen[tab][node].round = (uint32_t)row[0];
+		seen[tab][node].have = 1;
+	}
 	for (size_t i = 1; i < tab_size[tab] / 8; i++)
 		if (row[i] != row[0])
 			SC_FAIL("table %s: row %u is torn: word %zu = %#llx, word 0 = %#llx",
@@ -113,6 +146,9 @@ static void tables_open(struct tables *s, loco_manager_t *m, uint32_t nodes)
 		SC_ASSERT_EQ(loco_sst_max_rows(s->t[k]), MAX_ROWS);
 		SC_ASSERT(loco_sst_row_present(s->t[k], me));
 		SC_ASSERT_EQ(loco_sst_read(s->t[k], me % 3 + 1, row), -ENOENT);
+		SC_ASSERT_EQ(loco_sst_row_tag(s->t[k], me % 3 + 1, &row[0]), -ENOENT);
+		SC_ASSERT_EQ(loco_sst_row_tag(s->t[k], me, NULL), -EINVAL);
+		SC_ASSERT_OK(loco_sst_row_tag(s->t[k], me, &row[0]));
 	}
 	SC_ASSERT(rows_are(s, &me, 1));
 	SC_ASSERT(has_round(s, me, 0));
@@ -236,6 +272,7 @@ static void errors(loco_channel_t *ch, uint32_t me)
 	SC_ASSERT_EQ(loco_sst_read(NULL, me, row), -EINVAL);
 	SC_ASSERT_EQ(loco_sst_rows(NULL, NULL, 0), -EINVAL);
 	SC_ASSERT_EQ(loco_sst_row_present(NULL, me), 0);
+	SC_ASSERT_EQ(loco_sst_row_tag(NULL, me, &row[0]), -EINVAL);
 	SC_ASSERT_EQ(loco_sst_row_size(NULL), 0);
 }
 
@@ -312,6 +349,7 @@ int main(int argc, char **argv)
 
 		SC_ASSERT_EQ(loco_sst_row_present(s.t[k], KILLED), 0);
 		SC_ASSERT_EQ(loco_sst_read(s.t[k], KILLED, row), -ENOENT);
+		SC_ASSERT_EQ(loco_sst_row_tag(s.t[k], KILLED, &row[0]), -ENOENT);
 	}
 	push_round(&s, me, ROUNDS + 1, 2, true); /* node 9 is no longer pushed to */
 	sc_sync_wait(&sync, "node 9 gone", SC_WAIT_MS);
@@ -333,6 +371,10 @@ int main(int argc, char **argv)
 	sc_log("table u: %llu reads, %llu retries, %llu pushes, %llu push errors",
 	       (unsigned long long)st.loads, (unsigned long long)st.retries,
 	       (unsigned long long)st.pushes, (unsigned long long)st.push_errors);
+
+	sc_log("row tags: %u stable reads under the last one's tag, %u under another", tags_equal,
+	       tags_moved);
+	SC_ASSERT(tags_equal > 0 && tags_moved > 0); /* both sides of the tag check ran */
 
 	sc_sync_wait(&sync, "done", SC_WAIT_MS);
 	tables_close(&s);
