@@ -36,7 +36,9 @@
  *
  * The root. With ROOT_MIN rows present or more, a round goes through a
  * root: the lowest present id that takes part in it (this node, or a row
- * decided with first <= r), as each node sees it on entering r. The other
+ * decided with first <= r), as each node sees it on entering r; for rows
+ * of one line with every link on shm, the first such from position
+ * r mod n of the present ids on, around (turns(), pick_root()). The other
  * nodes push their row to the root only; the root settles every row as in
  * step 2, folds, and publishes the result in table RES ("NAME.2", a row
  * per node: round, contributors, the first RES_SKIPS ids it skipped, the
@@ -83,6 +85,10 @@
  * us in: the window is the pairing itself (see loco_reduce(3)). At a
  * start where every node pairs before its first call, all start at 1.
  *
+ * Polling: a row is read again only when its tag moved (loco_sst_row_tag():
+ * struct seen keeps what each row showed), so a poll that finds nothing
+ * new costs a load per row, not a validated copy.
+ *
  * Waiting: a wait that lasts re-pushes both rows, every 50 ms (a push
  * lost on a rebuilt link: a peer one round behind needs the other table),
  * every 1 ms while some row is undecided (a joiner needs our rows to
@@ -103,6 +109,7 @@
 
 #define SPINS          16u        /* a wait looks at its deadline and re-pushes every SPINS polls */
 #define ROOT_MIN       3          /* rows present from which a round goes through a root */
+#define TURN_ROW_MAX   56         /* rows of one sst line: the root may turn (turns()) */
 #define RES            2          /* the sst of the results */
 #define REPUSH_NS      50000000ll /* a wait that lasts this long pushes the row again */
 #define REPUSH_FAST_NS 1000000ll  /* ... this long while a present row is undecided */
@@ -139,6 +146,19 @@ struct res_hdr {
 };
 _Static_assert(sizeof(struct res_hdr) + 8 <= 56, "an 8-byte result must fit an sst line");
 
+/*
+ * What a row of a table showed when it was read last, and its tag
+ * (loco_sst_row_tag()) taken before that read: while the tag stays, the
+ * header still holds, and a poll need not read the row again.
+ */
+struct seen {
+	uint64_t tag;
+	uint64_t state;
+	uint64_t round; /* of a results row: its round */
+	uint32_t node;  /* of a results row: whose */
+	int valid;
+};
+
 struct loco_reduce {
 	loco_channel_t *ch;
 	loco_sst_t *sst[3]; /* the rows by round parity; RES: the results */
@@ -162,9 +182,14 @@ struct loco_reduce {
 	int hello;         /* deciding: hello pushed */
 	uint32_t root;     /* the root of the round entered (0: none, every node pushes to all) */
 	int64_t pushed_ns; /* when the row was last pushed */
-	uint8_t settled[LOCO_REDUCE_MAX_NODE + 1];   /* enum settle, by id, for this round */
-	uint64_t contrib[LOCO_REDUCE_MAX_NODE / 64]; /* the CONTRIB ids of settled, as bits */
-	uint64_t skipped[LOCO_REDUCE_MAX_NODE / 64]; /* the SKIPPED ids of settled, as bits */
+	uint8_t settled[LOCO_REDUCE_MAX_NODE + 1];     /* enum settle, by id, for this round */
+	uint64_t contrib[LOCO_REDUCE_MAX_NODE / 64];   /* the CONTRIB ids of settled, as bits */
+	uint64_t skipped[LOCO_REDUCE_MAX_NODE / 64];   /* the SKIPPED ids of settled, as bits */
+	struct seen seen[2][LOCO_REDUCE_MAX_NODE + 1]; /* by table and id */
+	struct seen res_seen;                          /* the root's results row */
+	uint32_t turn_ids[LOCO_REDUCE_MAX_NODE];       /* the present rows turn was found for */
+	int turn_n;                                    /* how many (-1: none yet) */
+	int turn;                                      /* the root turns with the round */
 };
 
 /* acks -- wait for the ack key until @deadline: 0 (peers' deaths included), -ETIMEDOUT, or an error. */
@@ -205,9 +230,9 @@ static uint8_t *val_of(const loco_reduce_t *r, uint32_t id)
 }
 
 /* first_of -- the first round of a row's state (0: deciding or not heard). */
-static uint64_t first_of(const struct row_hdr *h)
+static uint64_t first_of(uint64_t state)
 {
-	return h->state >> 1;
+	return state >> 1;
 }
 
 static int op_valid(int op, size_t size, loco_reduce_fn *fn)
@@ -235,6 +260,7 @@ int loco_reduce_create(loco_channel_t *ch, const char *name, size_t value_size, 
 		return -ENOMEM;
 	r->ch = ch;
 	r->me = loco_node_id(loco_channel_manager(ch));
+	r->turn_n = -1;
 	r->op = op;
 	r->fn = fn;
 	r->arg = arg;
@@ -379,6 +405,34 @@ static struct row_hdr *read_peer(loco_reduce_t *r, int t, uint32_t id)
 	return hdr_of(r->tmp);
 }
 
+/*
+ * peer_seen -- @id's header in table @t: as read last while the row's tag
+ * stays, else read again (*@fresh set: tmp holds the whole row). NULL when
+ * the row is gone. A poll reads only the rows that changed.
+ */
+static const struct seen *peer_seen(loco_reduce_t *r, int t, uint32_t id, int *fresh)
+{
+	struct seen *s = &r->seen[t][id];
+	struct row_hdr *h;
+	uint64_t tag;
+
+	*fresh = 0;
+	if (loco_sst_row_tag(r->sst[t], id, &tag) != 0) {
+		s->valid = 0;
+		return NULL;
+	}
+	if (s->valid && s->tag == tag)
+		return s;
+	h = read_peer(r, t, id);
+	if (h == NULL) {
+		s->valid = 0;
+		return NULL;
+	}
+	*s = (struct seen){.tag = tag, .state = h->state, .round = h->round, .valid = 1};
+	*fresh = 1;
+	return s;
+}
+
 static int has_bit(const uint64_t *bits, uint32_t id)
 {
 	return bits[(id - 1) / 64] >> ((id - 1) % 64) & 1u;
@@ -464,22 +518,58 @@ static int decide(loco_reduce_t *r, int64_t deadline, uint64_t *first)
 }
 
 /*
- * pick_root -- the root of round @rd: the lowest of the @n present @ids (loco_sst_rows()) that
- * takes part in it (this node, or a row decided with a first round <= @rd), when ROOT_MIN rows
- * or more are present; else 0. (A root turning with the round was tried: 4 nodes on 2 cores,
- * shm 8 B 3.7 -> 3.5 us, but shm 4 KiB 8.7 -> 10 us and tcp 8 B 30 -> 41 us; why, not found.)
+ * turns -- whether the root turns with the round for the @n present @ids: when the rows are one
+ * sst line and every present peer's link is shared memory (loco_member_fabric()). There a
+ * push executes in the pushing thread, so the root's fold and its publishing run on the root's
+ * CPU; turning the root spreads them over the nodes' CPUs, whatever the placement (4 nodes on
+ * 2 cores, bound: 8 B 3.9 -> 3.7 us). Elsewhere it costs (tcp 8 B 29 -> 35 us; shm 4 KiB 7.3 ->
+ * 8.2 us), so the root stays the lowest id. Nodes on more than one host all have a tcp link,
+ * so they agree; a link still being made says no for a round (a node that picks another root
+ * than its peers settles the round itself, see the top of the file). Looked up again only
+ * when the present rows change.
+ */
+static int turns(loco_reduce_t *r, const uint32_t *ids, int n)
+{
+	loco_manager_t *m = loco_channel_manager(r->ch);
+
+	if (n > (int)LOCO_REDUCE_MAX_NODE)
+		n = (int)LOCO_REDUCE_MAX_NODE;
+	if (n == r->turn_n && memcmp(ids, r->turn_ids, (size_t)n * sizeof(*ids)) == 0)
+		return r->turn;
+	r->turn = r->row_size <= TURN_ROW_MAX;
+	for (int i = 0; i < n && r->turn; i++) {
+		const char *name;
+
+		if (ids[i] != r->me &&
+		    (loco_member_fabric(m, ids[i], &name) != 0 || strcmp(name, "shm") != 0))
+			r->turn = 0;
+	}
+	memcpy(r->turn_ids, ids, (size_t)n * sizeof(*ids));
+	r->turn_n = n;
+	return r->turn;
+}
+
+/*
+ * pick_root -- the root of round @rd, when ROOT_MIN rows or more are present (else 0): of the
+ * @n present @ids (loco_sst_rows(), ascending), the first that takes part in the round (this
+ * node, or a row decided with a first round <= @rd), from the lowest id on, or from position
+ * @rd mod @n on (around) when the root turns (turns()).
  */
 static uint32_t pick_root(loco_reduce_t *r, uint64_t rd, const uint32_t *ids, int n)
 {
 	if (n < ROOT_MIN)
 		return 0;
-	for (int i = 0; i < n && i < (int)LOCO_REDUCE_MAX_NODE; i++) {
-		struct row_hdr *h;
+	if (n > (int)LOCO_REDUCE_MAX_NODE)
+		n = (int)LOCO_REDUCE_MAX_NODE;
+	for (int k = 0, i = turns(r, ids, n) ? (int)(rd % (uint64_t)n) : 0; k < n;
+	     k++, i = (i + 1) % n) {
+		const struct seen *h;
+		int fresh;
 
 		if (ids[i] == r->me)
 			return r->me;
-		h = read_peer(r, (int)(rd & 1), ids[i]);
-		if (h != NULL && first_of(h) != 0 && first_of(h) <= rd)
+		h = peer_seen(r, (int)(rd & 1), ids[i], &fresh);
+		if (h != NULL && first_of(h->state) != 0 && first_of(h->state) <= rd)
 			return ids[i];
 	}
 	return 0;
@@ -554,14 +644,21 @@ static int settle_all(loco_reduce_t *r, int *undecided)
 	*undecided = 0;
 	for (int i = 0; i < n && i < (int)LOCO_REDUCE_MAX_NODE; i++) {
 		uint32_t id = ids[i];
-		struct row_hdr *h;
+		const struct seen *h;
+		int fresh;
 
-		if (id == r->me || r->settled[id] != PENDING || (h = read_peer(r, t, id)) == NULL)
+		if (id == r->me || r->settled[id] != PENDING ||
+		    (h = peer_seen(r, t, id, &fresh)) == NULL)
 			continue;
-		if (first_of(h) == 0) {
+		if (h->round == rd && !fresh) {
+			r->seen[t][id].valid = 0; /* the value is needed: read it */
+			if ((h = peer_seen(r, t, id, &fresh)) == NULL)
+				continue;
+		}
+		if (first_of(h->state) == 0) {
 			*undecided = 1; /* deciding, or not heard in this table yet */
 			all = 0;
-		} else if (first_of(h) > rd) {
+		} else if (first_of(h->state) > rd) {
 			r->settled[id] = SKIPPED;
 			set_bit(r->skipped, id);
 		} else if (h->round == rd) {
@@ -670,12 +767,19 @@ static int take_result(loco_reduce_t *r, void *out, struct loco_reduce_info *inf
 {
 	uint32_t ids[LOCO_REDUCE_MAX_NODE];
 	struct loco_reduce_info inf = {.round = r->round};
+	struct seen *s = &r->res_seen;
 	struct res_hdr *h;
+	uint64_t tag;
 	int n;
 
+	if (loco_sst_row_tag(r->sst[RES], r->root, &tag) != 0)
+		return 0;
+	if (s->valid && s->node == r->root && s->tag == tag && s->round != r->round)
+		return 0; /* the row read last, not this round's */
 	if (loco_sst_read(r->sst[RES], r->root, r->tmp) != 0)
 		return 0;
 	h = hdr_res(r->tmp);
+	*s = (struct seen){.tag = tag, .round = h->round, .node = r->root, .valid = 1};
 	if (h->round != r->round || !has_bit(h->contrib, r->me))
 		return 0;
 	n = loco_sst_rows(r->sst[0], ids, LOCO_REDUCE_MAX_NODE);
@@ -684,7 +788,7 @@ static int take_result(loco_reduce_t *r, void *out, struct loco_reduce_info *inf
 			return 0;
 	for (uint32_t w = 0; w < LOCO_REDUCE_MAX_NODE / 64; w++) {
 		inf.members[w] = h->contrib[w];
-		inf.count += (uint32_t)__builtin_popcountll(h->contrib[w]);
+		inf.count += h->contrib[w] != 0 ? (uint32_t)__builtin_popcountll(h->contrib[w]) : 0;
 	}
 	memcpy(out, slot_res(r->tmp), r->size);
 	if (info != NULL)
@@ -729,6 +833,8 @@ static void check_root(loco_reduce_t *r)
 /* reset -- partitioned: the next call decides again, as a joiner (peers drop our row). */
 static int reset(loco_reduce_t *r)
 {
+	memset(r->seen, 0, sizeof(r->seen)); /* rows come back as new ones */
+	memset(&r->res_seen, 0, sizeof(r->res_seen));
 	r->first = 0;
 	r->hello = 0;
 	r->in_round = 0;

@@ -9,7 +9,8 @@
  * value. A node may run at most one round ahead of the slowest, so its
  * next round writes the other table and never overwrites a value a slow
  * node is still reading. With 3 or more members the rows go to a root
- * (the lowest id), which combines them and pushes the result to all; the
+ * (the lowest id; for 8-byte values on shm, turning with the round),
+ * which combines them and pushes the result to all; the
  * values of a round are combined in ascending node-id order, so all nodes
  * of a round with stable membership get bit-identical results and the
  * same contributor set. A member that
