@@ -553,7 +553,10 @@ static int turns(loco_reduce_t *r, const uint32_t *ids, int n)
  * pick_root -- the root of round @rd, when ROOT_MIN rows or more are present (else 0): of the
  * @n present @ids (loco_sst_rows(), ascending), the first that takes part in the round (this
  * node, or a row decided with a first round <= @rd), from the lowest id on, or from position
- * @rd mod @n on (around) when the root turns (turns()).
+ * @rd mod @n on (around) when the root turns (turns()). A row read decided last time is taken
+ * as it was, without a look: its node decides again only after a partition, and a root that
+ * does not take part costs one round the nodes settle themselves (which then forgets what the
+ * rows showed, run_once()), never a wrong result.
  */
 static uint32_t pick_root(loco_reduce_t *r, uint64_t rd, const uint32_t *ids, int n)
 {
@@ -568,6 +571,9 @@ static uint32_t pick_root(loco_reduce_t *r, uint64_t rd, const uint32_t *ids, in
 
 		if (ids[i] == r->me)
 			return r->me;
+		h = &r->seen[rd & 1][ids[i]];
+		if (h->valid && first_of(h->state) != 0 && first_of(h->state) <= rd)
+			return ids[i]; /* decided, as read last: no look (see below) */
 		h = peer_seen(r, (int)(rd & 1), ids[i], &fresh);
 		if (h != NULL && first_of(h->state) != 0 && first_of(h->state) <= rd)
 			return ids[i];
@@ -880,6 +886,9 @@ static int run_once(loco_reduce_t *r, const void *in, void *out, struct loco_red
 	if (loco_channel_partitioned(r->ch))
 		return -LOCO_EPARTITION;
 	if (!taken) {
+		if (r->root != 0 && r->root != r->me)
+			memset(r->seen, 0,
+			       sizeof(r->seen)); /* the root did not serve: look again */
 		combine(r, out, info);
 		if (r->root == r->me)
 			publish(r, out, deadline);
