@@ -522,8 +522,8 @@ static int decide(loco_reduce_t *r, int64_t deadline, uint64_t *first)
  * sst line and every present peer's link is shared memory (loco_member_fabric()). There a
  * push executes in the pushing thread, so the root's fold and its publishing run on the root's
  * CPU; turning the root spreads them over the nodes' CPUs, whatever the placement (4 nodes on
- * 2 cores, bound: 8 B 3.9 -> 3.7 us). Elsewhere it costs (tcp 8 B 29 -> 35 us; shm 4 KiB 7.3 ->
- * 8.2 us), so the root stays the lowest id. Nodes on more than one host all have a tcp link,
+ * 2 cores, bound: 8 B 3.54 -> 3.40 us). Elsewhere it costs (tcp 8 B 29 -> 35 us, 4 KiB 40 ->
+ * 53 us; shm 4 KiB 7.3 -> 8.2 us), so the root stays the lowest id. Nodes on more than one host all have a tcp link,
  * so they agree; a link still being made says no for a round (a node that picks another root
  * than its peers settles the round itself, see the top of the file). Looked up again only
  * when the present rows change.
@@ -886,9 +886,9 @@ static int run_once(loco_reduce_t *r, const void *in, void *out, struct loco_red
 	if (loco_channel_partitioned(r->ch))
 		return -LOCO_EPARTITION;
 	if (!taken) {
+		/* the root did not serve (pick_root() took a stale row?): look again */
 		if (r->root != 0 && r->root != r->me)
-			memset(r->seen, 0,
-			       sizeof(r->seen)); /* the root did not serve: look again */
+			memset(r->seen, 0, sizeof(r->seen));
 		combine(r, out, info);
 		if (r->root == r->me)
 			publish(r, out, deadline);

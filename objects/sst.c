@@ -336,7 +336,7 @@ int loco_sst_store_mine(loco_sst_t *sst, const void *row)
 	return 0;
 }
 
-/* others -- how many nodes but this one have a present row. */
+/* others -- how many nodes but this one have a present row (at least 1). */
 static unsigned others(const loco_sst_t *sst)
 {
 	struct rows_it it = rows_first(sst);
@@ -344,7 +344,7 @@ static unsigned others(const loco_sst_t *sst)
 
 	for (uint32_t node = rows_next(sst, &it); node != 0; node = rows_next(sst, &it))
 		n += node != sst->me;
-	return n;
+	return n > 0 ? n : 1; /* the one being pushed to, were its row gone meanwhile */
 }
 
 /* sst_slot -- where the current version of the own row is pushed from (@need WRITEs). */
