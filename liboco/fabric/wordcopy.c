@@ -57,6 +57,15 @@ void fab_copy_in(void *dst, const void *src, size_t len, uint64_t pause_ns)
 		__atomic_store_n(d++, __atomic_load_n(s++, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
 		len--;
 	}
+	if (pause_ns == 0 && ((uintptr_t)s & 7) == 0) {
+		/* the common case, both aligned (a tcp WRITE lands so): a load and a store a word,
+		 * not a call (a 4 KiB landing was 4 % of a tcp allreduce's CPU) */
+		for (; len >= 8; len -= 8, s += 8, d += 8)
+			__atomic_store_n(
+			    (uint64_t *)(void *)d,
+			    __atomic_load_n((const uint64_t *)(const void *)s, __ATOMIC_RELAXED),
+			    __ATOMIC_RELAXED);
+	}
 	for (; len >= 8; len -= 8, s += 8, d += 8) {
 		uint64_t w;
 

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * wordcopy.c -- fab_copy_out(), fab_copy_in() and fab_land_write()
+ * (liboco/fabric/wordcopy.c): every length and every alignment of source
+ * and destination (the aligned fast path of fab_copy_in and its per-word
+ * path, with and without a pause, the slow-write line shuffle) copies
+ * exactly the bytes asked for and touches nothing around them.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "provider.h"
+
+#define MAXLEN 4200
+#define GUARD  16
+
+static uint8_t src[MAXLEN + 2 * GUARD] __attribute__((aligned(64)));
+static uint8_t dst[MAXLEN + 2 * GUARD] __attribute__((aligned(64)));
+
+static void fill(void)
+{
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i * 131 + 7);
+	memset(dst, 0xee, sizeof(dst));
+}
+
+/* check -- dst[GUARD + doff, + len) holds src[GUARD + soff, + len); the rest is still 0xee. */
+static void check(size_t doff, size_t soff, size_t len)
+{
+	for (size_t i = 0; i < sizeof(dst); i++) {
+		size_t lo = GUARD + doff, hi = lo + len;
+		uint8_t want = i >= lo && i < hi ? src[GUARD + soff + (i - lo)] : 0xee;
+
+		if (dst[i] != want)
+			fail_msg("doff %zu soff %zu len %zu: byte %zu is %#x, want %#x", doff, soff,
+			         len, i, dst[i], want);
+	}
+}
+
+static const size_t lens[] = {0, 1, 7, 8, 9, 15, 16, 63, 64, 65, 127, 200, 4096, 4104};
+
+static void copy_in__every_alignment(void **state)
+{
+	(void)state;
+	for (size_t d = 0; d < 8; d++)
+		for (size_t s = 0; s < 8; s++)
+			for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+				fill();
+				fab_copy_in(dst + GUARD + d, src + GUARD + s, lens[k], 0);
+				check(d, s, lens[k]);
+			}
+}
+
+static void copy_in__with_pause(void **state)
+{
+	(void)state;
+	for (size_t d = 0; d < 8; d += 3)
+		for (size_t s = 0; s < 8; s += 4) {
+			fill();
+			fab_copy_in(dst + GUARD + d, src + GUARD + s, 100, 1);
+			check(d, s, 100);
+		}
+}
+
+static void copy_out__every_alignment(void **state)
+{
+	(void)state;
+	for (size_t d = 0; d < 8; d++)
+		for (size_t s = 0; s < 8; s++)
+			for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+				fill();
+				fab_copy_out(dst + GUARD + d, src + GUARD + s, lens[k]);
+				check(d, s, lens[k]);
+			}
+}
+
+static void land_write__plain_and_shuffled(void **state)
+{
+	uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+	(void)state;
+	for (uint64_t slow = 0; slow < 2; slow++)
+		for (size_t d = 0; d < 8; d += 5)
+			for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+				fill();
+				fab_land_write(slow, &rng, dst + GUARD + d, src + GUARD, lens[k]);
+				check(d, 0, lens[k]);
+			}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(copy_in__every_alignment),
+	    cmocka_unit_test(copy_in__with_pause),
+	    cmocka_unit_test(copy_out__every_alignment),
+	    cmocka_unit_test(land_write__plain_and_shuffled),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
