@@ -28,6 +28,7 @@
 
 #include "chan.h"
 #include "log.h"
+#include "wait.h"
 
 /* A callback to run: peer @node joined (or left) channel @chan. */
 struct lc_cb_event {
@@ -634,8 +635,10 @@ int loco_channel_join(loco_channel_t *ch, int64_t timeout_ns)
 		pending = ch->cb_pending;
 		pthread_mutex_unlock(&m->lock);
 		/* paired, and the objects heard of it: their peer_join callbacks ran */
-		if (n + 1 >= ch->nodes && pending == 0)
+		if (n + 1 >= ch->nodes && pending == 0) {
+			lc_spread(m); /* the spin policy's start: the thread spins from here */
 			return 0;
+		}
 		if (loco_manager_partitioned(m))
 			return -LOCO_EPARTITION;
 		if (timeout_ns >= 0 && lc_now_ns() - start >= (uint64_t)timeout_ns) {

@@ -45,6 +45,9 @@ const struct lc_config_entry lc_config_table[] = {
     {"LOCO_TCP_SPIN_US", NULL,
      "tcp: NIC thread busy-poll before blocking (default: 0 unless LOCO_WAIT=spin, then "
      "automatic)"},
+    {"LOCO_SPREAD", "1",
+     "spin: the first join moves the joining thread to CPU (its index among this host's nodes) "
+     "mod (CPUs it may use), mask unchanged; 0: leave placement to the scheduler"},
     {NULL, NULL, NULL},
 };
 
@@ -121,6 +124,7 @@ int lc_config_read(const loco_config_t *cfg, struct lc_config *out)
 {
 	static const loco_config_t none;
 	struct lc_config c;
+	const char *v;
 	int ret;
 
 	if (cfg == NULL)
@@ -142,6 +146,12 @@ int lc_config_read(const loco_config_t *cfg, struct lc_config *out)
 	}
 	if (ret)
 		return ret;
+	v = getenv("LOCO_SPREAD");
+	c.spread = v == NULL || *v == '\0' || strcmp(v, "1") == 0;
+	if (v != NULL && *v != '\0' && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
+		lc_log_err("manager: LOCO_SPREAD=%s: say 0 or 1", v);
+		return -EINVAL;
+	}
 	c.rejoin = !cfg->no_rejoin;
 	if (getenv("LOCO_REJOIN") != NULL && *getenv("LOCO_REJOIN") != '\0')
 		c.rejoin = strcmp(getenv("LOCO_REJOIN"), "0") != 0;

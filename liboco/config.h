@@ -38,6 +38,7 @@ struct lc_config {
 	uint32_t max_inline; /* LOCO_MAX_INLINE: inline payloads asked of the fabric */
 	int rejoin;          /* LOCO_REJOIN: an excluded node rejoins by itself (default 1) */
 	int wait;            /* LOCO_WAIT: enum loco_wait_policy, never LOCO_WAIT_DEFAULT */
+	int spread;          /* LOCO_SPREAD: spinning nodes of a host start on different CPUs */
 };
 
 /*

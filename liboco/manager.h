@@ -117,6 +117,7 @@ struct loco_manager {
 	int fab_watched;           /* progress thread: the fab's wait fd is in epfd (armed) */
 	struct lc_ack_table acks;
 	struct lc_wait wait; /* wait.c: LOCO_WAIT and the block policy's wake-ups */
+	int spread_done;     /* spread.c: a join placed the joining thread (m->lock) */
 
 	/* channel.c, region.c */
 	struct loco_channel *channels;

@@ -28,6 +28,7 @@
 #ifndef LOCO_LC_WAIT_H
 #define LOCO_LC_WAIT_H
 
+#include <sched.h>
 #include <stdint.h>
 
 #include <loco/channel.h>
@@ -63,5 +64,19 @@ void lc_wait_signal(struct lc_wait *w);
 
 /* lc_waiter_init -- loco_waiter_init() on wait state @s (NULL: the default policy, no wakes). */
 void lc_waiter_init(loco_waiter_t *w, struct lc_wait *s);
+
+/*
+ * lc_spread -- spin policy, LOCO_SPREAD=1 (the default): the first time a
+ * channel of @m is joined, move the calling thread to the CPU its place
+ * among this host's nodes picks (lc_spread_cpu(): the nodes whose control
+ * address has our IP, by id; round robin over the CPUs the thread may
+ * use), then give it back its CPU mask: it starts there and the scheduler
+ * may move it. Nothing for other policies, a node alone on its host, or a
+ * thread that may use one CPU (loco-run --bind). Logged at info. spread.c.
+ */
+void lc_spread(loco_manager_t *m);
+
+/* lc_spread_cpu -- the @index-th CPU of @allowed, round robin; -1 if @allowed is empty. */
+int lc_spread_cpu(const cpu_set_t *allowed, uint32_t index);
 
 #endif /* LOCO_LC_WAIT_H */

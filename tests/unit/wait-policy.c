@@ -59,6 +59,41 @@ static void config__env_wins_over_field_over_default(void **state)
 	assert_int_equal(lc_config_read(&cfg, &c), -EINVAL);
 }
 
+static void spread__env_and_round_robin(void **state)
+{
+	struct lc_config c;
+	cpu_set_t set;
+
+	(void)state;
+	unsetenv("LOCO_SPREAD");
+	assert_int_equal(lc_config_read(NULL, &c), 0);
+	assert_int_equal(c.spread, 1); /* the default */
+	setenv("LOCO_SPREAD", "0", 1);
+	assert_int_equal(lc_config_read(NULL, &c), 0);
+	assert_int_equal(c.spread, 0);
+	setenv("LOCO_SPREAD", "1", 1);
+	assert_int_equal(lc_config_read(NULL, &c), 0);
+	assert_int_equal(c.spread, 1);
+	setenv("LOCO_SPREAD", "yes", 1);
+	assert_int_equal(lc_config_read(NULL, &c), -EINVAL);
+	unsetenv("LOCO_SPREAD");
+
+	/* the index-th allowed CPU, round robin over a mask with holes */
+	CPU_ZERO(&set);
+	assert_int_equal(lc_spread_cpu(&set, 0), -1);
+	CPU_SET(1, &set);
+	CPU_SET(3, &set);
+	CPU_SET(6, &set);
+	assert_int_equal(lc_spread_cpu(&set, 0), 1);
+	assert_int_equal(lc_spread_cpu(&set, 1), 3);
+	assert_int_equal(lc_spread_cpu(&set, 2), 6);
+	assert_int_equal(lc_spread_cpu(&set, 3), 1);
+	assert_int_equal(lc_spread_cpu(&set, 7), 3);
+	CPU_ZERO(&set);
+	CPU_SET(CPU_SETSIZE - 1, &set);
+	assert_int_equal(lc_spread_cpu(&set, 5), CPU_SETSIZE - 1);
+}
+
 static void waiter__follows_policy(void **state)
 {
 	struct lc_wait s;
@@ -108,6 +143,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(parse__names_and_garbage),
 	    cmocka_unit_test(config__env_wins_over_field_over_default),
+	    cmocka_unit_test(spread__env_and_round_robin),
 	    cmocka_unit_test(waiter__follows_policy),
 	    cmocka_unit_test(block__event_seen_nobody_left_blocked),
 	};
