@@ -7,10 +7,12 @@
 # with LOCO_WAIT=spin (MPI polls too) and with the default wait policy (sleep). Prints every
 # run's median and p99 (us per allreduce, timed on rank 0 / node 1) and the median of the
 # medians. Unbound first (mpirun does not bind oversubscribed ranks by default, nor does
-# loco-run); then bound the same way on both sides ("-bound": rank / node k on the k-th CPU,
-# round robin: mpirun --bind-to core:overload-allowed, loco-run --bind), which takes out the
-# scheduler's placement of 4 spinning processes on 2 cores (3 on one core and 1 on the other
-# in some runs, for either), so the two are compared on the same placement.
+# loco-run; but LOCO's spinning nodes start spread over the CPUs, LOCO_SPREAD=1, the default:
+# "-nospread" is LOCO with the kernel's placement alone); then bound the same way on both
+# sides ("-bound": rank / node k on the k-th CPU, round robin: mpirun --bind-to
+# core:overload-allowed, loco-run --bind), which takes out the scheduler's placement of 4
+# spinning processes on 2 cores (3 on one core and 1 on the other in some runs), so the two
+# are compared on the same placement.
 #
 #   bench/peers/run.sh [BUILD_DIR] [RUNS] [ITERS]
 set -euo pipefail
@@ -36,6 +38,10 @@ for _ in $(seq 1 "$RUNS"); do
 				--timeout 300 "$BUILD/bench/peers/loco-reduce" "$ITERS" |
 				sed "s/^loco/loco-$fabric-$wait/" >>"$OUT"
 		done
+		# the kernel's placement alone, as MPI's unbound ranks have it
+		LOCO_SPREAD=0 LOCO_WAIT=spin LOCO_FABRIC=$fabric "$BUILD/tools/loco-run" -n 4 \
+			--no-prefix --timeout 300 "$BUILD/bench/peers/loco-reduce" "$ITERS" |
+			sed "s/^loco/loco-$fabric-spin-nospread/" >>"$OUT"
 	done
 	if [ -x "$BUILD/bench/peers/mpi-allreduce" ]; then
 		for btl in tcp vader; do
