@@ -366,9 +366,13 @@ void lc_vw_install(loco_manager_t *m, uint64_t id, const struct lc_member_info *
 
 		for (uint32_t j = 0; j < old_n; j++)
 			if (old[j].info.node == list[i].node && old[j].info.inc == list[i].inc) {
+				/*
+				 * as it was, said LEAVE included: a member whose LEAVE came
+				 * while another's removal was agreed stays leaving, and the
+				 * view that drops it next says it left, not that it failed
+				 */
 				nv = old[j];
 				nv.info = list[i];
-				nv.left = 0;
 			}
 		vw->v[i] = nv;
 	}
@@ -569,6 +573,13 @@ void lc_view_msg(loco_manager_t *m, struct lc_conn *c, const struct lc_msg *in)
 				break;
 			}
 		}
+		break;
+	case LC_VC_LEFT:
+		/* the coordinator heard its LEAVE: the view that drops it next says it left */
+		i = vw_idx(vw, in->u.vc.node);
+		if (i != NO_INDEX && vw->v[i].info.inc == in->u.vc.inc &&
+		    in->u.vc.node != m->node_id && lc_view_in(m, from, c->peer.inc))
+			vw->v[i].left = 1;
 		break;
 	case LC_VC_PROBE_ACK:
 		for (unsigned k = 0; k < PROBES; k++) {

@@ -51,6 +51,7 @@ enum lc_vc_kind {
 	LC_VC_SUSPECT,   /* node, inc: the sender suspects it (-> coordinator) */
 	LC_VC_PROBE_REQ, /* node, inc: coordinator -> prober */
 	LC_VC_PROBE_ACK, /* node, inc, flag 1: heard within the probe bound */
+	LC_VC_LEFT,      /* node, inc: it said LEAVE (coordinator -> members, before the VIEW) */
 };
 
 enum lc_view_state {

@@ -179,12 +179,40 @@ void lc_vw_on_promise(loco_manager_t *m, uint32_t from, uint64_t t, uint64_t b, 
 		lc_vw_on_accepted(m, m->node_id, vw->target, vw->ballot);
 }
 
+/*
+ * tell_left -- before the VIEW: which members it drops said LEAVE here. A
+ * member may get the VIEW before a leaver's own LEAVE (another connection),
+ * and would take the leaver for failed; on ours this comes first.
+ */
+static void tell_left(loco_manager_t *m)
+{
+	struct lc_view *vw = m->vw;
+
+	for (uint32_t i = 0; i < vw->n; i++) {
+		const struct lc_member_info *x = &vw->v[i].info;
+		struct lc_msg *msg;
+		int kept = 0;
+
+		for (uint32_t j = 0; j < vw->pn && !kept; j++)
+			kept = vw->prop[j].node == x->node && vw->prop[j].inc == x->inc;
+		if (kept || !vw->v[i].left || x->node == m->node_id)
+			continue;
+		msg = lc_vw_msg(m, LC_VC_LEFT, vw->target);
+		msg->u.vc.node = x->node;
+		msg->u.vc.inc = x->inc;
+		broadcast_view_members(m, msg);
+	}
+}
+
 /* commit -- a majority accepted: send VIEW to the members of both views, install it. */
 static void commit(loco_manager_t *m)
 {
 	struct lc_view *vw = m->vw;
-	struct lc_msg *msg = lc_vw_msg(m, LC_VC_VIEW, vw->target);
+	struct lc_msg *msg;
 	uint32_t n = vw->pn;
+
+	tell_left(m);
+	msg = lc_vw_msg(m, LC_VC_VIEW, vw->target); /* the same buffer as tell_left()'s */
 
 	memcpy(msg->u.vc.m, vw->prop, n * sizeof(vw->prop[0]));
 	msg->u.vc.n = n;
