@@ -41,8 +41,7 @@ struct lc_conn *lc_conn_new(int fd, int initiator, uint32_t node, uint64_t inc)
 
 void lc_conn_free(struct lc_conn *c)
 {
-	if (c->fd >= 0)
-		close(c->fd);
+	lc_sock_close(c->fd); /* a FIN, not a RST: the peer reads what we sent last */
 	pthread_mutex_destroy(&c->tx_lock);
 	free(c->tx);
 	free(c->rx);

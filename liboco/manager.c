@@ -468,10 +468,16 @@ void loco_fini(loco_manager_t *m)
 	 */
 	lc_members_leave(m);
 	deadline = lc_now_ns() + LC_IO_TIMEOUT_MS * 1000000ull;
-	for (int left = 0; !left && lc_now_ns() < deadline; usleep(1000)) {
+	for (int left = 0; !left; usleep(1000)) {
 		pthread_mutex_lock(&m->lock);
 		left = lc_view_left(m);
 		pthread_mutex_unlock(&m->lock);
+		if (!left && lc_now_ns() >= deadline) {
+			lc_log_warn("manager: leaving without a view that drops node %u: none came "
+			            "within %u ms",
+			            (unsigned)m->node_id, (unsigned)LC_IO_TIMEOUT_MS);
+			break;
+		}
 	}
 	while (!lc_members_sent(m) && lc_now_ns() < deadline + LC_IO_TIMEOUT_MS * 1000000ull)
 		usleep(1000);

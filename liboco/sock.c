@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sock.h"
 
@@ -37,4 +38,21 @@ int lc_sock_io_full(int fd, void *buf, size_t len, int out, uint64_t deadline_ns
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+void lc_sock_close(int fd)
+{
+	uint8_t sink[4096];
+
+	if (fd < 0)
+		return;
+	for (int i = 0; i < 64; i++) {
+		ssize_t n = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+	}
+	close(fd);
 }

@@ -16,4 +16,13 @@
  */
 int lc_sock_io_full(int fd, void *buf, size_t len, int out, uint64_t deadline_ns);
 
+/*
+ * lc_sock_close -- close @fd (< 0: nothing) after reading and dropping what
+ * already came and was not read (at most 64 reads, never blocking): a TCP
+ * socket closed with unread bytes sends a RST instead of a FIN, which the
+ * peer takes for an error (ECONNRESET) and which can cost it the last
+ * bytes we sent (a VIEW that tells a leaver it is out, a NAK).
+ */
+void lc_sock_close(int fd);
+
 #endif

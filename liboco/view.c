@@ -612,8 +612,27 @@ int lc_view_left(loco_manager_t *m)
 {
 	struct lc_view *vw = m->vw;
 
-	return __atomic_load_n(&vw->left, __ATOMIC_ACQUIRE) || vw->state != LC_VS_NORMAL ||
-	       vw->n <= 1;
+	if (__atomic_load_n(&vw->left, __ATOMIC_ACQUIRE) || vw->state != LC_VS_NORMAL || vw->n <= 1)
+		return 1;
+	if (!m->leaving)
+		return 0;
+	/*
+	 * Leaving, and every other member of the view left too: it said LEAVE,
+	 * or we dropped it as we leave. Nobody stays who needs our vote, and no
+	 * view may reach us any more (several leaving at once: a coordinator
+	 * that left may take its VIEW with it, and the next one's PREPARE may
+	 * come before the view it follows). Without this such a leaver waited
+	 * out the leave bound (2 s), and logged itself partitioned after the
+	 * failure bound.
+	 */
+	for (uint32_t i = 0; i < vw->n; i++) {
+		struct lc_member *mb = lc_member_find(m, vw->v[i].info.node);
+
+		if (vw->v[i].info.node != m->node_id && !vw->v[i].left && mb != NULL &&
+		    mb->conn != NULL && !lc_conn_is_dead(mb->conn))
+			return 0;
+	}
+	return 1;
 }
 
 int lc_view_admit_check(loco_manager_t *m, uint32_t node, uint64_t inc, const char **why)

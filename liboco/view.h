@@ -117,7 +117,11 @@ void lc_view_send_hb(loco_manager_t *m, struct lc_conn *c);
 /* lc_view_timers -- suspicion, probes, rounds, partition, rejoin; lowers *@wake. */
 void lc_view_timers(loco_manager_t *m, uint64_t now, uint64_t *wake);
 
-/* lc_view_leaving -- loco_fini(): 1 once a view without us is in (or nobody is left). */
+/*
+ * lc_view_left -- loco_fini(): 1 once a view without us is in (or nobody is
+ * left), or, leaving, once every other member of the view said LEAVE too
+ * or has no live control connection to us. m->lock held.
+ */
 int lc_view_left(loco_manager_t *m);
 
 /* lc_view_dispatch -- progress thread, no lock: run the application's event function. */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../../log.h"
+#include "../../sock.h"
 #include "tcp.h"
 
 void tcp_link_set_out(struct tcp_link *l, int want)
@@ -229,7 +230,7 @@ void tcp_link_fail(struct tcp_link *l, int first_err, int err, const char *why)
 		tcp_link_set_out(l, tcp_tx_used(l) > 0);
 	} else if (l->fd >= 0) {
 		epoll_ctl(l->fab->epfd, EPOLL_CTL_DEL, l->fd, NULL);
-		close(l->fd);
+		lc_sock_close(l->fd); /* a FIN, not a RST: the peer logs a close, not an error */
 		l->fd = -1;
 	}
 	tcp_cq_wake(l->fab);
