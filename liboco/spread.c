@@ -22,16 +22,6 @@
 #include "member.h"
 #include "wait.h"
 
-/* same_ip -- whether control addresses @a and @b ("ip:port", "[ip6]:port") name one IP. */
-static int same_ip(const char *a, const char *b)
-{
-	const char *ca = strrchr(a, ':'), *cb = strrchr(b, ':');
-	size_t na = ca != NULL ? (size_t)(ca - a) : strlen(a);
-	size_t nb = cb != NULL ? (size_t)(cb - b) : strlen(b);
-
-	return na == nb && memcmp(a, b, na) == 0;
-}
-
 int lc_spread_cpu(const cpu_set_t *allowed, uint32_t index)
 {
 	int n = CPU_COUNT(allowed), k;
@@ -48,6 +38,7 @@ int lc_spread_cpu(const cpu_set_t *allowed, uint32_t index)
 void lc_spread(loco_manager_t *m)
 {
 	uint32_t below = 0, local = 1;
+	struct fab_addr self, peer;
 	cpu_set_t old, one;
 	int cpu;
 
@@ -59,10 +50,14 @@ void lc_spread(loco_manager_t *m)
 		return;
 	}
 	m->spread_done = 1;
-	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next) {
-		if (mb->up && same_ip(mb->info.ctrl_addr, m->ctrl_addr)) {
-			local++;
-			below += mb->info.node < m->node_id;
+	/* this host's nodes: the members whose control address has our IP */
+	if (fab_addr_parse(m->ctrl_addr, 0, &self) == 0) {
+		for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next) {
+			if (mb->up && fab_addr_parse(mb->info.ctrl_addr, 0, &peer) == 0 &&
+			    fab_same_host(&self, &peer)) {
+				local++;
+				below += mb->info.node < m->node_id;
+			}
 		}
 	}
 	pthread_mutex_unlock(&m->lock);

@@ -41,6 +41,7 @@
 #ifndef LOCO_FABRIC_H
 #define LOCO_FABRIC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -220,6 +221,9 @@ void fab_attr_defaults(struct fab_attr *attr);
 /* fab_addr_parse / fab_addr_format -- "ip:port" <-> struct fab_addr. */
 int fab_addr_parse(const char *str, uint16_t default_port, struct fab_addr *out);
 int fab_addr_format(const struct fab_addr *addr, char *buf, size_t len);
+
+/* fab_same_host -- whether @a and @b hold the same IP address (ports ignored). */
+bool fab_same_host(const struct fab_addr *a, const struct fab_addr *b);
 
 /* fab_get_addr -- the address peers connect to. */
 static inline int fab_get_addr(struct fab *fab, struct fab_addr *out)

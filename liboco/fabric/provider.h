@@ -87,9 +87,6 @@ static inline uint32_t fab_hold_ms(const struct fab_attr *attr)
 	return attr->timeout_ms > FAB_HOLD_MIN_MS ? attr->timeout_ms : FAB_HOLD_MIN_MS;
 }
 
-/* fab_same_host -- whether @a and @b hold the same IP address (ports ignored). */
-bool fab_same_host(const struct fab_addr *a, const struct fab_addr *b);
-
 /* A rate-limited warning: at most one a second, counting those it swallowed. */
 struct fab_ratelog {
 	uint64_t next_ns;
