@@ -11,7 +11,10 @@
  * asserts it is below BOUND_PCT of one core. The bound is loose on
  * purpose: the machine is shared and a wake-up may be charged late, but
  * a spinning waiter uses ~100 % (LOCO_WAIT=spin makes this test fail).
- * The figures are printed; the target of the policy is <= 5 %.
+ * The figures are printed; the target of the policy is <= 5 %. Under
+ * emulation (the verbs VM, LOCO_TEST_SCALE > 1) every wake-up costs ~10x:
+ * the waiter used 18.6 % there (2-4 % natively), so the bound is
+ * BOUND_EMU_PCT, which a spinner still exceeds.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,8 +26,9 @@
 
 #include "scenario.h"
 
-#define IDLE_MS   2000
-#define BOUND_PCT 30.0
+#define IDLE_MS       2000
+#define BOUND_PCT     30.0
+#define BOUND_EMU_PCT 60.0
 
 /* cpu_ns -- this process's user and system CPU time so far. */
 static void cpu_ns(int64_t *user, int64_t *sys)
@@ -44,6 +48,7 @@ int main(int argc, char **argv)
 	int64_t u0, s0, u1, s1, t0, t1;
 	double pct;
 	const char *policy = getenv("LOCO_WAIT");
+	double bound = sc_scaled(1000) == 1000 ? BOUND_PCT : BOUND_EMU_PCT;
 
 	sc_init("barrier-idle-cpu", argc, argv, 60);
 	if (sc_nodes() < 2)
@@ -69,12 +74,12 @@ int main(int argc, char **argv)
 		    "%.1f %% of a core (bound %.0f %%)\n",
 		    policy != NULL && *policy != '\0' ? policy : "sleep (default)",
 		    (double)(t1 - t0) / 1e6, (double)(u1 - u0) / 1e6, (double)(s1 - s0) / 1e6, pct,
-		    BOUND_PCT);
+		    bound);
 		SC_ASSERT(t1 - t0 >=
 		          (IDLE_MS / 2) * 1000000ll); /* it really waited for the others */
-		if (pct >= BOUND_PCT)
+		if (pct >= bound)
 			SC_FAIL("an idle barrier wait used %.1f %% of a core (bound %.0f %%)", pct,
-			        BOUND_PCT);
+			        bound);
 	}
 	SC_ASSERT_OK(loco_barrier_wait(b, 20 * SC_NS)); /* nobody leaves before node 1 measured */
 	loco_barrier_destroy(b);

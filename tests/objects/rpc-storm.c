@@ -298,9 +298,10 @@ int main(int argc, char **argv)
 		 * overflow: a call that finds the ring full waits in a batch that
 		 * later ones join while it stays full; one alone goes as it came
 		 * (a node whose only full ring was met by one call batches none),
-		 * but across the burst some node batches
+		 * but across the burst some node batches (where the rings fill,
+		 * not in the VM: there a ring met full once may batch nothing)
 		 */
-		if (agg == LOCO_RPC_AGG_OVERFLOW && !threads && full > 0)
+		if (agg == LOCO_RPC_AGG_OVERFLOW && !threads && full > 0 && sc_scaled(1000) == 1000)
 			SC_ASSERT(batched > 0);
 	}
 	sc_sync_wait(&sync, "summed", 60000);
