@@ -12,11 +12,18 @@
  * in the run, 20% DEL, every operation recorded. When node 1's threads
  * made PRE operations it spawns node 10 (role "joiner"), which makes the
  * map with cfg.join = 1 and reports once loco_map_sync() says it serves.
- * When they made MID operations node 1 tells node 11 (SIGUSR1) to leave:
- * loco_map_leave(), destroy, loco_fini(), exit 0. Each thread goes on
- * until it made POST operations after the leave. Any error fails the
- * test. Node 1 then checks that node 10 owns some keys and node 11 none, * and checks each key's history with the WGL checker (map-check.h),
- * versions included.
+ * When they made MID operations and node 10 serves, node 1 tells node 11
+ * (SIGUSR1) to leave: loco_map_leave(), destroy, loco_fini(), exit 0.
+ * Past MID, until the leave is done, a thread's operations slow down the
+ * longer it waits for a move (5 ms apart at first, then 1/32 of the wait
+ * so far, the clock starting again when node 10 serves), so that they
+ * keep running through both moves however long node 10 takes to start;
+ * and it never uses the last POST of its OPS_MAX records before the
+ * leave (it waits for the leave instead), so that the records do not run
+ * out however slow the start-up is. Each thread goes on until it made
+ * POST operations after the leave. Any error fails the test. Node 1 then
+ * checks that node 10 owns some keys and node 11 none, and checks each
+ * key's history with the WGL checker (map-check.h), versions included.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -123,20 +130,48 @@ static void one_op(struct client *c, uint32_t k, int p, uint32_t seq)
 	}
 }
 
+/*
+ * pace -- past MID, before the leave is done: sleep max(5 ms, 1/32 of the
+ * time this wait lasted, from MID or from when node 10 served), so that the
+ * operations go on through either move however long it takes, at a rate
+ * that falls with its length; once only POST records are left, wait for
+ * the leave without operations. Returns BOX_LEFT as now seen.
+ */
+static uint64_t pace(struct client *c, int64_t dl, int64_t *since, uint64_t *joined)
+{
+	uint64_t t_join = sc_sync_get(c->sync, BOX_JOIN);
+	int64_t waited;
+
+	if (*since == 0 || t_join != *joined) {
+		*since = sc_now_ms();
+		*joined = t_join;
+	}
+	if (c->n >= OPS_MAX - POST) {
+		SC_WAIT_UNTIL(sc_sync_get(c->sync, BOX_LEFT) != 0, dl - sc_now_ms(),
+		              "the leave, with only the records for after it left");
+	} else {
+		waited = sc_now_ms() - *since;
+		sc_sleep_ms(waited / 32 > 5 ? (unsigned)(waited / 32) : 5);
+	}
+	return sc_sync_get(c->sync, BOX_LEFT);
+}
+
 static void *client_main(void *arg)
 {
 	struct client *c = arg;
 	unsigned seed = c->me * 7919u + c->th;
-	int64_t dl = sc_now_ms() + 90000;
+	int64_t dl = sc_now_ms() + 90000, since = 0;
+	uint64_t joined = 0;
 
 	for (uint32_t i = 1; c->n < OPS_MAX; i++) {
 		uint64_t t_left = sc_sync_get(c->sync, BOX_LEFT);
-		int64_t inv = sc_now_ns();
+		int64_t inv;
 
 		if (sc_now_ms() > dl)
 			SC_FAIL("thread %u: no %u operations after the leave in 90 s", c->th, POST);
 		if (t_left == 0 && i > MID)
-			sc_sleep_ms(5); /* the leave is under way: do not run out of records */
+			t_left = pace(c, dl, &since, &joined); /* a move is under way */
+		inv = sc_now_ns();
 		one_op(c, (uint32_t)(rand_r(&seed) % KEYS), rand_r(&seed) % 10, i);
 		if (t_left != 0 && inv > (int64_t)t_left && ++c->after >= POST)
 			break;
