@@ -57,6 +57,49 @@ struct client {
 
 static const uint32_t members[] = {1, 2, 3, 4};
 
+/* rec_get -- GET @key into record @r (kind, times, value and version; absent: 0, 0). */
+static void rec_get(loco_map_t *map, const char *key, struct rec *r)
+{
+	uint64_t v = 0;
+	size_t len = 0;
+	int ret;
+
+	r->inv = sc_now_ns();
+	ret = loco_map_get(map, key, strlen(key), &v, sizeof(v), &len, &r->ver, TMO);
+	r->resp = sc_now_ns();
+	r->kind = MC_GET;
+	if (ret == -ENOENT)
+		v = r->ver = 0;
+	else if (ret)
+		SC_FAIL("get %s: %s", key, loco_strerror(ret));
+	else
+		SC_ASSERT_EQ(len, sizeof(v));
+	r->val = v;
+}
+
+/*
+ * rec_cas -- CAS @key from version @ver (0: absent) to @v into record @r;
+ * 0 (the new version in *@nv: @ver + 1 unless @ver is 0) or -ECANCELED
+ * (any other error fails).
+ */
+static int rec_cas(loco_map_t *map, const char *key, uint64_t ver, uint64_t v, struct rec *r,
+                   uint64_t *nv)
+{
+	int ret;
+
+	r->ver = ver; /* the expected version */
+	r->inv = sc_now_ns();
+	ret = loco_map_cas(map, key, strlen(key), ver, &v, sizeof(v), nv, TMO);
+	r->resp = sc_now_ns();
+	if (ret && ret != -ECANCELED)
+		SC_FAIL("cas %s: %s", key, loco_strerror(ret));
+	r->kind = ret ? MC_CAS_FAIL : MC_CAS;
+	r->val = v;
+	if (ret == 0 && ver != 0)
+		SC_ASSERT_EQ(*nv, ver + 1);
+	return ret;
+}
+
 static void *client_main(void *arg)
 {
 	struct client *c = arg;
@@ -67,24 +110,12 @@ static void *client_main(void *arg)
 		struct rec *r = &c->recs[i];
 		char key[16];
 		uint64_t v = 0;
-		size_t len = 0;
 		int p = rand_r(&seed) % 10, ret;
 
 		r->key = (uint32_t)(rand_r(&seed) % KEYS);
 		snprintf(key, sizeof(key), "lin-%u", r->key);
 		if (p < 4) {
-			r->inv = sc_now_ns();
-			ret = loco_map_get(c->map, key, strlen(key), &v, sizeof(v), &len, &r->ver,
-			                   TMO);
-			r->resp = sc_now_ns();
-			r->kind = MC_GET;
-			if (ret == -ENOENT)
-				v = r->ver = 0;
-			else if (ret)
-				SC_FAIL("get %s: %s", key, loco_strerror(ret));
-			else
-				SC_ASSERT_EQ(len, sizeof(v));
-			r->val = v;
+			rec_get(c->map, key, r);
 			seen[r->key] = r->ver;
 		} else if (p < 7) {
 			v = (uint64_t)c->me << 40 | (uint64_t)c->th << 32 | (i + 1);
@@ -100,20 +131,8 @@ static void *client_main(void *arg)
 			uint64_t nv = 0;
 
 			v = (uint64_t)c->me << 40 | (uint64_t)c->th << 32 | (i + 1);
-			r->ver = seen[r->key]; /* the expected version */
-			r->inv = sc_now_ns();
-			ret =
-			    loco_map_cas(c->map, key, strlen(key), r->ver, &v, sizeof(v), &nv, TMO);
-			r->resp = sc_now_ns();
-			if (ret && ret != -ECANCELED)
-				SC_FAIL("cas %s: %s", key, loco_strerror(ret));
-			r->kind = ret ? MC_CAS_FAIL : MC_CAS;
-			r->val = v;
-			if (ret == 0) {
-				if (r->ver != 0)
-					SC_ASSERT_EQ(nv, r->ver + 1);
+			if (rec_cas(c->map, key, seen[r->key], v, r, &nv) == 0)
 				seen[r->key] = nv;
-			}
 		} else {
 			r->inv = sc_now_ns();
 			ret = loco_map_del(c->map, key, strlen(key), TMO);
@@ -135,36 +154,17 @@ static void final_cas(loco_map_t *map, uint32_t me, struct rec *r)
 {
 	for (uint32_t k = 0; k < KEYS; k++, r += 2) {
 		char key[16];
-		uint64_t v = 0, nv = 0;
-		size_t len = 0;
+		uint64_t nv = 0;
 		int ret;
 
 		snprintf(key, sizeof(key), "lin-%u", k);
 		r[0].key = r[1].key = k;
-		r[0].inv = sc_now_ns();
-		ret = loco_map_get(map, key, strlen(key), &v, sizeof(v), &len, &r[0].ver, TMO);
-		r[0].resp = sc_now_ns();
-		r[0].kind = MC_GET;
-		if (ret == -ENOENT)
-			v = r[0].ver = 0;
-		else if (ret)
-			SC_FAIL("final get %s: %s", key, loco_strerror(ret));
-		else
-			SC_ASSERT_EQ(len, sizeof(v));
-		r[0].val = v;
-
-		v = (uint64_t)me << 40 | (uint64_t)THREADS << 32 | (k + 1);
-		r[1].ver = r[0].ver; /* the expected version: 0 when absent */
-		r[1].inv = sc_now_ns();
-		ret = loco_map_cas(map, key, strlen(key), r[1].ver, &v, sizeof(v), &nv, TMO);
-		r[1].resp = sc_now_ns();
+		rec_get(map, key, &r[0]);
+		ret = rec_cas(map, key, r[0].ver,
+		              (uint64_t)me << 40 | (uint64_t)THREADS << 32 | (k + 1), &r[1], &nv);
 		if (ret)
 			SC_FAIL("final cas %s expecting version %llu: %s", key,
-			        (unsigned long long)r[1].ver, loco_strerror(ret));
-		if (r[1].ver != 0)
-			SC_ASSERT_EQ(nv, r[1].ver + 1);
-		r[1].kind = MC_CAS;
-		r[1].val = v;
+			        (unsigned long long)r[0].ver, loco_strerror(ret));
 	}
 }
 
