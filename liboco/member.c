@@ -52,6 +52,7 @@ static void set_link(loco_manager_t *m, uint32_t node, struct fab_link *link)
 }
 
 static void link_rebuild(loco_manager_t *m, struct lc_member *mb, int cause);
+static void link_down(loco_manager_t *m, struct lc_member *mb, int cause, int status);
 static int conn_adopt(loco_manager_t *m, struct lc_conn *c);
 
 /* cdial_start -- connect for @d; the handshake goes on in the progress thread. */
@@ -701,7 +702,7 @@ uint64_t lc_member_timers(loco_manager_t *m, uint64_t now)
 		 * itself failed is for its control connection to say.
 		 */
 		if (cause != 0) {
-			link_rebuild(m, mb, cause);
+			link_down(m, mb, cause, 0);
 			break; /* at most one per tick: the list may have changed */
 		}
 	}
@@ -757,13 +758,16 @@ void lc_member_link_errors(loco_manager_t *m)
 static void link_rebuild(loco_manager_t *m, struct lc_member *mb, int cause)
 {
 	struct fab_link *link;
+	int leaving = lc_view_said_leave(m, mb->info.node, mb->info.inc);
 
-	lc_log_info("manager: data link to node %u down (%s): rebuilding it", mb->info.node,
-	            strerror(-cause));
+	lc_log_info("manager: data link to node %u down (%s): %s", mb->info.node, strerror(-cause),
+	            leaving ? "it leaves" : "rebuilding it");
 	if (mb->up)
 		set_link(m, mb->info.node, NULL);
 	fab_link_close(mb->link);
 	mb->link = NULL;
+	if (leaving)
+		return; /* the next view drops it */
 	if (mb->conn->initiator) {
 		lc_dial_link(m, &mb->info);
 		return;
@@ -773,22 +777,43 @@ static void link_rebuild(loco_manager_t *m, struct lc_member *mb, int cause)
 		lc_member_attach_link(m, mb, link);
 }
 
+/*
+ * link_down -- @mb's data link failed (@status, 0: unknown) or is down
+ * (@cause, 0: not known to be). A member that leaves closes its links
+ * after it sent LEAVE, which may wait unread on its control connection:
+ * that is read first. A member that said LEAVE is neither suspected nor
+ * relinked (the next view drops it); any other is suspected on a reset or
+ * timeout (a failed data link is a suspicion, never a removal by itself)
+ * and its link is rebuilt. m->lock held; @mb may be gone after it.
+ */
+static void link_down(loco_manager_t *m, struct lc_member *mb, int cause, int status)
+{
+	uint32_t node = mb->info.node;
+	uint64_t inc = mb->info.inc;
+
+	if (mb->conn != NULL && mb->conn->state == LC_CONN_UP) {
+		input(m, mb->conn);
+		mb = lc_member_find(m, node);
+		if (mb == NULL || mb->info.inc != inc)
+			return;
+	}
+	if ((status == -ECONNRESET || status == -ETIMEDOUT) && mb->up &&
+	    !lc_view_said_leave(m, node, inc))
+		lc_view_suspect(m, node);
+	if (cause == 0 && mb->link != NULL)
+		cause = fab_link_state(mb->link);
+	if (cause != 0 && mb->link != NULL && mb->conn != NULL)
+		link_rebuild(m, mb, cause);
+}
+
 void lc_member_link_failed(loco_manager_t *m, uint32_t node, int status)
 {
 	struct lc_member *mb;
-	int cause;
 
 	pthread_mutex_lock(&m->lock);
 	mb = lc_member_find(m, node);
-	if (mb == NULL || m->leaving) {
-		pthread_mutex_unlock(&m->lock);
-		return;
-	}
-	/* a failed data link is a suspicion, never a removal by itself */
-	if ((status == -ECONNRESET || status == -ETIMEDOUT) && mb->up)
-		lc_view_suspect(m, node);
-	if (mb->link != NULL && mb->conn != NULL && (cause = fab_link_state(mb->link)) != 0)
-		link_rebuild(m, mb, cause);
+	if (mb != NULL && !m->leaving)
+		link_down(m, mb, 0, status);
 	pthread_mutex_unlock(&m->lock);
 }
 

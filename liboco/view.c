@@ -146,6 +146,13 @@ int lc_view_in(loco_manager_t *m, uint32_t node, uint64_t inc)
 	return i != NO_INDEX && m->vw->v[i].info.inc == inc;
 }
 
+int lc_view_said_leave(loco_manager_t *m, uint32_t node, uint64_t inc)
+{
+	int i = vw_idx(m->vw, node);
+
+	return i != NO_INDEX && m->vw->v[i].info.inc == inc && m->vw->v[i].left;
+}
+
 uint64_t lc_view_inc(loco_manager_t *m, uint32_t node)
 {
 	int i = vw_idx(m->vw, node);
@@ -210,7 +217,38 @@ struct lc_msg *lc_vw_msg(loco_manager_t *m, uint32_t kind, uint64_t view)
 	return msg;
 }
 
-/* send_view -- our installed view to @c. */
+/*
+ * tell_gone -- LEFT for each leaver our views dropped after view @since,
+ * to @c (NULL: to every member of the view), before a VIEW that follows.
+ * A member that skipped the view dropping a leaver (it got the next one
+ * first, from another coordinator) may not have had the leaver's own
+ * LEAVE yet, and would take the leaver for failed.
+ */
+void lc_vw_tell_gone(loco_manager_t *m, struct lc_conn *c, uint64_t since)
+{
+	struct lc_view *vw = m->vw;
+	uint32_t first = vw->ngone > GONE ? vw->ngone - GONE : 0;
+
+	for (uint32_t k = first; k < vw->ngone; k++) {
+		const struct gone *g = &vw->gone[k % GONE];
+		struct lc_msg *msg;
+
+		if (g->view <= since)
+			continue;
+		msg = lc_vw_msg(m, LC_VC_LEFT, g->view);
+		msg->u.vc.node = g->node;
+		msg->u.vc.inc = g->inc;
+		if (c != NULL) {
+			lc_conn_send(c, msg);
+			continue;
+		}
+		for (uint32_t i = 0; i < vw->n; i++)
+			if (vw->v[i].info.node != m->node_id)
+				lc_vw_send_to(m, vw->v[i].info.node, msg);
+	}
+}
+
+/* send_view -- our installed view to @c, after the leavers it may not know of. */
 static void send_view(loco_manager_t *m, struct lc_conn *c)
 {
 	struct lc_view *vw = m->vw;
@@ -218,6 +256,7 @@ static void send_view(loco_manager_t *m, struct lc_conn *c)
 
 	if (vw->state != LC_VS_NORMAL || c == NULL || c->state != LC_CONN_UP)
 		return;
+	lc_vw_tell_gone(m, c, 0);
 	msg = lc_vw_msg(m, LC_VC_VIEW, vw->id);
 	for (uint32_t i = 0; i < vw->n; i++)
 		msg->u.vc.m[i] = vw->v[i].info;
@@ -399,6 +438,10 @@ void lc_vw_install(loco_manager_t *m, uint64_t id, const struct lc_member_info *
 		lc_chan_rejoined(m);
 	}
 	partition_check(m, now);
+	for (uint32_t j = 0; j < old_n; j++)
+		if (old[j].left && !lc_view_in(m, old[j].info.node, old[j].info.inc))
+			vw->gone[vw->ngone++ % GONE] = (struct gone){
+			    .node = old[j].info.node, .inc = old[j].info.inc, .view = id};
 
 	/* members of the old view that are not in the new one: gone (their links close first) */
 	for (struct lc_member *mb = m->members, *next; mb != NULL; mb = next) {

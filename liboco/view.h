@@ -77,6 +77,9 @@ int lc_view_state(loco_manager_t *m);
 /* lc_view_in -- whether (@node, @inc) is in the installed view. m->lock held. */
 int lc_view_in(loco_manager_t *m, uint32_t node, uint64_t inc);
 
+/* lc_view_said_leave -- whether (@node, @inc) is in the view and said LEAVE. m->lock held. */
+int lc_view_said_leave(loco_manager_t *m, uint32_t node, uint64_t inc);
+
 /* lc_view_inc -- @node's incarnation in the installed view, or 0. m->lock held. */
 uint64_t lc_view_inc(loco_manager_t *m, uint32_t node);
 

@@ -13,10 +13,12 @@
 #include "manager.h"
 #include "view.h"
 
-#define PROBES   8  /* suspects probed at once (coordinator), probes answered at once */
-#define PROBERS  3  /* members asked to probe one suspect */
-#define EVENTS   16 /* application events queued */
-#define NO_INDEX (-1)
+#define PROBES     8  /* suspects probed at once (coordinator), probes answered at once */
+#define PROBERS    3  /* members asked to probe one suspect */
+#define EVENTS     16 /* application events queued */
+#define GONE       32 /* leavers remembered for members that skip the view dropping them */
+#define GONE_VIEWS 8  /* a commit retells the leavers of this many views before it */
+#define NO_INDEX   (-1)
 
 struct vmember {
 	struct lc_member_info info;
@@ -37,6 +39,11 @@ struct probe { /* coordinator: a suspect being probed */
 struct preq { /* prober: a probe to answer */
 	uint32_t node, coord;
 	uint64_t inc, start;
+};
+
+struct gone { /* a member that said LEAVE, and the view that dropped it */
+	uint32_t node;
+	uint64_t inc, view;
 };
 
 struct change { /* a pending removal (dead or left) or join */
@@ -70,6 +77,8 @@ struct lc_view {
 
 	struct change *joins, *rems;
 	uint32_t nj, nr;
+	struct gone gone[GONE]; /* a ring: the last leavers our views dropped */
+	uint32_t ngone;         /* entries ever written; the next goes at ngone % GONE */
 	struct probe probe[PROBES];
 	struct preq preq[PROBES];
 
@@ -116,6 +125,7 @@ static inline int vw_in(struct lc_view *vw, uint32_t node, uint64_t inc)
 void lc_vw_send_to(loco_manager_t *m, uint32_t node, struct lc_msg *msg);
 struct lc_msg *lc_vw_msg(loco_manager_t *m, uint32_t kind, uint64_t view);
 void lc_vw_install(loco_manager_t *m, uint64_t id, const struct lc_member_info *list, uint32_t n);
+void lc_vw_tell_gone(loco_manager_t *m, struct lc_conn *c, uint64_t since);
 
 /* view_paxos.c: the proposer (coordinator) and the acceptor */
 int lc_vw_rem_has(struct lc_view *vw, uint32_t node, uint64_t inc);

@@ -182,11 +182,14 @@ void lc_vw_on_promise(loco_manager_t *m, uint32_t from, uint64_t t, uint64_t b, 
 /*
  * tell_left -- before the VIEW: which members it drops said LEAVE here. A
  * member may get the VIEW before a leaver's own LEAVE (another connection),
- * and would take the leaver for failed; on ours this comes first.
+ * and would take the leaver for failed; on ours this comes first. So do
+ * the leavers of the last views: a member may skip to this one.
  */
 static void tell_left(loco_manager_t *m)
 {
 	struct lc_view *vw = m->vw;
+
+	lc_vw_tell_gone(m, NULL, vw->target > GONE_VIEWS ? vw->target - GONE_VIEWS - 1 : 0);
 
 	for (uint32_t i = 0; i < vw->n; i++) {
 		const struct lc_member_info *x = &vw->v[i].info;

@@ -4,7 +4,7 @@
  * stop-rejoin.sh, cpu-hogs.sh, duplicate-id.sh start several, each with
  * LOCO_ADDR, LOCO_NODE_ID, LOCO_JOIN and LOCO_NODES set).
  *
- *   view-node DIR           run barrier rounds until DIR/stop exists
+ *   view-node DIR           run barrier rounds until DIR/stop or DIR/leave.ID exists
  *   view-node DIR --dup     join, and expect to be refused (-EEXIST)
  *   view-node --now         print CLOCK_MONOTONIC in ns (the drivers' clock)
  *
@@ -19,7 +19,8 @@
  *   views (VIEW events).
  * Any other error of a wait fails the node, unless DIR/stop exists (a
  * peer that stopped first destroyed its barrier: -EACCES). It exits 0
- * when DIR/stop appears; the alarm (120 s) bounds it.
+ * when DIR/stop appears, or DIR/leave.ID for node ID alone (it leaves with
+ * loco_fini() as on DIR/stop; the others go on); the alarm (120 s) bounds it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -136,6 +137,7 @@ int main(int argc, char **argv)
 	int with_lock = want_lock != NULL && strcmp(want_lock, "1") == 0;
 	int64_t next_write = 0;
 	uint32_t me;
+	char leave[32];
 	unsigned seen_rejoin = 0;
 
 	if (argc > 1 && strcmp(argv[1], "--now") == 0) {
@@ -159,7 +161,8 @@ int main(int argc, char **argv)
 	if (with_lock)
 		SC_ASSERT_OK(vlock_start(&vl, dir, me));
 	sc_log("node %u in view %" PRIu64 ", channel v paired", me, loco_view(m));
-	while (!exists(dir, "stop")) {
+	snprintf(leave, sizeof(leave), "leave.%u", me);
+	while (!exists(dir, "stop") && !exists(dir, leave)) {
 		/*
 		 * Alone: no peer when the wait began nor when it ended. A round
 		 * that began with peers passed with their rows, even if an
