@@ -21,8 +21,8 @@
  * Each row: median and p99 of one operation (us), and operations per
  * second (1 / mean). Every row times the object's operation and its raw
  * operation alternately, one of each in turn (the barrier rounds too, on
- * every node), so that the ratio holds when the machine's speed drifts. Prints a table and writes JSON
- * (default bench/results/objects-<provider>.json).
+ * every node), so that the ratio holds when the machine's speed drifts. Prints a table and writes
+ * JSON (default bench/results/objects-<provider>.json).
  */
 #include <errno.h>
 #include <getopt.h>

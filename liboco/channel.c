@@ -182,7 +182,7 @@ static void fence_settle(loco_channel_t *ch, struct lc_peer *p)
 /* ------------------------------------------------------------------ */
 /* announcing and pairing (m->lock held)                              */
 
-/* param_name -- "object/key" into @out (LC_NAME_MAX + 1 bytes; loco_object_agree() checked it fits). */
+/* param_name -- "object/key" into @out (LC_NAME_MAX + 1 bytes: loco_object_agree() checked). */
 static void param_name(const loco_object_t *o, const struct lc_param *pm, char *out)
 {
 	size_t a = strnlen(o->name, LC_NAME_MAX), b = strnlen(pm->key, LC_NAME_MAX);

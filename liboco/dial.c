@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* dial.c -- dialing (dial.h): the control connections to make, and the dialer thread's data links. */
+/* dial.c -- dialing (dial.h): the control connections to make, the dialer thread's data links. */
 #include <errno.h>
 #include <sodium.h>
 #include <stdio.h>

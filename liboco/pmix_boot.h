@@ -3,9 +3,10 @@
  * pmix_boot.h -- the PMIx bootstrap (pmix.c; "pmix.h" is libpmix's header): a process
  * started by a PMIx server (Open MPI's mpirun, Slurm's srun --mpi=pmix) takes its node id
  * (rank + 1), the job size, its control-plane address and the cluster secret from the
- * launcher, and finds the members to join through in the job's PMIx store (put, commit, fence, get). Explicit LOCO_* settings (environment
- * or loco_config_t) win over PMIx, one by one. Built with libpmix when meson finds it
- * (-Dpmix); without it, lc_pmix_start() never starts one and loco_init() is unchanged.
+ * launcher, and finds the members to join through in the job's PMIx store (put, commit, fence,
+ * get). Explicit LOCO_* settings (environment or loco_config_t) win over PMIx, one by one. Built
+ * with libpmix when meson finds it (-Dpmix); without it, lc_pmix_start() never starts one and
+ * loco_init() is unchanged.
  *
  * The sequence, in loco_init(): lc_config_read(), lc_pmix_start() (PMIx_Init, node id,
  * job size, the address to listen on, rank 0 makes the secret), the manager opens its

@@ -55,7 +55,7 @@
  */
 #include "map_impl.h"
 
-/* map_free -- what create made (its thread stopped), in reverse; for destroy and create's failure. */
+/* map_free -- what create made (its thread stopped), in reverse: for destroy, a failed create. */
 static void map_free(loco_map_t *map)
 {
 	loco_rpc_destroy(map->ep);

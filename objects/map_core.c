@@ -236,7 +236,7 @@ uint64_t map_slot_key_hash(const loco_map_t *map, uint32_t i)
 	return map_key_hash((const uint8_t *)h + MAP_HDR, h->klen);
 }
 
-/* apply_copy -- a replica's write (map_forward or copy): make the key's slot, take @ver if newer. */
+/* apply_copy -- a replica's write (map_forward, copy): make the key's slot, take @ver if newer. */
 static int apply_copy(loco_map_t *map, const void *key, size_t klen, uint64_t ver, int del,
                       const void *val, size_t vlen)
 {

@@ -146,8 +146,8 @@ static int call_until(loco_map_t *map, uint32_t node, uint32_t id)
  * peers_pass -- the paired nodes not active yet: read their info word; an
  * active one joins the active mask, a joiner gets "map.done" once a
  * whole copy_all() ran since it paired (@copied): every key it will hold
- * that this node map_owns went there, and every write since goes there too. A joiner whose copies all came
- * activates itself: "map.act" to every paired member, then it serves.
+ * that this node map_owns went there, and every write since goes there too. A joiner whose
+ * copies all came activates itself: "map.act" to every paired member, then it serves.
  */
 static void peers_pass(loco_map_t *map, int copied)
 {

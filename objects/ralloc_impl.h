@@ -140,10 +140,10 @@ static inline void list_del(struct ra_host *h, int32_t *head, uint32_t i)
 /* ra_host_rr -- under lock: look up @h's table and heap once per pairing (ralloc_claim.c). */
 int ra_host_rr(loco_ralloc_t *ra, struct ra_host *h);
 
-/* ra_give_back -- under lock: give back EMPTY slices of @h until it keeps @keep (ralloc_claim.c). */
+/* ra_give_back -- under lock: give back EMPTY slices of @h till it keeps @keep (ralloc_claim.c). */
 void ra_give_back(loco_ralloc_t *ra, struct ra_host *h, uint32_t keep);
 
-/* ra_pend_settle -- under refill_lock: settle and finish an earlier claim batch (ralloc_claim.c). */
+/* ra_pend_settle -- under refill_lock: settle and end an earlier claim batch (ralloc_claim.c). */
 int ra_pend_settle(loco_ralloc_t *ra, int64_t deadline);
 
 /*

@@ -192,7 +192,7 @@ struct loco_reduce {
 	int turn;                                      /* the root turns with the round */
 };
 
-/* acks -- wait for the ack key until @deadline: 0 (peers' deaths included), -ETIMEDOUT, or an error. */
+/* acks -- wait for the ack key until @deadline: 0 (peers' deaths too), -ETIMEDOUT, or an error. */
 static int acks(loco_reduce_t *r, int64_t deadline)
 {
 	int ret = loco_ack_wait(r->ack, obj_left_ns(deadline));
@@ -523,10 +523,10 @@ static int decide(loco_reduce_t *r, int64_t deadline, uint64_t *first)
  * push executes in the pushing thread, so the root's fold and its publishing run on the root's
  * CPU; turning the root spreads them over the nodes' CPUs, whatever the placement (4 nodes on
  * 2 cores, bound: 8 B 3.54 -> 3.40 us). Elsewhere it costs (tcp 8 B 29 -> 35 us, 4 KiB 40 ->
- * 53 us; shm 4 KiB 7.3 -> 8.2 us), so the root stays the lowest id. Nodes on more than one host all have a tcp link,
- * so they agree; a link still being made says no for a round (a node that picks another root
- * than its peers settles the round itself, see the top of the file). Looked up again only
- * when the present rows change.
+ * 53 us; shm 4 KiB 7.3 -> 8.2 us), so the root stays the lowest id. Nodes on more than one
+ * host all have a tcp link, so they agree; a link still being made says no for a round (a node
+ * that picks another root than its peers settles the round itself, see the top of the file).
+ * Looked up again only when the present rows change.
  */
 static int turns(loco_reduce_t *r, const uint32_t *ids, int n)
 {

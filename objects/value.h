@@ -84,7 +84,7 @@ struct value_stage {
 	unsigned cur;                    /* the slot holding the latest version */
 };
 
-/* value_codec_init -- the encoding of a @size-byte value. 0; -EINVAL (0 or above VALUE_MAX_SIZE). */
+/* value_codec_init -- the encoding of a @size-byte value. 0; -EINVAL (0, above VALUE_MAX_SIZE). */
 int value_codec_init(struct value_codec *c, size_t size);
 
 /* value_scratch_init / _fini -- the big scratch buffer when @c needs one. 0; -ENOMEM. */

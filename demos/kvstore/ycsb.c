@@ -69,7 +69,8 @@ static uint64_t fnv64(uint64_t v)
 	return h;
 }
 
-/* YCSB's zipfian generator (Gray et al., "Quickly generating billion-record synthetic databases") */
+/* YCSB's zipfian generator (Gray et al., "Quickly generating billion-record synthetic
+ * databases") */
 struct zipf {
 	uint64_t n;
 	double theta, alpha, zetan, eta, half_pow;

@@ -99,7 +99,8 @@ int loco_lock_try_acquire(loco_lock_t *lk);
  * within lease_ns / 64 of the last renewal does nothing). Returns 0;
  * -EPERM (not held); -ETIMEDOUT (the lease had expired: release the lock);
  * -ESTALE (another node took the lock over); -ECONNRESET (the lock moved
- * away from the host of this hold); -LOCO_EPARTITION; the fabric's error. The node still holds the lock until it releases it.
+ * away from the host of this hold); -LOCO_EPARTITION; the fabric's error. The node still holds the
+ * lock until it releases it.
  */
 int loco_lock_renew(loco_lock_t *lk);
 

@@ -112,7 +112,8 @@ int loco_map_get(loco_map_t *map, const void *key, size_t klen, void *val, size_
 
 /*
  * loco_map_put -- set @key to the @vlen bytes at @val; the new version
- * into *@version (may be NULL). Returns 0; -EMSGSIZE (key or value too * long), -ENOSPC (the owner's table is full: nothing changed; or a
+ * into *@version (may be NULL). Returns 0; -EMSGSIZE (key or value too
+ * long), -ENOSPC (the owner's table is full: nothing changed; or a
  * replica's: the write holds at the owner and the replicas with room),
  * -ETIMEDOUT,
  * -EHOSTUNREACH, -EINVAL, or the rpc's error (the write may then have

@@ -117,7 +117,8 @@ void loco_rpc_cfg_default(loco_rpc_cfg_t *cfg, const uint32_t *nodes, uint32_t n
 /*
  * loco_rpc_create -- endpoint @name in @ch (this node among cfg->nodes):
  * its pipes, reply slots and, with cfg->threads, its server threads.
- * Make it before loco_channel_join(), or wait with loco_rpc_sync() after. Returns 0 and sets *@out; -EINVAL, -EEXIST,
+ * Make it before loco_channel_join(), or wait with loco_rpc_sync() after. Returns 0 and sets *@out;
+ * -EINVAL, -EEXIST,
  * -ENOMEM, -ENOSPC (the channel's announced entries), or the fabric's
  * error.
  */

@@ -66,7 +66,7 @@ void loco_sst_destroy(loco_sst_t *sst);
  */
 int loco_sst_sync(loco_sst_t *sst, int64_t timeout_ns);
 
-/* loco_sst_store_mine -- set this node's row to the @row_size bytes at @row, locally. 0; -EINVAL. */
+/* loco_sst_store_mine -- set our row to the @row_size bytes at @row, locally. 0, -EINVAL. */
 int loco_sst_store_mine(loco_sst_t *sst, const void *row);
 
 /*

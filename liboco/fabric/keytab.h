@@ -61,7 +61,7 @@ struct keytab {
 	int foreign;    /* keys come from the caller: slots by hash (keytab_init_foreign) */
 };
 
-/* keytab_init -- a table of @cap slots (1..KEYTAB_MAX) that chooses its keys. 0, -EINVAL, -ENOMEM. */
+/* keytab_init -- a table of @cap slots (1..KEYTAB_MAX) choosing its keys. 0, -EINVAL, -ENOMEM. */
 int keytab_init(struct keytab *kt, uint32_t cap);
 
 /*

@@ -5,11 +5,10 @@
  *
  * The target process registers a region, sends its address and key over a
  * pipe, then its main thread blocks reading that pipe: it never polls (a
- * helper thread only accepts and admits the link). The initiator writes and reads ranges of every size
- * and alignment (one byte to the whole region, several wire segments),
- * runs CAS that succeeds and fails and FAA (with wrap-around), checks every
- * result and completion, and at the end the target compares its own memory
- * with the image the initiator expects.
+ * helper thread only accepts and admits the link). The initiator writes and reads ranges of every
+ * size and alignment (one byte to the whole region, several wire segments), runs CAS that succeeds
+ * and fails and FAA (with wrap-around), checks every result and completion, and at the end the
+ * target compares its own memory with the image the initiator expects.
  */
 #include <stdio.h>
 #include <stdlib.h>

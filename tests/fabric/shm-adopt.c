@@ -12,9 +12,9 @@
  * wrote it, so B's registration copies nothing. (Before the chunk was
  * adopted at its first region, B's copy ran under the writer and could
  * lose its increments; on a busy machine the writer may not run during
- * the copy, so the maps check is what fails then.) Then a peer's WRITE into B lands in the chunk, and
- * A's bytes and pointers are what they were. Skipped where the kernel
- * does not take MADV_HUGEPAGE.
+ * the copy, so the maps check is what fails then.) Then a peer's WRITE into B lands in the chunk,
+ * and A's bytes and pointers are what they were. Skipped where the kernel does not take
+ * MADV_HUGEPAGE.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -40,7 +40,7 @@ static void *writer(void *arg)
 	return NULL;
 }
 
-/* mapped_from -- whether the mapping at @p is of a file whose name holds @what (/proc/self/maps). */
+/* mapped_from -- whether the mapping at @p is of a file whose name has @what (/proc/self/maps). */
 static bool mapped_from(const void *p, const char *what)
 {
 	FILE *fp = fopen("/proc/self/maps", "re");

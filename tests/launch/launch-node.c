@@ -16,8 +16,8 @@
  * ("node N: member ID gone after T ms"). With --leave ID, node ID instead leaves gracefully
  * there (loco_fini(), exit 0), and the same holds for the others: every round returns 0 (a
  * push that crossed the leaver's destroy lands harmlessly), and the leave, a view change
- * the last rounds may outrun, must be seen within 10 s. Each node prints "node N: done R rounds, M members"
- * and exits 0 when every check held, 1 otherwise; a last barrier round before loco_fini()
+ * the last rounds may outrun, must be seen within 10 s. Each node prints "node N: done R rounds, M
+ * members" and exits 0 when every check held, 1 otherwise; a last barrier round before loco_fini()
  * keeps the others' counts from seeing it leave. alarm() bounds it (150 s).
  */
 #include <errno.h>

@@ -13,7 +13,8 @@
  *    longer value -ENOBUFS; cas with a wrong version -ECANCELED, with
  *    the right one the next version, with 0 on an absent key creates it;
  *    del of an absent key -ENOENT. The census: every key is owned by one
- *    node and held as a replica by one other (sum over the nodes). * 2. Map "s" (capacity 16 per node): node 2 puts new keys until -ENOSPC
+ *    node and held as a replica by one other (sum over the nodes).
+ * 2. Map "s" (capacity 16 per node): node 2 puts new keys until -ENOSPC
  *    (at most 200 tries); then every key put before reads back intact
  *    from every node, and an overwrite of a stored key still works.
  * 3. Map "c": nodes {1, 2} hold keys, node 3 is a client: it puts 20

@@ -20,7 +20,8 @@
  * once by node 1 before the clients start, reach their new replica only
  * through the owners' copies after the view change: without them the
  * census stays short), every node reads every key
- * once more (recorded too), and node 1 checks each key's history with * the WGL checker (map-check.h), with the versions GETs and PUTs
+ * once more (recorded too), and node 1 checks each key's history with
+ * the WGL checker (map-check.h), with the versions GETs and PUTs
  * returned: an acknowledged write that was lost shows as a read of an
  * older value after it, and a new owner that did not go on from the
  * versions the old one gave shows as a version out of sequence; the
@@ -344,12 +345,11 @@ int main(int argc, char **argv)
 		SC_ASSERT_EQ(pthread_create(&cl[t].t, NULL, client_main, &cl[t]), 0);
 	}
 	if (me == 1) {
-		SC_WAIT_UNTIL(
-		    __atomic_load_n(&cl[0].done, __ATOMIC_ACQUIRE) >= PRE &&
-		        __atomic_load_n(&cl[1].done, __ATOMIC_ACQUIRE) >= PRE,
-		    60000,
-		    "the operations before the kill"); /* published (acknowledged by every node) before the kill: an error seen after it
-		   is after the kill time */
+		/* published (acknowledged by every node) before the kill: an error seen after it is
+		 * after the kill time */
+		SC_WAIT_UNTIL(__atomic_load_n(&cl[0].done, __ATOMIC_ACQUIRE) >= PRE &&
+		                  __atomic_load_n(&cl[1].done, __ATOMIC_ACQUIRE) >= PRE,
+		              60000, "the operations before the kill");
 		t_kill = sc_now_ns();
 		sc_sync_put(&sync, BOX_KILL, (uint64_t)t_kill);
 		SC_ASSERT_EQ(sc_kill(vpid), 128 + 9);

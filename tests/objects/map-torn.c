@@ -5,7 +5,8 @@
  * copies of one counter), while nodes 1 and 3 read it with
  * loco_map_get(): every value read must be 512 equal words, and the
  * counter never goes back (one writer, linearizable reads). The READs
- * meet slots being written (the fabric copies them while node 2's CPU * writes them): the reads done again are printed. Each reader reads
+ * meet slots being written (the fabric copies them while node 2's CPU
+ * writes them): the reads done again are printed. Each reader reads
  * READS times at least, and on until it saw 20 values (within 20 s).
  *
  * loco-run -n 3. Members {1, 2, 3} hold keys, 1 replica; node 2 owns

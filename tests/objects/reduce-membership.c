@@ -127,7 +127,7 @@ static void one_round(struct run *s, uint32_t me)
 		s->gone10 = i->round;
 }
 
-/* extra_main -- the joiner or the victim: run rounds; the joiner reports its first, then its end. */
+/* extra_main -- the joiner or the victim: run rounds; the joiner reports its first, its end. */
 static int extra_main(void)
 {
 	loco_manager_t *m = sc_start();

@@ -107,7 +107,7 @@ static noreturn void victim_main(int reader)
 	}
 }
 
-/* again_main -- node 9 restarted: RESTREAM messages of SEED_V2 through "v", then wait to be killed. */
+/* again_main -- node 9 restarted: RESTREAM messages of SEED_V2 through "v", then wait to die. */
 static noreturn void again_main(int reader)
 {
 	loco_manager_t *m = sc_start();

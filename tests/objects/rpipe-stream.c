@@ -18,8 +18,8 @@
  * Asserted besides content: both writers wrapped the ring and found it
  * full (and asked for space); the reader returned space in batches: at
  * most one WRITE per quarter ring consumed plus one per ask of the writer.
- * Sizes 1 B..16 KiB, most of them small (rpipe-pattern.h says which). With LOCO_TCP_SLOW_WRITE set (the
- * rpipe-torn rows), the count of polls that met a message not fully
+ * Sizes 1 B..16 KiB, most of them small (rpipe-pattern.h says which). With
+ * LOCO_TCP_SLOW_WRITE set (the rpipe-torn rows), the count of polls that met a message not fully
  * landed is printed and must not be 0: the checksum is what kept them
  * from being read.
  */

@@ -4,8 +4,8 @@
  *
  * loco-run -n 3. Channel "sst-m" holds three tables with room for 16 rows:
  * "t" (40-byte rows: a sequence-checked line), "u" (200-byte rows:
- * checksummed) and "w" (8-byte rows: one word). A row of node n at round r holds n and r in every 8-byte
- * word. Checks:
+ * checksummed) and "w" (8-byte rows: one word). A row of node n at round r holds n and r in every
+ * 8-byte word. Checks:
  *   - argument errors, -ERANGE for a node id above max_rows, -EEXIST;
  *     before the join only this node's row is present, and it reads as
  *     zeros; a peer's row is -ENOENT;

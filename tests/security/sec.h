@@ -17,7 +17,7 @@
 
 #include "helpers.h"
 
-/* sec_log_start -- tee this process's stderr through a pipe, keeping the lines for sec_log_count(). */
+/* sec_log_start -- tee this process's stderr through a pipe, keeping lines for sec_log_count(). */
 void sec_log_start(void);
 
 /* sec_log_count -- how many log lines so far contain @needle. */

@@ -24,15 +24,14 @@
  * under back-pressure would -- and attach + detach a spare now and then (a
  * post that failed), while NCOMP completers claim batches of tickets,
  * shuffle each batch and complete it. Phase 2 is long enough (thousands of
- * operations per thread) for the threads to overlap on two CPUs. A completer marks its entry done with a plain store before
- * lc_ack_complete(), as a NIC writes the data of an operation before its
- * completion; once the producers are finished, the waiter's lc_ack_wait()
- * must return only when every entry is done (plain loads after the wait:
- * TSan reports a race if the release/acquire pairing is broken), with the
- * first injected error of that key or 0. Phases are separated by a
- * yielding barrier (no sleeps). Workers are pinned round-robin to the CPUs
- * the process may use, so producers and completers really run at the same
- * time even where the scheduler would pack them onto one CPU.
+ * operations per thread) for the threads to overlap on two CPUs. A completer marks its entry done
+ * with a plain store before lc_ack_complete(), as a NIC writes the data of an operation before its
+ * completion; once the producers are finished, the waiter's lc_ack_wait() must return only when
+ * every entry is done (plain loads after the wait: TSan reports a race if the release/acquire
+ * pairing is broken), with the first injected error of that key or 0. Phases are separated by a
+ * yielding barrier (no sleeps). Workers are pinned round-robin to the CPUs the process may use, so
+ * producers and completers really run at the same time even where the scheduler would pack them
+ * onto one CPU.
  */
 #define NPROD      3
 #define NCOMP      3

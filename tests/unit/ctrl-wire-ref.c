@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* ctrl-wire-ref.c -- the ctrl-wire tests' reference messages and independent encoder (see the .h) */
+/* ctrl-wire-ref.c -- the ctrl-wire tests' reference messages and independent encoder (the .h) */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>

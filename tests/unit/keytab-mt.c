@@ -68,7 +68,7 @@ static size_t reg_size(unsigned r)
 	return r % 2 ? SMALL : BIG;
 }
 
-/* writer_region -- the @k-th of writer @w's regions: writer 0 owns 0, 1, 4, 5; writer 1 owns 2, 3, 6, 7 */
+/* writer_region -- the @k-th of writer @w's regions: writer 0 owns 0, 1, 4, 5; 1 owns 2, 3, 6, 7 */
 static unsigned writer_region(unsigned w, unsigned k)
 {
 	return 2 * w + (k & 1) + (k & 2 ? 4 : 0);

@@ -98,7 +98,7 @@ static int open_remote(const struct fab_attr *attr, bool keyed, struct fab **out
 	return ret;
 }
 
-/* open_shm -- shm on the remote fab's ip:port, in this host's namespace (on given keys when @keyed). */
+/* open_shm -- shm on the remote fab's ip:port, in this host's namespace (given keys: @keyed). */
 static int open_shm(struct auto_fab *f, const struct fab_attr *attr, bool keyed)
 {
 	char where[FAB_ADDR_STRLEN];

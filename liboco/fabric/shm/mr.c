@@ -312,7 +312,7 @@ static int free_slot(struct shm_fab *f, uint32_t rkey, uint32_t *slot)
 	return -ENOSPC;
 }
 
-/* reg -- a region under keys this fab chooses (@given NULL) or under @given[0] (lkey), [1] (rkey). */
+/* reg -- a region under keys this fab chooses (@given NULL), or @given[0] (lkey), [1] (rkey). */
 static int reg(struct fab *fab, void *addr, size_t len, unsigned access, const uint32_t *given,
                struct fab_mr **out)
 {

@@ -68,7 +68,7 @@
 #define TCP_KEYS            4096
 #define TCP_EVENTS          64
 #define TCP_MAX_MSG         (1u << 31) /* largest request */
-#define TCP_LEASE_NS        1000000ull /* a driver holds off the NIC thread this long after a call */
+#define TCP_LEASE_NS        1000000ull /* a driver holds off the NIC thread this long after it */
 #define TCP_INLINE_INFLIGHT 4          /* post_inline(): a link with this many in flight streams */
 
 /* who holds the NIC role (tcp_fab.role, written with it) */
