@@ -27,7 +27,11 @@ fi
 ok "routes between nodes 1 and 4 blackholed"
 touch "$T/leave.1"
 wait_pid 30 "${VL_PID[1]}"
-if [[ $RC -eq 0 ]]; then ok "node 1 left and exited 0"; else fail "node 1 exited with status $RC"; fi
+if [[ $RC -eq 0 ]]; then
+	ok "node 1 left and exited 0"
+else
+	fail "node 1 exited with status $RC"
+fi
 VL_PID[1]=""
 if vl_wait 10 vl_one_view 2 3 4; then
 	ok "nodes 2-4 in view $(vl_get 2 view) (was $view0)"
