@@ -206,6 +206,14 @@ void lc_vw_send_to(loco_manager_t *m, uint32_t node, struct lc_msg *msg)
 		lc_conn_send(mb->conn, msg);
 }
 
+/* broadcast -- @msg to every other member of the installed view. */
+void lc_vw_broadcast(loco_manager_t *m, struct lc_msg *msg)
+{
+	for (uint32_t i = 0; i < m->vw->n; i++)
+		if (m->vw->v[i].info.node != m->node_id)
+			lc_vw_send_to(m, m->vw->v[i].info.node, msg);
+}
+
 struct lc_msg *lc_vw_msg(loco_manager_t *m, uint32_t kind, uint64_t view)
 {
 	struct lc_msg *msg = m->tx_msg;
@@ -238,13 +246,10 @@ void lc_vw_tell_gone(loco_manager_t *m, struct lc_conn *c, uint64_t since)
 		msg = lc_vw_msg(m, LC_VC_LEFT, g->view);
 		msg->u.vc.node = g->node;
 		msg->u.vc.inc = g->inc;
-		if (c != NULL) {
+		if (c != NULL)
 			lc_conn_send(c, msg);
-			continue;
-		}
-		for (uint32_t i = 0; i < vw->n; i++)
-			if (vw->v[i].info.node != m->node_id)
-				lc_vw_send_to(m, vw->v[i].info.node, msg);
+		else
+			lc_vw_broadcast(m, msg);
 	}
 }
 

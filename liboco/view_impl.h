@@ -123,6 +123,7 @@ static inline int vw_in(struct lc_view *vw, uint32_t node, uint64_t inc)
 
 /* view.c */
 void lc_vw_send_to(loco_manager_t *m, uint32_t node, struct lc_msg *msg);
+void lc_vw_broadcast(loco_manager_t *m, struct lc_msg *msg);
 struct lc_msg *lc_vw_msg(loco_manager_t *m, uint32_t kind, uint64_t view);
 void lc_vw_install(loco_manager_t *m, uint64_t id, const struct lc_member_info *list, uint32_t n);
 void lc_vw_tell_gone(loco_manager_t *m, struct lc_conn *c, uint64_t since);

@@ -57,13 +57,6 @@ void lc_vw_backoff(loco_manager_t *m, uint64_t now)
 	m->vw->backoff = now + f / 8 + randombytes_uniform((uint32_t)(f / 4 / 1000)) * 1000ull;
 }
 
-static void broadcast_view_members(loco_manager_t *m, struct lc_msg *msg)
-{
-	for (uint32_t i = 0; i < m->vw->n; i++)
-		if (m->vw->v[i].info.node != m->node_id)
-			lc_vw_send_to(m, m->vw->v[i].info.node, msg);
-}
-
 /* acc_prepare -- the acceptor's answer to PREPARE(@t, @b), in m->tx_msg; 0: no answer. */
 int lc_vw_acc_prepare(loco_manager_t *m, uint64_t t, uint64_t b)
 {
@@ -131,7 +124,7 @@ void lc_vw_start_round(loco_manager_t *m, uint64_t now)
 	            (unsigned long long)vw->target, vw->pn, (unsigned long long)vw->ballot);
 	msg = lc_vw_msg(m, LC_VC_PREPARE, vw->target);
 	msg->u.vc.ballot = vw->ballot;
-	broadcast_view_members(m, msg);
+	lc_vw_broadcast(m, msg);
 	if (lc_vw_acc_prepare(m, vw->target, vw->ballot) && m->tx_msg->u.vc.kind == LC_VC_PROMISE) {
 		msg = m->tx_msg;
 		lc_vw_on_promise(m, m->node_id, msg->u.vc.view, msg->u.vc.ballot, msg->u.vc.abal,
@@ -173,7 +166,7 @@ void lc_vw_on_promise(loco_manager_t *m, uint32_t from, uint64_t t, uint64_t b, 
 	msg->u.vc.ballot = vw->ballot;
 	memcpy(msg->u.vc.m, vw->prop, vw->pn * sizeof(vw->prop[0]));
 	msg->u.vc.n = vw->pn;
-	broadcast_view_members(m, msg);
+	lc_vw_broadcast(m, msg);
 	if (lc_vw_acc_accept(m, vw->target, vw->ballot, vw->prop, vw->pn) &&
 	    m->tx_msg->u.vc.kind == LC_VC_ACCEPTED)
 		lc_vw_on_accepted(m, m->node_id, vw->target, vw->ballot);
@@ -203,7 +196,7 @@ static void tell_left(loco_manager_t *m)
 		msg = lc_vw_msg(m, LC_VC_LEFT, vw->target);
 		msg->u.vc.node = x->node;
 		msg->u.vc.inc = x->inc;
-		broadcast_view_members(m, msg);
+		lc_vw_broadcast(m, msg);
 	}
 }
 
@@ -220,7 +213,7 @@ static void commit(loco_manager_t *m)
 	memcpy(msg->u.vc.m, vw->prop, n * sizeof(vw->prop[0]));
 	msg->u.vc.n = n;
 	memcpy(vw->scratch, vw->prop, n * sizeof(vw->prop[0]));
-	broadcast_view_members(m, msg);
+	lc_vw_broadcast(m, msg);
 	for (uint32_t i = 0; i < n; i++)
 		if (vw_idx(vw, vw->scratch[i].node) == NO_INDEX)
 			lc_vw_send_to(m, vw->scratch[i].node, msg);
