@@ -447,6 +447,14 @@ int lc_ack_keys_check(const struct lc_ack_table *t, loco_ack_key_t *const *keys,
 	return 0;
 }
 
+int lc_ack_keys_lazy(loco_ack_key_t *const *keys, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (keys[i] != NULL && (keys[i]->flags & LOCO_ACK_LAZY))
+			return 1;
+	return 0;
+}
+
 void lc_ack_fail_now(loco_ack_key_t *key, uint32_t node, int status)
 {
 	int zero = 0;

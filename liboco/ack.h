@@ -140,6 +140,9 @@ int lc_ack_complete(struct lc_ack_table *t, uint64_t wrid, int status);
 /* lc_ack_keys_check -- 0 when every non-NULL key of @keys[0 .. @n) is of @t; -EINVAL. */
 int lc_ack_keys_check(const struct lc_ack_table *t, loco_ack_key_t *const *keys, unsigned n);
 
+/* lc_ack_keys_lazy -- whether one of @keys[0 .. @n) is LOCO_ACK_LAZY. */
+int lc_ack_keys_lazy(loco_ack_key_t *const *keys, unsigned n);
+
 /*
  * lc_ack_fail_now -- an operation to @node that was never attached to
  * @key (it executed at post time) failed with @status: recorded as a

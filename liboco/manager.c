@@ -570,7 +570,7 @@ int loco_ack_key_create_flags(loco_manager_t *m, unsigned flags, loco_ack_key_t 
 	loco_ack_key_t *key;
 	int ret;
 
-	if (m == NULL || out == NULL || (flags & ~LOCO_ACK_IGNORE_LEFT) != 0)
+	if (m == NULL || out == NULL || (flags & ~(LOCO_ACK_IGNORE_LEFT | LOCO_ACK_LAZY)) != 0)
 		return -EINVAL;
 	ret = lc_ack_key_new(&m->acks, m, &key);
 	if (ret)

@@ -124,6 +124,8 @@ static int post(loco_region_t *local, const loco_rref_t *remote, struct fab_wr *
 		if (ret == 0 && nacks > 0) {
 			attached = 1;
 			wr->flags |= FAB_WR_SIGNALED;
+			if (lc_ack_keys_lazy(acks, nacks))
+				wr->flags |= FAB_WR_LAZY;
 		}
 		if (ret == 0)
 			ret = fab_post(link, wr, 1);

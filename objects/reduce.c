@@ -289,7 +289,7 @@ int loco_reduce_create(loco_channel_t *ch, const char *name, size_t value_size, 
 	ret = loco_sst_create(ch, results, r->res_size, LOCO_REDUCE_MAX_NODE, &r->sst[RES]);
 	if (ret)
 		goto err_destroy_odd;
-	ret = loco_ack_key_create(loco_channel_manager(ch), &r->ack);
+	ret = loco_ack_key_create_flags(loco_channel_manager(ch), LOCO_ACK_LAZY, &r->ack);
 	if (ret)
 		goto err_destroy_res;
 	*out = r;

@@ -61,6 +61,17 @@ size_t loco_ack_outstanding(const loco_ack_key_t *key);
  */
 #define LOCO_ACK_IGNORE_LEFT 1u
 
+/*
+ * LOCO_ACK_LAZY: nobody waits on the key's operations soon (a pushed row
+ * whose answer comes back as the peer's own push). On the tcp fabric the
+ * target of such an operation may hold its ACK back until it sends on that
+ * link, or at most about 200 us (loco-fabric-tcp(7)), so that the ACK rides
+ * with the answer instead of costing a frame of its own; a wait on the key
+ * can take that much longer. An operation attached to several keys is lazy
+ * when one of them is. Other fabrics ignore the flag. Appeared in loco 0.9.
+ */
+#define LOCO_ACK_LAZY 2u
+
 /* Failed operations one key remembers per wait; more are counted as dropped. */
 #define LOCO_ACK_FAILURES_MAX 64u
 
@@ -73,7 +84,7 @@ struct loco_ack_failure {
 
 /*
  * loco_ack_key_create_flags -- loco_ack_key_create() with @flags
- * (LOCO_ACK_IGNORE_LEFT or 0). Returns 0 and sets *@out; -EINVAL (NULL,
+ * (LOCO_ACK_IGNORE_LEFT, LOCO_ACK_LAZY, both or 0). Returns 0 and sets *@out; -EINVAL (NULL,
  * unknown flag), -ENOMEM, -ENOSPC. Appeared in loco 0.4.
  */
 int loco_ack_key_create_flags(loco_manager_t *manager, unsigned flags, loco_ack_key_t **out);

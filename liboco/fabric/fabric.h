@@ -73,6 +73,8 @@ enum fab_wr_flags {
 	FAB_WR_SIGNALED = 1 << 0, /* produce a completion on success */
 	FAB_WR_INLINE = 1 << 1,   /* copy the payload at post time; lkey ignored */
 	FAB_WR_FENCE = 1 << 2,    /* start only after earlier READs/atomics completed */
+	FAB_WR_LAZY = 1 << 3,     /* nobody waits on its completion soon: it may be acknowledged
+	                             late (tcp: TCP_ACK_DELAY_NS); others ignore the flag */
 };
 
 /* One work request. Atomics use 8 bytes at @local (the old value lands there). */

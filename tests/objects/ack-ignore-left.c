@@ -98,7 +98,7 @@ int main(int argc, char **argv)
 	sc_sync_open(&sync, m, 3);
 	if (loco_node_id(m) == 1) /* it reports once it joined "ackw", below */
 		pid = sc_spawn_node(m, "victim", VICTIM, &report);
-	SC_ASSERT_EQ(loco_ack_key_create_flags(m, 2, &plain), -EINVAL); /* unknown flag */
+	SC_ASSERT_EQ(loco_ack_key_create_flags(m, 4, &plain), -EINVAL); /* unknown flag */
 	SC_ASSERT_OK(loco_ack_key_create(m, &plain));
 	SC_ASSERT_OK(loco_ack_key_create_flags(m, LOCO_ACK_IGNORE_LEFT, &ignore));
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "ackw", 4, &ch));

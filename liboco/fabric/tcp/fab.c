@@ -80,6 +80,12 @@ static int tcp_open(const struct fab_attr *attr, struct fab **out)
 		f->base.attr.spin_us = 0;
 	if (getenv("LOCO_TCP_SPIN_US") != NULL)
 		f->base.attr.spin_us = (uint32_t)strtoul(getenv("LOCO_TCP_SPIN_US"), NULL, 10);
+	f->ack_delay_ns = TCP_ACK_DELAY_NS; /* lazy requests' ACKs (nic.c: ack_waits()) */
+	if (getenv("LOCO_TCP_ACK_DELAY_US") != NULL)
+		f->ack_delay_ns = strtoull(getenv("LOCO_TCP_ACK_DELAY_US"), NULL, 10) * 1000ull;
+	/* far below the dead-peer bound, which a held ACK must never reach */
+	if (f->ack_delay_ns > (uint64_t)f->base.attr.timeout_ms * 250000ull)
+		f->ack_delay_ns = (uint64_t)f->base.attr.timeout_ms * 250000ull;
 	cq = fab_pow2_at_least(attr->cq_depth);
 	f->cq_mask = cq - 1;
 	f->cq_credits = cq;

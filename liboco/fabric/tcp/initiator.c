@@ -127,6 +127,9 @@ static int issue_one(struct tcp_link *l, struct tcp_sqe *e, uint32_t psn)
 			f.flags =
 			    (e->sent == 0 ? TCP_FL_FIRST : 0) | (seg == left ? TCP_FL_LAST : 0);
 			f.a = wr->len;
+			/* somebody may wait for the ACK of a request not posted lazy: at once */
+			if (seg == left && !(wr->flags & FAB_WR_LAZY))
+				f.flags |= TCP_FL_ACKREQ;
 			if (wr->opcode == FAB_OP_SEND) {
 				f.key = wr->imm;
 				f.flags |= TCP_FL_HAS_IMM;

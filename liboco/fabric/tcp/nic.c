@@ -27,6 +27,22 @@
 #include "../../log.h"
 #include "tcp.h"
 
+/*
+ * ack_waits -- whether a turn at @now may hold back the ACKs @l owes: all
+ * for lazy requests (no ACKREQ), owed for less than ack_delay_ns
+ * (TCP_ACK_DELAY_NS), and no RECV credit to announce with them. They then
+ * go with this side's next request on the link (post_inline(),
+ * nic_turn()), or on the first turn after the delay (nic_timers() wakes
+ * the role's holder for it). The reduce's root so answers a row with the
+ * round's result, not with an ACK frame of its own first.
+ */
+static int ack_waits(const struct tcp_link *l, uint64_t now)
+{
+	return !l->ack_urgent && l->ack_owed_ns != 0 &&
+	       now - l->ack_owed_ns < l->fab->ack_delay_ns &&
+	       l->credits_sent == __atomic_load_n(&l->rq_prod, __ATOMIC_ACQUIRE);
+}
+
 /* link_input -- read what the socket has and process whole frames. */
 static void link_input(struct tcp_link *l)
 {
@@ -97,9 +113,14 @@ static void link_input(struct tcp_link *l)
 	 * A driver is a thread waiting for what just arrived: it first returns
 	 * to look at it, and ACKs on its next turn, or with its next request
 	 * on the link (post_inline()), or the NIC thread does when it takes
-	 * over (nic_turn()). A refusal goes at once.
+	 * over (nic_turn()). ACKs owed for lazy requests only (no ACKREQ) wait
+	 * for the next request on the link or ack_delay_ns, whoever plays the
+	 * NIC (ack_waits()). A refusal goes at once.
 	 */
-	if (__atomic_load_n(&l->fab->role, __ATOMIC_RELAXED) != TCP_ROLE_DRIVER || l->nak_sent)
+	if (l->acked_psn != l->exec_psn - 1 && l->ack_owed_ns == 0)
+		l->ack_owed_ns = l->last_rx_ns;
+	if (l->nak_sent || (__atomic_load_n(&l->fab->role, __ATOMIC_RELAXED) != TCP_ROLE_DRIVER &&
+	                    !ack_waits(l, l->last_rx_ns)))
 		tcp_send_acks(l);
 	else if (l->acked_psn != l->exec_psn - 1)
 		l->fab->acks_owed = 1;
@@ -125,6 +146,11 @@ static void nic_sync(struct tcp_fab *f)
 		struct tcp_link *l = f->links[i];
 
 		if (l->close_req && !l->closed) {
+			/* no ACK held back (ack_waits()) past the close */
+			if (l->state == TCP_LINK_UP) {
+				tcp_send_acks(l);
+				tcp_tx_flush(l);
+			}
 			tcp_link_fail(l, -ECANCELED, -ECANCELED, NULL);
 			/*
 			 * A link already down was flushed when it failed, but
@@ -209,6 +235,13 @@ static int nic_timers(struct tcp_fab *f, uint64_t now)
 
 			next = next < 0 || ms < next ? ms : next;
 		}
+		if (l->state == TCP_LINK_UP && l->ack_owed_ns != 0 && !l->nak_sent) {
+			/* ACKs held back (ack_waits()): the role's turn after the delay sends them */
+			uint64_t due = l->ack_owed_ns + f->ack_delay_ns;
+			int ms = now >= due ? 0 : (int)((due - now + 999999) / 1000000ull);
+
+			next = next < 0 || ms < next ? ms : next;
+		}
 		if (l->state != TCP_LINK_UP || l->sq_done == l->sq_issue || l->last_rx_ns > now)
 			continue;
 		if (now - l->last_rx_ns >= limit) {
@@ -239,15 +272,19 @@ static int nic_turn(struct tcp_fab *f, int acks)
 		f->acks_owed = 0;
 	for (unsigned i = 0; i < f->nic_nlinks; i++) {
 		struct tcp_link *l = f->nic_links[i];
+		int issued = tcp_link_issue(l);
 
-		busy |= tcp_link_issue(l);
+		busy |= issued;
 		if ((l->state == TCP_LINK_UP || l->state == TCP_LINK_HANDSHAKE) && l->rx_more) {
 			link_input(l);
 			busy = 1;
 		}
 		if (l->state == TCP_LINK_UP) {
-			if (acks)
+			/* with requests just issued the ACKs cost no frame of their own */
+			if (issued || (acks && !(l->ack_owed_ns != 0 && ack_waits(l, lc_now_ns()))))
 				tcp_send_acks(l);
+			else if (acks)
+				f->acks_owed = 1; /* held back: the next turn looks again */
 			tcp_tx_flush(l);
 		}
 		/* what no event will bring back: input left unread, requests not issued */

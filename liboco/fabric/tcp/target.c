@@ -36,6 +36,10 @@ void tcp_send_acks(struct tcp_link *l)
 			return;
 		l->credits_sent = rq_prod;
 	}
+	if (l->acked_psn == last) {
+		l->ack_urgent = 0;
+		l->ack_owed_ns = 0;
+	}
 }
 
 static void target_nak(struct tcp_link *l, uint32_t psn, int err)
@@ -166,6 +170,9 @@ void tcp_exec_request(struct tcp_link *l, const struct tcp_frame *f, const uint8
 		break;
 	}
 	}
-	if (f->flags & TCP_FL_LAST)
+	if (f->flags & TCP_FL_LAST) {
 		l->exec_psn++;
+		if (f->flags & TCP_FL_ACKREQ)
+			l->ack_urgent = 1;
+	}
 }

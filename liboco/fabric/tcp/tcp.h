@@ -70,6 +70,7 @@
 #define TCP_MAX_MSG         (1u << 31) /* largest request */
 #define TCP_LEASE_NS        1000000ull /* a driver holds off the NIC thread this long after it */
 #define TCP_INLINE_INFLIGHT 4          /* post_inline(): a link with this many in flight streams */
+#define TCP_ACK_DELAY_NS    200000ull  /* default of tcp_fab.ack_delay_ns */
 
 /* who holds the NIC role (tcp_fab.role, written with it) */
 enum tcp_role {
@@ -149,10 +150,12 @@ struct tcp_link {
 	uint32_t atomics_inflight;
 
 	/* target side */
-	uint32_t exec_psn;  /* next PSN expected from the peer */
-	uint32_t acked_psn; /* last PSN answered by a response or ACK (exec_psn - 1 when all) */
-	int nak_sent;       /* we refused a request: discard everything after it */
-	uint32_t imm_len;   /* WRITE_IMM: bytes written so far for the current WR */
+	uint32_t exec_psn;    /* next PSN expected from the peer */
+	uint32_t acked_psn;   /* last PSN answered by a response or ACK (exec_psn - 1 when all) */
+	int nak_sent;         /* we refused a request: discard everything after it */
+	int ack_urgent;       /* NIC: an ACK owed is for a request with ACKREQ */
+	uint64_t ack_owed_ns; /* NIC: when the ACKs owed became owed (0: none owed) */
+	uint32_t imm_len;     /* WRITE_IMM: bytes written so far for the current WR */
 
 	/* buffers */
 	uint8_t *rx;
@@ -210,6 +213,7 @@ struct tcp_fab {
 	int role;              /* atomic: enum tcp_role, who holds nic_mu */
 	int nic_wants;         /* atomic: the NIC thread waits for the role: drivers stay off */
 	int acks_owed;         /* the role: a driver left ACKs for its next turn (link_input()) */
+	uint64_t ack_delay_ns; /* lazy requests' ACKs are held this long (LOCO_TCP_ACK_DELAY_US) */
 	int left;              /* the role: its last turn left work no event will bring back */
 	unsigned nic_busy;     /* atomic: odd while the NIC touches memory (mr_dereg waits) */
 };

@@ -30,7 +30,7 @@
 #define TCP_HDR_LEN   40
 #define TCP_MAX_SEG   (64u * 1024) /* largest payload of one frame */
 #define TCP_MAGIC     0x4c4f434fu  /* "LOCO" */
-#define TCP_VERSION   1
+#define TCP_VERSION   2            /* 2: ACKREQ sent; a request without it may be ACKed late */
 #define TCP_HELLO_LEN 64
 #define TCP_PRIV_MAX  48
 
@@ -54,7 +54,7 @@ enum tcp_ftype {
 enum tcp_fflags {
 	TCP_FL_FIRST = 1 << 0,   /* first segment of a WR */
 	TCP_FL_LAST = 1 << 1,    /* last segment of a WR */
-	TCP_FL_ACKREQ = 1 << 2,  /* the initiator wants an ACK for this WR soon */
+	TCP_FL_ACKREQ = 1 << 2,  /* the initiator wants an ACK for this WR soon (not FAB_WR_LAZY) */
 	TCP_FL_HAS_IMM = 1 << 3, /* SEND carries immediate data in @key */
 	TCP_FL_ALL_ = 0x0f,
 };
