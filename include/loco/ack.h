@@ -84,8 +84,9 @@ struct loco_ack_failure {
 
 /*
  * loco_ack_key_create_flags -- loco_ack_key_create() with @flags
- * (LOCO_ACK_IGNORE_LEFT, LOCO_ACK_LAZY, both or 0). Returns 0 and sets *@out; -EINVAL (NULL,
- * unknown flag), -ENOMEM, -ENOSPC. Appeared in loco 0.4.
+ * (LOCO_ACK_IGNORE_LEFT, LOCO_ACK_LAZY, both or 0). Returns 0 and sets
+ * *@out; -EINVAL (NULL, unknown flag), -ENOMEM, -ENOSPC. Appeared in loco
+ * 0.4; LOCO_ACK_LAZY in loco 0.9.
  */
 int loco_ack_key_create_flags(loco_manager_t *manager, unsigned flags, loco_ack_key_t **out);
 
