@@ -114,12 +114,6 @@
 #define REPUSH_NS      50000000ll /* a wait that lasts this long pushes the row again */
 #define REPUSH_FAST_NS 1000000ll  /* ... this long while a present row is undecided */
 
-enum settle {
-	PENDING = 0,
-	CONTRIB,
-	SKIPPED
-};
-
 struct row_hdr {
 	uint64_t state; /* 0: not pushed; else 1 | first << 1 (first 0: deciding) */
 	uint64_t round; /* the latest round of this table's parity entered */
@@ -182,11 +176,10 @@ struct loco_reduce {
 	int hello;         /* deciding: hello pushed */
 	uint32_t root;     /* the root of the round entered (0: none, every node pushes to all) */
 	int64_t pushed_ns; /* when the row was last pushed */
-	uint8_t settled[LOCO_REDUCE_MAX_NODE + 1];     /* enum settle, by id, for this round */
-	uint64_t contrib[LOCO_REDUCE_MAX_NODE / 64];   /* the CONTRIB ids of settled, as bits */
-	uint64_t skipped[LOCO_REDUCE_MAX_NODE / 64];   /* the SKIPPED ids of settled, as bits */
+	struct seen res_seen; /* the root's results row (near root: a waiter's poll reads both) */
+	uint64_t contrib[LOCO_REDUCE_MAX_NODE / 64];   /* ids settled as contributors, as bits */
+	uint64_t skipped[LOCO_REDUCE_MAX_NODE / 64];   /* ids settled as skipped, as bits */
 	struct seen seen[2][LOCO_REDUCE_MAX_NODE + 1]; /* by table and id */
-	struct seen res_seen;                          /* the root's results row */
 	uint32_t turn_ids[LOCO_REDUCE_MAX_NODE];       /* the present rows turn was found for */
 	int turn_n;                                    /* how many (-1: none yet) */
 	int turn;                                      /* the root turns with the round */
@@ -627,7 +620,6 @@ static int enter(loco_reduce_t *r, const void *in, int64_t deadline)
 	memcpy(val_of(r, r->me), in, r->size);
 	r->round = next;
 	r->in_round = 1; /* even if the push fails: peers may have this value; waits re-push it */
-	memset(r->settled, PENDING, sizeof(r->settled));
 	memset(r->contrib, 0, sizeof(r->contrib));
 	memset(r->skipped, 0, sizeof(r->skipped));
 	r->root = pick_root(r, next, ids, n); /* the rows present, as the bitmap above has them */
@@ -653,7 +645,7 @@ static int settle_all(loco_reduce_t *r, int *undecided)
 		const struct seen *h;
 		int fresh;
 
-		if (id == r->me || r->settled[id] != PENDING ||
+		if (id == r->me || has_bit(r->contrib, id) || has_bit(r->skipped, id) ||
 		    (h = peer_seen(r, t, id, &fresh)) == NULL)
 			continue;
 		if (h->round == rd && !fresh) {
@@ -665,15 +657,12 @@ static int settle_all(loco_reduce_t *r, int *undecided)
 			*undecided = 1; /* deciding, or not heard in this table yet */
 			all = 0;
 		} else if (first_of(h->state) > rd) {
-			r->settled[id] = SKIPPED;
 			set_bit(r->skipped, id);
 		} else if (h->round == rd) {
 			memcpy(val_of(r, id), slot_of(r->tmp), r->size);
-			r->settled[id] = CONTRIB;
 			set_bit(r->contrib, id);
 		} else if (h->round > rd + 1) {
-			r->settled[id] = SKIPPED; /* cannot happen to a node that counts us in */
-			set_bit(r->skipped, id);
+			set_bit(r->skipped, id); /* cannot happen to a node that counts us in */
 		} else {
 			all = 0;
 		}
@@ -872,9 +861,10 @@ static int run_once(loco_reduce_t *r, const void *in, void *out, struct loco_red
 		/* under a root, the rows seldom all come here: looked at on every SPINS-th poll */
 		if ((!rooted || look) && settle_all(r, &undecided))
 			break;
-		if (loco_channel_partitioned(r->ch))
-			return -LOCO_EPARTITION; /* never complete as a smaller cluster of our own */
 		if (look) {
+			/* (the look after the loop keeps a partitioned node from completing) */
+			if (loco_channel_partitioned(r->ch))
+				return -LOCO_EPARTITION;
 			if (deadline >= 0 && obj_now_ns() >= deadline)
 				return -ETIMEDOUT;
 			repush(r, undecided);
@@ -882,7 +872,8 @@ static int run_once(loco_reduce_t *r, const void *in, void *out, struct loco_red
 		}
 		loco_waiter_pause(&w);
 	}
-	/* rows that vanished because this node was excluded look like members that left */
+	/* rows that vanished because this node was excluded look like members that left: never
+	 * complete as a smaller cluster of our own */
 	if (loco_channel_partitioned(r->ch))
 		return -LOCO_EPARTITION;
 	if (!taken) {

@@ -19,6 +19,13 @@
  *    disarmed, its calls return 0 with nothing to do, the fab stays
  *    unarmed and a WRITE still does not bump the bell page; a completion
  *    ready here makes the call return 1.
+ * 6. A spinning driver walks the links only while some link has work for
+ *    the walk (the fab's walk_work: RECVs posted and not filled, requests
+ *    deferred): 0 at rest; a SEND from A with no RECV at B waits at A
+ *    (A's count 1); B posts a RECV (B's count 1), A's request runs, and
+ *    B's spinning calls alone deliver it (nobody armed B: its thread is not
+ *    woken); both counts back at 0. RECVs still posted when the link
+ *    closes are flushed and leave the count at 0.
  *
  * Figures: the wake-up latency of each landing (WRITE posted -> driver
  * awake), printed, not asserted.
@@ -67,6 +74,12 @@ static void *driver_main(void *arg)
 static struct shm_fpage *bpage_flags(void)
 {
 	return to_shm_fab(b)->fpage;
+}
+
+/* walk_work -- @f's count of work for a walk of its links (RECVs posted, requests deferred). */
+static uint64_t walk_work(struct fab *f)
+{
+	return __atomic_load_n(&to_shm_fab(f)->walk_work, __ATOMIC_ACQUIRE);
 }
 
 static uint32_t bell(void)
@@ -222,8 +235,70 @@ int main(void)
 	}
 	printf("progress: a spinning driver arms nothing, sees its completions: ok\n");
 
+	/* 6. a spinning driver walks the links only while one has work */
+	{
+		struct fab_mr *rmr = t_mr_reg(b, rbuf, sizeof(rbuf), FAB_ACCESS_LOCAL_WRITE);
+		struct fab_recv_wr rw = {.wrid = 11, .local = rbuf, .len = 64, .lkey = rmr->lkey};
+		int got_a = 0, got_b = 0, calls = 0;
+
+		T_ASSERT_EQ(walk_work(a), 0);
+		T_ASSERT_EQ(walk_work(b), 0);
+		loc[4] = 0x600d;
+		wr = t_wr_rdma(FAB_OP_SEND, 12, FAB_WR_SIGNALED, loc + 4, 8, lmr->lkey, 0, 0);
+		T_ASSERT_OK(fab_post(la, &wr, 1));
+		T_ASSERT_EQ(walk_work(a), 1); /* deferred: no RECV at B */
+		T_ASSERT_EQ(fab_progress(a, 0), 0);
+		T_ASSERT_EQ(fab_poll(a, &wc, 1), 0);
+		T_ASSERT_OK(fab_post_recv(lb, &rw, 1));
+		T_ASSERT_EQ(walk_work(b) >= 1,
+		            1); /* (0 once delivered, should A's thread be quick) */
+		/* bounded: 5 s of spinning calls on both sides */
+		for (int64_t end = t_now_ms() + 5000; !(got_a && got_b) && t_now_ms() < end;) {
+			if (!got_a && fab_progress(a, 0) >= 0 && fab_poll(a, &wc, 1) == 1) {
+				T_ASSERT_EQ(wc.wrid, 12);
+				T_ASSERT_EQ(wc.status, 0);
+				got_a = 1;
+			}
+			if (!got_b) {
+				calls++;
+				if (fab_progress(b, 0) >= 0 && fab_poll(b, &wc, 1) == 1) {
+					T_ASSERT_EQ(wc.wrid, 11);
+					T_ASSERT_EQ(wc.status, 0);
+					got_b = 1;
+				}
+			}
+		}
+		if (!got_a || !got_b)
+			T_FAIL("a SEND deferred for want of a RECV: %s",
+			       got_a ? "never delivered at B" : "never ran at A");
+		T_ASSERT_EQ(rbuf[0], 0x600d);
+		T_ASSERT_EQ(__atomic_load_n(&bpage_flags()->armed, __ATOMIC_ACQUIRE), 0);
+		T_ASSERT_EQ(walk_work(a), 0);
+		T_ASSERT_EQ(walk_work(b), 0);
+		printf("progress: a spinning driver delivered a SEND into a RECV posted late (%d "
+		       "calls), "
+		       "the walk counts are back at 0: ok\n",
+		       calls);
+		/* RECVs left posted: the close flushes them */
+		for (int i = 0; i < 3; i++) {
+			rw.wrid = 20 + (uint64_t)i;
+			T_ASSERT_OK(fab_post_recv(lb, &rw, 1));
+		}
+		T_ASSERT_EQ(walk_work(b), 3);
+		T_ASSERT_OK(fab_link_close(lb));
+		T_ASSERT_EQ(walk_work(b), 0);
+		for (int i = 0, n; i < 3; i++) {
+			for (int64_t end = t_now_ms() + 5000; (n = fab_poll(b, &wc, 1)) == 0;)
+				if (t_now_ms() > end)
+					T_FAIL("flushed RECV %d: no completion", i);
+			T_ASSERT_EQ(n, 1);
+			T_ASSERT_EQ(wc.status, -ECANCELED);
+		}
+		printf("progress: RECVs flushed at close leave the walk count at 0: ok\n");
+		T_ASSERT_OK(fab_mr_dereg(rmr));
+	}
+
 	T_ASSERT_OK(fab_link_close(la));
-	T_ASSERT_OK(fab_link_close(lb));
 	T_ASSERT_OK(fab_mr_dereg(tmr));
 	T_ASSERT_OK(fab_mr_dereg(lmr));
 	fab_close(a);

@@ -101,7 +101,11 @@ static int remote_ptr(struct shm_link *l, uint32_t rkey, uint64_t addr, uint64_t
 	return 0;
 }
 
-/* busy_enter / busy_exit -- bracket accesses to the peer's memory (its mr_dereg waits them out). */
+/*
+ * busy_enter / busy_exit -- bracket accesses to the peer's memory (its mr_dereg waits them out),
+ * with post_lock held: one writer. The exit is a release store, not a locked add: the thread
+ * does not wait there for the lines it just wrote into the peer's memory to come over.
+ */
 static void busy_enter(struct shm_link *l)
 {
 	__atomic_add_fetch(&l->mine->busy, 1, __ATOMIC_SEQ_CST);
@@ -109,7 +113,8 @@ static void busy_enter(struct shm_link *l)
 
 static void busy_exit(struct shm_link *l)
 {
-	__atomic_add_fetch(&l->mine->busy, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&l->mine->busy, __atomic_load_n(&l->mine->busy, __ATOMIC_RELAXED) + 1,
+	                 __ATOMIC_RELEASE);
 }
 
 static int local_ok(struct shm_link *l, const struct fab_wr *wr, unsigned access)
@@ -272,6 +277,12 @@ static int exec_one(struct shm_link *l, const struct fab_wr *wr, const uint8_t *
 	return -EINVAL;
 }
 
+/* walk_work_done -- @n RECVs filled or flushed, or deferred requests run or failed (walk_work). */
+static void walk_work_done(struct shm_fab *f, uint64_t n)
+{
+	__atomic_sub_fetch(&f->walk_work, n, __ATOMIC_RELAXED);
+}
+
 /* fail_locked -- with post_lock held: take @l down (shm_link_fail()). */
 static void fail_locked(struct shm_link *l, int first_err, int err, const char *why)
 {
@@ -290,10 +301,13 @@ static void fail_locked(struct shm_link *l, int first_err, int err, const char *
 		            l->dq[l->dq_head & l->dq_mask].opcode, first ? first_err : err, 0, 0,
 		            0);
 		__atomic_store_n(&l->dq_head, l->dq_head + 1, __ATOMIC_RELAXED); /* peeked */
+		walk_work_done(f, 1);
 	}
-	for (; l->rq_cons != l->rq_prod; l->rq_cons++)
+	for (; l->rq_cons != l->rq_prod; l->rq_cons++) {
 		shm_cq_push(f, l, l->rq[l->rq_cons & l->rq_mask].wrid, FAB_OP_RECV, -ECANCELED, 0,
 		            0, 0);
+		walk_work_done(f, 1);
+	}
 	if (l->fd >= 0)
 		shutdown(l->fd, SHUT_RDWR); /* the peer sees the link die */
 	shm_cq_wake(f);
@@ -382,6 +396,7 @@ static int run_deferred(struct shm_link *l)
 		if (ret == DEFER)
 			break;
 		__atomic_store_n(&l->dq_head, l->dq_head + 1, __ATOMIC_RELAXED); /* peeked */
+		walk_work_done(l->fab, 1);
 		moved = 1;
 		complete(l, wr, ret);
 		if (ret) {
@@ -447,6 +462,7 @@ int shm_post(struct fab_link *link, const struct fab_wr *wr, int n)
 			fab_copy_out(l->dq_inline + (size_t)slot * max_inline, wr[i].local,
 			             wr[i].len);
 		__atomic_store_n(&l->dq_tail, l->dq_tail + 1, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&f->walk_work, 1, __ATOMIC_RELEASE);
 	}
 	if (l->dq_head != l->dq_tail && l->mine != NULL &&
 	    __atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == SHM_LINK_UP)
@@ -520,6 +536,7 @@ int shm_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, int n)
 		l->rq[l->rq_prod & l->rq_mask] = wr[i];
 		l->mine->rq_lens[l->rq_prod & (SHM_RQ_MAX - 1)] = wr[i].len;
 	}
+	__atomic_add_fetch(&f->walk_work, (uint64_t)n, __ATOMIC_RELEASE);
 	/* pairs with the acquire load of rq_posted in can_send() */
 	__atomic_store_n(&l->mine->rq_posted, l->rq_prod, __ATOMIC_RELEASE);
 	pthread_spin_unlock(&l->post_lock);
@@ -566,6 +583,7 @@ static int deliver(struct shm_link *l)
 				            rec.imm, 1);
 			}
 			l->rq_cons++;
+			walk_work_done(l->fab, 1);
 			moved = 1;
 		}
 		cons += rec.span;

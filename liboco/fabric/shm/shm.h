@@ -283,6 +283,10 @@ struct shm_fab {
 	struct fab_wc *cq;
 	uint32_t cq_mask;
 	uint64_t cq_head, cq_tail;
+	/* atomic: RECVs posted and not yet filled, and requests deferred, over every link: with
+	 * none, a walk of the links finds nothing to do (a spinning driver looks at the CQ alone,
+	 * on the line it reads anyway) */
+	uint64_t walk_work;
 	int64_t cq_credits;
 	int poll_waiting; /* atomic */
 };
