@@ -268,6 +268,9 @@ static int cq_ready(struct shm_fab *f)
 	       __atomic_load_n(&f->cq_tail, __ATOMIC_ACQUIRE);
 }
 
+/* (out of line: the spinning driver's check below pushes no registers and loads no page) */
+static int progress_slow(struct shm_fab *f, int64_t timeout_ns) __attribute__((noinline));
+
 /*
  * shm_progress -- fab_progress(): the data path needs no thread here (the
  * initiator executes), so a driver delivers the peers' SEND records,
@@ -284,8 +287,6 @@ static int cq_ready(struct shm_fab *f)
  * us). Returns 1 (a landing while armed, a completion ready, work done),
  * 0, -EBUSY (another thread drives), -EINVAL.
  */
-static int progress_slow(struct shm_fab *f, int64_t timeout_ns) __attribute__((noinline));
-
 int shm_progress(struct fab *fab, int64_t timeout_ns)
 {
 	struct shm_fab *f = to_shm_fab(fab);

@@ -277,7 +277,13 @@ static int exec_one(struct shm_link *l, const struct fab_wr *wr, const uint8_t *
 	return -EINVAL;
 }
 
-/* walk_work_done -- @n RECVs filled or flushed, or deferred requests run or failed (walk_work). */
+/* walk_work_add -- @n RECVs posted or requests deferred (walk_work; post_lock held). */
+static void walk_work_add(struct shm_fab *f, uint64_t n)
+{
+	__atomic_add_fetch(&f->walk_work, n, __ATOMIC_RELEASE);
+}
+
+/* walk_work_done -- @n RECVs filled or flushed, or deferred requests run or failed. */
 static void walk_work_done(struct shm_fab *f, uint64_t n)
 {
 	__atomic_sub_fetch(&f->walk_work, n, __ATOMIC_RELAXED);
@@ -462,7 +468,7 @@ int shm_post(struct fab_link *link, const struct fab_wr *wr, int n)
 			fab_copy_out(l->dq_inline + (size_t)slot * max_inline, wr[i].local,
 			             wr[i].len);
 		__atomic_store_n(&l->dq_tail, l->dq_tail + 1, __ATOMIC_RELEASE);
-		__atomic_add_fetch(&f->walk_work, 1, __ATOMIC_RELEASE);
+		walk_work_add(f, 1);
 	}
 	if (l->dq_head != l->dq_tail && l->mine != NULL &&
 	    __atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == SHM_LINK_UP)
@@ -536,7 +542,7 @@ int shm_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, int n)
 		l->rq[l->rq_prod & l->rq_mask] = wr[i];
 		l->mine->rq_lens[l->rq_prod & (SHM_RQ_MAX - 1)] = wr[i].len;
 	}
-	__atomic_add_fetch(&f->walk_work, (uint64_t)n, __ATOMIC_RELEASE);
+	walk_work_add(f, (uint64_t)n);
 	/* pairs with the acquire load of rq_posted in can_send() */
 	__atomic_store_n(&l->mine->rq_posted, l->rq_prod, __ATOMIC_RELEASE);
 	pthread_spin_unlock(&l->post_lock);
