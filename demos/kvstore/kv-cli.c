@@ -4,14 +4,18 @@
  * the running cluster as a client node (kv_client_open(): the first free
  * client id), run one map operation (a GET is this node's own one-sided
  * READ at the key's owner; a write an rpc to the owner) and leave, so
- * the id is free for the next client. stat asks every server's admin
- * socket for its counters (on the servers' host).
+ * the id is free for the next client; it adds its gets and writes to the
+ * cluster file's counts as it leaves. stat asks every server's admin
+ * socket for its counters (on the servers' host) and prints the clients'
+ * counts.
  *
  *   kv [--cluster kv.cluster] get KEY | put KEY VALUE | del KEY | stat [KEY]
  *
  * get prints the value (its version and the client node on stderr); put
  * prints the new version; del prints "deleted"; stat prints each
- * server's counters (and KEY's owner). Exit 0; 1 on an error; 3 when get
+ * server's counters (and KEY's owner), then the gets and writes of the
+ * clients that left (a GET is a client's one-sided READ: no server sees
+ * it, so the clients count them). Exit 0; 1 on an error; 3 when get
  * or del found no key. The library logs only errors here unless LOCO_LOG
  * says otherwise.
  */
@@ -110,7 +114,7 @@ static int op(const char *path, const char *cmd, const char *key, const char *va
 		if (ret == 0)
 			printf("deleted\n");
 	}
-	kv_client_close(m, ch, map);
+	kv_client_close(path, m, ch, map);
 	if (ret == -ENOENT) {
 		fprintf(stderr, "kv: no such key\n");
 		return 3;
@@ -126,6 +130,7 @@ int main(int argc, char **argv)
 {
 	const char *path = "kv.cluster", *cmd;
 	char req[LINE], out[LINE];
+	uint64_t gets, writes, clients;
 	uint32_t ids[16];
 	int i = 1, n, answered = 0;
 
@@ -175,5 +180,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kv: no server of %s answered on this host\n", path);
 		return 1;
 	}
+	if (kv_counts_read(path, &gets, &writes, &clients) == 0)
+		printf("clients: %llu gets, %llu writes (counted by the %llu clients that left: a "
+		       "GET is a one-sided READ, which no server sees)\n",
+		       (unsigned long long)gets, (unsigned long long)writes,
+		       (unsigned long long)clients);
 	return 0;
 }

@@ -90,12 +90,11 @@ static void admin_serve(struct admin *a, int fd)
 		loco_map_stats(a->map, &st);
 		snprintf(
 		    out, sizeof(out),
-		    "ok 0 node %u: %llu owned, %llu replicas, %llu slots used of %u; %llu gets, "
-		    "%llu writes; key holders 1..%u, %u replica(s)%s",
+		    "ok 0 node %u: %llu owned, %llu replicas, %llu slots used of %u; %llu writes "
+		    "applied (as owner or replica); key holders 1..%u, %u replica(s)%s",
 		    a->me, (unsigned long long)st.owned, (unsigned long long)st.replicas,
-		    (unsigned long long)st.used, a->c->capacity, (unsigned long long)st.gets,
-		    (unsigned long long)st.writes, a->c->holders, a->c->replicas,
-		    key != NULL ? "" : "\n");
+		    (unsigned long long)st.used, a->c->capacity, (unsigned long long)st.applied,
+		    a->c->holders, a->c->replicas, key != NULL ? "" : "\n");
 		if (key != NULL)
 			snprintf(out + strlen(out), sizeof(out) - strlen(out),
 			         "; owner of %s: node %u\n", key,
@@ -193,7 +192,7 @@ int main(int argc, char **argv)
 	struct sigaction sa = {.sa_handler = on_signal};
 	struct admin adm;
 	pthread_t admin_thread;
-	char sock[4200];
+	char sock[4200], fnames[64], fdetail[256];
 	loco_manager_t *m;
 	loco_channel_t *ch;
 	loco_map_cfg_t cfg;
@@ -275,11 +274,12 @@ int main(int argc, char **argv)
 		ret = kv_conf_add_server(path, &c, me, loco_addr(m));
 	if (ret)
 		return fail(path, ret);
+	kv_fabrics(m, c.holders, fnames, sizeof(fnames), fdetail, sizeof(fdetail));
 	printf(
 	    "kv-server: node %u serving (%s; key holders 1..%u, %u replica(s), %u slots of up to "
-	    "%zu B)\n",
+	    "%zu B); fabric: %s (%s)\n",
 	    me, cfg.join ? "joined a running store" : "started", c.holders, c.replicas, c.capacity,
-	    c.value_max);
+	    c.value_max, fdetail, kv_fabric_why());
 	fflush(stdout);
 	for (uint32_t t = 0; !stop; t++) {
 		struct timespec ts = {.tv_nsec = 100000000};
@@ -287,10 +287,10 @@ int main(int argc, char **argv)
 		nanosleep(&ts, NULL);
 		if (stats_s > 0 && t > 0 && t % (stats_s * 10) == 0) {
 			loco_map_stats(map, &st);
-			printf("kv-server: node %u: %llu owned, %llu replicas, %llu applied, %llu "
-			       "gets\n",
-			       me, (unsigned long long)st.owned, (unsigned long long)st.replicas,
-			       (unsigned long long)st.applied, (unsigned long long)st.gets);
+			printf(
+			    "kv-server: node %u: %llu owned, %llu replicas, %llu writes applied\n",
+			    me, (unsigned long long)st.owned, (unsigned long long)st.replicas,
+			    (unsigned long long)st.applied);
 			fflush(stdout);
 		}
 	}

@@ -89,6 +89,7 @@ struct lo_arg {
 	loco_channel_t *ch;
 	loco_map_t *map;
 	struct kv_conf conf;
+	char fabric[64]; /* "shm", "tcp", "shm+tcp": kv_fabrics() */
 	int ret;
 };
 
@@ -99,8 +100,18 @@ static int lo_open(void *arg, unsigned thread, void **h)
 
 	(void)thread;
 	pthread_mutex_lock(&a->mu);
-	if (a->map == NULL && a->ret == 0)
+	if (a->map == NULL && a->ret == 0) {
 		a->ret = kv_client_open(a->path, &a->conf, &a->m, &a->ch, &a->map);
+		if (a->ret == 0) { /* which fabric carries this client's links, and why */
+			char detail[256];
+
+			kv_fabrics(a->m, a->conf.holders, a->fabric, sizeof(a->fabric), detail,
+			           sizeof(detail));
+			printf("kv-ycsb: client node %u; fabric: %s (%s)\n", loco_node_id(a->m),
+			       detail, kv_fabric_why());
+			fflush(stdout);
+		}
+	}
 	ret = a->ret;
 	pthread_mutex_unlock(&a->mu);
 	*h = a->map; /* one map for every thread: loco_map is MT-safe */
@@ -263,7 +274,7 @@ int main(int argc, char **argv)
 	struct ycsb_cfg cfg;
 	struct ycsb_backend be = {0};
 	struct ycsb_result res;
-	const char *store = NULL, *json = NULL, *png = NULL;
+	const char *store = NULL, *json = NULL, *png = NULL, *fabric = NULL;
 	int c, ret, status = 0;
 
 	ycsb_cfg_default(&cfg);
@@ -365,6 +376,7 @@ int main(int argc, char **argv)
 			return usage(stderr, 2);
 		memcpy(mca.host, hp, (size_t)(colon - hp));
 		mca.port = (unsigned)strtoul(colon + 1, NULL, 10);
+		fabric = "tcp"; /* libmemcached: TCP to HOST:PORT */
 		be = (struct ycsb_backend){.name = "memcached",
 		                           .open = mc_open,
 		                           .get = mc_get,
@@ -377,6 +389,7 @@ int main(int argc, char **argv)
 	static struct lo_arg loa = {.mu = PTHREAD_MUTEX_INITIALIZER};
 	if (strncmp(store, "loco:", 5) == 0) {
 		loa.path = store + 5;
+		fabric = loa.fabric; /* filled once the client joined */
 		be = (struct ycsb_backend){.name = "loco",
 		                           .open = lo_open,
 		                           .get = lo_get,
@@ -412,7 +425,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "kv-ycsb: %s: %s\n", json, strerror(errno));
 			status = 1;
 		} else {
-			ycsb_json(f, &cfg, &res, be.name);
+			ycsb_json(f, &cfg, &res, be.name, fabric);
 			fclose(f);
 			printf("kv-ycsb: JSON in %s\n", json);
 		}
@@ -428,7 +441,7 @@ int main(int argc, char **argv)
 	ycsb_result_free(&res);
 #ifdef KV_HAVE_LOCO
 	if (loa.map != NULL)
-		kv_client_close(loa.m, loa.ch, loa.map);
+		kv_client_close(loa.path, loa.m, loa.ch, loa.map);
 #endif
 	return status;
 }

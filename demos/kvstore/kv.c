@@ -134,7 +134,8 @@ int kv_conf_add_server(const char *path, const struct kv_conf *c, uint32_t id, c
 	for (int i = 0; i < n; i++) {
 		uint32_t other;
 
-		if (sscanf(lines[i], "server %" SCNu32, &other) == 1 && other != id)
+		if ((sscanf(lines[i], "server %" SCNu32, &other) == 1 && other != id) ||
+		    strncmp(lines[i], "counted ", 8) == 0) /* the clients' counts: kept */
 			memmove(lines[k++], lines[i], LINE_MAX_);
 	}
 	if (k + 6 > LINES_MAX) {
@@ -224,8 +225,129 @@ int kv_server_ids(const char *path, uint32_t *ids, int max)
 	return n < 0 ? n : k;
 }
 
-void kv_client_close(loco_manager_t *m, loco_channel_t *ch, loco_map_t *map)
+/* counts_parse -- the "counted" line among @lines[0 .. @n): its index, or -1 (all 0). */
+static int counts_parse(char lines[LINES_MAX][LINE_MAX_], int n, uint64_t v[3])
 {
+	v[0] = v[1] = v[2] = 0;
+	for (int i = 0; i < n; i++)
+		if (sscanf(lines[i], "counted gets %" SCNu64 " writes %" SCNu64 " clients %" SCNu64,
+		           &v[0], &v[1], &v[2]) == 3)
+			return i;
+	return -1;
+}
+
+int kv_counts_add(const char *path, uint64_t gets, uint64_t writes)
+{
+	static char lines[LINES_MAX][LINE_MAX_];
+	int lk = locked(path), n, i, ret;
+	uint64_t v[3];
+
+	if (lk < 0)
+		return lk;
+	n = read_lines(path, lines);
+	if (n <= 0) { /* no cluster file (any more): nothing to add to */
+		close(lk);
+		return n < 0 ? n : -ENOENT;
+	}
+	i = counts_parse(lines, n, v);
+	if (i < 0) {
+		if (n == LINES_MAX) {
+			close(lk);
+			return -ENOSPC;
+		}
+		i = n++;
+	}
+	snprintf(lines[i], LINE_MAX_,
+	         "counted gets %" PRIu64 " writes %" PRIu64 " clients %" PRIu64 "\n", v[0] + gets,
+	         v[1] + writes, v[2] + 1);
+	ret = write_lines(path, lines, n);
+	close(lk);
+	return ret;
+}
+
+int kv_counts_read(const char *path, uint64_t *gets, uint64_t *writes, uint64_t *clients)
+{
+	static char lines[LINES_MAX][LINE_MAX_];
+	int n = read_lines(path, lines);
+	uint64_t v[3];
+
+	if (n < 0)
+		return n;
+	counts_parse(lines, n, v);
+	*gets = v[0];
+	*writes = v[1];
+	*clients = v[2];
+	return 0;
+}
+
+int kv_fabrics(loco_manager_t *m, uint32_t holders, char *names, size_t nlen, char *detail,
+               size_t dlen)
+{
+	const char *fab[KV_IDS_MAX + 1] = {NULL}, *seen[KV_IDS_MAX];
+	size_t no = 0, dn = 0;
+	int nseen = 0, links = 0;
+
+	names[0] = detail[0] = '\0';
+	for (uint32_t id = 1; id <= holders && id <= KV_IDS_MAX; id++)
+		if (loco_member_fabric(m, id, &fab[id]) == 0) {
+			int k = 0;
+
+			while (k < nseen && strcmp(seen[k], fab[id]) != 0)
+				k++;
+			if (k == nseen)
+				seen[nseen++] = fab[id];
+			links++;
+		}
+	for (int k = 0; k < nseen; k++) {
+		const char *sep = " to node ";
+		int count = 0;
+
+		for (uint32_t id = 1; id <= holders && id <= KV_IDS_MAX; id++)
+			count += fab[id] != NULL && strcmp(fab[id], seen[k]) == 0;
+		if (count > 1)
+			sep = " to nodes ";
+
+		no += (size_t)snprintf(names + no, no < nlen ? nlen - no : 0, "%s%s", k ? "+" : "",
+		                       seen[k]);
+		dn += (size_t)snprintf(detail + dn, dn < dlen ? dlen - dn : 0, "%s%s",
+		                       k ? ", " : "", seen[k]);
+		for (uint32_t id = 1; id <= holders && id <= KV_IDS_MAX; id++) {
+			if (fab[id] == NULL || strcmp(fab[id], seen[k]) != 0)
+				continue;
+			dn += (size_t)snprintf(detail + dn, dn < dlen ? dlen - dn : 0, "%s%u", sep,
+			                       id);
+			sep = ",";
+		}
+	}
+	if (links == 0) {
+		snprintf(names, nlen, "none");
+		snprintf(detail, dlen, "no link to a key holder");
+	}
+	return links;
+}
+
+const char *kv_fabric_why(void)
+{
+	static char buf[256];
+	const char *f = getenv("LOCO_FABRIC");
+
+	if (f == NULL || f[0] == '\0' || strcmp(f, "auto") == 0)
+		snprintf(
+		    buf, sizeof(buf),
+		    "LOCO_FABRIC=%s: shm to the peers on this host, verbs or tcp to other hosts",
+		    f == NULL || f[0] == '\0' ? "auto, the default" : "auto");
+	else
+		snprintf(buf, sizeof(buf), "LOCO_FABRIC=%s: every link on it", f);
+	return buf;
+}
+
+void kv_client_close(const char *path, loco_manager_t *m, loco_channel_t *ch, loco_map_t *map)
+{
+	loco_map_stats_t st;
+
+	loco_map_stats(map, &st);
+	if (kv_counts_add(path, st.gets, st.writes) != 0)
+		(void)0; /* the cluster file is gone: the count with it */
 	loco_map_destroy(map);
 	loco_channel_destroy(ch);
 	loco_fini(m);

@@ -10,12 +10,16 @@
  * holds: an id comes back as a new incarnation once its client left, so
  * clients come and go any number of times, up to 7 - holders at once.
  * "kv stat" reads the servers' counters through their admin sockets
- * (kv_admin_path()).
+ * (kv_admin_path()), and the clients' in the cluster file: a GET is the
+ * client's own one-sided READ, which no server's CPU sees, so each
+ * client adds its map's counts of gets and writes there when it leaves
+ * (kv_client_close()).
  *
  * The cluster file (--cluster PATH, mode 0600: it holds the secret) has
  * "secret HEX", "holders N", "replicas R", "value_max B", "capacity N"
  * and one "server ID ADDR" line per server that started; every server
- * adds its line under an flock.
+ * adds its line under an flock. "counted gets G writes W clients N": the
+ * sums of the clients that left (kv_counts_add(), under the same flock).
  */
 #ifndef KV_KV_H
 #define KV_KV_H
@@ -63,7 +67,29 @@ void kv_admin_path(const char *path, uint32_t id, char *buf, size_t len);
 /* kv_server_ids -- the ids of the servers in @path (up to @max); their count, or -errno. */
 int kv_server_ids(const char *path, uint32_t *ids, int max);
 
-/* kv_client_close -- leave: map, channel, manager. */
-void kv_client_close(loco_manager_t *m, loco_channel_t *ch, loco_map_t *map);
+/*
+ * kv_client_close -- leave: add this client's gets and writes (its map's
+ * counters) to the cluster file @path (kv_counts_add()), then destroy map,
+ * channel, manager.
+ */
+void kv_client_close(const char *path, loco_manager_t *m, loco_channel_t *ch, loco_map_t *map);
+
+/* kv_counts_add -- add @gets and @writes of one client that left to @path's counts. 0 or -errno. */
+int kv_counts_add(const char *path, uint64_t gets, uint64_t writes);
+
+/* kv_counts_read -- the clients' counts in @path (all 0 when none left yet). 0 or -errno. */
+int kv_counts_read(const char *path, uint64_t *gets, uint64_t *writes, uint64_t *clients);
+
+/*
+ * kv_fabrics -- the fabric of this node's link to each key holder that is
+ * up (loco_member_fabric()): into @names their names ("shm", or "shm+tcp"
+ * when they differ; "none" without a link) and into @detail "shm to
+ * nodes 1,2,3,4". Their count of links.
+ */
+int kv_fabrics(loco_manager_t *m, uint32_t holders, char *names, size_t nlen, char *detail,
+               size_t dlen);
+
+/* kv_fabric_why -- why those fabrics: what LOCO_FABRIC says (a static string). */
+const char *kv_fabric_why(void);
 
 #endif

@@ -4,7 +4,8 @@
 # test-loco.sh LOCO_RUN KV_SERVER KV KV_YCSB -- the KV store as its README runs it:
 #   1. 4 kv-servers (2 replicas) under loco-run --keep-going --control; the kv command line
 #      puts, gets, deletes (get then says "no such key", exit 3) and stats; 16 more puts and
-#      gets, each a client node joining and leaving (2 client ids, reused);
+#      gets, each a client node joining and leaving (2 client ids, reused); kv stat counts
+#      them (the clients' gets and writes, the writes each server applied);
 #   2. kv-ycsb workload B, 2 threads, 3 s, --verify: 0 lost, 0 corrupt, reads and updates ran;
 #   3. kv-ycsb workload A with --kill-at 1 (node 3, SIGKILL) and --join-at 3 (a fifth server):
 #      0 acknowledged writes lost, operations in the run's last second (it went on), the new
@@ -58,6 +59,18 @@ for i in $(seq 1 8); do
 done
 grep -q 'client node [67])' "$tmp/get.err" || fail "get did not run as client node 6 or 7"
 echo "ok: kv put/get/del/stat, 21 kv commands, each a client node (ids 6 and 7, reused)"
+# kv stat counts them: the clients' gets and writes (a GET is a one-sided READ no server sees:
+# each client adds its counts as it leaves), and each write applied on its owner and 1 replica.
+# So far: 10 puts and 1 del (11 writes), 10 gets (one of a deleted key), 21 clients
+"${k[@]}" stat >"$tmp/stat.out" 2>&1 || fail "stat: $(cat "$tmp/stat.out")"
+grep -q '^clients: 10 gets, 11 writes (counted by the 21 clients' "$tmp/stat.out" ||
+	fail "kv stat counted wrong: $(cat "$tmp/stat.out")"
+applied=0
+for a in $(sed -n 's/.*; \([0-9]*\) writes applied.*/\1/p' "$tmp/stat.out"); do
+	applied=$((applied + a))
+done
+[[ $applied == 22 ]] || fail "the servers applied $applied writes, not 22: $(cat "$tmp/stat.out")"
+echo "ok: kv stat: 10 gets, 11 writes by 21 clients; 22 writes applied (2 copies of each)"
 # beside a live client (kv-ycsb holds one client id for 4 s) a kv command takes the other id
 "$ycsb" --store "loco:$cl" --workload C --records 200 --duration 4 --threads 1 >"$tmp/bg.out" 2>&1 &
 bg=$!

@@ -505,14 +505,16 @@ void ycsb_print(FILE *f, const struct ycsb_cfg *cfg, const struct ycsb_result *r
 }
 
 void ycsb_json(FILE *f, const struct ycsb_cfg *cfg, const struct ycsb_result *res,
-               const char *store)
+               const char *store, const char *fabric)
 {
+	fprintf(f, "{\n  \"store\": \"%s\", ", store);
+	if (fabric != NULL)
+		fprintf(f, "\"fabric\": \"%s\", ", fabric);
 	fprintf(f,
-	        "{\n  \"store\": \"%s\", \"workload\": \"%c\", \"dist\": \"%s\", "
-	        "\"records\": %" PRIu64 ", \"value_size\": %zu, \"threads\": %u, "
-	        "\"secs\": %.3f,\n  \"ops\": {",
-	        store, cfg->workload, cfg->dist == YCSB_ZIPFIAN ? "zipfian" : "uniform",
-	        cfg->records, cfg->value_size, cfg->threads, res->secs);
+	        "\"workload\": \"%c\", \"dist\": \"%s\", \"records\": %" PRIu64
+	        ", \"value_size\": %zu, \"threads\": %u, \"secs\": %.3f,\n  \"ops\": {",
+	        cfg->workload, cfg->dist == YCSB_ZIPFIAN ? "zipfian" : "uniform", cfg->records,
+	        cfg->value_size, cfg->threads, res->secs);
 	for (int o = 0, first = 1; o < YCSB_NOPS; o++) {
 		const struct ycsb_hist *h = &res->hist[o];
 

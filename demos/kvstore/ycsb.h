@@ -97,11 +97,14 @@ int ycsb_verify(const struct ycsb_cfg *cfg, const struct ycsb_backend *be, struc
 /* ycsb_pct -- the @p-th percentile (0..100) of @h in microseconds (0 when empty). */
 double ycsb_pct(const struct ycsb_hist *h, double p);
 
-/* ycsb_print / ycsb_json -- the summary table; the JSON document. */
+/*
+ * ycsb_print / ycsb_json -- the summary table; the JSON document (with
+ * "fabric": @fabric unless it is NULL: the store's transport).
+ */
 void ycsb_print(FILE *f, const struct ycsb_cfg *cfg, const struct ycsb_result *res,
                 const char *store);
 void ycsb_json(FILE *f, const struct ycsb_cfg *cfg, const struct ycsb_result *res,
-               const char *store);
+               const char *store, const char *fabric);
 
 void ycsb_result_free(struct ycsb_result *res);
 
