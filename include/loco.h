@@ -2,8 +2,9 @@
 /*
  * loco.h -- LOCO: channel objects for RDMA networks. The umbrella header.
  *
- * Conventions (see loco(7)): functions return 0 or a negative errno and
- * write output parameters only on success; library-specific codes are
+ * Conventions (see loco(7)): functions return 0 (or, for the few that
+ * loco(7) lists, a count >= 0) or a negative errno, and write output
+ * parameters only on success; library-specific codes are
  * LOCO_E* (above LOCO_ERRNO_BASE) and loco_strerror() names every code.
  *
  * Thread safety: MT-safe (the functions declared here keep no state).
@@ -39,8 +40,10 @@ enum loco_errno {
 unsigned loco_version(void);
 
 /*
- * loco_strerror -- a static string describing @err (a negative errno or
- * -LOCO_E*; positive values are accepted too). Never NULL.
+ * loco_strerror -- a string describing @err: 0, a negative errno or
+ * -LOCO_E*. A positive @err is no error code but a count ("not an error
+ * code (a count: 3)", in a per-thread buffer that the thread's next call
+ * may overwrite). Never NULL.
  */
 const char *loco_strerror(int err);
 

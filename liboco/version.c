@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* version.c -- loco_version() and loco_strerror(). */
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <loco.h>
@@ -12,10 +13,16 @@ unsigned loco_version(void)
 
 const char *loco_strerror(int err)
 {
+	/* a count (loco(7): the functions that return one), built in a per-thread buffer */
+	static _Thread_local char count[48];
+
 	if (err == INT_MIN)
 		return "unknown loco error"; /* -INT_MIN does not exist */
-	if (err < 0)
-		err = -err;
+	if (err > 0) {
+		snprintf(count, sizeof(count), "not an error code (a count: %d)", err);
+		return count;
+	}
+	err = -err;
 	switch (err) {
 	case 0:
 		return "success";
