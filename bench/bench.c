@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* bench.c -- what the benchmark programs share: see bench.h. */
 #include <errno.h> /* program_invocation_short_name */
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,4 +64,65 @@ int bench_poll(int (*poll)(void *arg), void (*idle)(void *arg), void *arg, unsig
 		else if (sleep_us > 0)
 			usleep(sleep_us);
 	}
+}
+
+/* mkdir -p @dir (modified in place, restored). Returns 0 or -errno. */
+static int mkdir_parents(char *dir)
+{
+	for (char *p = dir + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+
+		*p = '\0';
+		int rc = mkdir(dir, 0777) == 0 || errno == EEXIST ? 0 : -errno;
+
+		*p = c;
+		if (rc != 0)
+			return rc;
+		if (c == '\0')
+			return 0;
+	}
+}
+
+char *bench_result_path(char *buf, size_t len, const char *fmt, ...)
+{
+	char dir[PATH_MAX], name[256];
+	const char *env = getenv("LOCO_BENCH_OUT");
+	va_list ap;
+	int n;
+
+	if (env != NULL && env[0] != '\0') {
+		n = snprintf(dir, sizeof(dir), "%s", env);
+	} else {
+		ssize_t got = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
+		char *slash;
+
+		if (got <= 0)
+			bench_die("readlink /proc/self/exe", got < 0 ? -errno : -ENOENT);
+		dir[got] = '\0';
+		slash = strrchr(dir, '/');
+		if (slash != NULL)
+			*slash = '\0';
+		n = (int)strlen(dir);
+		if ((size_t)n + sizeof("/results") > sizeof(dir))
+			bench_die("results directory", -ENAMETOOLONG);
+		memcpy(dir + n, "/results", sizeof("/results"));
+	}
+	if (n < 0 || (size_t)n >= sizeof(dir))
+		bench_die("results directory", -ENAMETOOLONG);
+	va_start(ap, fmt);
+	n = vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(name))
+		bench_die("result file name", -ENAMETOOLONG);
+	n = snprintf(buf, len, "%s/%s", dir, name);
+	if (n < 0 || (size_t)n >= len)
+		bench_die("result path", -ENAMETOOLONG);
+	n = mkdir_parents(dir);
+	if (n != 0) {
+		fprintf(stderr, "%s: cannot make %s\n", program_invocation_short_name, dir);
+		bench_die("mkdir", n);
+	}
+	return buf;
 }

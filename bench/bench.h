@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench.h -- what the benchmark programs share (bench/ only): the clock,
- * sorting latencies, dying on an error, and the bounded poll loop.
+ * sorting latencies, dying on an error, the bounded poll loop and where
+ * result files go by default.
  *
  * Thread safety: every function may be called from any thread.
  */
 #ifndef LOCO_BENCH_H
 #define LOCO_BENCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdnoreturn.h>
 
@@ -31,5 +33,17 @@ noreturn void bench_die(const char *what, int err);
  */
 int bench_poll(int (*poll)(void *arg), void (*idle)(void *arg), void *arg, unsigned sleep_us,
                int64_t timeout_ms);
+
+/*
+ * bench_result_path -- the default path of a result file: printf(@fmt, ...)
+ * in the results directory, which is $LOCO_BENCH_OUT when set, else
+ * results/ beside the running program (build/bench/results/ for a meson
+ * build): never the source tree unasked. The directory is created (with
+ * its parents) when missing. Writes at most @len bytes into @buf; returns
+ * @buf, or dies (bench_die) when the path does not fit or the directory
+ * cannot be made.
+ */
+char *bench_result_path(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif /* LOCO_BENCH_H */

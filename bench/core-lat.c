@@ -56,7 +56,8 @@ static int one_op(int op, loco_region_t *r, const loco_rref_t *peer, loco_ack_ke
 int main(int argc, char **argv)
 {
 	static const char *const names[] = {"write", "read", "faa", "cas"};
-	const char *json = "bench/results/core-lat.json";
+	const char *json = NULL;
+	char json_default[4096];
 	loco_manager_t *m;
 	loco_channel_t *ch;
 	loco_object_t *obj;
@@ -123,6 +124,9 @@ int main(int argc, char **argv)
 			min[op] = s[0];
 			printf("%-8s %9.2f %11.2f %11.2f\n", names[op], med[op], p99[op], min[op]);
 		}
+		if (json == NULL)
+			json =
+			    bench_result_path(json_default, sizeof(json_default), "core-lat.json");
 		f = fopen(json, "w");
 		if (f != NULL) {
 			fprintf(f,
@@ -137,8 +141,7 @@ int main(int argc, char **argv)
 			fclose(f);
 			printf("results: %s\n", json);
 		} else {
-			fprintf(stderr, "cannot write %s (run from the source tree, or --json)\n",
-			        json);
+			fprintf(stderr, "cannot write %s (--json FILE names another)\n", json);
 		}
 		free(s);
 		/* tell node 2 we are done: word DONE, apart from the measured words */

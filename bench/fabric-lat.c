@@ -598,7 +598,8 @@ static void usage(FILE *f)
 	       "  --rate-ops N    WRITEs in the op-rate test (default 1000000)\n"
 	       "  --poll MODE     spin: busy-poll fab_poll() (default); wait: block in fab_wait()\n"
 	       "  --provider P    fabric provider (default $LOCO_FABRIC, else tcp)\n"
-	       "  --json FILE     results (default bench/results/fabric-<provider>.json)\n");
+	       "  --json FILE     results (default RESULTS/fabric-<provider>.json; RESULTS is\n"
+	       "                  $LOCO_BENCH_OUT, else results/ beside this program)\n");
 }
 
 static long parse_count(const char *s, const char *what)
@@ -628,7 +629,7 @@ int main(int argc, char **argv)
 	struct stats st[4];
 	struct bench b = {.o = &o};
 	struct target_info ti;
-	char json_default[128];
+	char json_default[4096];
 	int info[2] = {-1, -1}, ctl[2] = {-1, -1};
 	double seconds = 0, ops_per_s = 0;
 	uint32_t window;
@@ -676,8 +677,7 @@ int main(int argc, char **argv)
 	if (o.provider == NULL || *o.provider == '\0')
 		o.provider = "tcp";
 	if (o.json == NULL) {
-		snprintf(json_default, sizeof(json_default), "bench/results/fabric-%s.json",
-		         o.provider);
+		bench_result_path(json_default, sizeof(json_default), "fabric-%s.json", o.provider);
 		o.json = json_default;
 	}
 

@@ -17,7 +17,8 @@
  * Each row: median and p99 of one operation (us) and operations per
  * second (1 / mean); the object's operation and the raw one are timed
  * alternately so that their ratio holds on a noisy machine. Prints a
- * table and writes JSON (default bench/results/map-<provider>.json).
+ * table and writes JSON (default RESULTS/map-<provider>.json; RESULTS is $LOCO_BENCH_OUT, else
+ * results/ beside the program: build/bench/results/).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -217,7 +218,7 @@ int main(int argc, char **argv)
 	struct result res[2 * NSIZES];
 	const char *env = getenv("LOCO_NODES"), *json = NULL, *prov = getenv("LOCO_FABRIC");
 	uint32_t nodes = env ? (uint32_t)atoi(env) : 1, reps = 2, ids[MAX_NODES];
-	char json_default[128];
+	char json_default[4096];
 	int c, nres = 0;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -247,7 +248,7 @@ int main(int argc, char **argv)
 	if (prov == NULL || *prov == '\0')
 		prov = "tcp";
 	if (json == NULL) {
-		snprintf(json_default, sizeof(json_default), "bench/results/map-%s.json", prov);
+		bench_result_path(json_default, sizeof(json_default), "map-%s.json", prov);
 		json = json_default;
 	}
 	b.lat = calloc((size_t)b.iters, sizeof(*b.lat));

@@ -15,8 +15,8 @@
  * and 3 both run for S seconds: atomic_var FAA, CAS increments and lock
  * acquire + release: node 1's median and p99, and the rate of both nodes
  * together. The nodes meet at barriers made of an atomic_var on node 2.
- * Prints a table and writes JSON (default
- * bench/results/objects-atomic-<provider>.json).
+ * Prints a table and writes JSON (default RESULTS/objects-atomic-<provider>.json;
+ * RESULTS is $LOCO_BENCH_OUT, else results/ beside the program).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -358,7 +358,7 @@ int main(int argc, char **argv)
 {
 	const char *provider = getenv("LOCO_FABRIC"), *json = NULL;
 	const char *fjson = NULL;
-	char json_buf[128], fjson_buf[128];
+	char json_buf[4096], fjson_buf[4096];
 	struct bench b = {.iters = 5000};
 	double secs = 2;
 	uint64_t cas_fails = 0;
@@ -388,12 +388,11 @@ int main(int argc, char **argv)
 	if (provider == NULL || *provider == '\0')
 		provider = "tcp";
 	if (json == NULL) {
-		snprintf(json_buf, sizeof(json_buf), "bench/results/objects-atomic-%s.json",
-		         provider);
+		bench_result_path(json_buf, sizeof(json_buf), "objects-atomic-%s.json", provider);
 		json = json_buf;
 	}
 	if (fjson == NULL) {
-		snprintf(fjson_buf, sizeof(fjson_buf), "bench/results/fabric-%s.json", provider);
+		bench_result_path(fjson_buf, sizeof(fjson_buf), "fabric-%s.json", provider);
 		fjson = fjson_buf;
 	}
 	b.lat = calloc((size_t)b.iters, sizeof(*b.lat));

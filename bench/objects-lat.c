@@ -22,7 +22,8 @@
  * second (1 / mean). Every row times the object's operation and its raw
  * operation alternately, one of each in turn (the barrier rounds too, on
  * every node), so that the ratio holds when the machine's speed drifts. Prints a table and writes
- * JSON (default bench/results/objects-<provider>.json).
+ * JSON (default RESULTS/objects-<provider>.json; RESULTS is $LOCO_BENCH_OUT, else results/ beside
+ * the program: build/bench/results/).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -356,7 +357,7 @@ int main(int argc, char **argv)
 	struct result res[3 * NSIZES + 1];
 	const char *env = getenv("LOCO_NODES"), *json = NULL, *prov = getenv("LOCO_FABRIC");
 	uint32_t nodes = env ? (uint32_t)atoi(env) : 1;
-	char json_default[128];
+	char json_default[4096];
 	int c, nres = 0;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -381,7 +382,7 @@ int main(int argc, char **argv)
 	if (prov == NULL || *prov == '\0')
 		prov = "tcp";
 	if (json == NULL) {
-		snprintf(json_default, sizeof(json_default), "bench/results/objects-%s.json", prov);
+		bench_result_path(json_default, sizeof(json_default), "objects-%s.json", prov);
 		json = json_default;
 	}
 	b.lat = calloc((size_t)b.iters, sizeof(*b.lat));

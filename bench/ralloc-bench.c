@@ -10,8 +10,8 @@
  *   loco-run -n 2 build/bench/ralloc-bench [--iters N] [--json FILE]
  *
  * Node 2 hosts the heaps and only serves (one-sided); node 1 measures.
- * Prints a table and writes JSON (default
- * bench/results/ralloc-<provider>.json).
+ * Prints a table and writes JSON (default RESULTS/ralloc-<provider>.json;
+ * RESULTS is $LOCO_BENCH_OUT, else results/ beside the program).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +57,7 @@ int main(int argc, char **argv)
 	loco_ralloc_stats_t st0, st;
 	loco_rref_t rr;
 	double *lat, t0;
-	char path[256];
+	char path[4096];
 	FILE *f;
 	int ret;
 
@@ -154,8 +154,9 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 4; i++)
 		printf("%-40s %12.0f %14.0f %8ld\n", rows[i].what, rows[i].median_ns,
 		       rows[i].ops_per_s, rows[i].n);
-	snprintf(path, sizeof(path), "bench/results/ralloc-%s.json", fab ? fab : "tcp");
-	f = fopen(json ? json : path, "w");
+	if (json == NULL)
+		json = bench_result_path(path, sizeof(path), "ralloc-%s.json", fab ? fab : "tcp");
+	f = fopen(json, "w");
 	if (f != NULL) {
 		fprintf(f, "{\"bench\": \"ralloc\", \"fabric\": \"%s\", \"rows\": [\n",
 		        fab ? fab : "tcp");

@@ -18,7 +18,8 @@
  * sink counted (checked): calls over that time. Latency: --iters
  * (default 20000, after 1000 unmeasured), median and p99 of the whole
  * round trip. Prints a table, lines for bench/peers/run-rpc.sh ("loco
- * ..."), and JSON (default bench/results/rpc-<provider>-<wait>.json).
+ * ..."), and JSON (default RESULTS/rpc-<provider>-<wait>.json; RESULTS is $LOCO_BENCH_OUT, else
+ * results/ beside the program: build/bench/results/).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -307,7 +308,7 @@ int main(int argc, char **argv)
 	const char *json = NULL, *prov = getenv("LOCO_FABRIC"), *wait = getenv("LOCO_WAIT");
 	long calls = 200000, iters = 20000;
 	size_t agg_bytes = 0; /* 0: the endpoint's default (4 KiB) */
-	char json_default[160];
+	char json_default[4096];
 	struct rate r[12];
 	double lat[2][2], ops[4][2], *t;
 	loco_rpc_ep_t *ep[3];
@@ -435,8 +436,8 @@ int main(int argc, char **argv)
 		for (int o = 0; o < 4; o++)
 			printf("loco op %s %.3f %.3f\n", opn[o], ops[o][0], ops[o][1]);
 		if (json == NULL) {
-			snprintf(json_default, sizeof(json_default), "bench/results/rpc-%s-%s.json",
-			         prov, wait);
+			bench_result_path(json_default, sizeof(json_default), "rpc-%s-%s.json",
+			                  prov, wait);
 			json = json_default;
 		}
 		{

@@ -15,7 +15,8 @@
  * one at a time on node 1; median and p99 of half the round trip.
  * Prints a table and machine-readable lines ("loco rate SIZE MODE msg/s",
  * "loco lat SIZE median_us p99_us") for bench/peers/run-rpipe.sh, and
- * writes JSON (default bench/results/rpipe-<provider>.json).
+ * writes JSON (default RESULTS/rpipe-<provider>.json; RESULTS is $LOCO_BENCH_OUT, else results/
+ * beside the program: build/bench/results/).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -182,7 +183,7 @@ int main(int argc, char **argv)
 	const char *json = NULL, *prov = getenv("LOCO_FABRIC");
 	long msgs = 1000000, iters = 20000;
 	size_t ring = 1 << 20;
-	char json_default[128];
+	char json_default[4096];
 	struct rate r[4];
 	struct lat l[2];
 	loco_manager_t *m;
@@ -267,8 +268,8 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 2; i++)
 			printf("loco lat %zu %.3f %.3f\n", l[i].size, l[i].med_us, l[i].p99_us);
 		if (json == NULL) {
-			snprintf(json_default, sizeof(json_default), "bench/results/rpipe-%s.json",
-			         prov);
+			bench_result_path(json_default, sizeof(json_default), "rpipe-%s.json",
+			                  prov);
 			json = json_default;
 		}
 		if (write_json(json, prov, ring, msgs, iters, r, nr, l, 2) == 0)

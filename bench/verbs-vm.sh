@@ -23,7 +23,7 @@
 # a signaled WRITE, so the WRITE ratio is taken against twice perftest's
 # figure. READ and atomics are round trips in both.
 #
-# Results: bench/results/verbs-vm.json (and the raw outputs next to it).
+# Results: build-verbs/bench/results/verbs-vm.json ($LOCO_BENCH_OUT when set) (and the raw outputs next to it).
 # Exit status: 0 when every program ran, 1 otherwise.
 set -uo pipefail
 
@@ -72,7 +72,7 @@ fi
 	exit 1
 }
 
-out=bench/results/verbs-vm
+out=${LOCO_BENCH_OUT:-build-verbs/bench/results}/verbs-vm
 rm -rf "$out" && mkdir -p "$out"
 guest=$out/guest.sh
 cat >"$guest" <<'EOF'

@@ -5,7 +5,8 @@
 # memcached on this host, through demos/kvstore/demo.sh: for each workload (default C, B and
 # A) and each wait policy (default sleep and spin, or only $LOCO_WAIT), the same kv-ycsb run
 # against both, then one table of throughput ratios LOCO / memcached (issue 13's target: C
-# and B >= 1.0 with the same client count). JSON and plots under bench/results/kv/.
+# and B >= 1.0 with the same client count). JSON and plots under
+# ${LOCO_BENCH_OUT:-build/bench/results}/kv/.
 #
 #   bench/peers/run-kv.sh [DURATION_S] [THREADS] [WORKLOADS]
 set -euo pipefail
@@ -14,7 +15,7 @@ DUR=${1:-10}
 THREADS=${2:-2}
 WORKLOADS=${3:-C B A}
 WAITS=${LOCO_WAIT:-sleep spin}
-out=bench/results/kv
+out=${LOCO_BENCH_OUT:-build/bench/results}/kv
 mkdir -p "$out"
 rows=()
 for w in $WORKLOADS; do

@@ -20,7 +20,6 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none # no CMA in containers
 export LOCO_WAIT=${LOCO_WAIT:-spin}
 OUT=$(mktemp)
 trap 'rm -f "$OUT"' EXIT
-mkdir -p bench/results
 
 for _ in $(seq 1 "$RUNS"); do
 	if [ -x "$BUILD/bench/peers/mpi-pingpong" ]; then

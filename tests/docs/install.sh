@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # install.sh -- what README "Install into a prefix" says works: install the build into a temporary
 # directory (meson install --destdir), build a program with pkg-config and an rpath, run it with no
-# LD_LIBRARY_PATH, and find the man pages (installed without pandoc, from docs/man/gen/).
+# LD_LIBRARY_PATH, and find the man pages (installed without pandoc, from docs/man/gen/). The
+# program is compiled with `pkg-config --cflags --libs loco` and no other .pc file in reach (the
+# dependencies' .pc files, pmix's among them, must not be needed), and linked once more against
+# liboco.a with `pkg-config --static --libs loco` (its Libs.private).
 # usage: install.sh BUILD_ROOT SOURCE_ROOT VERSION CC [SANITIZE]    exit 0 pass, 1 fail, 77 skip
 # SANITIZE: the build's b_sanitize (none, address,undefined, ...): a sanitized liboco needs the
 # program built with the same -fsanitize (its runtime).
@@ -37,13 +40,16 @@ check "loco.pc installed" test -n "$pc"
 [ -n "$pc" ] || exit 1
 prefix=$(sed -n 's/^prefix=//p' "$pc")
 root=$tmp/root$prefix # where the prefix landed
-PKG_CONFIG_PATH=$(dirname "$pc")
-export PKG_CONFIG_PATH
+# PKG_CONFIG_LIBDIR replaces the system's .pc folders: only loco.pc is in reach
+PKG_CONFIG_LIBDIR=$(dirname "$pc")
+export PKG_CONFIG_LIBDIR
+unset PKG_CONFIG_PATH
 pkc() { pkg-config --define-variable=prefix="$root" "$@" loco; }
 libdir=$(pkc --variable=libdir)
 echo "prefix $prefix, libdir ${libdir#"$root"/}, loco.pc ${pc#"$tmp/root"}"
 check "pkg-config --modversion is $version" test "$(pkc --modversion)" = "$version"
 check "liboco.so.0 in libdir" test -e "$libdir/liboco.so.0"
+check "loco.pc requires no other .pc file" test -z "$(pkc --print-requires --print-requires-private)"
 
 cat >"$tmp/app.c" <<'C'
 #include <stdio.h>
@@ -71,6 +77,19 @@ check "the program runs with the rpath alone (rc $rc)" test "$rc" -eq 0
 check "it reports $version" grep -q "^loco ${version%.*} (headers $version)" <<<"$out"
 lib=$(env -u LD_LIBRARY_PATH ldd "$tmp/app" | grep 'liboco\.so\.0')
 check "liboco.so.0 is loaded from the prefix ($lib)" grep -qF "$libdir/liboco.so.0" <<<"$lib"
+
+# static: liboco.a and the Libs.private flags (which name each dependency's library folder)
+static=$(pkc --static --libs)
+static=${static//-loco/$libdir/liboco.a}
+# shellcheck disable=SC2046,SC2086 # pkg-config's words are meant to split
+if "$cc" "${san[@]}" -o "$tmp/app-static" "$tmp/app.c" $(pkc --cflags) $static 2>"$tmp/cc-static.log"; then
+	out=$(env -u LD_LIBRARY_PATH "$tmp/app-static")
+	check "linked against liboco.a with --static --libs, it runs ($out)" test $? -eq 0
+	check "and loads no liboco.so" test -z "$(ldd "$tmp/app-static" | grep liboco)"
+else
+	cat "$tmp/cc-static.log"
+	check "cc against liboco.a with pkg-config --static --libs" false
+fi
 
 # man pages: every kept page but loco-fabric.7 (internal), and the per-function aliases
 man=$root/share/man

@@ -262,7 +262,7 @@ static void poller_add__from_inside_a_call(void **state)
 
 static void fini__frees_pollers_left(void **state)
 {
-	loco_manager_t *m;
+	loco_manager_t *m = NULL;
 	loco_poller_t *p;
 	struct probe pr = {0};
 
