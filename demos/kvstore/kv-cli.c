@@ -181,9 +181,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (kv_counts_read(path, &gets, &writes, &clients) == 0)
-		printf("clients: %llu gets, %llu writes (counted by the %llu clients that left: a "
-		       "GET is a one-sided READ, which no server sees)\n",
+		printf("clients: %llu gets, %llu writes (counted by the %llu client%s that left: "
+		       "a GET is a one-sided READ, which no server sees)\n",
 		       (unsigned long long)gets, (unsigned long long)writes,
-		       (unsigned long long)clients);
+		       (unsigned long long)clients, clients == 1 ? "" : "s");
 	return 0;
 }
