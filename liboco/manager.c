@@ -194,6 +194,7 @@ static int open_endpoints(loco_manager_t *m)
 	ret = fab_open(m->cfg.fabric, &fattr, &m->fab);
 	if (ret)
 		return ret;
+	lc_memlock_check(fab_uses_device(m->fab)); /* warns only when a verbs device pins memory */
 	if (m->wait.policy != LOCO_WAIT_BLOCK && fab_progress(m->fab, 0) != -EOPNOTSUPP) {
 		/* a software fabric: waiters do its work (block leaves it to its thread) */
 		m->wait.drive = drive_fn;
@@ -413,7 +414,6 @@ static int init(const loco_config_t *cfg, loco_manager_t **out)
 		return ret;
 	}
 	m->pmix = pmix;
-	lc_memlock_check(c.fabric);
 	ret = open_endpoints(m);
 	if (ret)
 		goto err_free;

@@ -157,6 +157,10 @@ void lc_graves_reap(loco_manager_t *m, int all);
 int lc_mem_alloc(loco_manager_t *m, size_t len, void **out);
 void lc_mem_free(loco_manager_t *m, void *p, size_t len);
 void lc_mem_fini(loco_manager_t *m);
-int lc_memlock_check(const char *fabric);
+/*
+ * lc_memlock_check -- warn, once per start, when RLIMIT_MEMLOCK is low (memlock.h)
+ * and @device: a verbs device will pin what is registered. -ENOMEM then, else 0.
+ */
+int lc_memlock_check(bool device);
 
 #endif /* LOCO_LC_MANAGER_H */

@@ -17,9 +17,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "manager.h"
+#include "memlock.h"
 
 #define LC_CHUNK (2u << 20)
 #define LC_ALIGN 64u
@@ -233,21 +235,22 @@ void lc_mem_fini(loco_manager_t *m)
 	m->narenas = 0;
 }
 
-int lc_memlock_check(const char *fabric)
+int lc_memlock_check(bool device)
 {
 	struct rlimit rl;
-	int pins = strcmp(fabric, "tcp") != 0 && strcmp(fabric, "shm") != 0; /* only RDMA pins */
 
-	if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
-	    rl.rlim_cur >= (64ull << 20))
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0 || !lc_memlock_low(&rl, geteuid()))
 		return 0;
-	if (pins)
-		lc_log_warn("manager: RLIMIT_MEMLOCK is %llu KiB: registering memory may fail; "
-		            "raise it (ulimit -l unlimited, memlock in /etc/security/limits.conf, "
-		            "or LimitMEMLOCK=infinity for a systemd service)",
-		            (unsigned long long)rl.rlim_cur / 1024);
-	else
-		lc_log_debug("manager: RLIMIT_MEMLOCK is %llu KiB (the tcp fabric pins nothing)",
-		             (unsigned long long)rl.rlim_cur / 1024);
-	return pins ? -ENOMEM : 0;
+	if (!device) {
+		lc_log_debug(
+		    "manager: RLIMIT_MEMLOCK is %llu KiB (no verbs device: nothing is pinned)",
+		    (unsigned long long)rl.rlim_cur / 1024);
+		return 0;
+	}
+	lc_log_warn(
+	    "manager: RLIMIT_MEMLOCK is %llu KiB: registering memory with the verbs device "
+	    "may fail; raise it (ulimit -l unlimited, memlock in /etc/security/limits.conf, "
+	    "or LimitMEMLOCK=infinity for a systemd service)",
+	    (unsigned long long)rl.rlim_cur / 1024);
+	return -ENOMEM;
 }

@@ -28,9 +28,9 @@
 
 #include "config.h"
 #include "fabric.h"
+#include "memlock.h" /* the verdict the manager's warning uses */
 
-#define LI_MEMLOCK_LOW (64ull << 20) /* below this, registering regions may fail */
-#define LI_MAX_GIDS    256           /* GID entries shown per port */
+#define LI_MAX_GIDS 256 /* GID entries shown per port */
 
 struct li_opts {
 	const char *fabric;
@@ -275,7 +275,7 @@ static bool show_memlock(void)
 		snprintf(max, sizeof(max), "unlimited");
 	else
 		human_bytes((unsigned long long)rl.rlim_max, max, sizeof(max));
-	ok = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= LI_MEMLOCK_LOW || geteuid() == 0;
+	ok = !lc_memlock_low(&rl, geteuid());
 	printf("%-8s %-12s %s\n", "soft", cur, ok ? "ok" : "LOW");
 	printf("%-8s %s\n", "hard", max);
 	if (geteuid() == 0 && rl.rlim_cur != RLIM_INFINITY)

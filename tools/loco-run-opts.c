@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* loco-run-opts.c -- the launcher's command line, message times and program lookup (loco-run.h). */
+#include "fabric/names.h" /* the providers of this build: one list with liboco's */
 #include "loco-run.h"
 #include "log_time.h"
 
@@ -139,6 +140,13 @@ int lr_parse_opts(int argc, char **argv, struct lr_opts *o)
 		case OPT_FABRIC:
 			if (optarg[0] == '\0') {
 				lr_msg("--fabric: empty provider name");
+				return -EINVAL;
+			}
+			if (!fab_names_known(optarg)) {
+				char built[64];
+
+				lr_msg("--fabric %s: no such provider in this build, which has: %s",
+				       optarg, fab_names_list(built, sizeof(built)));
 				return -EINVAL;
 			}
 			o->fabric = optarg;

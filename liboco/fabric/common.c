@@ -13,6 +13,7 @@
 
 #include "../log.h"
 #include "fabric.h"
+#include "names.h"
 #include "provider.h"
 
 static const struct fab_ops *const providers[] = {
@@ -28,14 +29,14 @@ static const struct fab_ops *const providers[] = {
 
 const char *const *fab_provider_names(void)
 {
-	static const char *const names[] = {
-	    "tcp",   "shm",
-#ifdef LOCO_HAVE_VERBS
-	    "verbs",
-#endif
-	    "auto",  NULL,
-	};
-	return names;
+	return fab_names_built();
+}
+
+bool fab_uses_device(struct fab *fab)
+{
+	if (fab != NULL && strcmp(fab->ops->name, "auto") == 0)
+		fab = fab_auto_remote(fab);
+	return fab != NULL && strcmp(fab->ops->name, "verbs") == 0;
 }
 
 void fab_attr_defaults(struct fab_attr *a)
@@ -179,6 +180,7 @@ void fab_ops_fill(struct fab_ops *dst, const struct fab_ops *src)
 int fab_open(const char *name, const struct fab_attr *attr, struct fab **out)
 {
 	struct fab_attr a = {0};
+	char built[64];
 
 	if (out == NULL)
 		return -EINVAL;
@@ -200,7 +202,8 @@ int fab_open(const char *name, const struct fab_attr *attr, struct fab **out)
 		}
 		return providers[i]->open(&a, out);
 	}
-	lc_log_err("fabric %s: no such provider in this build", name);
+	lc_log_err("fabric %s: no such provider in this build, which has: %s", name,
+	           fab_names_list(built, sizeof(built)));
 	return -ENOENT;
 }
 

@@ -217,6 +217,13 @@ void fab_close(struct fab *fab);
 /* fab_provider_names -- NULL-terminated list of the providers built in. */
 const char *const *fab_provider_names(void);
 
+/*
+ * fab_uses_device -- whether @fab registers memory with an RDMA device, which
+ * pins it against RLIMIT_MEMLOCK: verbs, or auto whose remote fabric opened
+ * verbs. tcp and shm pin nothing. false for NULL.
+ */
+bool fab_uses_device(struct fab *fab);
+
 /* fab_attr_defaults -- fill zero fields of @attr with the defaults. */
 void fab_attr_defaults(struct fab_attr *attr);
 

@@ -25,6 +25,9 @@ struct keytab;
 /* fab_ops_fill -- copy @src into @dst, replacing NULL ops with -EOPNOTSUPP stubs. */
 void fab_ops_fill(struct fab_ops *dst, const struct fab_ops *src);
 
+/* fab_auto_remote -- the fab that an auto @fab (auto.c) reaches other hosts with: verbs or tcp. */
+struct fab *fab_auto_remote(struct fab *fab);
+
 /* A held link waiting for fab_accept(); providers embed it in their link. */
 struct fab_pending {
 	struct fab_pending *next;

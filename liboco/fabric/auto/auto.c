@@ -80,6 +80,11 @@ static void auto_close(struct fab *fab)
 	free(f);
 }
 
+struct fab *fab_auto_remote(struct fab *fab)
+{
+	return to_auto(fab)->sub[AUTO_REMOTE];
+}
+
 /* open_remote -- verbs when it is built and opens, else tcp (on given keys when @keyed). */
 static int open_remote(const struct fab_attr *attr, bool keyed, struct fab **out)
 {
