@@ -65,7 +65,7 @@ mc_bin=$(command -v memcached || true)
 	"no comparison" >&2
 [[ -n $out ]] || out=$(mktemp -d /tmp/loco-kv-demo.XXXXXX)
 mkdir -p "$out"
-rm -f "$out"/*.json
+rm -f "$out"/loco-*-[0-9]*.json "$out"/memcached-[0-9]*.json # an earlier run's: the summary reads them all
 
 lr= mc=
 # stop PID -- SIGTERM, wait up to 10 s, then SIGKILL (the servers hand their keys over first)
