@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # cpu-hogs.sh -- 4 nodes on loopback run barrier rounds beside 4 CPU hogs (busy shell loops,
-# ended by PID) for 60 s, with the library's default failure bound (LOCO_FAIL_TIMEOUT_MS
-# unset). Passes when no live node was excluded, or when every excluded one rejoined: at the
+# ended by PID) for 20 s (60 s with LOCO_TEST_FULL=1, as tools/test --full sets it), with the
+# library's default failure bound (LOCO_FAIL_TIMEOUT_MS unset). Passes when no live node was excluded, or when every excluded one rejoined: at the
 # end all 4 are in one view. Prints how many exclusions there were (the figure behind the
 # default bound, docs/membership.md).
 #
@@ -13,7 +13,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/driver.sh"
 # shellcheck source=tests/scenarios/views-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/views-lib.sh"
 
-SECS=${LOCO_HOG_SECONDS:-60}
+# 20 s holds 20 default failure bounds (1 s) of load, which is what the check needs; the
+# 60 s long form is the one behind docs/membership.md's figure
+SECS=${LOCO_HOG_SECONDS:-20}
+[[ ${LOCO_TEST_FULL:-0} == 1 ]] && SECS=${LOCO_HOG_SECONDS:-60}
 HOGS=()
 unset LOCO_FAIL_TIMEOUT_MS
 vl_start 4

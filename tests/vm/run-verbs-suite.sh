@@ -6,7 +6,7 @@
 # nodes are spread over rxe0 and rxe1 (loco-run's LOCO_RUN_HOSTS). Run on
 # the HOST, as root, from anywhere:
 #
-#   tests/vm/run-verbs-suite.sh [--no-build] [TEST...]
+#   tests/vm/run-verbs-suite.sh [--no-build | --build-only] [TEST...]
 #
 # 1. Builds the project in build-verbs/ (gcc, -Dverbs=enabled,
 #    -Dwerror=true; never -march=native: the guest CPU under TCG lacks
@@ -36,11 +36,13 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 srcdir=$(cd "$here/../.." && pwd)
 build=build-verbs
 do_build=1
+build_only=0
 tests=()
 
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--no-build) do_build=0 ;;
+	--build-only) build_only=1 ;; # step 1 alone (.ci/run builds while other tests run)
 	-h | --help)
 		sed -n '3,/^set -uo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
 		exit 0
@@ -86,6 +88,10 @@ if [[ $do_build = 1 ]]; then
 		exit 1
 	fi
 	rm -f "$build.compile.log"
+fi
+if [[ $build_only = 1 ]]; then
+	echo "run-verbs-suite: built $build"
+	exit 0
 fi
 
 # the *-verbs tests of the fabric, scenario, core, objects and security suites ("loco:fabric+verbs / NAME")
