@@ -5,7 +5,7 @@
  * and the node with the lowest id among them increments an epoch counter
  * under a lock, which every node checks never goes back.
  *
- *   loco-run -n 4 ./halfway [ROUNDS]
+ *   loco-run -n 4 ./halfway [ROUNDS]          (or: mpirun --oversubscribe -n 4 ./halfway)
  *
  * Nodes may join a running job and die (any but node 1, which hosts the
  * lock and the counter): the others go on. With the launcher:
@@ -56,7 +56,6 @@ int main(int argc, char **argv)
 {
 	uint64_t rounds = argc > 1 ? strtoull(argv[1], NULL, 10) : 100, seen = 0, e,
 	         read_errors = 0;
-	const char *nodes = getenv("LOCO_NODES");
 	loco_manager_t *m;
 	loco_channel_t *ch;
 	loco_reduce_t *sum;
@@ -66,8 +65,11 @@ int main(int argc, char **argv)
 	double x, total, mean = 0, count = 0;
 	int ret;
 
-	if ((ret = loco_init(NULL, &m)) ||
-	    (ret = loco_channel_create(m, NULL, "halfway", nodes ? atoi(nodes) : 1, &ch)) ||
+	if ((ret = loco_init(NULL, &m)))
+		return fail("loco_init", ret);
+	/* the nodes the launcher started: loco-run -n or mpirun -n (an added node: the live ones) */
+	if ((ret = loco_channel_create(m, NULL, "halfway", loco_job_size(m) ? loco_job_size(m) : 1,
+	                               &ch)) ||
 	    (ret = loco_reduce_create(ch, "x", sizeof(double), LOCO_REDUCE_SUM_DOUBLE, NULL, NULL,
 	                              &sum)) ||
 	    (ret = loco_lock_create(ch, "epoch-lock", 1, &lk)) ||

@@ -4,7 +4,7 @@
  * included), fills each with one WRITE, reads it back, checks it and
  * frees it; then prints how many allocations needed a round trip.
  *
- *   loco-run -n 3 ./ralloc [BLOCKS]
+ *   loco-run -n 3 ./ralloc [BLOCKS]           (or: mpirun --oversubscribe -n 3 ./ralloc)
  *
  * Exits 0 when every block read back what was written into it.
  */
@@ -27,10 +27,9 @@ static int fail(const char *what, int err)
 
 int main(int argc, char **argv)
 {
-	const char *nodes = getenv("LOCO_NODES");
 	unsigned blocks = argc > 1 ? (unsigned)atoi(argv[1]) : 200, bad = 0;
 	loco_ralloc_config_t cfg = {.heap_len = 4u << 20, .numa_node = -1};
-	uint32_t n = nodes ? (uint32_t)atoi(nodes) : 1, me;
+	uint32_t n, me;
 	loco_manager_t *m;
 	loco_channel_t *ch;
 	loco_ralloc_t *ra;
@@ -41,7 +40,10 @@ int main(int argc, char **argv)
 	loco_ralloc_stats_t st;
 	int ret;
 
-	if ((ret = loco_init(NULL, &m)) || (ret = loco_channel_create(m, NULL, "ralloc", n, &ch)) ||
+	if ((ret = loco_init(NULL, &m)))
+		return fail("loco_init", ret);
+	n = loco_job_size(m) ? loco_job_size(m) : 1; /* loco-run -n or mpirun -n */
+	if ((ret = loco_channel_create(m, NULL, "ralloc", n, &ch)) ||
 	    (ret = loco_ralloc_create(ch, "heap", &cfg, &ra)) ||
 	    (ret = loco_barrier_create(ch, "done", &bar)) ||
 	    (ret = loco_object_create(ch, "src", NULL, NULL, &obj)) ||
