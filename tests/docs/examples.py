@@ -15,7 +15,7 @@ carries a marker on the line before its fence, which names it and says what it i
 
 (pandoc drops the comments from the man pages; GitHub does not show them.) The build writes
 NAME.c (program) or NAME.inc (unit, fragment), each starting with a #line directive, so that
-a compiler's message points into the Markdown page.
+a compiler's message points into the Markdown page (a fragment's ends with a null statement).
 
 usage: examples.py extract SOURCE_ROOT OUTDIR NAME...     write the named examples
        examples.py check SOURCE_ROOT --names NAME... --files FILE...
@@ -97,6 +97,11 @@ def extract(root, outdir, names):
         b = ex[n]
         suffix = ".c" if b["kind"] == "program" else ".inc"
         text = f'#line {b["line"]} "{b["rel"]}"\n' + b["text"]
+        if b["kind"] == "fragment":
+            # a null statement in the fragment's first column: the statement of the file
+            # that includes it is not taken for the body of the fragment's last if or for
+            # (clang's -Wmisleading-indentation)
+            text += ";\n"
         dest = os.path.join(outdir, n + suffix)
         old = open(dest, encoding="utf-8").read() if os.path.exists(dest) else None
         if old != text:  # unchanged: keep its time, so that nothing is rebuilt

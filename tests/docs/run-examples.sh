@@ -42,6 +42,8 @@ mpirun)
 		exit 77
 	fi
 	export OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl_tcp_if_include=lo
+	# sanitizer builds: what libpmix itself leaks is not ours (as in tests/launch)
+	export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$SRC/tests/launch/lsan.supp"
 	LAUNCH=(timeout 60 mpirun --oversubscribe "${ROOT_ARGS[@]}" -n)
 	echo "$(mpirun --version 2>&1 | head -1)"
 	;;
