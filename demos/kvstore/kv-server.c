@@ -187,7 +187,7 @@ int main(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	struct kv_conf c = {.replicas = 2, .value_max = 1024, .capacity = 65536};
-	const char *path = "kv.cluster", *nodes = getenv("LOCO_NODES"), *secret;
+	const char *path = "kv.cluster", *secret;
 	uint32_t ids[KV_IDS_MAX], me, first, spare = 1, stats_s = 0;
 	struct sigaction sa = {.sa_handler = on_signal};
 	struct admin adm;
@@ -226,15 +226,6 @@ int main(int argc, char **argv)
 			return usage(stderr, 2);
 		}
 	}
-	first = nodes != NULL ? (uint32_t)strtoul(nodes, NULL, 10) : 0;
-	c.holders = first + spare;
-	if (first == 0 || c.holders >= KV_IDS_MAX) {
-		fprintf(stderr,
-		        "kv-server: LOCO_NODES (%u) + --spare (%u) must be below %u, leaving "
-		        "an id for a client\n",
-		        first, spare, KV_IDS_MAX);
-		return 2;
-	}
 	secret = getenv("LOCO_SECRET");
 	if (secret == NULL || strlen(secret) >= sizeof(c.secret)) {
 		fprintf(stderr, "kv-server: run it under loco-run (LOCO_SECRET is not set)\n");
@@ -247,6 +238,17 @@ int main(int argc, char **argv)
 	ret = loco_init(NULL, &m);
 	if (ret)
 		return fail("loco_init", ret);
+	first = loco_job_size(m); /* the servers loco-run started */
+	c.holders = first + spare;
+	if (first == 0 || c.holders >= KV_IDS_MAX) {
+		fprintf(
+		    stderr,
+		    "kv-server: the job's size (%u, loco_job_size) + --spare (%u) must be below "
+		    "%u, leaving an id for a client\n",
+		    first, spare, KV_IDS_MAX);
+		loco_fini(m);
+		return 2;
+	}
 	me = loco_node_id(m);
 	if (me > c.holders) {
 		fprintf(stderr, "kv-server: node %u is not a key holder (1..%u)\n", me, c.holders);

@@ -302,9 +302,9 @@ static int run(struct pc_node *n, const struct pc_opts *o, struct pc_hist *h, st
 
 int main(int argc, char **argv)
 {
-	const char *nodes = getenv("LOCO_NODES");
 	struct pc_node n = {0};
 	struct pc_opts o;
+	uint32_t size;
 	struct pc_hist h;
 	struct pc_conv c;
 	int ret, bad;
@@ -320,10 +320,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "node id %u above %u, the demo's largest\n", n.me, PC_MAX_NODE);
 		return 1;
 	}
+	/* the nodes the launcher started (loco-run or mpirun / srun) */
+	size = loco_job_size(n.m);
 	/* the barrier before the sst: the channel calls the newest object
 	 * first, so a joiner's row is present before its barrier row */
-	if ((ret = loco_channel_create(n.m, NULL, "powerconv", nodes ? (uint32_t)atoi(nodes) : 1,
-	                               &n.ch)) ||
+	if ((ret = loco_channel_create(n.m, NULL, "powerconv", size ? size : 1, &n.ch)) ||
 	    (ret = loco_barrier_create(n.ch, "period", &n.bar)) ||
 	    (ret = loco_sst_create(n.ch, "meas", sizeof(struct pc_row), PC_MAX_NODE, &n.sst)) ||
 	    (ret = loco_ack_key_create(n.m, &n.ack)) || (ret = loco_channel_join(n.ch, 20 * SEC))) {
