@@ -23,13 +23,14 @@
 # a signaled WRITE, so the WRITE ratio is taken against twice perftest's
 # figure. READ and atomics are round trips in both.
 #
-# Results: build-verbs/bench/results/verbs-vm.json ($LOCO_BENCH_OUT when set) (and the raw outputs next to it).
+# Results: build-release-gcc/bench/results/verbs-vm.json, or in $LOCO_BENCH_OUT when it is set
+# (and the raw outputs next to it).
 # Exit status: 0 when every program ran, 1 otherwise.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 srcdir=$(cd "$here/.." && pwd)
-build=build-verbs
+build=build-release-gcc # tools/test --release gcc's tree, with the verbs provider
 iters=2000
 do_build=1
 
@@ -59,8 +60,10 @@ done
 cd "$srcdir" || exit 1
 if [[ $do_build = 1 ]]; then
 	if [[ ! -f $build/build.ninja ]]; then
-		CC=gcc meson setup "$build" -Dverbs=enabled -Dwerror=true -Dbuildtype=debugoptimized \
-			>/dev/null || exit 1
+		CC=gcc meson setup "$build" -Dverbs=enabled -Dwerror=true -Dbuildtype=release \
+			-Dtests=true -Dbench=true >/dev/null || exit 1
+	else
+		meson configure "$build" -Dverbs=enabled >/dev/null || exit 1
 	fi
 	meson compile -C "$build" >/dev/null || {
 		echo "verbs-vm: the build failed" >&2
@@ -72,17 +75,17 @@ fi
 	exit 1
 }
 
-out=${LOCO_BENCH_OUT:-build-verbs/bench/results}/verbs-vm
+out=${LOCO_BENCH_OUT:-$srcdir/$build/bench/results}/verbs-vm
 rm -rf "$out" && mkdir -p "$out"
 guest=$out/guest.sh
 cat >"$guest" <<'EOF'
 #!/bin/bash
-# runs in the VM: $1 = output folder, $2 = iterations
+# runs in the VM: $1 = output folder, $2 = iterations, $3 = the source tree, $4 = the build
 out=$1 n=$2
-cd "$(dirname "$0")/../../.." || exit 1
+cd "$3" || exit 1
 fails=0
 echo "guest: $(uname -r); fabric-lat, then perftest, $n iterations each"
-LOCO_DEVICE=rxe0 timeout 600 build-verbs/bench/fabric-lat --provider verbs --iters "$n" \
+LOCO_DEVICE=rxe0 timeout 600 "$4/bench/fabric-lat" --provider verbs --iters "$n" \
 	--warmup $((n / 10)) --rate-ops $((n * 10)) --json "$out/fabric-verbs.json" \
 	> "$out/fabric-lat.txt" 2>&1 || fails=$((fails + 1))
 cat "$out/fabric-lat.txt"
@@ -109,7 +112,7 @@ EOF
 chmod +x "$guest"
 
 t0=$(date +%s.%N)
-"$srcdir/tests/vm/run-in-rxe-vm.sh" "$guest" "$out" "$iters"
+"$srcdir/tests/vm/run-in-rxe-vm.sh" "$guest" "$out" "$iters" "$srcdir" "$build"
 vrc=$?
 t1=$(date +%s.%N)
 echo "verbs-vm: VM run took $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"

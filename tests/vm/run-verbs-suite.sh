@@ -8,12 +8,13 @@
 #
 #   tests/vm/run-verbs-suite.sh [--no-build | --build-only] [TEST...]
 #
-# 1. Builds the project in build-verbs/ (gcc, -Dverbs=enabled,
-#    -Dwerror=true; never -march=native: the guest CPU under TCG lacks
+# 1. Builds the project in build-release-gcc/, the tree of tools/test
+#    --release gcc (gcc, -Dbuildtype=release, -Dwerror=true, and here
+#    -Dverbs=enabled; never -march=native: the guest CPU under TCG lacks
 #    AVX-512), installing libibverbs-dev and librdmacm-dev when missing.
 # 2. Boots the rxe VM (tests/vm/run-in-rxe-vm.sh: rxe0 on 10.77.0.1, rxe1
 #    on 10.77.0.2, joined by a veth pair) and runs inside it
-#      meson test -C build-verbs --no-rebuild <the *-verbs fabric tests>
+#      meson test -C build-release-gcc --no-rebuild <the *-verbs fabric tests>
 #    with LOCO_TEST_ADDR_A=10.77.0.1:0 and LOCO_TEST_ADDR_B=10.77.0.2:0:
 #    each test's initiator uses rxe0 and its target rxe1, so the traffic
 #    really crosses the veth link.
@@ -34,7 +35,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 srcdir=$(cd "$here/../.." && pwd)
-build=build-verbs
+build=build-release-gcc # one gcc tree for the release check and the VM (.ci/run)
 do_build=1
 build_only=0
 tests=()
@@ -73,14 +74,19 @@ if [[ $do_build = 1 ]]; then
 		}
 	fi
 	if [[ ! -f $build/build.ninja ]]; then
-		CC=gcc meson setup "$build" -Dverbs=enabled -Dwerror=true -Dbuildtype=debugoptimized \
-			>"$build.setup.log" 2>&1 || {
+		CC=gcc meson setup "$build" -Dverbs=enabled -Dwerror=true -Dbuildtype=release \
+			-Dtests=true -Dbench=true >"$build.setup.log" 2>&1 || {
 			cat "$build.setup.log" >&2
 			echo "0 passed, 1 failed"
 			exit 1
 		}
 		rm -f "$build.setup.log"
+	elif ! meson configure "$build" -Dverbs=enabled >"$build.setup.log" 2>&1; then
+		cat "$build.setup.log" >&2 # configured by tools/test --release gcc: verbs was auto
+		echo "0 passed, 1 failed"
+		exit 1
 	fi
+	rm -f "$build.setup.log"
 	if ! meson compile -C "$build" >/dev/null 2>"$build.compile.log"; then
 		cat "$build.compile.log" >&2
 		echo "run-verbs-suite: the build failed" >&2
