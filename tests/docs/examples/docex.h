@@ -51,6 +51,10 @@ int dx_err(const char *example, const char *what, int err);
 int dx_check(const char *example, bool ok, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* dx_check_slots -- dx_check() that @slot[i] == i for every node i in 1..@nodes (each node
+ * wrote its id into its slot of every copy); 0 or 1. */
+int dx_check_slots(const char *example, const uint64_t *slot, uint32_t nodes);
+
 /* the examples, one array per page, each ended by {NULL} */
 extern const struct dx_example dx_ack[], dx_atomic_var[], dx_barrier[], dx_channel_ex[], dx_lock[],
     dx_map[], dx_object[], dx_owned_var[], dx_ralloc[], dx_reduce[], dx_rpc[], dx_rpipe[],

@@ -51,6 +51,16 @@ int dx_check(const char *example, bool ok, const char *fmt, ...)
 	return 1;
 }
 
+int dx_check_slots(const char *example, const uint64_t *slot, uint32_t nodes)
+{
+	int ret = dx_check(example, slot != NULL, "no region memory");
+
+	for (uint32_t i = 1; ret == 0 && i <= nodes; i++)
+		ret = dx_check(example, slot[i] == i, "slot %u holds %llu", i,
+		               (unsigned long long)slot[i]);
+	return ret;
+}
+
 static const struct dx_example *const pages[] = {
     dx_version,    dx_strerror, dx_channel_ex, dx_shared_region, dx_ack,    dx_owned_var,
     dx_atomic_var, dx_lock,     dx_sst,        dx_barrier,       dx_reduce, dx_object,

@@ -40,13 +40,7 @@ static int run(struct dx *x)
 /* every node's writes into the others' copies have landed: its wait returned */
 static int check(struct dx *x)
 {
-	const uint64_t *slot = loco_shared_region_ptr(sr);
-	int ret = 0;
-
-	for (uint32_t i = 1; slot != NULL && i <= x->nodes && ret == 0; i++)
-		ret = dx_check("shared_region", slot[i] == i, "my slot %u holds %llu", i,
-		               (unsigned long long)slot[i]);
-	return ret;
+	return dx_check_slots("shared_region", loco_shared_region_ptr(sr), x->nodes);
 }
 
 static int fini(struct dx *x)
