@@ -21,9 +21,11 @@ rows=()
 for w in $WORKLOADS; do
 	for p in $WAITS; do
 		d=$out/$w-$p
+		# one run on the default fabric (auto: shm on this host): loco-auto-1.json, memcached-1.json
 		LOCO_WAIT=$p demos/kvstore/demo.sh --no-build --workload "$w" --duration "$DUR" \
-			--threads "$THREADS" --out "$d" >"$d.log" 2>&1 || { cat "$d.log"; exit 1; }
-		rows+=("$(python3 - "$d/loco.json" "$d/memcached.json" "$w" "$p" <<'PY'
+			--threads "$THREADS" --fabrics auto --runs 1 --out "$d" >"$d.log" 2>&1 ||
+			{ cat "$d.log"; exit 1; }
+		rows+=("$(python3 - "$d/loco-auto-1.json" "$d/memcached-1.json" "$w" "$p" <<'PY'
 import json, sys
 lo, mc = (json.load(open(p)) for p in sys.argv[1:3])
 t = lambda d: sum(v["ops_per_s"] for v in d["ops"].values())
