@@ -36,11 +36,19 @@ typedef struct loco_region loco_region_t;
 
 #define LOCO_NAME_MAX 128 /* bytes of a full channel name or object/region name */
 
-/* Remote access rights of a region (local access is always allowed). */
+/* Remote access rights of a region (local access is always allowed), and how it is made known. */
 enum loco_access {
 	LOCO_ACCESS_READ = 1 << 0,
 	LOCO_ACCESS_WRITE = 1 << 1,
 	LOCO_ACCESS_ATOMIC = 1 << 2,
+	/*
+	 * Not announced: the channel's peers do not learn of the region
+	 * (loco_region_remote() on them gives -ENOENT) and it takes no
+	 * announced entry. Its owner gives its reference (loco_region_rref())
+	 * to the peers it chooses, e.g. in an object message: per-peer state
+	 * made on first use, without telling every member. Appeared in loco 0.8.
+	 */
+	LOCO_ACCESS_UNLISTED = 1 << 3,
 };
 
 /* A remote memory reference: usable by reads, writes and atomics. */
@@ -183,14 +191,65 @@ int loco_object_agree(loco_object_t *obj, const char *key, uint64_t value);
 int loco_object_sync(loco_object_t *obj, int64_t timeout_ns);
 
 /*
+ * Object messages: a short message from an object to the object of the
+ * same name, in the channel of the same full name, on another member,
+ * over the control plane (not the fabric: for set-up, not for data).
+ * They let an object make per-peer state on first use and hand over
+ * unlisted regions, instead of announcing per-pair regions to every
+ * member.
+ *
+ * Delivery: on the receiver's progress thread, under the rules of the
+ * object callbacks, to the function set by loco_object_on_msg(); in the
+ * order sent between one pair of objects; at most once. A message is
+ * dropped (the log says so, at debug level) when the receiver has
+ * no such object or no function set, when the sender is not a member of
+ * the receiver's view any more, or when either node leaves or fails.
+ * An object's peer_join callback for a node comes before any message
+ * from that node's object; a peer_leave callback for a node comes after
+ * the last message delivered from the incarnation that left.
+ */
+#define LOCO_OBJECT_MSG_MAX 1024u /* bytes of one object message */
+
+typedef void (*loco_object_msg_fn)(loco_object_t *obj, uint32_t node, const void *msg, size_t len,
+                                   void *arg);
+
+/*
+ * loco_object_on_msg -- deliver @obj's messages to @fn(@obj, sender,
+ * bytes, length, @arg) from now on (NULL: drop them). Set it before
+ * loco_channel_join() or loco_object_sync() so that no message is lost.
+ * Returns 0; -EINVAL. Appeared in loco 0.8.
+ */
+int loco_object_on_msg(loco_object_t *obj, loco_object_msg_fn fn, void *arg);
+
+/*
+ * loco_object_send -- send the @len bytes at @msg (copied) to @obj's
+ * namesake on member @node. Never waits: it may be called from
+ * callbacks and pollers. Returns 0 when queued; -ENOTCONN (@node is not
+ * a paired peer of the channel: not a member, left, or has not paired
+ * yet), -EMSGSIZE (@len > LOCO_OBJECT_MSG_MAX), -LOCO_ENOTJOINED,
+ * -ENOBUFS (the control connection to @node is that far behind),
+ * -EINVAL. Appeared in loco 0.8.
+ */
+int loco_object_send(loco_object_t *obj, uint32_t node, const void *msg, size_t len);
+
+/*
  * loco_region_create -- @len bytes of zeroed registered memory for @obj,
  * remotely accessible as @access says, announced to the channel's peers
- * under @name. Registration happens here, never on the data path.
- * Returns 0 and sets *@out; -EINVAL, -EEXIST, -ENOSPC (the channel holds
- * 64 regions already), -ENOMEM, or the fabric's error.
+ * under @name (unless LOCO_ACCESS_UNLISTED). Registration happens here,
+ * never on the data path. A channel announces any number of regions and
+ * parameters. Returns 0 and sets *@out; -EINVAL, -EEXIST, -ENOMEM, or
+ * the fabric's error.
  */
 int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigned access,
                        loco_region_t **out);
+
+/*
+ * loco_region_rref -- this node's own reference to @r (node: this node),
+ * as a peer passes it to the remote operations: for handing an unlisted
+ * region (LOCO_ACCESS_UNLISTED) to a chosen peer. Writes *@out; returns
+ * 0, -EINVAL (NULL). Appeared in loco 0.8.
+ */
+int loco_region_rref(const loco_region_t *r, loco_rref_t *out);
 
 /* loco_region_ptr / loco_region_len -- the local memory of @r. */
 void *loco_region_ptr(const loco_region_t *r);
