@@ -24,6 +24,9 @@
 #include "obj_hash.h"
 #include "obj_util.h"
 
+/* members of a map, holders and clients (its masks are 32 bits) */
+#define LOCO_RPC_NODES_MAX 32u
+
 #define MAP_READERS   32u /* GETs in flight at once (landing buffers) */
 #define MAP_HDR       32u
 #define MAP_DEL       0x80000000u /* vlen flag: a tombstone */

@@ -49,12 +49,78 @@ uint32_t loco_rpc_id(const char *name)
 	return id ? id : 1;
 }
 
+static unsigned tab_hash(uint32_t node)
+{
+	return (unsigned)((node * 0x9E3779B1u) >> 20) % RPC_TAB;
+}
+
 struct rpc_peer *rpc_peer_of(loco_rpc_ep_t *ep, uint32_t node)
 {
-	for (unsigned i = 0; i < ep->npeers; i++)
-		if (ep->peers[i].node == node)
-			return &ep->peers[i];
+	for (unsigned i = tab_hash(node), k = 0; k < RPC_TAB; k++, i = (i + 1) % RPC_TAB) {
+		/* pairs with rpc_peer_get()'s release: a record is whole before it is in the table */
+		struct rpc_peer *p = __atomic_load_n(&ep->tab[i], __ATOMIC_ACQUIRE);
+
+		if (p == NULL)
+			return NULL;
+		if (p->node == node)
+			return p;
+	}
 	return NULL;
+}
+
+int rpc_is_member(const loco_rpc_ep_t *ep, uint32_t node)
+{
+	uint32_t lo = 0, hi = ep->cfg.nnodes;
+
+	if (node == 0 || node == ep->me)
+		return 0;
+	if (ep->nodes == NULL)
+		return 1;
+	while (lo < hi) { /* ep->nodes is sorted */
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (ep->nodes[mid] == node)
+			return 1;
+		if (ep->nodes[mid] < node)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+struct rpc_peer *rpc_peer_get(loco_rpc_ep_t *ep, uint32_t node)
+{
+	struct rpc_peer *p = rpc_peer_of(ep, node);
+	unsigned i, k;
+
+	if (p != NULL)
+		return p;
+	pthread_mutex_lock(&ep->tlock);
+	p = rpc_peer_of(ep, node); /* made meanwhile? */
+	if (p != NULL || ep->np >= RPC_TAB * 3 / 4)
+		goto out;
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		goto out;
+	if (loco_ack_key_create_flags(ep->m, LOCO_ACK_IGNORE_LEFT, &p->rack) != 0) {
+		free(p);
+		p = NULL;
+		goto out;
+	}
+	p->node = node;
+	p->lane = ep->np % ep->nlanes;
+	pthread_mutex_init(&p->wlock, NULL);
+	pthread_mutex_init(&p->glock, NULL);
+	pthread_mutex_init(&p->rlock, NULL);
+	for (i = tab_hash(node), k = 0; ep->tab[i] != NULL; k++)
+		i = (i + 1) % RPC_TAB; /* a free one is there: at most 3/4 are taken */
+	__atomic_store_n(&ep->tab[i], p, __ATOMIC_RELEASE);
+	__atomic_store_n(&ep->plist[ep->np], p, __ATOMIC_RELEASE);
+	__atomic_store_n(&ep->np, ep->np + 1, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&ep->tlock);
+	return p;
 }
 
 uint64_t rpc_reply_sum(const void *data, uint32_t len, uint64_t tag, int32_t status)
@@ -101,8 +167,8 @@ static int rpc_poll(void *arg)
 	int64_t now = obj_now_ns();
 	int busy = 0;
 
-	for (unsigned i = 0; i < ep->npeers; i++) {
-		struct rpc_peer *p = &ep->peers[i];
+	for (unsigned i = 0, n = rpc_npeers(ep); i < n; i++) {
+		struct rpc_peer *p = rpc_peer_at(ep, i);
 
 		/* a hint only (relaxed): the batch itself is read under wlock */
 		if (__atomic_load_n(&p->blen, __ATOMIC_RELAXED) == 0 || peer_dead(p))
@@ -151,8 +217,10 @@ static int check_cfg(const loco_rpc_cfg_t *c, uint32_t me)
 {
 	int mine = 0;
 
-	if (c->nodes == NULL || c->nnodes < 2 || c->nnodes > LOCO_RPC_NODES_MAX)
+	if ((c->nodes == NULL) != (c->nnodes == 0) || c->nnodes == 1 || c->nnodes > RPC_TAB / 2)
 		return -EINVAL;
+	if (c->nodes == NULL)
+		mine = 1; /* every peer that holds the endpoint */
 	for (uint32_t i = 0; i < c->nnodes; i++) {
 		if (c->nodes[i] == 0)
 			return -EINVAL;
@@ -167,25 +235,11 @@ static int check_cfg(const loco_rpc_cfg_t *c, uint32_t me)
 	return 0;
 }
 
-static int make_pipes(loco_rpc_ep_t *ep, const char *name)
+static int cmp_u32(const void *a, const void *b)
 {
-	char pn[LOCO_NAME_MAX];
-	int ret;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
-	for (unsigned i = 0; i < ep->npeers; i++) {
-		struct rpc_peer *p = &ep->peers[i];
-
-		if (snprintf(pn, sizeof(pn), "%s.%u-%u", name, ep->me, p->node) >= (int)sizeof(pn))
-			return -EINVAL;
-		ret = loco_rpipe_create(ep->ch, pn, ep->me, p->node, ep->cfg.ring_bytes, &p->out);
-		if (ret)
-			return ret;
-		snprintf(pn, sizeof(pn), "%s.%u-%u", name, p->node, ep->me);
-		ret = loco_rpipe_create(ep->ch, pn, p->node, ep->me, ep->cfg.ring_bytes, &p->in);
-		if (ret)
-			return ret;
-	}
-	return 0;
+	return x < y ? -1 : x > y;
 }
 
 int loco_rpc_create(loco_channel_t *ch, const char *name, const loco_rpc_cfg_t *cfg,
@@ -196,7 +250,8 @@ int loco_rpc_create(loco_channel_t *ch, const char *name, const loco_rpc_cfg_t *
 	uint64_t shape[8];
 	int ret;
 
-	if (ch == NULL || name == NULL || cfg == NULL || out == NULL)
+	if (ch == NULL || name == NULL || cfg == NULL || out == NULL ||
+	    strlen(name) > LOCO_NAME_MAX - 12) /* room for ".o<node>.ring" */
 		return -EINVAL;
 	c = *cfg;
 	loco_rpc_cfg_default(&d, c.nodes, c.nnodes);
@@ -220,18 +275,10 @@ int loco_rpc_create(loco_channel_t *ch, const char *name, const loco_rpc_cfg_t *
 	ep->ch = ch;
 	ep->m = loco_channel_manager(ch);
 	ep->me = loco_node_id(ep->m);
-	memcpy(ep->nodes, c.nodes, c.nnodes * sizeof(uint32_t));
-	c.nodes = ep->nodes;
-	ep->cfg = c;
-	ep->rec_max = rf_r8(RF_HDR + c.inline_max);
-	if (c.agg_bytes > ep->rec_max)
-		ep->rec_max = rf_r8(c.agg_bytes);
-	ep->slot_bytes = (SLOT_HDR + c.ret_max + 63) & ~(size_t)63;
-	ep->lim.slots = c.ret_slots;
-	ep->lim.pull_max = c.pull_bytes;
-	ep->lim.send_len = c.pull_bytes;
+	snprintf(ep->name, sizeof(ep->name), "%s", name);
 	pthread_mutex_init(&ep->slock, NULL);
 	pthread_mutex_init(&ep->hlock, NULL);
+	pthread_mutex_init(&ep->tlock, NULL);
 	ep->nlanes = c.threads ? c.threads : 1;
 	for (unsigned i = 0; i < ep->nlanes; i++) {
 		pthread_mutexattr_t a;
@@ -241,18 +288,23 @@ int loco_rpc_create(loco_channel_t *ch, const char *name, const loco_rpc_cfg_t *
 		pthread_mutex_init(&ep->lanes[i].mu, &a);
 		pthread_mutexattr_destroy(&a);
 	}
-	for (unsigned i = 0; i < c.nnodes; i++) {
-		struct rpc_peer *p;
-
-		if (c.nodes[i] == ep->me)
-			continue;
-		p = &ep->peers[ep->npeers];
-		p->node = c.nodes[i];
-		p->idx = ep->npeers++;
-		pthread_mutex_init(&p->wlock, NULL);
-		pthread_mutex_init(&p->rlock, NULL);
-	}
 	ret = -ENOMEM;
+	if (c.nnodes) {
+		ep->nodes = malloc(c.nnodes * sizeof(uint32_t));
+		if (ep->nodes == NULL)
+			goto err;
+		memcpy(ep->nodes, c.nodes, c.nnodes * sizeof(uint32_t));
+		qsort(ep->nodes, c.nnodes, sizeof(uint32_t), cmp_u32);
+		c.nodes = ep->nodes;
+	}
+	ep->cfg = c;
+	ep->rec_max = rf_r8(RF_HDR + c.inline_max);
+	if (c.agg_bytes > ep->rec_max)
+		ep->rec_max = rf_r8(c.agg_bytes);
+	ep->slot_bytes = (SLOT_HDR + c.ret_max + 63) & ~(size_t)63;
+	ep->lim.slots = c.ret_slots;
+	ep->lim.pull_max = c.pull_bytes;
+	ep->lim.send_len = c.pull_bytes;
 	if (ep->rec_max + LOCO_RPIPE_OVERHEAD > c.ring_bytes) {
 		ret = -EINVAL; /* a message must fit the ring */
 		goto err;
@@ -264,17 +316,6 @@ int loco_rpc_create(loco_channel_t *ch, const char *name, const loco_rpc_cfg_t *
 	for (uint32_t i = 0; i < c.ret_slots; i++)
 		ep->freel[i] = c.ret_slots - 1 - i;
 	ep->nfree = c.ret_slots;
-	for (unsigned i = 0; i < ep->npeers; i++) {
-		struct rpc_peer *p = &ep->peers[i];
-
-		p->batch = malloc(ep->rec_max);
-		if (p->batch == NULL)
-			goto err;
-		ret = loco_ack_key_create_flags(ep->m, LOCO_ACK_IGNORE_LEFT, &p->rack);
-		if (ret)
-			goto err;
-		ret = -ENOMEM;
-	}
 	for (unsigned i = 0; i < ep->nlanes; i++) {
 		struct rpc_lane *l = &ep->lanes[i];
 
@@ -291,6 +332,9 @@ int loco_rpc_create(loco_channel_t *ch, const char *name, const loco_rpc_cfg_t *
 	ret = loco_object_create(ch, name, &rpc_ops, ep, &ep->obj);
 	if (ret)
 		goto err;
+	ret = loco_object_on_msg(ep->obj, rpc_on_msg, ep);
+	if (ret)
+		goto err;
 	/* the members and the sizes every member must share, in two parameters */
 	shape[0] = c.ring_bytes;
 	shape[1] = c.inline_max;
@@ -298,22 +342,11 @@ int loco_rpc_create(loco_channel_t *ch, const char *name, const loco_rpc_cfg_t *
 	shape[3] = c.ret_slots;
 	shape[4] = c.pull_bytes;
 	shape[5] = ep->rec_max;
-	shape[6] = 1; /* the format's version */
+	shape[6] = 2; /* the format's version: pipes made on first use */
 	shape[7] = 0;
-	{
-		uint32_t sorted[LOCO_RPC_NODES_MAX];
-
-		memcpy(sorted, c.nodes, c.nnodes * sizeof(uint32_t));
-		for (unsigned i = 1; i < c.nnodes; i++)
-			for (unsigned j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
-				uint32_t t = sorted[j];
-
-				sorted[j] = sorted[j - 1];
-				sorted[j - 1] = t;
-			}
-		ret = loco_object_agree(ep->obj, "members",
-		                        XXH3_64bits(sorted, c.nnodes * sizeof(uint32_t)) >> 1);
-	}
+	ret = loco_object_agree(ep->obj, "members",
+	                        c.nnodes ? XXH3_64bits(ep->nodes, c.nnodes * sizeof(uint32_t)) >> 1
+	                                 : 0);
 	if (ret == 0)
 		ret = loco_object_agree(ep->obj, "shape", XXH3_64bits(shape, sizeof(shape)) >> 1);
 	if (ret)
@@ -321,16 +354,10 @@ int loco_rpc_create(loco_channel_t *ch, const char *name, const loco_rpc_cfg_t *
 	ret = loco_region_create(ep->obj, "rets", (size_t)c.ret_slots * ep->slot_bytes,
 	                         LOCO_ACCESS_WRITE, &ep->rets);
 	if (ret == 0)
-		ret = loco_region_create(
-		    ep->obj, "rsrc", (size_t)(c.nnodes * RSRC_K) * ep->slot_bytes, 0, &ep->rsrc);
-	if (ret == 0)
 		ret =
 		    loco_region_create(ep->obj, "send", c.pull_bytes, LOCO_ACCESS_READ, &ep->send);
 	if (ret == 0)
 		ret = loco_region_create(ep->obj, "pull", c.pull_bytes * ep->nlanes, 0, &ep->pull);
-	if (ret)
-		goto err;
-	ret = make_pipes(ep, name);
 	if (ret)
 		goto err;
 	if (c.agg != LOCO_RPC_AGG_NONE) {
@@ -360,6 +387,28 @@ err:
 	return ret;
 }
 
+/* in_free -- @p's in side (its lane's, or nobody's): the pipe, then its object */
+static void in_free(struct rpc_peer *p)
+{
+	loco_rpipe_destroy(p->in);
+	loco_object_destroy(p->iobj);
+	p->in = NULL;
+	p->iobj = NULL;
+	p->rsrc = NULL;
+}
+
+void rpc_out_free(struct rpc_peer *p)
+{
+	loco_rpipe_destroy(p->out);
+	loco_object_destroy(p->oobj);
+	free(p->batch);
+	p->out = NULL;
+	p->oobj = NULL;
+	p->batch = NULL;
+	p->blen = 0;
+	p->out_state = OUT_NONE;
+}
+
 void loco_rpc_destroy(loco_rpc_ep_t *ep)
 {
 	if (ep == NULL)
@@ -370,6 +419,8 @@ void loco_rpc_destroy(loco_rpc_ep_t *ep)
 			pthread_join(ep->lanes[i].th, NULL);
 	if (ep->poller)
 		loco_poller_remove(ep->poller);
+	/* no message reaches it after this: the callbacks of a destroyed object are waited out */
+	loco_object_destroy(ep->obj);
 	for (unsigned i = 0; i < ep->nlanes; i++) {
 		struct rpc_lane *l = &ep->lanes[i];
 
@@ -378,22 +429,180 @@ void loco_rpc_destroy(loco_rpc_ep_t *ep)
 		free(l->retbuf);
 		pthread_mutex_destroy(&l->mu);
 	}
-	for (unsigned i = 0; i < ep->npeers; i++) {
-		struct rpc_peer *p = &ep->peers[i];
+	for (unsigned i = 0; i < ep->np; i++) {
+		struct rpc_peer *p = ep->plist[i];
 
-		loco_ack_key_destroy(p->rack);
-		loco_rpipe_destroy(p->out);
-		loco_rpipe_destroy(p->in);
-		free(p->batch);
+		loco_ack_key_destroy(p->rack); /* before the sources in p->rsrc go */
+		rpc_out_free(p);
+		in_free(p);
 		pthread_mutex_destroy(&p->wlock);
+		pthread_mutex_destroy(&p->glock);
 		pthread_mutex_destroy(&p->rlock);
+		free(p);
 	}
-	loco_object_destroy(ep->obj);
+	free(ep->nodes);
 	free(ep->slots);
 	free(ep->freel);
 	pthread_mutex_destroy(&ep->slock);
 	pthread_mutex_destroy(&ep->hlock);
+	pthread_mutex_destroy(&ep->tlock);
 	free(ep);
+}
+
+/* ---- set-up on first use: OPEN and GRANT -------------------------------------------- */
+
+/* send_grant -- tell @p's caller where its ring is (in pipe made, session @sess) */
+static void send_grant(loco_rpc_ep_t *ep, struct rpc_peer *p, uint64_t sess)
+{
+	struct rpc_grant_msg g = {.kind = MSG_GRANT, .sess = sess};
+
+	rpipe_refs(p->in, &g.ring, &g.ctl);
+	(void)loco_object_send(ep->obj, p->node, &g, sizeof(g)); /* lost with its node only */
+}
+
+/*
+ * in_make -- (glock) @p's in side for its first OPEN: an object of its
+ * own ("<name>.i<node>") with the reader's end and the reply sources,
+ * published whole (p->in last, with release) for the lane that reads it
+ */
+static int in_make(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rpc_open_msg *o)
+{
+	struct rpc_peer n = {0};
+	char on[LOCO_NAME_MAX + 16]; /* create checked the name: it fits LOCO_NAME_MAX */
+	int ret;
+
+	snprintf(on, sizeof(on), "%s.i%u", ep->name, p->node);
+	ret = loco_object_create(ep->ch, on, NULL, NULL, &n.iobj);
+	if (ret)
+		return ret;
+	ret = rpipe_open_unlisted(n.iobj, "p", p->node, ep->me, ep->cfg.ring_bytes, &n.in);
+	if (ret == 0)
+		ret = loco_region_create(n.iobj, "rsrc", (size_t)RSRC_K * ep->slot_bytes,
+		                         LOCO_ACCESS_UNLISTED, &n.rsrc);
+	if (ret == 0)
+		ret = rpipe_attach(n.in, NULL, &o->ctl, o->sess);
+	if (ret) {
+		in_free(&n);
+		return ret;
+	}
+	p->iobj = n.iobj;
+	p->rsrc = n.rsrc;
+	p->in_sess = o->sess;
+	p->in_epoch = peer_epoch(p);
+	p->rn = 0;
+	p->have_rrets = p->have_rsend = 0;
+	__atomic_store_n(&p->in, n.in, __ATOMIC_RELEASE); /* pairs with rpc_in_serve() */
+	return 0;
+}
+
+/* rref_ok -- a reference from @node's message: its own, of @len bytes */
+static int rref_ok(const loco_rref_t *r, uint32_t node, uint64_t len)
+{
+	return r->node == node && r->len == len;
+}
+
+void rpc_on_msg(loco_object_t *obj, uint32_t node, const void *msg, size_t len, void *arg)
+{
+	loco_rpc_ep_t *ep = arg;
+	struct rpc_peer *p;
+	uint32_t kind;
+
+	(void)obj;
+	if (len < sizeof(kind) || !rpc_is_member(ep, node)) {
+		ST_ADD(ep, bad, 1);
+		return;
+	}
+	memcpy(&kind, msg, sizeof(kind));
+	if (kind == MSG_OPEN && len == sizeof(struct rpc_open_msg)) {
+		struct rpc_open_msg o;
+
+		memcpy(&o, msg, sizeof(o));
+		if (o.sess == 0 || !rref_ok(&o.ctl, node, CTL_LEN) ||
+		    (p = rpc_peer_get(ep, node)) == NULL) {
+			ST_ADD(ep, bad, 1);
+			return;
+		}
+		pthread_mutex_lock(&p->glock);
+		if (p->in == NULL) {
+			/* nobody reads it yet: made here, published whole */
+			if (in_make(ep, p, &o) == 0)
+				send_grant(ep, p, o.sess);
+		} else if (o.sess == p->in_sess && !p->reopen) {
+			send_grant(ep, p, o.sess); /* an OPEN sent again: the GRANT crossed it */
+		} else {
+			p->o_sess = o.sess; /* the lane that reads it starts it again */
+			p->o_ctl = o.ctl;
+			__atomic_store_n(&p->reopen, 1, __ATOMIC_RELEASE);
+		}
+		pthread_mutex_unlock(&p->glock);
+		return;
+	}
+	if (kind == MSG_GRANT && len == sizeof(struct rpc_grant_msg)) {
+		struct rpc_grant_msg g;
+
+		memcpy(&g, msg, sizeof(g));
+		p = rpc_peer_of(ep, node);
+		if (p == NULL || g.sess == 0 || !rref_ok(&g.ring, node, ep->cfg.ring_bytes) ||
+		    !rref_ok(&g.ctl, node, CTL_LEN)) {
+			ST_ADD(ep, bad, 1);
+			return;
+		}
+		pthread_mutex_lock(&p->glock);
+		p->granted = 1;
+		p->g_sess = g.sess;
+		p->g_ring = g.ring;
+		p->g_ctl = g.ctl;
+		pthread_mutex_unlock(&p->glock);
+		loco_waiter_wake(ep->m);
+		return;
+	}
+	ST_ADD(ep, bad, 1);
+}
+
+int rpc_in_serve(loco_rpc_ep_t *ep, struct rpc_peer *p)
+{
+	uint32_t e = peer_epoch(p);
+	int reopen;
+
+	/* pairs with in_make()'s release: the in side is whole */
+	if (__atomic_load_n(&p->in, __ATOMIC_ACQUIRE) == NULL)
+		return -ENOENT;
+	if (p->in_epoch == e && !__atomic_load_n(&p->reopen, __ATOMIC_ACQUIRE))
+		return 0; /* nothing changed: the hot path takes no lock */
+	pthread_mutex_lock(&p->glock);
+	reopen = p->reopen;
+	if ((e & 1) && !reopen) {
+		/* it left: free what it had here (a new incarnation makes them again) */
+		struct rpc_peer old = {.in = p->in, .iobj = p->iobj};
+
+		pthread_mutex_lock(&p->rlock);
+		(void)loco_ack_wait(p->rack, 0);
+		pthread_mutex_unlock(&p->rlock);
+		__atomic_store_n(&p->in, NULL, __ATOMIC_RELEASE);
+		p->iobj = NULL;
+		p->rsrc = NULL;
+		pthread_mutex_unlock(&p->glock);
+		in_free(&old);
+		return -ENOENT;
+	}
+	/* a caller that came back, or asked again: its pipe and its regions start again */
+	rpipe_lose(p->in);
+	(void)loco_rpipe_reset(p->in);
+	pthread_mutex_lock(&p->rlock);
+	p->have_rrets = 0;
+	p->have_rsend = 0;
+	(void)loco_ack_wait(p->rack, 0); /* the old one's failures */
+	pthread_mutex_unlock(&p->rlock);
+	p->in_epoch = e;
+	if (reopen) {
+		__atomic_store_n(&p->reopen, 0, __ATOMIC_RELAXED);
+		if (rpipe_attach(p->in, NULL, &p->o_ctl, p->o_sess) == 0) {
+			p->in_sess = p->o_sess;
+			send_grant(ep, p, p->o_sess);
+		}
+	}
+	pthread_mutex_unlock(&p->glock);
+	return 0;
 }
 
 int loco_rpc_sync(loco_rpc_ep_t *ep, int64_t timeout_ns)
@@ -404,28 +613,30 @@ int loco_rpc_sync(loco_rpc_ep_t *ep, int64_t timeout_ns)
 
 	if (ep == NULL)
 		return -EINVAL;
-	for (unsigned i = 0; i < ep->npeers; i++) {
-		struct rpc_peer *p = &ep->peers[i];
+	if (ep->nodes == NULL) {
+		ret = loco_object_sync(ep->obj, timeout_ns);
+		return ret < 0 ? ret : 0;
+	}
+	for (unsigned i = 0; i < ep->cfg.nnodes; i++) {
+		uint32_t node = ep->nodes[i];
 
-		if (peer_dead(p))
-			return -ECONNRESET;
-		ret = loco_rpipe_sync(p->out, obj_left_ns(deadline));
-		if (ret == 0)
-			ret = loco_rpipe_sync(p->in, obj_left_ns(deadline));
-		if (ret)
-			return ret;
-		/* and the endpoint's own regions there: its reply slots, its send region */
+		if (node == ep->me)
+			continue;
+		/* the endpoint's regions there: it made the endpoint and paired */
 		loco_waiter_init(&w, ep->m);
 		for (;;) {
+			struct rpc_peer *p = rpc_peer_of(ep, node);
 			loco_rref_t r;
 
-			ret = loco_region_remote(ep->rets, p->node, &r);
+			ret = loco_region_remote(ep->rets, node, &r);
 			if (ret == 0)
-				ret = loco_region_remote(ep->send, p->node, &r);
+				ret = loco_region_remote(ep->send, node, &r);
 			if (ret != -ENOENT)
 				break;
-			if (peer_dead(p))
+			if (p != NULL && peer_dead(p))
 				return -ECONNRESET;
+			if (loco_channel_partitioned(ep->ch))
+				return -LOCO_EPARTITION;
 			if (deadline >= 0 && obj_now_ns() >= deadline)
 				return -ETIMEDOUT;
 			loco_waiter_pause(&w);

@@ -4,6 +4,8 @@
  * slots and waits (the design is in rpc_impl.h). Public API only.
  */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "obj_util.h"
@@ -20,23 +22,96 @@ static int ep_check(loco_rpc_ep_t *ep)
 	return 0;
 }
 
-int rpc_out_fresh(struct rpc_peer *p)
+/* out_make -- (wlock) @p's out side: the writer's end in "<name>.o<node>", the batch */
+static int out_make(loco_rpc_ep_t *ep, struct rpc_peer *p)
+{
+	char on[LOCO_NAME_MAX + 16]; /* create checked the name: it fits LOCO_NAME_MAX */
+	int ret;
+
+	snprintf(on, sizeof(on), "%s.o%u", ep->name, p->node);
+	ret = loco_object_create(ep->ch, on, NULL, NULL, &p->oobj);
+	if (ret)
+		return ret;
+	ret = rpipe_open_unlisted(p->oobj, "p", ep->me, p->node, ep->cfg.ring_bytes, &p->out);
+	if (ret == 0 && ep->cfg.agg != LOCO_RPC_AGG_NONE &&
+	    (p->batch = malloc(ep->rec_max)) == NULL)
+		ret = -ENOMEM;
+	if (ret)
+		rpc_out_free(p);
+	return ret;
+}
+
+/* ask -- (wlock) send @p's callee the OPEN of session p->out_sess */
+static int ask(loco_rpc_ep_t *ep, struct rpc_peer *p)
+{
+	struct rpc_open_msg o = {.kind = MSG_OPEN, .sess = p->out_sess};
+	loco_rref_t ring;
+	int ret;
+
+	rpipe_refs(p->out, &ring, &o.ctl);
+	ret = loco_object_send(ep->obj, p->node, &o, sizeof(o));
+	p->asked_ns = obj_now_ns();
+	/* not paired (yet), or its queue is full: asked again later */
+	return ret == -ENOTCONN || ret == -ENOBUFS ? 0 : ret;
+}
+
+int rpc_out_fresh(loco_rpc_ep_t *ep, struct rpc_peer *p)
 {
 	uint32_t e = peer_epoch(p);
+	int ret, granted;
 
 	if (e & 1)
 		return -ECONNRESET;
-	if (p->out_epoch != e) {
-		(void)loco_rpipe_reset(p->out); /* -EBUSY: it never saw the old one (cannot be) */
-		__atomic_store_n(&p->blen, 0, __ATOMIC_RELAXED); /* the old epoch's calls */
-		p->out_epoch = e;
+	if (p->out_state != OUT_NONE && p->out_epoch != e) {
+		/* it came back: the pipe starts again, the old epoch's calls are dropped */
+		rpipe_lose(p->out);
+		(void)loco_rpipe_reset(p->out);
+		__atomic_store_n(&p->blen, 0, __ATOMIC_RELAXED);
+		p->out_state = OUT_NONE;
 	}
-	return 0;
+	if (p->out_state == OUT_READY)
+		return 0;
+	if (p->out == NULL) {
+		ret = out_make(ep, p);
+		if (ret)
+			return ret;
+	}
+	if (p->out_state == OUT_NONE) {
+		uint64_t mix[3] = {(uint64_t)ep->me << 32 | p->node, (uint64_t)obj_now_ns(),
+		                   __atomic_add_fetch(&ep->tagctr_sess, 1, __ATOMIC_RELAXED)};
+
+		p->out_sess = XXH3_64bits(mix, sizeof(mix)) | 1; /* never 0 */
+		p->out_epoch = e;
+		p->out_state = OUT_ASKED;
+		ret = ask(ep, p);
+		if (ret)
+			return ret;
+		return -EAGAIN;
+	}
+	pthread_mutex_lock(&p->glock);
+	granted = p->granted && p->g_sess == p->out_sess;
+	if (granted) {
+		p->granted = 0;
+		ret = rpipe_attach(p->out, &p->g_ring, &p->g_ctl, p->out_sess);
+	}
+	pthread_mutex_unlock(&p->glock);
+	if (granted) {
+		if (ret)
+			return ret;
+		p->out_state = OUT_READY;
+		return 0;
+	}
+	if (obj_now_ns() - p->asked_ns >= RPC_OPEN_RETRY_NS) {
+		ret = ask(ep, p); /* it may not have made the endpoint yet */
+		if (ret)
+			return ret;
+	}
+	return -EAGAIN;
 }
 
 int rpc_flush_peer(loco_rpc_ep_t *ep, struct rpc_peer *p)
 {
-	int ret = rpc_out_fresh(p);
+	int ret = rpc_out_fresh(ep, p);
 
 	if (ret || p->blen == 0)
 		return ret;
@@ -147,7 +222,7 @@ static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *h, c
 		if (ret)
 			return ret;
 		pthread_mutex_lock(&p->wlock);
-		ret = rpc_out_fresh(p);
+		ret = rpc_out_fresh(ep, p);
 		if (ret == 0)
 			ret = try_post(ep, p, h, pl, plen, urgent);
 		if (ret == 0 && epoch != NULL)
@@ -168,9 +243,10 @@ static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *h, c
 	}
 }
 
+/* callee -- the record of member @node for a call to it (made on the first): NULL if none */
 static struct rpc_peer *callee(loco_rpc_ep_t *ep, uint32_t node)
 {
-	return node == ep->me ? NULL : rpc_peer_of(ep, node);
+	return rpc_is_member(ep, node) ? rpc_peer_get(ep, node) : NULL;
 }
 
 int loco_rpc_call(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *args, size_t len,
@@ -190,14 +266,29 @@ int loco_rpc_call_all(loco_rpc_ep_t *ep, uint32_t id, const void *args, size_t l
                       int64_t timeout_ns)
 {
 	int64_t deadline = obj_deadline(timeout_ns);
-	int first = 0;
+	uint32_t peers[RPC_TAB / 2], *ids, n;
+	int first = 0, np;
 
 	if (ep == NULL)
 		return -EINVAL;
-	for (unsigned i = 0; i < ep->npeers; i++) {
+	if (ep->nodes != NULL) {
+		ids = ep->nodes;
+		n = ep->cfg.nnodes;
+	} else {
+		/* every paired peer that holds the endpoint (its reply slots are known) */
+		ids = peers;
+		np = loco_channel_peers(ep->ch, ids, RPC_TAB / 2);
+		n = np < 0 ? 0 : np > (int)(RPC_TAB / 2) ? RPC_TAB / 2 : (uint32_t)np;
+	}
+	for (uint32_t i = 0; i < n; i++) {
 		int64_t left = timeout_ns == 0 ? 0 : obj_left_ns(deadline);
-		int ret = loco_rpc_call(ep, ep->peers[i].node, id, args, len, left);
+		loco_rref_t r;
+		int ret;
 
+		if (ids[i] == ep->me ||
+		    (ep->nodes == NULL && loco_region_remote(ep->rets, ids[i], &r) != 0))
+			continue;
+		ret = loco_rpc_call(ep, ids[i], id, args, len, left);
 		if (ret && !first)
 			first = ret;
 	}
@@ -355,7 +446,7 @@ int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *
 	int ret;
 
 	if (ep == NULL || t == NULL || t->tag == 0 || t->slot >= ep->cfg.ret_slots ||
-	    (p = callee(ep, t->node)) == NULL)
+	    (p = rpc_peer_of(ep, t->node)) == NULL)
 		return -EINVAL;
 	loco_waiter_init(&w, ep->m);
 	for (;;) {
@@ -409,14 +500,15 @@ int loco_rpc_flush(loco_rpc_ep_t *ep, uint32_t node, int64_t timeout_ns)
 	int64_t deadline = obj_deadline(timeout_ns);
 	loco_waiter_t w;
 
-	if (ep == NULL || (node != 0 && callee(ep, node) == NULL))
+	if (ep == NULL || (node != 0 && !rpc_is_member(ep, node)))
 		return -EINVAL;
 	loco_waiter_init(&w, ep->m);
-	for (unsigned i = 0; i < ep->npeers; i++) {
-		struct rpc_peer *p = &ep->peers[i];
+	for (unsigned i = 0, n = rpc_npeers(ep); i < n; i++) {
+		struct rpc_peer *p = rpc_peer_at(ep, i);
 		int ret;
 
-		if (node != 0 && p->node != node)
+		if ((node != 0 && p->node != node) ||
+		    __atomic_load_n(&p->blen, __ATOMIC_RELAXED) == 0)
 			continue;
 		for (;;) {
 			if (peer_dead(p))

@@ -5,29 +5,42 @@
  * caller; rpc_serve.c: running calls and replying; rpc_frame.c: the
  * decoder). Public API only.
  *
- * Transport. One rpipe per ordered pair of members carries the calls of
- * the first to the second ("<name>.<caller>-<callee>"). Results, error
- * replies and "payload pulled" never use a ring: the callee WRITEs them
- * into the caller's reply slot (region "rets"), so a reply never waits
- * for ring room or for the caller's handlers -- the rule that keeps two
- * nodes calling each other from handlers out of deadlock. Calls only
- * (not replies) in the rings also halves the pipes a node needs
- * (2 (n - 1)): a channel announces 64 entries, a pipe takes 4.
+ * Transport. One pipe per ordered pair of members that talk carries the
+ * calls of the first to the second, made on first use: a caller's first
+ * call to a node makes the writer's end (a shadow ring and a ctl, in the
+ * per-peer object "<name>.o<node>", unlisted) and sends an OPEN object
+ * message with a fresh session and its ctl's reference; the callee makes
+ * the reader's end ("<name>.i<node>": ring, ctl and the sources of its
+ * replies, unlisted) and answers GRANT with their references; the caller
+ * attaches and posts. Nothing is announced per pair: set-up and memory
+ * grow with the peers a node talks to, not with the members. A caller
+ * whose OPEN goes unanswered (the callee has not made the endpoint yet)
+ * sends it again every RPC_OPEN_RETRY_NS while it waits. When a member
+ * leaves, its pipes and per-peer objects are freed by the lane that
+ * serves it (and the caller's side under wlock); its small record stays
+ * (RPC_TAB records in all), reused when it comes back.
  *
- * Regions of the endpoint's object "<name>":
+ * Results, error replies and "payload pulled" never use a ring: the
+ * callee WRITEs them into the caller's reply slot (region "rets"), so a
+ * reply never waits for ring room or for the caller's handlers -- the
+ * rule that keeps two nodes calling each other from handlers out of
+ * deadlock.
+ *
+ * Regions of the endpoint's object "<name>" (announced: four per node,
+ * whatever the members):
  *   "rets"  ret_slots slots of slot_bytes (remotely writable): a slot is
  *           {u64 tag, i32 status, u32 len, u64 sum, u64 0} + result.
  *           The callee writes header and result in one WRITE; lines may
  *           land in any order, so the caller takes it once tag matches
  *           and sum = XXH3(result, seed(tag, status, len)) holds.
- *   "rsrc"  the callee's sources of those WRITEs: RSRC_K per caller,
- *           reused as rpipe's ctl slots are (WRITEs to one node complete
- *           in order: with fewer than RSRC_K outstanding, the oldest is
- *           free).
  *   "send"  pull_bytes, remotely readable: call_buffer payloads above
  *           inline_max, which the callee READs into "pull".
  *   "pull"  pull_bytes per lane: a stack per lane (nested handlers
  *           free in LIFO order).
+ * and per caller, in "<name>.i<caller>": "rsrc", the sources of the
+ * reply WRITEs: RSRC_K slots, reused as rpipe's ctl slots are (WRITEs to
+ * one node complete in order: with fewer than RSRC_K outstanding, the
+ * oldest is free).
  *
  * Reply slots and timeouts: a call that wants a result takes a free slot
  * and a fresh tag. A wait that times out marks the slot ABANDONED: the
@@ -39,11 +52,12 @@
  * A member that comes back (restarted with its id, or excluded and taken
  * back) is a new peer: its epoch moves on (rpc_peer), the calls of the
  * old one fail with -ECONNRESET, and the pipes start again
- * (loco_rpipe_reset()): the out pipe by the first post under wlock, the
- * in pipe, with the reply-slot and send lookups, by the lane that serves
- * the peer. A reply or pull of the old epoch is dropped.
+ * (loco_rpipe_reset()) with a new OPEN: the out pipe by the first post
+ * under wlock, the in pipe, with the reply-slot and send lookups, by the
+ * lane that serves the peer. A reply or pull of the old epoch is dropped.
  *
- * Lanes: handlers run on lanes; lane i serves callers i, i + nlanes, ...
+ * Lanes: handlers run on lanes; a caller is served by lane (k mod
+ * nlanes), k counting the records made.
  * With cfg.threads == 0 there is one lane, taken (recursive mutex,
  * trylock) by loco_rpc_progress() and by this endpoint's waits; with
  * threads, each server thread holds its lane for good. A thread that
@@ -63,14 +77,43 @@
 #include <loco/rpipe.h>
 
 #include "rpc_frame.h"
+#include "rpipe_impl.h"
 
-#define SLOT_HDR 32u
-#define RSRC_K   8u
+#define SLOT_HDR          32u
+#define RSRC_K            8u
+#define RPC_TAB           4096u /* peer records of one endpoint (distinct nodes it met) */
+#define RPC_OPEN_RETRY_NS (20ll * 1000000ll)
 
 enum {
 	SLOT_FREE = 0,
 	SLOT_WAIT = 1,
 	SLOT_ABANDONED = 2,
+};
+
+enum {
+	OUT_NONE = 0,  /* no pipe to it, or the old epoch's */
+	OUT_ASKED = 1, /* OPEN sent, no GRANT yet */
+	OUT_READY = 2, /* attached */
+};
+
+/* object messages (struct layouts are the wire: little-endian hosts, checked on receipt) */
+enum {
+	MSG_OPEN = 1,  /* caller -> callee: make my ring */
+	MSG_GRANT = 2, /* callee -> caller: here it is */
+};
+
+struct rpc_open_msg {
+	uint32_t kind;
+	uint32_t rsv;
+	uint64_t sess;
+	loco_rref_t ctl; /* the writer's ctl */
+};
+
+struct rpc_grant_msg {
+	uint32_t kind;
+	uint32_t rsv;
+	uint64_t sess;
+	loco_rref_t ring, ctl; /* the reader's */
 };
 
 struct slot_hdr {
@@ -82,22 +125,39 @@ struct slot_hdr {
 };
 
 struct rpc_peer {
-	uint32_t node;
-	unsigned idx;
+	uint32_t node; /* fixed once made */
+	unsigned lane; /* fixed: the lane that runs its calls */
 	/*
 	 * atomic, written by the callbacks: even while it is a member (or not
 	 * paired yet), odd once it left or died; one more when it comes back
 	 * as a new incarnation. A call is tied to the epoch it was posted in.
 	 */
 	uint32_t epoch;
-	uint32_t out_epoch; /* wlock: the epoch the out pipe serves */
-	uint32_t in_epoch;  /* its lane: the epoch the in pipe and the reply state serve */
-	loco_rpipe_t *out, *in;
-	/* the caller side: the out pipe and the batch */
+	/* the caller side (wlock): the out pipe, the batch */
 	pthread_mutex_t wlock;
+	int out_state;      /* OUT_* */
+	uint32_t out_epoch; /* the epoch the out pipe serves */
+	uint64_t out_sess;  /* the session asked for */
+	int64_t asked_ns;   /* when OPEN was last sent */
+	loco_object_t *oobj;
+	loco_rpipe_t *out;
 	uint8_t *batch;
 	size_t blen;
 	int64_t bt0;
+	/* glock: the GRANT that came (callback), a re-OPEN for the lane, p->in's changes */
+	pthread_mutex_t glock;
+	int granted;
+	uint64_t g_sess;
+	loco_rref_t g_ring, g_ctl;
+	int reopen;
+	uint64_t o_sess;
+	loco_rref_t o_ctl;
+	/* the callee side: in is published with release (glock), then its lane's */
+	loco_object_t *iobj;
+	loco_rpipe_t *in;
+	loco_region_t *rsrc;
+	uint64_t in_sess;
+	uint32_t in_epoch; /* its lane: the epoch the in pipe and the reply state serve */
 	/* the callee side: replies to it */
 	pthread_mutex_t rlock;
 	loco_ack_key_t *rack;
@@ -137,14 +197,18 @@ struct loco_rpc_ep {
 	loco_channel_t *ch;
 	loco_manager_t *m;
 	loco_object_t *obj;
+	char name[LOCO_NAME_MAX + 1];
 	loco_rpc_cfg_t cfg;
-	uint32_t nodes[LOCO_RPC_NODES_MAX];
+	uint32_t *nodes; /* cfg.nodes, sorted (NULL: every peer holding the endpoint) */
 	uint32_t me;
 	size_t rec_max, slot_bytes;
 	struct rf_limits lim;
-	loco_region_t *rets, *rsrc, *send, *pull;
-	struct rpc_peer peers[LOCO_RPC_NODES_MAX];
-	unsigned npeers;
+	loco_region_t *rets, *send, *pull;
+	/* peer records: open-addressed by node (tlock to add), and in order made */
+	pthread_mutex_t tlock;
+	struct rpc_peer *tab[RPC_TAB];   /* atomic pointers */
+	struct rpc_peer *plist[RPC_TAB]; /* atomic pointers */
+	unsigned np;                     /* atomic: records made */
 	struct rpc_lane lanes[LOCO_RPC_THREADS_MAX];
 	unsigned nlanes;
 	/* reply slots */
@@ -153,6 +217,7 @@ struct loco_rpc_ep {
 	uint32_t *freel;
 	uint32_t nfree;
 	uint64_t tagctr;
+	uint64_t tagctr_sess; /* atomic: sessions asked for */
 	/* handlers: appended under hlock, nh published with release */
 	pthread_mutex_t hlock;
 	struct rpc_handler h[LOCO_RPC_HANDLERS_MAX];
@@ -174,8 +239,34 @@ static inline int peer_dead(const struct rpc_peer *p)
 	return peer_epoch(p) & 1;
 }
 
-/* rpc_peer_of -- the peer record of member @node, or NULL. */
+/* rpc_peer_of -- the record of @node, or NULL (none yet). Lock-free. */
 struct rpc_peer *rpc_peer_of(loco_rpc_ep_t *ep, uint32_t node);
+
+/* rpc_peer_get -- the record of @node, made if there is none: NULL (-ENOMEM, table full). */
+struct rpc_peer *rpc_peer_get(loco_rpc_ep_t *ep, uint32_t node);
+
+/* rpc_is_member -- whether @node may call and be called (cfg.nodes, or any other node). */
+int rpc_is_member(const loco_rpc_ep_t *ep, uint32_t node);
+
+/* rpc_npeers / rpc_peer_at -- the records made, in order (lock-free). */
+static inline unsigned rpc_npeers(loco_rpc_ep_t *ep)
+{
+	return __atomic_load_n(&ep->np, __ATOMIC_ACQUIRE); /* pairs with rpc_peer_get() */
+}
+
+static inline struct rpc_peer *rpc_peer_at(loco_rpc_ep_t *ep, unsigned i)
+{
+	return __atomic_load_n(&ep->plist[i], __ATOMIC_ACQUIRE);
+}
+
+/* rpc_on_msg -- the endpoint's object messages (OPEN, GRANT): on the progress thread. */
+void rpc_on_msg(loco_object_t *obj, uint32_t node, const void *msg, size_t len, void *arg);
+
+/* rpc_in_serve -- (@p's lane) a re-OPEN, a comeback or a leave of @p's caller: 0, or -ENOENT (no in pipe). */
+int rpc_in_serve(loco_rpc_ep_t *ep, struct rpc_peer *p);
+
+/* rpc_out_free -- (wlock held) free @p's out side. */
+void rpc_out_free(struct rpc_peer *p);
 
 /* rpc_reply_sum -- the checksum of a reply's result. */
 uint64_t rpc_reply_sum(const void *data, uint32_t len, uint64_t tag, int32_t status);
@@ -192,10 +283,11 @@ int rpc_help(loco_rpc_ep_t *ep);
 
 /*
  * rpc_out_fresh -- (wlock held) the out pipe serves @p's current epoch:
- * after a comeback it starts again, and the old epoch's batch is dropped.
- * Returns 0; -ECONNRESET while @p is gone.
+ * made on first use (OPEN, GRANT), started again after a comeback (the
+ * old epoch's batch is dropped). Returns 0; -EAGAIN (set-up under way:
+ * try again), -ECONNRESET while @p is gone, -ENOMEM or the fabric's error.
  */
-int rpc_out_fresh(struct rpc_peer *p);
+int rpc_out_fresh(loco_rpc_ep_t *ep, struct rpc_peer *p);
 
 /* rpc_flush_peer -- post @p's batch (wlock held): 0, -EAGAIN (no room), or an error. */
 int rpc_flush_peer(loco_rpc_ep_t *ep, struct rpc_peer *p);

@@ -57,13 +57,13 @@ static void reply(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t e, uint32_t sl
 		if (loco_ack_outstanding(p->rack) < RSRC_K) {
 			(void)loco_ack_wait(p->rack,
 			                    0); /* clear a failure: the view tells deaths */
-			off = ((size_t)p->idx * RSRC_K + p->rn % RSRC_K) * ep->slot_bytes;
-			src = (uint8_t *)loco_region_ptr(ep->rsrc) + off;
+			off = (size_t)(p->rn % RSRC_K) * ep->slot_bytes;
+			src = (uint8_t *)loco_region_ptr(p->rsrc) + off;
 			hd.sum = rpc_reply_sum(data, len, tag, status);
 			memcpy(src, &hd, sizeof(hd));
 			if (len)
 				memcpy(src + SLOT_HDR, data, len);
-			ret = loco_write(ep->rsrc, off, &p->rrets, (size_t)slot * ep->slot_bytes,
+			ret = loco_write(p->rsrc, off, &p->rrets, (size_t)slot * ep->slot_bytes,
 			                 SLOT_HDR + len, p->rack);
 			if (ret == 0) {
 				p->rn++;
@@ -182,18 +182,6 @@ static int run_msg(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, ui
 	return n;
 }
 
-/* in_fresh -- (@p's lane) a caller that came back: its pipe and its regions start again */
-static void in_fresh(struct rpc_peer *p, uint32_t e)
-{
-	(void)loco_rpipe_reset(p->in); /* -EBUSY: it never saw the old one (cannot be) */
-	pthread_mutex_lock(&p->rlock);
-	p->have_rrets = 0;
-	p->have_rsend = 0;
-	(void)loco_ack_wait(p->rack, 0); /* the old one's failures */
-	pthread_mutex_unlock(&p->rlock);
-	p->in_epoch = e;
-}
-
 int rpc_lane_progress(loco_rpc_ep_t *ep, struct rpc_lane *l, int max)
 {
 	unsigned li = (unsigned)(l - ep->lanes);
@@ -204,18 +192,29 @@ int rpc_lane_progress(loco_rpc_ep_t *ep, struct rpc_lane *l, int max)
 		return 0;
 	scr = l->scratch + (size_t)l->depth * ep->rec_max;
 	do {
+		unsigned np = rpc_npeers(ep);
+
 		round = 0;
-		for (unsigned k = 0; k < ep->npeers && n < max; k++) {
-			unsigned idx = (l->next + k) % ep->npeers;
-			struct rpc_peer *p = &ep->peers[idx];
-			uint32_t e = peer_epoch(p);
+		for (unsigned k = 0; k < np && n < max; k++) {
+			struct rpc_peer *p = rpc_peer_at(ep, (l->next + k) % np);
+			uint32_t e;
 			size_t len = 0;
 			int ret;
 
-			if (idx % ep->nlanes != li || (e & 1))
+			if (p->lane != li)
+				continue; /* another lane's */
+			if ((peer_epoch(p) & 1) &&
+			    __atomic_load_n(&p->oobj, __ATOMIC_RELAXED) != NULL &&
+			    pthread_mutex_trylock(&p->wlock) == 0) {
+				if (peer_epoch(p) & 1) /* it left: free our pipe to it */
+					rpc_out_free(p);
+				pthread_mutex_unlock(&p->wlock);
+			}
+			if (rpc_in_serve(ep, p) != 0)
+				continue; /* no in pipe (a dead caller's is freed) */
+			e = peer_epoch(p);
+			if (e & 1)
 				continue; /* a dead caller's calls are dropped */
-			if (p->in_epoch != e)
-				in_fresh(p, e);
 			ret = loco_rpipe_read(p->in, scr, ep->rec_max, &len, 0);
 			if (ret == -EMSGSIZE) { /* longer than any the caller may send: drop it */
 				const void *ptr;

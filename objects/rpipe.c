@@ -4,6 +4,7 @@
  * design is in rpipe_impl.h). Public API only.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,16 +27,17 @@ static const struct loco_object_ops rp_ops = {
     .peer_leave = rp_peer_leave,
 };
 
-int loco_rpipe_create(loco_channel_t *ch, const char *name, uint32_t writer, uint32_t reader,
-                      size_t ring_bytes, loco_rpipe_t **out)
+/* rp_new -- the state both kinds of pipe share, without regions: 0 or -errno */
+static int rp_new(loco_channel_t *ch, uint32_t writer, uint32_t reader, size_t ring_bytes,
+                  loco_rpipe_t **out)
 {
 	loco_rpipe_t *p;
 	uint32_t me;
 	int ret;
 
-	if (ch == NULL || name == NULL || out == NULL || writer == 0 || reader == 0 ||
-	    writer == reader || ring_bytes < LOCO_RPIPE_RING_MIN ||
-	    ring_bytes > LOCO_RPIPE_RING_MAX || ring_bytes % 64 != 0)
+	if (ch == NULL || out == NULL || writer == 0 || reader == 0 || writer == reader ||
+	    ring_bytes < LOCO_RPIPE_RING_MIN || ring_bytes > LOCO_RPIPE_RING_MAX ||
+	    ring_bytes % 64 != 0)
 		return -EINVAL;
 	me = loco_node_id(loco_channel_manager(ch));
 	if (me != writer && me != reader)
@@ -60,9 +62,95 @@ int loco_rpipe_create(loco_channel_t *ch, const char *name, uint32_t writer, uin
 	ret = loco_ack_key_create(p->m, &p->cack);
 	if (ret)
 		goto err_dack;
+	*out = p;
+	return 0;
+err_dack:
+	loco_ack_key_destroy(p->dack);
+err_free:
+	XXH3_freeState(p->xs);
+	free(p);
+	return ret;
+}
+
+/* rp_free -- what rp_new() made */
+static void rp_free(loco_rpipe_t *p)
+{
+	loco_ack_key_destroy(p->dack); /* waits for the WRITEs in flight */
+	loco_ack_key_destroy(p->cack);
+	XXH3_freeState(p->xs);
+	free(p);
+}
+
+int rpipe_open_unlisted(loco_object_t *obj, const char *prefix, uint32_t writer, uint32_t reader,
+                        size_t ring_bytes, loco_rpipe_t **out)
+{
+	char rn[LOCO_NAME_MAX + 1], cn[LOCO_NAME_MAX + 1];
+	loco_rpipe_t *p;
+	int ret;
+
+	if (obj == NULL || prefix == NULL ||
+	    snprintf(rn, sizeof(rn), "%s.ring", prefix) >= (int)sizeof(rn) ||
+	    snprintf(cn, sizeof(cn), "%s.ctl", prefix) >= (int)sizeof(cn))
+		return -EINVAL;
+	ret = rp_new(loco_object_channel(obj), writer, reader, ring_bytes, &p);
+	if (ret)
+		return ret;
+	p->unlisted = 1;
+	p->obj = obj;
+	ret =
+	    loco_region_create(obj, cn, CTL_LEN, LOCO_ACCESS_WRITE | LOCO_ACCESS_UNLISTED, &p->ctl);
+	if (ret == 0)
+		ret = loco_region_create(
+		    obj, rn, ring_bytes,
+		    (p->is_writer ? 0 : LOCO_ACCESS_WRITE) | LOCO_ACCESS_UNLISTED, &p->ring);
+	if (ret) {
+		rp_free(p); /* the regions go with @obj */
+		return ret;
+	}
+	p->base = loco_region_ptr(p->ring);
+	p->ctlw = loco_region_ptr(p->ctl);
+	*out = p;
+	return 0;
+}
+
+void rpipe_refs(const loco_rpipe_t *p, loco_rref_t *ring, loco_rref_t *ctl)
+{
+	(void)loco_region_rref(p->ring, ring);
+	(void)loco_region_rref(p->ctl, ctl);
+}
+
+int rpipe_attach(loco_rpipe_t *p, const loco_rref_t *rring, const loco_rref_t *rctl, uint64_t sess)
+{
+	if (p->have_sess)
+		return -EBUSY;
+	if (p->is_writer)
+		p->rring = *rring;
+	p->rctl = *rctl;
+	p->sess = sess;
+	p->have_peer = 1;
+	__atomic_store_n(&p->have_sess, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void rpipe_lose(loco_rpipe_t *p)
+{
+	__atomic_store_n(&p->lost, 1, __ATOMIC_RELEASE); /* pairs with is_lost() */
+}
+
+int loco_rpipe_create(loco_channel_t *ch, const char *name, uint32_t writer, uint32_t reader,
+                      size_t ring_bytes, loco_rpipe_t **out)
+{
+	loco_rpipe_t *p;
+	int ret;
+
+	if (name == NULL)
+		return -EINVAL;
+	ret = rp_new(ch, writer, reader, ring_bytes, &p);
+	if (ret)
+		return ret;
 	ret = loco_object_create(ch, name, &rp_ops, p, &p->obj);
 	if (ret)
-		goto err_cack;
+		goto err_new;
 	/*
 	 * both ends must name the same ends and ring: checked as they pair.
 	 * The ends go in one parameter (writer << 32 | reader): a pipe takes
@@ -88,13 +176,8 @@ int loco_rpipe_create(loco_channel_t *ch, const char *name, uint32_t writer, uin
 
 err_obj:
 	loco_object_destroy(p->obj); /* and its regions */
-err_cack:
-	loco_ack_key_destroy(p->cack);
-err_dack:
-	loco_ack_key_destroy(p->dack);
-err_free:
-	XXH3_freeState(p->xs);
-	free(p);
+err_new:
+	rp_free(p);
 	return ret;
 }
 
@@ -117,11 +200,9 @@ void loco_rpipe_destroy(loco_rpipe_t *p)
 		while (rp_ctl_put(p, p->asked) == -EAGAIN && obj_now_ns() < dl)
 			loco_waiter_pause(&w);
 	}
-	loco_ack_key_destroy(p->dack); /* waits for the WRITEs in flight */
-	loco_ack_key_destroy(p->cack);
-	loco_object_destroy(p->obj);
-	XXH3_freeState(p->xs);
-	free(p);
+	if (!p->unlisted)
+		loco_object_destroy(p->obj);
+	rp_free(p);
 }
 
 size_t loco_rpipe_max_msg(const loco_rpipe_t *p)
@@ -143,6 +224,8 @@ int rp_peer(loco_rpipe_t *p)
 
 	if (p->have_peer)
 		return 0;
+	if (p->unlisted)
+		return -ENOENT; /* rpipe_attach() tells */
 	ret = loco_region_remote(p->ctl, other, &p->rctl);
 	if (ret == 0 && p->is_writer)
 		ret = loco_region_remote(p->ring, other, &p->rring);
@@ -166,8 +249,10 @@ int rp_sess(loco_rpipe_t *p)
 	loco_rref_t probe;
 	int ret;
 
-	if (p->have_sess)
+	if (__atomic_load_n(&p->have_sess, __ATOMIC_ACQUIRE)) /* pairs with rpipe_attach() */
 		return 0;
+	if (p->unlisted)
+		return -ENOENT;
 	/*
 	 * the incarnations, the regions, the incarnations again: regions read
 	 * between two equal readings are those incarnations' (a member's

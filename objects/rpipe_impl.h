@@ -101,7 +101,8 @@ struct loco_rpipe {
 	uint64_t size;
 	uint32_t writer, reader, me;
 	int is_writer;
-	int lost;          /* atomic: the other end left, or a WRITE failed: sticky */
+	int unlisted; /* an end inside another object (rpipe_open_unlisted()): no object of its own */
+	int lost;     /* atomic: the other end left, or a WRITE failed: sticky */
 	int have_peer;     /* the other end's regions were looked up */
 	int have_sess;     /* sess is known (both ends paired) */
 	int renewing;      /* atomic: reset, no new session yet (peer_leave ignored) */
@@ -149,6 +150,32 @@ static inline uint64_t sum_of(const loco_rpipe_t *p, const void *data, size_t le
 {
 	return XXH3_64bits_withSeed(data, len, seed_of(p->sess, len, seq, kind));
 }
+
+/*
+ * Unlisted ends (objects/-private, for the rpc): a pipe end whose regions
+ * are unlisted regions of another object @obj (named "@prefix.ring" and
+ * "@prefix.ctl"), which no peer looks up: the two ends exchange their
+ * references and a session themselves (object messages) and attach.
+ * Until attached, and after rpipe_lose(), calls behave as for a pipe
+ * whose other end has not paired yet, or left. loco_rpipe_reset() then
+ * rpipe_attach() start it again with a new session; loco_rpipe_destroy()
+ * leaves @obj (and its regions) to the caller.
+ */
+int rpipe_open_unlisted(loco_object_t *obj, const char *prefix, uint32_t writer, uint32_t reader,
+                        size_t ring_bytes, loco_rpipe_t **out);
+
+/* rpipe_refs -- this end's references: its ring (the reader's is the one written) and its ctl. */
+void rpipe_refs(const loco_rpipe_t *p, loco_rref_t *ring, loco_rref_t *ctl);
+
+/*
+ * rpipe_attach -- the other end's references (@rring: the reader's ring,
+ * writer only) and the session @sess (not 0) both ends use: the pipe
+ * works from now on. Returns 0; -EBUSY (attached already: reset first).
+ */
+int rpipe_attach(loco_rpipe_t *p, const loco_rref_t *rring, const loco_rref_t *rctl, uint64_t sess);
+
+/* rpipe_lose -- the other end is gone (the owner saw it leave): as a peer_leave. */
+void rpipe_lose(loco_rpipe_t *p);
 
 /* rp_peer -- look the other end's regions up once: 0, -ENOENT (not paired yet), or an error. */
 int rp_peer(loco_rpipe_t *p);

@@ -2,16 +2,25 @@
 /*
  * loco/rpc.h -- remote invocation between the nodes of a channel, on
  * one-sided WRITEs (Seriema's call / call_return / call_buffer). Calls
- * travel through one rpipe per ordered pair of members (caller ->
- * callee); results and error replies are written straight back into
- * registered reply slots of the caller's endpoint (never through a ring,
- * so a reply never waits for the callee's handler queue); large
- * call_buffer payloads are pulled by the callee with an RDMA READ from
- * the caller's registered memory. Small calls may be aggregated ("trad"
- * or "overflow"). See loco_rpc(3).
+ * travel through one ring per ordered pair of members that talk (caller
+ * -> callee), made on the first call and freed when either leaves;
+ * results and error replies are written straight back into registered
+ * reply slots of the caller's endpoint (never through a ring, so a reply
+ * never waits for the callee's handler queue); large call_buffer
+ * payloads are pulled by the callee with an RDMA READ from the caller's
+ * registered memory. Small calls may be aggregated ("trad" or
+ * "overflow"). See loco_rpc(3).
  *
- * Every member calls loco_rpc_create() with the same name, member list
- * and sizes (checked when the peers pair). Handlers are registered by
+ * Members: the nodes of cfg.nodes, or, without a list, every node of the
+ * channel that made the endpoint (clients and servers alike; there is no
+ * ceiling below the core's members). Every member calls loco_rpc_create()
+ * with the same name, member list and sizes (checked when the peers
+ * pair). What a node holds per peer -- a ring and its control words for
+ * each node it calls, a ring and reply sources for each node that calls
+ * it -- is made on first use, so a node pays for the peers it talks to,
+ * not for the members.
+ *
+ * Handlers are registered by
  * name on the nodes that serve them, in any order: a handler's id is a
  * hash of its name (loco_rpc_id()), the same on every node, and a call
  * to an id the callee does not know gets an error reply (-ENOENT).
@@ -43,7 +52,6 @@ extern "C" {
 
 typedef struct loco_rpc_ep loco_rpc_ep_t;
 
-#define LOCO_RPC_NODES_MAX    8u  /* members of one endpoint (channel entries: 8 (n - 1) + 6) */
 #define LOCO_RPC_HANDLERS_MAX 64u /* handlers registered on one endpoint */
 #define LOCO_RPC_THREADS_MAX  8u  /* server threads */
 #define LOCO_RPC_DEPTH_MAX    8u  /* nesting of handlers waiting inside handlers */
@@ -57,9 +65,9 @@ enum loco_rpc_agg {
 
 /* An endpoint's configuration: 0 in a size field means its default. */
 typedef struct loco_rpc_cfg {
-	const uint32_t *nodes; /* the members (this node among them), 2 .. LOCO_RPC_NODES_MAX */
-	uint32_t nnodes;
-	size_t ring_bytes;  /* each caller -> callee ring (64 KiB); agreed */
+	const uint32_t *nodes; /* the members (this node among them, >= 2), or NULL: see above */
+	uint32_t nnodes;       /* 0 with NULL nodes; at most 2048 */
+	size_t ring_bytes;     /* each caller -> callee ring (64 KiB); agreed */
 	size_t inline_max;  /* largest inline payload (1 KiB); bigger call_buffer ones are pulled */
 	size_t ret_max;     /* largest result (256 B); agreed */
 	uint32_t ret_slots; /* reply slots: calls waiting for a result at once (64); agreed */
@@ -111,16 +119,16 @@ typedef struct loco_rpc_stats {
 	uint64_t timeouts; /* waits that timed out (their slot is kept until the reply lands) */
 } loco_rpc_stats_t;
 
-/* loco_rpc_cfg_default -- a configuration for members @nodes[0 .. @n) with the defaults. */
+/* loco_rpc_cfg_default -- a configuration for members @nodes[0 .. @n) (NULL, 0: any) with the defaults. */
 void loco_rpc_cfg_default(loco_rpc_cfg_t *cfg, const uint32_t *nodes, uint32_t n);
 
 /*
- * loco_rpc_create -- endpoint @name in @ch (this node among cfg->nodes):
- * its pipes, reply slots and, with cfg->threads, its server threads.
- * Make it before loco_channel_join(), or wait with loco_rpc_sync() after. Returns 0 and sets *@out;
- * -EINVAL, -EEXIST,
- * -ENOMEM, -ENOSPC (the channel's announced entries), or the fabric's
- * error.
+ * loco_rpc_create -- endpoint @name (at most LOCO_NAME_MAX - 12 bytes) in
+ * @ch (this node among cfg->nodes, if given): its reply slots, its send
+ * and pull regions and, with cfg->threads, its server threads; the
+ * per-peer rings come with the first call. Make it before
+ * loco_channel_join(), or wait with loco_rpc_sync() after. Returns 0 and
+ * sets *@out; -EINVAL, -EEXIST, -ENOMEM, or the fabric's error.
  */
 int loco_rpc_create(loco_channel_t *ch, const char *name, const loco_rpc_cfg_t *cfg,
                     loco_rpc_ep_t **out);
@@ -129,9 +137,11 @@ int loco_rpc_create(loco_channel_t *ch, const char *name, const loco_rpc_cfg_t *
 void loco_rpc_destroy(loco_rpc_ep_t *ep);
 
 /*
- * loco_rpc_sync -- wait until every other member made the endpoint and
- * paired. Returns 0; -ETIMEDOUT, -ECONNRESET (a member left),
- * -LOCO_ENOTJOINED, -LOCO_EMISMATCH, -LOCO_EPARTITION, -EINVAL.
+ * loco_rpc_sync -- wait until every other member (cfg.nodes; without a
+ * list, every paired peer of the channel) made the endpoint and paired.
+ * Makes no ring: those come with the first call. Returns 0; -ETIMEDOUT,
+ * -ECONNRESET (a member left), -LOCO_ENOTJOINED, -LOCO_EMISMATCH,
+ * -LOCO_EPARTITION, -EINVAL.
  */
 int loco_rpc_sync(loco_rpc_ep_t *ep, int64_t timeout_ns);
 
@@ -149,17 +159,21 @@ int loco_rpc_register(loco_rpc_ep_t *ep, const char *name, loco_rpc_fn fn, void 
  * loco_rpc_call -- one-way call of handler @id on member @node with
  * @len bytes (<= inline_max) of @args, copied: @args may be reused on
  * return. Waits up to @timeout_ns for ring room (< 0: forever; 0: not at
- * all) unless aggregation takes the call. Returns 0; -EAGAIN (timeout 0,
- * no room), -ETIMEDOUT, -EMSGSIZE, -ECONNRESET (@node left or died),
- * -EINVAL (bad argument, @node is not a member or is this node),
+ * all) unless aggregation takes the call; the first call to a node also
+ * waits for its ring to be made there (one control-plane round trip;
+ * the node may not have made the endpoint yet). Returns 0; -EAGAIN
+ * (timeout 0, no room or no ring yet), -ETIMEDOUT, -EMSGSIZE,
+ * -ECONNRESET (@node left or died), -EINVAL (bad argument, @node is not
+ * a member or is this node),
  * -LOCO_ENOTJOINED, -LOCO_EMISMATCH, -LOCO_EPARTITION.
  */
 int loco_rpc_call(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *args, size_t len,
                   int64_t timeout_ns);
 
 /*
- * loco_rpc_call_all -- loco_rpc_call() to every other member. Returns 0,
- * or the first error (the call still went to the other members).
+ * loco_rpc_call_all -- loco_rpc_call() to every other member (without a
+ * member list: every paired peer whose endpoint is known here). Returns
+ * 0, or the first error (the call still went to the other members).
  */
 int loco_rpc_call_all(loco_rpc_ep_t *ep, uint32_t id, const void *args, size_t len,
                       int64_t timeout_ns);
