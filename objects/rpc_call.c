@@ -123,47 +123,62 @@ int rpc_flush_peer(loco_rpc_ep_t *ep, struct rpc_peer *p)
 	return ret;
 }
 
-/* put_frame -- frame @h + @pl at @dst (rf_r8(RF_HDR + plen) bytes, padding zeroed) */
-static void put_frame(uint8_t *dst, const struct rf_hdr *h, const void *pl, size_t plen)
+/* a payload in up to three pieces (a tree call's header, its node ids, its arguments) */
+struct pl_iov {
+	const void *p[3];
+	size_t n[3];
+	size_t len; /* the sum */
+};
+
+static struct pl_iov pl_one(const void *p, size_t n)
 {
-	size_t flen = rf_r8(RF_HDR + plen);
+	return (struct pl_iov){.p = {p}, .n = {n}, .len = n};
+}
+
+/* put_frame -- frame @h + @pl at @dst (rf_r8(RF_HDR + pl->len) bytes, padding zeroed) */
+static void put_frame(uint8_t *dst, const struct rf_hdr *h, const struct pl_iov *pl)
+{
+	size_t flen = rf_r8(RF_HDR + pl->len), at = RF_HDR;
 
 	memcpy(dst, h, RF_HDR);
-	if (plen)
-		memcpy(dst + RF_HDR, pl, plen);
-	memset(dst + RF_HDR + plen, 0, flen - RF_HDR - plen);
+	for (int i = 0; i < 3; i++) {
+		if (pl->n[i])
+			memcpy(dst + at, pl->p[i], pl->n[i]);
+		at += pl->n[i];
+	}
+	memset(dst + at, 0, flen - at);
 }
 
 /* direct -- one frame as one ring message, without waiting: 0, -EAGAIN, or an error */
-static int direct(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *h, const void *pl,
-                  size_t plen)
+static int direct(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *h,
+                  const struct pl_iov *pl)
 {
-	size_t flen = rf_r8(RF_HDR + plen);
+	size_t flen = rf_r8(RF_HDR + pl->len);
 	void *ptr;
 	int ret = loco_rpipe_reserve(p->out, flen, &ptr, 0);
 
 	if (ret)
 		return ret;
-	put_frame(ptr, h, pl, plen);
+	put_frame(ptr, h, pl);
 	ret = loco_rpipe_commit(p->out, flen);
 	if (ret == 0)
 		ST_ADD(ep, records, 1);
 	return ret;
 }
 
-static void append(struct rpc_peer *p, const struct rf_hdr *h, const void *pl, size_t plen)
+static void append(struct rpc_peer *p, const struct rf_hdr *h, const struct pl_iov *pl)
 {
 	if (p->blen == 0)
 		p->bt0 = obj_now_ns();
-	put_frame(p->batch + p->blen, h, pl, plen);
-	__atomic_store_n(&p->blen, p->blen + rf_r8(RF_HDR + plen), __ATOMIC_RELAXED);
+	put_frame(p->batch + p->blen, h, pl);
+	__atomic_store_n(&p->blen, p->blen + rf_r8(RF_HDR + pl->len), __ATOMIC_RELAXED);
 }
 
 /* try_post -- (wlock held) take the frame by the aggregation mode: 0, -EAGAIN, or an error */
-static int try_post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *h, const void *pl,
-                    size_t plen, int urgent)
+static int try_post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *h,
+                    const struct pl_iov *pl, int urgent)
 {
-	size_t flen = rf_r8(RF_HDR + plen);
+	size_t flen = rf_r8(RF_HDR + pl->len);
 	int ret;
 
 	switch (ep->cfg.agg) {
@@ -173,7 +188,7 @@ static int try_post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *
 			if (ret)
 				return ret;
 		}
-		append(p, h, pl, plen);
+		append(p, h, pl);
 		if (p->blen >= ep->cfg.agg_bytes || urgent) {
 			ret = rpc_flush_peer(ep, p);
 			if (ret != 0 && ret != -EAGAIN)
@@ -186,21 +201,21 @@ static int try_post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *
 			if (ret == -EAGAIN) {
 				if (p->blen + flen > ep->rec_max)
 					return -EAGAIN;
-				append(p, h, pl, plen);
+				append(p, h, pl);
 				return 0;
 			}
 			if (ret)
 				return ret;
 		}
-		ret = direct(ep, p, h, pl, plen);
+		ret = direct(ep, p, h, pl);
 		if (ret == -EAGAIN) {
 			ST_ADD(ep, full, 1);
-			append(p, h, pl, plen);
+			append(p, h, pl);
 			return 0;
 		}
 		return ret;
 	default:
-		return direct(ep, p, h, pl, plen);
+		return direct(ep, p, h, pl);
 	}
 }
 
@@ -208,11 +223,11 @@ static int try_post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *
  * post -- send one frame to @p, waiting (running calls meanwhile) until
  * @deadline; *@epoch (may be NULL): the callee's epoch it went to.
  */
-static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *h, const void *pl,
-                size_t plen, int urgent, int nowait, int64_t deadline, uint32_t *epoch)
+static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *h,
+                const struct pl_iov *pl, int urgent, int nowait, int64_t deadline, uint32_t *epoch)
 {
 	loco_waiter_t w;
-	int full = 0, ret;
+	int full = 0, setup, ret;
 
 	loco_waiter_init(&w, ep->m);
 	for (;;) {
@@ -223,8 +238,9 @@ static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *h, c
 			return ret;
 		pthread_mutex_lock(&p->wlock);
 		ret = rpc_out_fresh(ep, p);
+		setup = ret == -EAGAIN;
 		if (ret == 0)
-			ret = try_post(ep, p, h, pl, plen, urgent);
+			ret = try_post(ep, p, h, pl, urgent);
 		if (ret == 0 && epoch != NULL)
 			*epoch = p->out_epoch;
 		pthread_mutex_unlock(&p->wlock);
@@ -232,7 +248,7 @@ static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *h, c
 			ST_ADD(ep, calls, 1);
 		if (ret != -EAGAIN)
 			return ret;
-		if (!full++)
+		if (!setup && !full++)
 			ST_ADD(ep, full, 1);
 		if (nowait)
 			return -EAGAIN;
@@ -253,46 +269,91 @@ int loco_rpc_call(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *arg
                   int64_t timeout_ns)
 {
 	struct rf_hdr h = {.kind = RF_CALL, .hid = id, .plen = (uint32_t)len};
+	struct pl_iov pl = pl_one(args, len);
 	struct rpc_peer *p;
 
 	if (ep == NULL || (p = callee(ep, node)) == NULL || (len && args == NULL))
 		return -EINVAL;
 	if (len > ep->cfg.inline_max)
 		return -EMSGSIZE;
-	return post(ep, p, &h, args, len, 0, timeout_ns == 0, obj_deadline(timeout_ns), NULL);
+	return post(ep, p, &h, &pl, 0, timeout_ns == 0, obj_deadline(timeout_ns), NULL);
+}
+
+/* sub_at -- node id @i of a tree's list (unaligned: it may point into a ring message) */
+static uint32_t sub_at(const uint8_t *sub, uint32_t i)
+{
+	uint32_t v;
+
+	memcpy(&v, sub + (size_t)i * 4, sizeof(v));
+	return v;
+}
+
+int rpc_tree_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8_t *sub, uint32_t n,
+                  const void *args, size_t alen, int64_t deadline)
+{
+	int first = 0;
+
+	for (uint32_t g = 0; g < RPC_TREE_FANOUT && g < n; g++) {
+		/* group g: [lo, hi); its first reachable member takes the call and passes it on */
+		uint32_t lo = (uint32_t)((uint64_t)n * g / RPC_TREE_FANOUT);
+		uint32_t hi = (uint32_t)((uint64_t)n * (g + 1) / RPC_TREE_FANOUT);
+
+		for (uint32_t c = lo; c < hi; c++) {
+			uint32_t node = sub_at(sub, c), th[2] = {origin, 0};
+			struct rf_hdr h = {.kind = RF_TREE, .hid = hid};
+			struct pl_iov pl;
+			struct rpc_peer *p;
+			int ret;
+
+			if (!rpc_is_member(ep, node) || node == origin ||
+			    (p = rpc_peer_get(ep, node)) == NULL)
+				continue; /* a hostile list, or no room for its record */
+			th[1] = hi - c - 1;
+			pl = (struct pl_iov){.p = {th, sub + (size_t)(c + 1) * 4, args},
+			                     .n = {sizeof(th), (size_t)th[1] * 4, alen}};
+			pl.len = pl.n[0] + pl.n[1] + pl.n[2];
+			if (rf_r8(RF_HDR + pl.len) > ep->rec_max) {
+				/* the list does not fit a ring message: this one gets a plain call */
+				h.kind = RF_CALL;
+				pl = pl_one(args, alen);
+			}
+			h.plen = (uint32_t)pl.len;
+			ret = post(ep, p, &h, &pl, 0, deadline == 0, deadline, NULL);
+			if (ret == 0 && h.kind == RF_TREE)
+				break; /* it passes the call on to the rest of the group */
+			if (ret && !first)
+				first = ret; /* the next member of the group takes its place */
+		}
+	}
+	return first;
 }
 
 int loco_rpc_call_all(loco_rpc_ep_t *ep, uint32_t id, const void *args, size_t len,
                       int64_t timeout_ns)
 {
-	int64_t deadline = obj_deadline(timeout_ns);
-	uint32_t peers[RPC_TAB / 2], *ids, n;
-	int first = 0, np;
+	uint32_t peers[RPC_TAB / 2], n = 0;
+	int np;
 
-	if (ep == NULL)
+	if (ep == NULL || (len && args == NULL))
 		return -EINVAL;
+	if (len > ep->cfg.inline_max)
+		return -EMSGSIZE;
 	if (ep->nodes != NULL) {
-		ids = ep->nodes;
-		n = ep->cfg.nnodes;
+		for (uint32_t i = 0; i < ep->cfg.nnodes; i++)
+			if (ep->nodes[i] != ep->me)
+				peers[n++] = ep->nodes[i];
 	} else {
 		/* every paired peer that holds the endpoint (its reply slots are known) */
-		ids = peers;
-		np = loco_channel_peers(ep->ch, ids, RPC_TAB / 2);
-		n = np < 0 ? 0 : np > (int)(RPC_TAB / 2) ? RPC_TAB / 2 : (uint32_t)np;
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		int64_t left = timeout_ns == 0 ? 0 : obj_left_ns(deadline);
-		loco_rref_t r;
-		int ret;
+		np = loco_channel_peers(ep->ch, peers, RPC_TAB / 2);
+		for (int i = 0; i < np && i < (int)(RPC_TAB / 2); i++) {
+			loco_rref_t r;
 
-		if (ids[i] == ep->me ||
-		    (ep->nodes == NULL && loco_region_remote(ep->rets, ids[i], &r) != 0))
-			continue;
-		ret = loco_rpc_call(ep, ids[i], id, args, len, left);
-		if (ret && !first)
-			first = ret;
+			if (loco_region_remote(ep->rets, peers[i], &r) == 0)
+				peers[n++] = peers[i];
+		}
 	}
-	return first;
+	return rpc_tree_send(ep, ep->me, id, (const uint8_t *)peers, n, args, len,
+	                     timeout_ns == 0 ? 0 : obj_deadline(timeout_ns));
 }
 
 /* landed -- whether the reply of @tag is whole in slot @s; its header into *@hd */
@@ -368,6 +429,7 @@ static int call_slot(loco_rpc_ep_t *ep, struct rpc_peer *p, struct rf_hdr *h, co
                      int64_t timeout_ns)
 {
 	int64_t deadline = obj_deadline(timeout_ns);
+	struct pl_iov iov = pl_one(pl, plen);
 	loco_rpc_ticket_t local;
 	loco_waiter_t w;
 	int st = 0, rc;
@@ -382,7 +444,7 @@ static int call_slot(loco_rpc_ep_t *ep, struct rpc_peer *p, struct rf_hdr *h, co
 			loco_waiter_pause(&w);
 	}
 	h->ret_cap = (uint32_t)(ret_cap < ep->cfg.ret_max ? ret_cap : ep->cfg.ret_max);
-	rc = post(ep, p, h, pl, plen, 1, timeout_ns == 0, deadline, &ep->slots[h->slot].epoch);
+	rc = post(ep, p, h, &iov, 1, timeout_ns == 0, deadline, &ep->slots[h->slot].epoch);
 	if (rc) {
 		slot_end(ep, h->slot, SLOT_FREE); /* never posted: no reply can come */
 		return rc;

@@ -40,10 +40,29 @@ int rf_next(const void *msg, size_t len, size_t *pos, const struct rf_limits *li
 		    f->pull.off > lim->send_len || f->pull.len > lim->send_len - f->pull.off)
 			return -EBADMSG;
 		break;
+	case RF_TREE: {
+		uint32_t th[2];
+
+		if (f->h.plen < sizeof(th))
+			return -EBADMSG;
+		memcpy(th, b + at + RF_HDR, sizeof(th));
+		if (th[1] > RF_TREE_MAX || (uint64_t)th[1] * 4 > f->h.plen - sizeof(th))
+			return -EBADMSG;
+		f->origin = th[0];
+		f->nsub = th[1];
+		f->sub = b + at + RF_HDR + sizeof(th);
+		f->args = f->sub + (size_t)th[1] * 4;
+		f->alen = f->h.plen - (uint32_t)sizeof(th) - th[1] * 4;
+		break;
+	}
 	default:
 		return -EBADMSG;
 	}
 	f->payload = b + at + RF_HDR;
+	if (f->h.kind != RF_TREE) {
+		f->args = f->payload;
+		f->alen = f->h.plen;
+	}
 	adv = rf_r8(RF_HDR + (size_t)f->h.plen);
 	*pos = adv > left ? len : at + adv; /* the last frame's padding may be cut */
 	return 1;

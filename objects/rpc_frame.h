@@ -7,7 +7,8 @@
  * A ring message (one rpipe record) holds one frame, or several when
  * the caller aggregates. A frame, 8-byte aligned:
  *   u32 plen     payload bytes after the header
- *   u8  kind     RF_CALL (one-way), RF_RET (result wanted), RF_PULL
+ *   u8  kind     RF_CALL (one-way), RF_RET (result wanted), RF_PULL,
+ *                RF_TREE (a one-way call to pass down a tree)
  *   u8  rsv[3]   0
  *   u32 hid      handler id
  *   u32 slot     the caller's reply slot (RF_RET, RF_PULL)
@@ -15,6 +16,9 @@
  *   u32 rsv2     0
  *   u64 tag      the reply slot's tag (unique per call on that node)
  *   payload      plen bytes (RF_PULL: struct rf_pull), padded to 8
+ * An RF_TREE payload: u32 origin (the node that called), u32 n, then n
+ * u32 node ids (the subtree this node passes the call on to), then the
+ * call's arguments (plen - 8 - 4 n bytes).
  * The ring message is untrusted: every length is checked against what is
  * left of the message, and the kinds and the pull's extent too.
  */
@@ -28,7 +32,10 @@ enum {
 	RF_CALL = 1,
 	RF_RET = 2,
 	RF_PULL = 3,
+	RF_TREE = 4,
 };
+
+#define RF_TREE_MAX 4096u /* node ids one RF_TREE frame may name */
 
 #define RF_HDR 32u
 
@@ -54,6 +61,12 @@ struct rf_frame {
 	struct rf_hdr h;
 	const void *payload;
 	struct rf_pull pull; /* RF_PULL only */
+	/* RF_TREE only: who called, and the nodes to pass it on to (unaligned u32s) */
+	uint32_t origin, nsub;
+	const uint8_t *sub;
+	/* the arguments: payload, or past the tree header for RF_TREE */
+	const void *args;
+	uint32_t alen;
 };
 
 /* limits the decoder checks frames against (the endpoint's agreed sizes) */

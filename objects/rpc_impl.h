@@ -83,6 +83,8 @@
 #define RSRC_K            8u
 #define RPC_TAB           4096u /* peer records of one endpoint (distinct nodes it met) */
 #define RPC_OPEN_RETRY_NS (20ll * 1000000ll)
+#define RPC_TREE_FANOUT   4u                   /* children of a node in call_all's tree */
+#define RPC_TREE_FWD_NS   (1000ll * 1000000ll) /* how long a node waits to pass a call on */
 
 enum {
 	SLOT_FREE = 0,
@@ -288,6 +290,17 @@ int rpc_help(loco_rpc_ep_t *ep);
  * try again), -ECONNRESET while @p is gone, -ENOMEM or the fabric's error.
  */
 int rpc_out_fresh(loco_rpc_ep_t *ep, struct rpc_peer *p);
+
+/*
+ * rpc_tree_send -- pass a one-way call of @origin (handler @hid, @alen
+ * bytes of @args) on to the @n nodes of @sub (u32 ids, unaligned):
+ * RPC_TREE_FANOUT groups, each reached through its first member that
+ * takes it, which passes it on to the rest of its group. Waits until
+ * @deadline (0: not at all) for ring room. Returns 0 or the first error
+ * met (the others were still reached).
+ */
+int rpc_tree_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8_t *sub, uint32_t n,
+                  const void *args, size_t alen, int64_t deadline);
 
 /* rpc_flush_peer -- post @p's batch (wlock held): 0, -EAGAIN (no room), or an error. */
 int rpc_flush_peer(loco_rpc_ep_t *ep, struct rpc_peer *p);

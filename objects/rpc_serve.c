@@ -133,13 +133,20 @@ static void run_frame(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p,
 	const struct rpc_handler *h = lookup(ep, f->h.hid);
 	uint8_t *retbuf = l->retbuf + (size_t)(l->depth - 1) * ep->cfg.ret_max;
 	size_t top = l->pull_top, rl = 0;
-	size_t cap = f->h.kind == RF_CALL ? 0 : f->h.ret_cap;
+	size_t cap = f->h.kind == RF_CALL || f->h.kind == RF_TREE ? 0 : f->h.ret_cap;
 	loco_rpc_msg_t msg = {
-	    .ep = ep, .caller = p->node, .id = f->h.hid, .data = f->payload, .len = f->h.plen};
+	    .ep = ep, .caller = p->node, .id = f->h.hid, .data = f->args, .len = f->alen};
 	int status;
 
 	if (cap > ep->cfg.ret_max)
 		cap = ep->cfg.ret_max;
+	if (f->h.kind == RF_TREE) {
+		/* pass it on first (its subtree waits for us), then run it here */
+		if (f->nsub != 0 && rpc_tree_send(ep, f->origin, f->h.hid, f->sub, f->nsub, f->args,
+		                                  f->alen, obj_deadline(RPC_TREE_FWD_NS)) != 0)
+			ST_ADD(ep, dropped, 1);
+		msg.caller = f->origin;
+	}
 	if (h == NULL) {
 		ST_ADD(ep, unknown, 1);
 		status = -ENOENT;
@@ -157,7 +164,7 @@ static void run_frame(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p,
 			rl = cap;
 	}
 	l->pull_top = top;
-	if (f->h.kind != RF_CALL)
+	if (f->h.kind != RF_CALL && f->h.kind != RF_TREE)
 		reply(ep, p, e, f->h.slot, f->h.tag, status, retbuf, (uint32_t)rl);
 }
 

@@ -20,7 +20,16 @@ def pull(off, ln):
     return struct.pack('<QQ', off, ln)
 
 
+def tree(origin, subs, args):
+    return struct.pack('<II', origin, len(subs)) + b''.join(struct.pack('<I', n) for n in subs) + args
+
+
 seeds = {
+    'tree': frame(4, tree(3, [5, 6, 7], b'args')),
+    'tree-empty': frame(4, tree(3, [], b'')),
+    'tree-count-too-big': frame(4, struct.pack('<II', 3, 5) + struct.pack('<I', 9)),
+    'tree-count-huge': frame(4, struct.pack('<II', 3, 0xffffffff)),
+    'tree-short': frame(4, b'\x01\x00\x00'),
     'call': frame(1, b'hello'),
     'ret': frame(2, struct.pack('<QQ', 5, 16)),
     'pull': frame(3, pull(0, 4096)),
