@@ -4,14 +4,26 @@
  * channel.c (channels, pairing, object callbacks), region.c (objects and
  * regions) and rop.c (remote operations and fences).
  *
- * The data path reads a channel's peers without a lock: a peer slot is
- * allocated the first time a node pairs and kept until the channel is
- * destroyed (a leaver's slot is marked absent, and reused if it comes
- * back), in an open-addressed table keyed by node id. Each peer holds the
- * remote references of our regions resolved by name, indexed by the local
- * region's index in the channel, each behind a sequence lock: writers
- * (holding m->lock) bump the sequence to odd, write, bump it to even;
- * readers retry while it is odd or changed.
+ * The data path reads a channel's peers without a lock, in an
+ * open-addressed table of LC_CHAN_PEERS positions keyed by node id. A
+ * peer is allocated when a node first sends the channel's CHAN, and
+ * retired when it leaves: marked absent, its position turned into a
+ * tombstone (lookups probe past it, an insertion reuses it), and the
+ * struct kept on the channel's peer graves for two failure bounds before
+ * it is freed (lc_peer_reap()), so that a reader that loaded the pointer
+ * before the retirement still reads memory that is there, sees it absent
+ * and gives up. A node that comes back gets a new struct: a struct's node
+ * never changes (no reader meets a re-keyed slot). So a channel meets any
+ * number of distinct nodes over its life; LC_CHAN_PEERS bounds those
+ * present at once.
+ *
+ * Each peer holds the remote references of our announced regions,
+ * resolved by name, indexed by the local region's index in the channel,
+ * in pages of LC_RR_PAGE entries allocated when first written (m->lock)
+ * and published with a release store; a page lives as long as its peer.
+ * Each reference is behind a sequence lock: writers (holding m->lock)
+ * bump the sequence to odd, write, bump it to even; readers retry while
+ * it is odd or changed.
  */
 #ifndef LOCO_LC_CHAN_H
 #define LOCO_LC_CHAN_H
@@ -21,8 +33,11 @@
 #include "manager.h"
 #include "wake.h"
 
-#define LC_CHAN_PEERS  512u /* distinct nodes a channel can pair with */
+#define LC_CHAN_PEERS  512u /* nodes a channel can pair with at once */
 #define LC_CHAN_REGAIN 256u /* peers a channel waits for after a rejoin */
+#define LC_RR_PAGE     64u  /* remote references in one page of a peer's table */
+#define LC_RR_PAGES    (LC_CHAN_ENTRIES_MAX / LC_RR_PAGE)
+#define LC_IDX_NONE    UINT32_MAX /* an unlisted region's index: it has no reference */
 
 /* A remote region as the data path reads it (sequence-locked; all atomic). */
 struct lc_rref {
@@ -33,12 +48,18 @@ struct lc_rref {
 };
 
 struct lc_peer {
-	uint32_t node;      /* fixed once the slot is taken */
+	uint32_t node;      /* fixed for the struct's life */
 	int present;        /* atomic */
 	uint32_t fence_gen; /* atomic: the channel's fence this peer's operations honour */
 	uint32_t nregions;  /* m->lock: what the peer announced */
 	struct lc_region_info *regions;
-	struct lc_rref rr[LC_MAX_REGIONS]; /* by local region index */
+	/* m->lock: an announcement arriving in pages (ctrl_wire.h), not acted on until whole */
+	struct lc_region_info *pend;
+	uint32_t npend, pend_cap, pend_total;
+	uint64_t due_ns;      /* retired: freed after this (lc_peer_reap()) */
+	struct lc_peer *next; /* on the channel's peer graves */
+	struct lc_rref
+	    *rr[LC_RR_PAGES]; /* atomic pointers: pages by local region index / LC_RR_PAGE */
 };
 
 struct loco_channel {
@@ -51,8 +72,8 @@ struct loco_channel {
 	int nchildren;
 	uint32_t fence_gen;     /* atomic: bumped by loco_channel_fence() */
 	uint32_t fence_pending; /* atomic: peers whose next operation must carry the fence */
-	uint64_t region_used;   /* local region indexes taken (m->lock) */
-	uint32_t cb_pending;    /* m->lock: callbacks queued or running for this channel */
+	uint64_t region_used[LC_RR_PAGES]; /* local region indexes taken (m->lock) */
+	uint32_t cb_pending; /* m->lock: callbacks queued or running for this channel */
 	/*
 	 * After this node was excluded and rejoined: the peers it had, which
 	 * the channel must pair with again before it acts (atomic entries, 0:
@@ -62,6 +83,7 @@ struct loco_channel {
 	uint64_t regain_ns; /* atomic */
 	struct loco_object *objects;
 	struct lc_peer *peer[LC_CHAN_PEERS]; /* atomic pointers; open-addressed by node */
+	struct lc_peer *peer_graves;         /* m->lock: retired peers, freed when due */
 	loco_channel_t *next;
 };
 
@@ -82,13 +104,15 @@ struct loco_object {
 	unsigned nparams; /* m->lock */
 	struct lc_param params[LOCO_AGREE_MAX];
 	uint64_t logged[16]; /* m->lock: mismatches logged (peer and entry hashed): once each */
+	loco_object_msg_fn msg_fn; /* m->lock: loco_object_on_msg() */
+	void *msg_arg;
 	struct loco_object *next;
 };
 
 struct loco_region {
 	loco_object_t *obj;
 	char full[LOCO_NAME_MAX + 1]; /* "object/region" */
-	unsigned idx;                 /* index in the channel: lc_peer.rr[idx] */
+	uint32_t idx; /* index in the channel (its lc_peer reference); LC_IDX_NONE: unlisted */
 	void *ptr;
 	size_t len;
 	unsigned access;
@@ -99,6 +123,18 @@ struct loco_region {
 
 /* lc_peer_get -- @node's peer slot in @ch, or NULL (lock-free). */
 struct lc_peer *lc_peer_get(loco_channel_t *ch, uint32_t node);
+
+/* lc_peer_at -- the peer at position @i of @ch's table, or NULL (free or tombstone). Lock-free. */
+struct lc_peer *lc_peer_at(loco_channel_t *ch, uint32_t i);
+
+/* lc_peer_rref -- @p's reference for local index @idx, or NULL (never written). Lock-free. */
+struct lc_rref *lc_peer_rref(struct lc_peer *p, uint32_t idx);
+
+/* lc_peer_rref_set -- write @p's reference for @idx (its page made when needed). m->lock. */
+void lc_peer_rref_set(struct lc_peer *p, uint32_t idx, uint32_t rkey, uint64_t addr, uint64_t len);
+
+/* lc_peer_reap -- free @ch's retired peers that are due (all: @all). m->lock held. */
+void lc_peer_reap(loco_manager_t *m, loco_channel_t *ch, int all);
 
 /* lc_rref_read / lc_rref_write -- a sequence-locked remote reference (writers: m->lock). */
 int lc_rref_read(const struct lc_rref *r, uint32_t node, loco_rref_t *out);
@@ -111,7 +147,7 @@ void lc_rref_resolve(struct lc_peer *p, const struct loco_region *r);
 void lc_chan_announce(loco_manager_t *m, loco_channel_t *ch, struct lc_member *to, uint32_t flags,
                       int peers_only);
 
-/* lc_chan_entries -- the CHAN entries @ch announces: regions and parameters. m->lock. */
+/* lc_chan_entries -- the CHAN entries @ch announces: listed regions and parameters. m->lock. */
 unsigned lc_chan_entries(const loco_channel_t *ch);
 
 /*

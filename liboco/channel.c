@@ -30,14 +30,24 @@
 #include "log.h"
 #include "wait.h"
 
-/* A callback to run: peer @node joined (or left) channel @chan. */
+enum lc_cb_kind {
+	LC_CB_JOIN = 1, /* peer_join */
+	LC_CB_LEAVE,    /* peer_leave */
+	LC_CB_MSG,      /* an object message, to object @obj only */
+};
+
+/* A callback to run: peer @node joined (or left) channel @chan, or sent a message. */
 struct lc_cb_event {
 	uint64_t chan;
 	uint64_t seq;
 	uint64_t view; /* the membership view that made the change */
 	uint32_t node;
-	int join;
+	int kind; /* enum lc_cb_kind */
 	struct lc_cb_event *next;
+	/* LC_CB_MSG: */
+	char obj[LOCO_NAME_MAX + 1];
+	uint32_t len;
+	uint8_t data[]; /* len bytes */
 };
 
 static int name_ok(const char *name)
@@ -74,35 +84,147 @@ static uint32_t peer_hash(uint32_t node)
 	return (node * 2654435761u) % LC_CHAN_PEERS;
 }
 
+/* A retired peer's position: lookups probe past it, an insertion may take it. */
+static struct lc_peer peer_tomb;
+
 struct lc_peer *lc_peer_get(loco_channel_t *ch, uint32_t node)
 {
 	uint32_t h = peer_hash(node);
 
 	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
-		/* pairs with the release store in peer_slot() */
+		/* pairs with the release stores in peer_slot() and peer_retire() */
 		struct lc_peer *p =
 		    __atomic_load_n(&ch->peer[(h + i) % LC_CHAN_PEERS], __ATOMIC_ACQUIRE);
 
 		if (p == NULL)
 			return NULL;
-		if (p->node == node)
+		if (p != &peer_tomb && p->node == node)
 			return p;
 	}
 	return NULL;
 }
 
+struct lc_peer *lc_peer_at(loco_channel_t *ch, uint32_t i)
+{
+	struct lc_peer *p = __atomic_load_n(&ch->peer[i], __ATOMIC_ACQUIRE);
+
+	return p == &peer_tomb ? NULL : p;
+}
+
+struct lc_rref *lc_peer_rref(struct lc_peer *p, uint32_t idx)
+{
+	struct lc_rref *page;
+
+	if (idx >= LC_CHAN_ENTRIES_MAX)
+		return NULL;
+	/* pairs with the release store in lc_peer_rref_set() */
+	page = __atomic_load_n(&p->rr[idx / LC_RR_PAGE], __ATOMIC_ACQUIRE);
+	return page != NULL ? &page[idx % LC_RR_PAGE] : NULL;
+}
+
+void lc_peer_rref_set(struct lc_peer *p, uint32_t idx, uint32_t rkey, uint64_t addr, uint64_t len)
+{
+	struct lc_rref *page;
+
+	if (idx >= LC_CHAN_ENTRIES_MAX)
+		return;
+	page = p->rr[idx / LC_RR_PAGE];
+	if (page == NULL) {
+		if (len == 0)
+			return; /* unresolved, as a missing page reads */
+		page = calloc(LC_RR_PAGE, sizeof(*page));
+		if (page == NULL) {
+			lc_log_err("manager: out of memory: a region of node %u stays unresolved",
+			           p->node);
+			return;
+		}
+		__atomic_store_n(&p->rr[idx / LC_RR_PAGE], page, __ATOMIC_RELEASE);
+	}
+	lc_rref_write(&page[idx % LC_RR_PAGE], rkey, addr, len);
+}
+
+static void peer_free(struct lc_peer *p)
+{
+	for (uint32_t i = 0; i < LC_RR_PAGES; i++)
+		free(p->rr[i]);
+	free(p->regions);
+	free(p->pend);
+	free(p);
+}
+
+void lc_peer_reap(loco_manager_t *m, loco_channel_t *ch, int all)
+{
+	uint64_t now = all ? 0 : lc_now_ns();
+
+	(void)m;
+	for (struct lc_peer **pp = &ch->peer_graves; *pp != NULL;) {
+		struct lc_peer *p = *pp;
+
+		if (all || now >= p->due_ns) {
+			*pp = p->next;
+			peer_free(p);
+		} else {
+			pp = &p->next;
+		}
+	}
+}
+
+/*
+ * peer_retire -- @p (absent) leaves the table: its position becomes a
+ * tombstone, and positions that end a probe chain become free again; the
+ * struct waits two failure bounds on the graves for lock-free readers
+ * that loaded it before. m->lock held.
+ */
+static void peer_retire(loco_manager_t *m, loco_channel_t *ch, struct lc_peer *p)
+{
+	uint32_t h = peer_hash(p->node), at = LC_CHAN_PEERS;
+
+	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
+		uint32_t k = (h + i) % LC_CHAN_PEERS;
+
+		if (ch->peer[k] == NULL)
+			break;
+		if (ch->peer[k] == p) {
+			at = k;
+			break;
+		}
+	}
+	if (at == LC_CHAN_PEERS)
+		return; /* not in the table: never */
+	__atomic_store_n(&ch->peer[at], &peer_tomb, __ATOMIC_RELEASE);
+	/* a tombstone followed by a free position ends its chains: free it too, and so on back */
+	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
+		uint32_t k = (at + LC_CHAN_PEERS - i) % LC_CHAN_PEERS;
+
+		if (ch->peer[k] != &peer_tomb || ch->peer[(k + 1) % LC_CHAN_PEERS] != NULL)
+			break;
+		__atomic_store_n(&ch->peer[k], NULL, __ATOMIC_RELEASE);
+	}
+	free(p->regions);
+	p->regions = NULL;
+	p->nregions = 0;
+	free(p->pend);
+	p->pend = NULL;
+	p->npend = p->pend_cap = p->pend_total = 0;
+	p->due_ns = lc_now_ns() + 2ull * m->cfg.fail_timeout_ms * 1000000ull;
+	p->next = ch->peer_graves;
+	ch->peer_graves = p;
+}
+
 /* peer_slot -- @node's slot, made when it is new. m->lock held. NULL: out of memory or room. */
-static struct lc_peer *peer_slot(loco_channel_t *ch, uint32_t node)
+static struct lc_peer *peer_slot(loco_manager_t *m, loco_channel_t *ch, uint32_t node)
 {
 	struct lc_peer *p = lc_peer_get(ch, node);
 	uint32_t h = peer_hash(node);
 
 	if (p != NULL)
 		return p;
+	lc_peer_reap(m, ch, 0);
 	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
 		struct lc_peer **slot = &ch->peer[(h + i) % LC_CHAN_PEERS];
 
-		if (*slot != NULL)
+		/* lc_peer_get() said @node is not in the chain: the first free or dead position */
+		if (*slot != NULL && *slot != &peer_tomb)
 			continue;
 		p = calloc(1, sizeof(*p));
 		if (p == NULL)
@@ -111,7 +233,8 @@ static struct lc_peer *peer_slot(loco_channel_t *ch, uint32_t node)
 		__atomic_store_n(slot, p, __ATOMIC_RELEASE);
 		return p;
 	}
-	lc_log_err("manager: channel %s: no room for node %u", ch->name, node);
+	lc_log_err("manager: channel %s: no room for node %u (%u peers at once)", ch->name, node,
+	           LC_CHAN_PEERS);
 	return NULL;
 }
 
@@ -152,15 +275,17 @@ void lc_rref_write(struct lc_rref *r, uint32_t rkey, uint64_t addr, uint64_t len
 
 void lc_rref_resolve(struct lc_peer *p, const struct loco_region *r)
 {
+	if (r->idx == LC_IDX_NONE)
+		return; /* unlisted: no reference */
 	for (uint32_t i = 0; i < p->nregions; i++) {
 		if (!(p->regions[i].access & LC_REGION_PARAM) &&
 		    strcmp(p->regions[i].name, r->full) == 0) {
-			lc_rref_write(&p->rr[r->idx], p->regions[i].rkey, p->regions[i].addr,
-			              p->regions[i].len);
+			lc_peer_rref_set(p, r->idx, p->regions[i].rkey, p->regions[i].addr,
+			                 p->regions[i].len);
 			return;
 		}
 	}
-	lc_rref_write(&p->rr[r->idx], 0, 0, 0);
+	lc_peer_rref_set(p, r->idx, 0, 0, 0);
 }
 
 /* fence_settle -- @p owes no fence any more (it left, or paired just now). */
@@ -203,47 +328,66 @@ unsigned lc_chan_entries(const loco_channel_t *ch)
 
 	for (const loco_object_t *o = ch->objects; o != NULL; o = o->next) {
 		for (const struct loco_region *r = o->regions; r != NULL; r = r->next)
-			n++;
+			n += r->idx != LC_IDX_NONE;
 		n += o->nparams;
 	}
 	return n;
 }
 
-/* chan_msg -- CHAN for @ch: its full name, every region and parameter of its objects. */
-static int chan_msg(loco_channel_t *ch, uint32_t flags, struct lc_msg *msg)
+/*
+ * chan_pages -- CHAN for @ch in pages of LC_MAX_REGIONS entries: its full
+ * name, every listed region and parameter of its objects; @send(@m, @msg,
+ * @ctx) is called with each page built in @msg, in order.
+ */
+static void chan_pages(loco_manager_t *m, loco_channel_t *ch, uint32_t flags, struct lc_msg *msg,
+                       void (*send)(loco_manager_t *, struct lc_msg *, void *), void *ctx)
 {
+	uint32_t total = lc_chan_entries(ch), first = 0;
+
 	msg->type = LC_MSG_CHAN;
 	snprintf(msg->u.chan.name, sizeof(msg->u.chan.name), "%s", ch->name);
 	msg->u.chan.flags = flags;
 	msg->u.chan.nodes = ch->nodes;
+	msg->u.chan.first = 0;
+	msg->u.chan.total = total;
 	msg->u.chan.n = 0;
 	for (loco_object_t *o = ch->objects; o != NULL; o = o->next) {
-		for (struct loco_region *r = o->regions; r != NULL; r = r->next) {
-			struct lc_region_info *ri;
+		struct loco_region *r = o->regions;
+		unsigned k = 0;
+
+		while (r != NULL || k < o->nparams) {
+			struct lc_region_info *ri = &msg->u.chan.r[msg->u.chan.n];
 
 			if (msg->u.chan.n == LC_MAX_REGIONS)
-				return -ENOSPC;
-			ri = &msg->u.chan.r[msg->u.chan.n++];
+				goto last; /* never: lc_chan_entries() counted these */
 			memset(ri, 0, sizeof(*ri));
-			snprintf(ri->name, sizeof(ri->name), "%s", r->full);
-			ri->addr = (uintptr_t)r->ptr;
-			ri->len = r->len;
-			ri->rkey = r->mr->rkey;
-			ri->access = r->access;
-		}
-		for (unsigned i = 0; i < o->nparams; i++) {
-			struct lc_region_info *ri;
-
-			if (msg->u.chan.n == LC_MAX_REGIONS)
-				return -ENOSPC;
-			ri = &msg->u.chan.r[msg->u.chan.n++];
-			memset(ri, 0, sizeof(*ri));
-			param_name(o, &o->params[i], ri->name);
-			ri->addr = o->params[i].value;
-			ri->access = LC_REGION_PARAM;
+			if (r != NULL) {
+				if (r->idx == LC_IDX_NONE) { /* unlisted */
+					r = r->next;
+					continue;
+				}
+				snprintf(ri->name, sizeof(ri->name), "%s", r->full);
+				ri->addr = (uintptr_t)r->ptr;
+				ri->len = r->len;
+				ri->rkey = r->mr->rkey;
+				ri->access = r->access;
+				r = r->next;
+			} else {
+				param_name(o, &o->params[k], ri->name);
+				ri->addr = o->params[k].value;
+				ri->access = LC_REGION_PARAM;
+				k++;
+			}
+			if (++msg->u.chan.n == LC_MAX_REGIONS && first + LC_MAX_REGIONS < total) {
+				send(m, msg, ctx); /* a full page, more to come */
+				first += LC_MAX_REGIONS;
+				msg->u.chan.first = first;
+				msg->u.chan.n = 0;
+			}
 		}
 	}
-	return 0;
+last:
+	send(m, msg, ctx); /* the last page (or the only one, maybe empty) */
 }
 
 /* obj_entry -- @e names something of object @o: the part after "o/", else NULL. */
@@ -301,33 +445,45 @@ void lc_chan_agree_check(loco_channel_t *ch, struct lc_peer *p, loco_object_t *o
 				continue;
 			}
 			for (struct loco_region *r = o->regions; r != NULL; r = r->next)
-				if (strcmp(r->full, e->name) == 0 && r->len != e->len)
+				if (r->idx != LC_IDX_NONE && strcmp(r->full, e->name) == 0 &&
+				    r->len != e->len)
 					mismatch(ch, o, p->node, "length of region", key, r->len,
 					         e->len);
 		}
 	}
 }
 
-void lc_chan_announce(loco_manager_t *m, loco_channel_t *ch, struct lc_member *to, uint32_t flags,
-                      int peers_only)
-{
-	struct lc_msg *msg = m->tx_msg; /* any thread: m->lock serializes its users */
+struct announce_ctx {
+	loco_channel_t *ch;
+	struct lc_member *to;
+	int peers_only;
+};
 
-	if (chan_msg(ch, flags, msg) != 0) {
-		lc_log_err("manager: cannot announce channel %s", ch->name);
-		return;
-	}
+/* announce_page -- one page of a CHAN to the members @ctx names. m->lock held. */
+static void announce_page(loco_manager_t *m, struct lc_msg *msg, void *ctx)
+{
+	const struct announce_ctx *a = ctx;
+
 	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next) {
 		struct lc_peer *p;
 
-		if (!mb->up || (to != NULL && mb != to))
+		if (!mb->up || (a->to != NULL && mb != a->to))
 			continue;
-		p = lc_peer_get(ch, mb->info.node);
-		if (peers_only && (p == NULL || !__atomic_load_n(&p->present, __ATOMIC_RELAXED)))
+		p = lc_peer_get(a->ch, mb->info.node);
+		if (a->peers_only && (p == NULL || !__atomic_load_n(&p->present, __ATOMIC_RELAXED)))
 			continue;
 		if (mb->conn != NULL) /* NULL while it is redialled: it hears it on reconnection */
 			lc_conn_send(mb->conn, msg);
 	}
+}
+
+void lc_chan_announce(loco_manager_t *m, loco_channel_t *ch, struct lc_member *to, uint32_t flags,
+                      int peers_only)
+{
+	/* any thread: m->lock serializes tx_msg's users, and keeps an announcement's pages together */
+	struct announce_ctx a = {.ch = ch, .to = to, .peers_only = peers_only};
+
+	chan_pages(m, ch, flags, m->tx_msg, announce_page, &a);
 }
 
 /* cb_queue -- queue peer_join (@join) or peer_leave of @node for @ch's objects. */
@@ -340,8 +496,11 @@ static void cb_queue(loco_manager_t *m, loco_channel_t *ch, uint32_t node, int j
 		           ch->name, node);
 		return;
 	}
-	*e = (struct lc_cb_event){
-	    .chan = ch->id, .seq = ++m->seq, .view = m->view_id, .node = node, .join = join};
+	*e = (struct lc_cb_event){.chan = ch->id,
+	                          .seq = ++m->seq,
+	                          .view = m->view_id,
+	                          .node = node,
+	                          .kind = join ? LC_CB_JOIN : LC_CB_LEAVE};
 	ch->cb_pending++; /* loco_channel_join() returns once they ran */
 	*m->cb_tail = e;
 	m->cb_tail = &e->next;
@@ -351,18 +510,21 @@ static void peer_gone(loco_manager_t *m, loco_channel_t *ch, uint32_t node)
 {
 	struct lc_peer *p = lc_peer_get(ch, node);
 
-	if (p == NULL || !__atomic_load_n(&p->present, __ATOMIC_RELAXED))
+	if (p == NULL)
 		return;
+	if (!__atomic_load_n(&p->present, __ATOMIC_RELAXED)) {
+		peer_retire(m, ch, p); /* had sent part of an announcement only */
+		return;
+	}
 	fence_settle(ch, p); /* it owed a fence it will never take */
 	__atomic_store_n(&p->present, 0, __ATOMIC_RELEASE);
-	for (unsigned i = 0; i < LC_MAX_REGIONS; i++)
-		if (ch->region_used & (1ull << i))
-			lc_rref_write(&p->rr[i], 0, 0, 0);
-	free(p->regions);
-	p->regions = NULL;
-	p->nregions = 0;
+	for (uint32_t pg = 0; pg < LC_RR_PAGES; pg++) /* a reader past the present check */
+		if (p->rr[pg] != NULL)
+			for (uint32_t i = 0; i < LC_RR_PAGE; i++)
+				lc_rref_write(&p->rr[pg][i], 0, 0, 0);
 	lc_log_debug("manager: channel %s: node %u left", ch->name, node);
 	cb_queue(m, ch, node, 0);
+	peer_retire(m, ch, p); /* its position may serve another node from now on */
 }
 
 /* entry_ok -- a parameter entry carries nothing but its name and value. */
@@ -372,32 +534,145 @@ static int entry_ok(const struct lc_region_info *e)
 	       (e->access == LC_REGION_PARAM && e->len == 0 && e->rkey == 0);
 }
 
-/*
- * peer_regions -- what @from announced for @ch: keep it, check the
- * objects' parameters and region lengths against it, resolve our regions.
- */
-static void peer_regions(loco_channel_t *ch, struct lc_peer *p, const struct lc_msg *msg)
+/* pend_reset -- forget a partial announcement of @p. */
+static void pend_reset(struct lc_peer *p)
 {
-	free(p->regions);
-	p->regions = NULL;
-	p->nregions = 0;
-	if (msg->u.chan.n > 0) {
-		p->regions = malloc(msg->u.chan.n * sizeof(*p->regions));
-		if (p->regions != NULL) {
-			for (uint32_t i = 0; i < msg->u.chan.n && i < LC_MAX_REGIONS; i++) {
-				if (entry_ok(&msg->u.chan.r[i]))
-					p->regions[p->nregions++] = msg->u.chan.r[i];
-				else
-					lc_log_warn("manager: channel %s: node %u announced a "
-					            "malformed parameter %s: ignored",
-					            ch->name, p->node, msg->u.chan.r[i].name);
-			}
-		}
+	free(p->pend);
+	p->pend = NULL;
+	p->npend = p->pend_cap = p->pend_total = 0;
+}
+
+/*
+ * peer_page -- one page of @p's announcement (ctrl_wire.h): kept until
+ * the last one came. Returns 1 when the announcement is whole (then in
+ * p->pend, p->npend entries), 0 while it is not (or a page was out of
+ * order: what came is dropped). Everything counted here came from the
+ * wire: the decoder bounded first + n <= total <= LC_CHAN_ENTRIES_MAX,
+ * and the buffer grows only with the entries that came.
+ */
+static int peer_page(loco_channel_t *ch, struct lc_peer *p, const struct lc_msg *msg)
+{
+	uint32_t first = msg->u.chan.first, n = msg->u.chan.n, total = msg->u.chan.total;
+
+	if (first == 0) {
+		p->npend = 0; /* a new announcement: one in progress was superseded */
+		p->pend_total = total;
+	} else if (first != p->npend || total != p->pend_total || p->pend_total == 0) {
+		lc_log_debug("manager: channel %s: node %u: announcement page at %u of %u out of "
+		             "order (had %u of %u): dropped",
+		             ch->name, p->node, first, total, p->npend, p->pend_total);
+		pend_reset(p);
+		return 0;
 	}
+	if (n > total - first || total > LC_CHAN_ENTRIES_MAX) { /* the decoder refused these */
+		pend_reset(p);
+		return 0;
+	}
+	if (p->npend + n > p->pend_cap) {
+		uint32_t cap = p->pend_cap ? p->pend_cap : LC_MAX_REGIONS;
+		struct lc_region_info *np;
+
+		while (cap < p->npend + n)
+			cap *= 2;
+		if (cap > total)
+			cap = total;
+		np = realloc(p->pend, (size_t)cap * sizeof(*np));
+		if (np == NULL) {
+			lc_log_err("manager: out of memory: channel %s: announcement of node %u "
+			           "dropped",
+			           ch->name, p->node);
+			pend_reset(p);
+			return 0;
+		}
+		p->pend = np;
+		p->pend_cap = cap;
+	}
+	if (n > 0)
+		memcpy(p->pend + p->npend, msg->u.chan.r, (size_t)n * sizeof(*p->pend));
+	p->npend += n;
+	return p->npend == total;
+}
+
+/*
+ * peer_regions -- the whole announcement of @p (in p->pend): keep it,
+ * check the objects' parameters and region lengths against it, resolve
+ * our regions.
+ */
+static void peer_regions(loco_channel_t *ch, struct lc_peer *p)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < p->npend; i++) {
+		if (entry_ok(&p->pend[i]))
+			p->pend[n++] = p->pend[i];
+		else
+			lc_log_warn("manager: channel %s: node %u announced a malformed parameter "
+			            "%s: ignored",
+			            ch->name, p->node, p->pend[i].name);
+	}
+	free(p->regions);
+	p->regions = p->pend;
+	p->nregions = n;
+	p->pend = NULL;
+	p->npend = p->pend_cap = p->pend_total = 0;
 	lc_chan_agree_check(ch, p, NULL);
 	for (loco_object_t *o = ch->objects; o != NULL; o = o->next)
 		for (struct loco_region *r = o->regions; r != NULL; r = r->next)
 			lc_rref_resolve(p, r);
+}
+
+static loco_object_t *obj_find(loco_channel_t *ch, const char *name)
+{
+	for (loco_object_t *o = ch->objects; o != NULL; o = o->next)
+		if (strcmp(o->name, name) == 0)
+			return o;
+	return NULL;
+}
+
+/*
+ * obj_msg -- an object message from @from: queued behind the callbacks
+ * already queued (the sender's peer_join among them), so that it comes
+ * after them and before a peer_leave queued later. m->lock held.
+ */
+static void obj_msg(loco_manager_t *m, struct lc_member *from, const struct lc_msg *msg)
+{
+	loco_channel_t *ch = chan_find(m, msg->u.obj.chan);
+	struct lc_peer *p = ch != NULL ? lc_peer_get(ch, from->info.node) : NULL;
+	loco_object_t *o = ch != NULL ? obj_find(ch, msg->u.obj.obj) : NULL;
+	struct lc_cb_event *e;
+	const char *why = NULL;
+
+	if (ch == NULL || !__atomic_load_n(&ch->joined, __ATOMIC_RELAXED))
+		why = "no such joined channel";
+	else if (p == NULL || !__atomic_load_n(&p->present, __ATOMIC_RELAXED))
+		why = "the sender is not a peer of the channel";
+	else if (o == NULL)
+		why = "no such object";
+	else if (o->msg_fn == NULL)
+		why = "the object takes no messages";
+	if (why != NULL) {
+		lc_log_debug("manager: message of %u bytes from node %u to channel %s object %s "
+		             "dropped: %s",
+		             msg->u.obj.len, from->info.node, msg->u.obj.chan, msg->u.obj.obj, why);
+		return;
+	}
+	e = malloc(sizeof(*e) + msg->u.obj.len);
+	if (e == NULL) {
+		lc_log_err("manager: out of memory: channel %s object %s loses a message from "
+		           "node %u",
+		           ch->name, o->name, from->info.node);
+		return;
+	}
+	*e = (struct lc_cb_event){.chan = ch->id,
+	                          .seq = ++m->seq,
+	                          .view = m->view_id,
+	                          .node = from->info.node,
+	                          .kind = LC_CB_MSG,
+	                          .len = msg->u.obj.len};
+	snprintf(e->obj, sizeof(e->obj), "%s", o->name);
+	memcpy(e->data, msg->u.obj.data, msg->u.obj.len);
+	*m->cb_tail = e;
+	m->cb_tail = &e->next;
 }
 
 static void on_msg(loco_manager_t *m, struct lc_member *from, const struct lc_msg *msg)
@@ -406,19 +681,27 @@ static void on_msg(loco_manager_t *m, struct lc_member *from, const struct lc_ms
 	struct lc_peer *p;
 	int is_new;
 
+	if (msg->type == LC_MSG_OBJ) {
+		obj_msg(m, from, msg);
+		return;
+	}
 	if (msg->type == LC_MSG_CHAN_LEAVE) {
 		ch = chan_find(m, msg->u.chan_leave.name);
 		if (ch != NULL)
 			peer_gone(m, ch, from->info.node);
 		return;
 	}
+	if (msg->type != LC_MSG_CHAN)
+		return;
 	ch = chan_find(m, msg->u.chan.name);
 	if (ch == NULL || !ch->joined)
 		return; /* when we join, we ask everyone again */
-	p = peer_slot(ch, from->info.node);
+	p = peer_slot(m, ch, from->info.node);
 	if (p == NULL)
 		return;
-	peer_regions(ch, p, msg);
+	if (!peer_page(ch, p, msg))
+		return; /* more pages to come: nothing is acted on before the last */
+	peer_regions(ch, p);
 	is_new = !__atomic_load_n(&p->present, __ATOMIC_RELAXED);
 	if (is_new) {
 		/* nothing earlier to order after */
@@ -466,11 +749,40 @@ static loco_object_t *next_object(loco_channel_t *ch, const struct lc_cb_event *
 	return best;
 }
 
+/* run_msg -- deliver message @e to its object, when it is still there. m->lock held, dropped inside. */
+static void run_msg(loco_manager_t *m, const struct lc_cb_event *e)
+{
+	loco_channel_t *ch = chan_by_id(m, e->chan);
+	loco_object_t *o = ch != NULL ? obj_find(ch, e->obj) : NULL;
+	loco_object_msg_fn fn;
+	void *arg;
+
+	/* an object made after the message came is another one of that name */
+	if (o == NULL || o->seq > e->seq || o->msg_fn == NULL) {
+		lc_log_debug("manager: message of %u bytes from node %u to object %s dropped: "
+		             "the object or its function is gone",
+		             e->len, e->node, e->obj);
+		return;
+	}
+	fn = o->msg_fn;
+	arg = o->msg_arg;
+	m->cb_obj = o;
+	pthread_mutex_unlock(&m->lock);
+	fn(o, e->node, e->data, e->len, arg);
+	pthread_mutex_lock(&m->lock);
+	m->cb_obj = NULL;
+	pthread_cond_broadcast(&m->cond); /* a destroy may wait for this call */
+}
+
 /* run_event -- call @e's callback of every object that was there. m->lock held, dropped inside. */
 static void run_event(loco_manager_t *m, const struct lc_cb_event *e)
 {
 	uint64_t after = 0;
 
+	if (e->kind == LC_CB_MSG) {
+		run_msg(m, e);
+		return;
+	}
 	for (;;) {
 		loco_channel_t *ch = chan_by_id(m, e->chan);
 		loco_object_t *o = ch != NULL ? next_object(ch, e, after) : NULL;
@@ -479,7 +791,7 @@ static void run_event(loco_manager_t *m, const struct lc_cb_event *e)
 		if (o == NULL)
 			return;
 		after = o->seq;
-		fn = e->join ? o->ops.peer_join : o->ops.peer_leave;
+		fn = e->kind == LC_CB_JOIN ? o->ops.peer_join : o->ops.peer_leave;
 		if (fn == NULL)
 			continue;
 		m->cb_obj = o;
@@ -506,7 +818,7 @@ void lc_chan_dispatch(loco_manager_t *m)
 			m->cb_tail = &m->cb_head;
 		run_event(m, e);
 		ch = chan_by_id(m, e->chan);
-		if (ch != NULL)
+		if (ch != NULL && e->kind != LC_CB_MSG) /* messages do not hold up a join */
 			ch->cb_pending--;
 		free(e);
 	}
@@ -565,9 +877,12 @@ static uint32_t chan_npeers(loco_channel_t *ch)
 {
 	uint32_t n = 0;
 
-	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++)
-		if (ch->peer[i] != NULL && __atomic_load_n(&ch->peer[i]->present, __ATOMIC_ACQUIRE))
+	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
+		struct lc_peer *p = lc_peer_at(ch, i);
+
+		if (p != NULL && __atomic_load_n(&p->present, __ATOMIC_ACQUIRE))
 			n++;
+	}
 	return n;
 }
 
@@ -693,11 +1008,12 @@ int loco_channel_destroy(loco_channel_t *ch)
 	pthread_mutex_unlock(&m->lock);
 	/* no object is left, so no one posts through these slots any more */
 	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
-		if (ch->peer[i] != NULL) {
-			free(ch->peer[i]->regions);
-			free(ch->peer[i]);
-		}
+		struct lc_peer *p = lc_peer_at(ch, i);
+
+		if (p != NULL)
+			peer_free(p);
 	}
+	lc_peer_reap(m, ch, 1);
 	free(ch);
 	return 0;
 }
@@ -708,7 +1024,7 @@ void lc_chan_excluded(loco_manager_t *m)
 		uint32_t n = 0;
 
 		for (uint32_t i = 0; i < LC_CHAN_PEERS && n < LC_CHAN_REGAIN; i++) {
-			struct lc_peer *p = ch->peer[i];
+			struct lc_peer *p = lc_peer_at(ch, i);
 
 			if (p != NULL && __atomic_load_n(&p->present, __ATOMIC_RELAXED))
 				__atomic_store_n(&ch->regain[n++], p->node, __ATOMIC_RELAXED);
@@ -777,9 +1093,9 @@ int loco_channel_peers(loco_channel_t *ch, uint32_t *ids, size_t max)
 
 	if (ch == NULL || (ids == NULL && max > 0))
 		return -EINVAL;
-	/* lock-free: slots only appear, and presence is one atomic flag */
+	/* lock-free: a retired slot stays readable for its grace, and presence is one atomic flag */
 	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
-		struct lc_peer *p = __atomic_load_n(&ch->peer[i], __ATOMIC_ACQUIRE);
+		struct lc_peer *p = lc_peer_at(ch, i);
 
 		if (p != NULL && __atomic_load_n(&p->present, __ATOMIC_ACQUIRE))
 			all[n++] = p->node;
@@ -792,14 +1108,18 @@ int loco_channel_peers(loco_channel_t *ch, uint32_t *ids, size_t max)
 
 /*
  * obj_held_by -- @p announced @o: every parameter of it, and a region of
- * it when it has any here. Not every region: some are one node's only (an
+ * it when it has any listed one here. Not every region: some are one node's only (an
  * owned_var's staging ring on its owner). The first region an object
  * makes is the one pushed to (the stock objects make it first). m->lock.
  */
 static int obj_held_by(const loco_object_t *o, const struct lc_peer *p)
 {
 	char full[LOCO_NAME_MAX + 2];
-	int region = o->regions == NULL;
+	int region = 1;
+
+	for (const struct loco_region *r = o->regions; r != NULL; r = r->next)
+		if (r->idx != LC_IDX_NONE)
+			region = 0; /* it announces a region: the peer must announce one */
 
 	for (uint32_t i = 0; i < p->nregions && !region; i++)
 		region = !(p->regions[i].access & LC_REGION_PARAM) && obj_entry(o, &p->regions[i]);
@@ -827,7 +1147,7 @@ static void obj_sync_count(const loco_object_t *o, uint32_t *held, uint32_t *pai
 {
 	*held = *paired = *nmiss = 0;
 	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
-		const struct lc_peer *p = o->ch->peer[i];
+		const struct lc_peer *p = lc_peer_at(o->ch, i);
 
 		if (p == NULL || !__atomic_load_n(&p->present, __ATOMIC_RELAXED))
 			continue;
@@ -885,4 +1205,71 @@ int loco_object_sync(loco_object_t *obj, int64_t timeout_ns)
 		usleep(delay_us);
 		delay_us = delay_us < 2000 ? delay_us * 2 : 2000;
 	}
+}
+
+/* ------------------------------------------------------------------ */
+/* object messages                                                    */
+
+/*
+ * A control connection whose queue holds more than this refuses object
+ * messages (-ENOBUFS) rather than risk filling up, which would drop the
+ * member (conn.h): set-up messages wait for a connection that keeps up.
+ */
+#define LC_OBJ_MSG_QUEUED (LC_CONN_TXQ_MAX / 2)
+
+int loco_object_on_msg(loco_object_t *obj, loco_object_msg_fn fn, void *arg)
+{
+	loco_manager_t *m;
+
+	if (obj == NULL)
+		return -EINVAL;
+	m = obj->ch->m;
+	pthread_mutex_lock(&m->lock);
+	obj->msg_fn = fn;
+	obj->msg_arg = arg;
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+int loco_object_send(loco_object_t *obj, uint32_t node, const void *msg, size_t len)
+{
+	loco_channel_t *ch;
+	loco_manager_t *m;
+	struct lc_member *mb;
+	struct lc_peer *p;
+	struct lc_msg *tx;
+	int ret;
+
+	if (obj == NULL || (msg == NULL && len > 0))
+		return -EINVAL;
+	if (len > LOCO_OBJECT_MSG_MAX)
+		return -EMSGSIZE;
+	ch = obj->ch;
+	m = ch->m;
+	/* pairs with the release store of loco_channel_join() */
+	if (!__atomic_load_n(&ch->joined, __ATOMIC_ACQUIRE))
+		return -LOCO_ENOTJOINED;
+	pthread_mutex_lock(&m->lock);
+	p = lc_peer_get(ch, node);
+	mb = node != m->node_id ? lc_member_find(m, node) : NULL;
+	if (p == NULL || !__atomic_load_n(&p->present, __ATOMIC_RELAXED) || mb == NULL || !mb->up ||
+	    mb->conn == NULL || lc_conn_is_dead(mb->conn)) {
+		ret = -ENOTCONN;
+		goto out;
+	}
+	if (lc_conn_queued(mb->conn) > LC_OBJ_MSG_QUEUED) {
+		ret = -ENOBUFS;
+		goto out;
+	}
+	tx = m->tx_msg; /* m->lock serializes its users */
+	tx->type = LC_MSG_OBJ;
+	snprintf(tx->u.obj.chan, sizeof(tx->u.obj.chan), "%s", ch->name);
+	snprintf(tx->u.obj.obj, sizeof(tx->u.obj.obj), "%s", obj->name);
+	tx->u.obj.len = (uint32_t)len;
+	if (len > 0)
+		memcpy(tx->u.obj.data, msg, len);
+	ret = lc_conn_send(mb->conn, tx);
+out:
+	pthread_mutex_unlock(&m->lock);
+	return ret;
 }

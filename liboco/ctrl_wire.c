@@ -23,10 +23,12 @@ _Static_assert(LC_NAME_MAX <= UINT16_MAX && LC_ADDR_MAX <= UINT16_MAX &&
                "string lengths travel as u16");
 _Static_assert(LC_CTRL_HDR_LEN + 4 + (size_t)LC_MAX_MEMBERS * MEMBER_WIRE_MAX <= LC_CTRL_MAX_MSG,
                "the longest WELCOME fits in LC_CTRL_MAX_MSG");
-_Static_assert(LC_CTRL_HDR_LEN + STR_WIRE(LC_NAME_MAX) + 12 +
+_Static_assert(LC_CTRL_HDR_LEN + STR_WIRE(LC_NAME_MAX) + 20 +
                        (size_t)LC_MAX_REGIONS * REGION_WIRE_MAX <=
                    LC_CTRL_MAX_MSG,
                "the longest CHAN fits in LC_CTRL_MAX_MSG");
+_Static_assert(LC_CTRL_HDR_LEN + 2 * STR_WIRE(LC_NAME_MAX) + 4 + LC_OBJ_MSG_MAX <= LC_CTRL_MAX_MSG,
+               "the longest OBJ fits in LC_CTRL_MAX_MSG");
 _Static_assert(LC_CTRL_HDR_LEN + 52 + (size_t)LC_MAX_MEMBERS * MEMBER_WIRE_MAX <= LC_CTRL_MAX_MSG,
                "the longest VC fits in LC_CTRL_MAX_MSG");
 _Static_assert(LC_CTRL_HDR_LEN + LC_NONCE_LEN + 4 + STR_WIRE(LC_FABRIC_MAX) + MEMBER_WIRE_MAX <=
@@ -46,6 +48,7 @@ static const char *const type_names[LC_MSG_MAX_] = {
     [LC_MSG_CHAN_LEAVE] = "CHAN_LEAVE",
     [LC_MSG_LEAVE] = "LEAVE",
     [LC_MSG_VC] = "VC",
+    [LC_MSG_OBJ] = "OBJ",
 };
 
 const char *lc_msg_type_str(unsigned type)
@@ -209,6 +212,12 @@ static void enc_body(struct wcur *c, const struct lc_msg *m)
 		put_str(c, m->u.chan.name, LC_NAME_MAX);
 		put_u32(c, m->u.chan.flags);
 		put_u32(c, m->u.chan.nodes);
+		if (!c->err &&
+		    (m->u.chan.total > LC_CHAN_ENTRIES_MAX || m->u.chan.first > m->u.chan.total ||
+		     m->u.chan.n > m->u.chan.total - m->u.chan.first))
+			c->err = -EINVAL;
+		put_u32(c, m->u.chan.first);
+		put_u32(c, m->u.chan.total);
 		put_count(c, m->u.chan.n, LC_MAX_REGIONS);
 		for (uint32_t i = 0; i < m->u.chan.n && i < LC_MAX_REGIONS && !c->err; i++)
 			enc_region(c, &m->u.chan.r[i]);
@@ -229,6 +238,13 @@ static void enc_body(struct wcur *c, const struct lc_msg *m)
 		put_count(c, m->u.vc.n, LC_MAX_MEMBERS);
 		for (uint32_t i = 0; i < m->u.vc.n && i < LC_MAX_MEMBERS && !c->err; i++)
 			enc_member(c, &m->u.vc.m[i]);
+		break;
+	case LC_MSG_OBJ:
+		put_str(c, m->u.obj.chan, LC_NAME_MAX);
+		put_str(c, m->u.obj.obj, LC_NAME_MAX);
+		put_count(c, m->u.obj.len, LC_OBJ_MSG_MAX);
+		if (!c->err)
+			put_bytes(c, m->u.obj.data, m->u.obj.len);
 		break;
 	default:
 		c->err = -EINVAL;
@@ -431,7 +447,7 @@ static void dec_vc(struct rcur *c, struct lc_msg *m)
 /* dec_body -- the body of a message of @type (known) into @m (NULL: check only). */
 static void dec_body(struct rcur *c, unsigned type, struct lc_msg *m)
 {
-	uint32_t n, u32a, u32b;
+	uint32_t n, u32a, u32b, first, total;
 	uint64_t u64;
 
 	switch (type) {
@@ -485,12 +501,19 @@ static void dec_body(struct rcur *c, unsigned type, struct lc_msg *m)
 		get_str(c, m != NULL ? m->u.chan.name : NULL, LC_NAME_MAX);
 		u32a = get_u32(c);
 		u32b = get_u32(c);
+		first = get_u32(c);
+		total = get_u32(c);
 		n = get_count(c, LC_MAX_REGIONS);
+		/* a page inside its announcement, the announcement within the bound */
+		if (!c->err && (total > LC_CHAN_ENTRIES_MAX || first > total || n > total - first))
+			c->err = -EPROTO;
 		for (uint32_t i = 0; i < n && !c->err; i++)
 			dec_region(c, m != NULL ? &m->u.chan.r[i] : NULL);
 		if (m != NULL) {
 			m->u.chan.flags = u32a;
 			m->u.chan.nodes = u32b;
+			m->u.chan.first = first;
+			m->u.chan.total = total;
 			m->u.chan.n = n;
 		}
 		break;
@@ -501,6 +524,14 @@ static void dec_body(struct rcur *c, unsigned type, struct lc_msg *m)
 		break;
 	case LC_MSG_VC:
 		dec_vc(c, m);
+		break;
+	case LC_MSG_OBJ:
+		get_str(c, m != NULL ? m->u.obj.chan : NULL, LC_NAME_MAX);
+		get_str(c, m != NULL ? m->u.obj.obj : NULL, LC_NAME_MAX);
+		n = get_count(c, LC_OBJ_MSG_MAX);
+		get_bytes(c, m != NULL ? m->u.obj.data : NULL, n);
+		if (m != NULL)
+			m->u.obj.len = n;
 		break;
 	default:
 		c->err = -EPROTO;

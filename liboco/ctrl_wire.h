@@ -29,13 +29,21 @@
  *   MEMBER_JOIN  member
  *   MEMBER_LEAVE u32 node, u64 inc, u32 reason (enum lc_leave_reason)
  *   HEARTBEAT    u64 seq
- *   CHAN         str name, u32 flags, u32 nodes, array of region
+ *   CHAN         str name, u32 flags, u32 nodes, u32 first, u32 total,
+ *                array of region (entries first .. first + count - 1 of the
+ *                sender's total; first + count <= total <= LC_CHAN_ENTRIES_MAX)
  *   CHAN_LEAVE   str name
  *   LEAVE        (empty body)
+ *   OBJ          str chan, str object, u32 length (<= LC_OBJ_MSG_MAX), bytes
  *   VC           u32 kind, u64 view, u64 ballot, u64 abal, u32 node, u64 inc,
  *                u32 flag, array of member (view.h: the view-change protocol)
  *   member = u32 node, u64 inc, str ctrl_addr, str fab_addr
  *   region = str name, u64 addr, u64 len, u32 rkey, u32 access
+ *   A channel announces any number of entries (up to LC_CHAN_ENTRIES_MAX):
+ *   when they do not fit one CHAN (LC_MAX_REGIONS), it sends several in a
+ *   row, first = 0, LC_MAX_REGIONS, ..., each with the same total; the
+ *   receiver acts only when the last page (first + count == total) has
+ *   come after all the others in order, and only that page's flags count.
  *   A region entry whose access has LC_REGION_PARAM set is an object's
  *   agreed parameter (loco_object_agree()): name "object/key", addr the
  *   value, len, rkey and the other access bits 0 (the receiver checks).
@@ -46,16 +54,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LC_CTRL_VERSION 1
-#define LC_CTRL_HDR_LEN 24
-#define LC_CTRL_MAX_MSG (64u * 1024)
-#define LC_NAME_MAX     128 /* channel full names, region names (bytes, no NUL) */
-#define LC_ADDR_MAX     64  /* "ip:port" */
-#define LC_FABRIC_MAX   16
-#define LC_MAX_MEMBERS  256
-#define LC_MAX_REGIONS  64
-#define LC_NONCE_LEN    32
-#define LC_MAC_LEN      32
+#define LC_CTRL_VERSION     1
+#define LC_CTRL_HDR_LEN     24
+#define LC_CTRL_MAX_MSG     (64u * 1024)
+#define LC_NAME_MAX         128 /* channel full names, region names (bytes, no NUL) */
+#define LC_ADDR_MAX         64  /* "ip:port" */
+#define LC_FABRIC_MAX       16
+#define LC_MAX_MEMBERS      256
+#define LC_MAX_REGIONS      64     /* entries in one CHAN message (one page of an announcement) */
+#define LC_CHAN_ENTRIES_MAX 65536u /* entries (regions + parameters) a channel announces */
+#define LC_OBJ_MSG_MAX      1024   /* bytes of an object message's payload (LOCO_OBJECT_MSG_MAX) */
+#define LC_NONCE_LEN        32
+#define LC_MAC_LEN          32
 
 enum lc_msg_type {
 	LC_MSG_HELLO = 1, /* connector -> acceptor: who I am, a nonce */
@@ -70,6 +80,7 @@ enum lc_msg_type {
 	LC_MSG_CHAN_LEAVE, /* the sender left a channel */
 	LC_MSG_LEAVE,      /* the sender leaves the cluster (graceful) */
 	LC_MSG_VC,         /* membership views: enum lc_vc_kind (view.h) */
+	LC_MSG_OBJ,        /* an object's message to its namesake (loco_object_send()) */
 	LC_MSG_MAX_,
 };
 
@@ -144,6 +155,8 @@ struct lc_msg {
 			char name[LC_NAME_MAX + 1];
 			uint32_t flags;
 			uint32_t nodes;
+			uint32_t first; /* index of r[0] in the whole announcement */
+			uint32_t total; /* entries in the whole announcement */
 			uint32_t n;
 			struct lc_region_info r[LC_MAX_REGIONS];
 		} chan;
@@ -161,13 +174,20 @@ struct lc_msg {
 			uint32_t n;
 			struct lc_member_info m[LC_MAX_MEMBERS];
 		} vc;
+		struct {
+			char chan[LC_NAME_MAX + 1];
+			char obj[LC_NAME_MAX + 1];
+			uint32_t len;
+			uint8_t data[LC_OBJ_MSG_MAX];
+		} obj;
 	} u;
 };
 
 /*
  * lc_ctrl_encode -- serialize @m into @buf (@cap bytes).
  * Returns the message length; -EINVAL (unknown type, a string too long,
- * a count over its maximum), -ENOSPC (@cap too small).
+ * a count over its maximum, a CHAN page outside its total), -ENOSPC
+ * (@cap too small).
  */
 long lc_ctrl_encode(const struct lc_msg *m, uint8_t *buf, size_t cap);
 
@@ -183,7 +203,9 @@ long lc_ctrl_peek(const uint8_t *buf, size_t avail);
  * lc_ctrl_decode -- parse and check one whole message of @len bytes.
  * Returns 0 and fills *@m; -EPROTONOSUPPORT for another version; -EPROTO
  * for anything malformed (length mismatch, reserved bits, unknown type,
- * a string too long or holding a NUL, a count over its maximum, trailing
+ * a string too long or holding a NUL, a count over its maximum, a CHAN
+ * page outside its announcement (first + count > total, or total over
+ * LC_CHAN_ENTRIES_MAX), trailing
  * or missing body bytes). Never reads past @len.
  */
 int lc_ctrl_decode(const uint8_t *buf, size_t len, struct lc_msg *m);

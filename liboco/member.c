@@ -440,6 +440,7 @@ static void conn_msg_up(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg
 		break;
 	case LC_MSG_CHAN:
 	case LC_MSG_CHAN_LEAVE:
+	case LC_MSG_OBJ:
 		/*
 		 * Only from a member that is up here (in our view, linked): one
 		 * that installed a view with us before we did announces itself

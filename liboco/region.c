@@ -67,10 +67,15 @@ int loco_object_create(loco_channel_t *ch, const char *name, const struct loco_o
 /* region_unpublish -- no peer reference names @r any more. m->lock held. */
 static void region_unpublish(loco_channel_t *ch, struct loco_region *r)
 {
-	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++)
-		if (ch->peer[i] != NULL)
-			lc_rref_write(&ch->peer[i]->rr[r->idx], 0, 0, 0);
-	ch->region_used &= ~(1ull << r->idx);
+	if (r->idx == LC_IDX_NONE)
+		return; /* unlisted: never had one */
+	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
+		struct lc_peer *p = lc_peer_at(ch, i);
+
+		if (p != NULL)
+			lc_peer_rref_set(p, r->idx, 0, 0, 0);
+	}
+	ch->region_used[r->idx / 64] &= ~(1ull << (r->idx % 64));
 }
 
 static void region_free(loco_manager_t *m, struct loco_region *r)
@@ -231,7 +236,7 @@ int loco_object_agree(loco_object_t *obj, const char *key, uint64_t value)
 		pthread_mutex_unlock(&m->lock);
 		return obj->params[k].value == value ? 0 : -EEXIST;
 	}
-	if (obj->nparams == LOCO_AGREE_MAX || lc_chan_entries(ch) >= LC_MAX_REGIONS) {
+	if (obj->nparams == LOCO_AGREE_MAX || lc_chan_entries(ch) >= LC_CHAN_ENTRIES_MAX) {
 		pthread_mutex_unlock(&m->lock);
 		return -ENOSPC;
 	}
@@ -239,36 +244,54 @@ int loco_object_agree(loco_object_t *obj, const char *key, uint64_t value)
 	obj->params[k].value = value;
 	obj->nparams++;
 	/* peers that announced the object before us: check now; later ones, when they do */
-	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++)
-		if (ch->peer[i] != NULL)
-			lc_chan_agree_check(ch, ch->peer[i], obj);
+	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
+		struct lc_peer *p = lc_peer_at(ch, i);
+
+		if (p != NULL)
+			lc_chan_agree_check(ch, p, obj);
+	}
 	if (ch->joined) /* they check it against theirs */
 		lc_chan_announce(m, ch, NULL, 0, 1);
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
 
-/* region_room -- -EEXIST for a taken name, -ENOSPC when the channel is full. m->lock held. */
-static int region_room(const loco_object_t *obj, const char *full)
+/*
+ * region_room -- -EEXIST for a taken name, -ENOSPC when the channel
+ * announces LC_CHAN_ENTRIES_MAX entries already (a @listed region would
+ * be one more). m->lock held.
+ */
+static int region_room(const loco_object_t *obj, const char *full, int listed)
 {
 	for (const loco_object_t *o = obj->ch->objects; o != NULL; o = o->next)
 		for (const struct loco_region *x = o->regions; x != NULL; x = x->next)
 			if (strcmp(x->full, full) == 0)
 				return -EEXIST;
-	/* regions and parameters all fit in one CHAN message */
-	return lc_chan_entries(obj->ch) < LC_MAX_REGIONS ? 0 : -ENOSPC;
+	return !listed || lc_chan_entries(obj->ch) < LC_CHAN_ENTRIES_MAX ? 0 : -ENOSPC;
+}
+
+/* region_index -- the lowest free local index (region_room() said there is one). m->lock. */
+static uint32_t region_index(loco_channel_t *ch)
+{
+	for (uint32_t w = 0; w < LC_RR_PAGES; w++) {
+		if (ch->region_used[w] != UINT64_MAX) {
+			uint32_t b = (uint32_t)__builtin_ctzll(~ch->region_used[w]);
+
+			ch->region_used[w] |= 1ull << b;
+			return w * 64 + b;
+		}
+	}
+	return LC_IDX_NONE; /* never: fewer than LC_CHAN_ENTRIES_MAX are listed */
 }
 
 /* region_publish -- link @r into its object, resolve it against every peer. m->lock held. */
 static void region_publish(loco_channel_t *ch, struct loco_region *r)
 {
-	/* region_room() said fewer than LC_MAX_REGIONS are taken */
-	r->idx = (unsigned)__builtin_ctzll(~ch->region_used);
-	ch->region_used |= 1ull << r->idx;
+	r->idx = (r->access & LOCO_ACCESS_UNLISTED) ? LC_IDX_NONE : region_index(ch);
 	r->next = r->obj->regions;
 	r->obj->regions = r;
-	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
-		struct lc_peer *p = ch->peer[i];
+	for (uint32_t i = 0; i < LC_CHAN_PEERS && r->idx != LC_IDX_NONE; i++) {
+		struct lc_peer *p = lc_peer_at(ch, i);
 
 		if (p != NULL && __atomic_load_n(&p->present, __ATOMIC_RELAXED))
 			lc_rref_resolve(p, r);
@@ -296,7 +319,8 @@ int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigne
 	int ret, n;
 
 	if (obj == NULL || out == NULL || !name_ok(name) || len == 0 || len > LC_REGION_MAX ||
-	    (access & ~(unsigned)(LOCO_ACCESS_READ | LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC)))
+	    (access & ~(unsigned)(LOCO_ACCESS_READ | LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC |
+	                          LOCO_ACCESS_UNLISTED)))
 		return -EINVAL;
 	m = obj->ch->m;
 	r = calloc(1, sizeof(*r));
@@ -309,7 +333,7 @@ int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigne
 	}
 	/* check the name and the channel's room before allocating anything */
 	pthread_mutex_lock(&m->lock);
-	ret = region_room(obj, r->full);
+	ret = region_room(obj, r->full, !(access & LOCO_ACCESS_UNLISTED));
 	pthread_mutex_unlock(&m->lock);
 	if (ret)
 		goto err_free;
@@ -336,18 +360,24 @@ int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigne
 	r->access = access;
 
 	pthread_mutex_lock(&m->lock);
-	ret = region_room(obj, r->full); /* again: another thread may have raced us */
+	/* again: another thread may have raced us */
+	ret = region_room(obj, r->full, !(access & LOCO_ACCESS_UNLISTED));
 	if (ret) {
 		pthread_mutex_unlock(&m->lock);
 		goto err_dereg;
 	}
 	region_publish(obj->ch, r);
-	/* peers that announced the object before us: check its length now */
-	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++)
-		if (obj->ch->peer[i] != NULL)
-			lc_chan_agree_check(obj->ch, obj->ch->peer[i], obj);
-	if (obj->ch->joined) /* late region: tell the peers */
-		lc_chan_announce(m, obj->ch, NULL, 0, 1);
+	if (r->idx != LC_IDX_NONE) {
+		/* peers that announced the object before us: check its length now */
+		for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
+			struct lc_peer *p = lc_peer_at(obj->ch, i);
+
+			if (p != NULL)
+				lc_chan_agree_check(obj->ch, p, obj);
+		}
+		if (obj->ch->joined) /* late region: tell the peers */
+			lc_chan_announce(m, obj->ch, NULL, 0, 1);
+	}
 	pthread_mutex_unlock(&m->lock);
 	*out = r;
 	return 0;
@@ -375,8 +405,8 @@ int loco_region_remote(const loco_region_t *r, uint32_t node, loco_rref_t *out)
 {
 	loco_channel_t *ch;
 	loco_manager_t *m;
+	struct lc_rref *rr;
 	struct lc_peer *p;
-
 	int ret;
 
 	if (r == NULL || out == NULL)
@@ -386,6 +416,8 @@ int loco_region_remote(const loco_region_t *r, uint32_t node, loco_rref_t *out)
 	ret = loco_object_status(r->obj); /* not joined, or a peer disagreed: nowhere */
 	if (ret)
 		return ret;
+	if (r->idx == LC_IDX_NONE)
+		return -ENOENT; /* unlisted: no peer knows it (loco_region_rref()) */
 	if (node == m->node_id) {
 		if (m->self_link == NULL)
 			return -ENOENT;
@@ -397,5 +429,19 @@ int loco_region_remote(const loco_region_t *r, uint32_t node, loco_rref_t *out)
 	p = lc_peer_get(ch, node);
 	if (p == NULL || !__atomic_load_n(&p->present, __ATOMIC_ACQUIRE))
 		return -ENOENT;
-	return lc_rref_read(&p->rr[r->idx], node, out);
+	rr = lc_peer_rref(p, r->idx);
+	if (rr == NULL)
+		return -ENOENT; /* its page was never written: unresolved */
+	return lc_rref_read(rr, node, out);
+}
+
+int loco_region_rref(const loco_region_t *r, loco_rref_t *out)
+{
+	if (r == NULL || out == NULL)
+		return -EINVAL;
+	*out = (loco_rref_t){.node = r->obj->ch->m->node_id,
+	                     .rkey = r->mr->rkey,
+	                     .addr = (uintptr_t)r->ptr,
+	                     .len = r->len};
+	return 0;
 }

@@ -59,9 +59,12 @@ int loco_channel_fence(loco_channel_t *ch)
 	if (ch == NULL)
 		return -EINVAL;
 	pthread_mutex_lock(&ch->m->lock);
-	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++)
-		if (ch->peer[i] != NULL && __atomic_load_n(&ch->peer[i]->present, __ATOMIC_RELAXED))
+	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
+		struct lc_peer *p = lc_peer_at(ch, i);
+
+		if (p != NULL && __atomic_load_n(&p->present, __ATOMIC_RELAXED))
 			n++;
+	}
 	/* peers that had not taken the previous fence owe this one: count them all again */
 	__atomic_store_n(&ch->fence_pending, n, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&ch->fence_gen, 1, __ATOMIC_ACQ_REL);

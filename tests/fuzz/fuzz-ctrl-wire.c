@@ -83,7 +83,9 @@ static int fields_ok(const struct lc_msg *d)
 		return member_ok(&d->u.member_join);
 	case LC_MSG_CHAN:
 		if (!terminated(d->u.chan.name, sizeof(d->u.chan.name)) ||
-		    d->u.chan.n > LC_MAX_REGIONS)
+		    d->u.chan.n > LC_MAX_REGIONS || d->u.chan.total > LC_CHAN_ENTRIES_MAX ||
+		    d->u.chan.first > d->u.chan.total ||
+		    d->u.chan.n > d->u.chan.total - d->u.chan.first)
 			return 0;
 		for (uint32_t i = 0; i < d->u.chan.n; i++)
 			if (!terminated(d->u.chan.r[i].name, sizeof(d->u.chan.r[i].name)))
@@ -91,6 +93,10 @@ static int fields_ok(const struct lc_msg *d)
 		return 1;
 	case LC_MSG_CHAN_LEAVE:
 		return terminated(d->u.chan_leave.name, sizeof(d->u.chan_leave.name));
+	case LC_MSG_OBJ:
+		return terminated(d->u.obj.chan, sizeof(d->u.obj.chan)) &&
+		       terminated(d->u.obj.obj, sizeof(d->u.obj.obj)) &&
+		       d->u.obj.len <= LC_OBJ_MSG_MAX;
 	case LC_MSG_VC:
 		if (d->u.vc.n > LC_MAX_MEMBERS)
 			return 0;

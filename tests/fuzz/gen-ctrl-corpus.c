@@ -150,6 +150,9 @@ static void msg(unsigned type, int shape)
 		m.u.chan.flags = LC_CHAN_REPLY;
 		m.u.chan.nodes = 4;
 		m.u.chan.n = shape == 2 ? LC_MAX_REGIONS : 3;
+		/* the widest: the last page of the longest announcement */
+		m.u.chan.first = shape == 2 ? LC_CHAN_ENTRIES_MAX - LC_MAX_REGIONS : 0;
+		m.u.chan.total = shape == 2 ? LC_CHAN_ENTRIES_MAX : 3;
 		for (uint32_t i = 0; i < m.u.chan.n; i++)
 			region(&m.u.chan.r[i], i, shape == 2);
 		if (shape == 1) { /* an agreed parameter (loco_object_agree): name and value only */
@@ -176,6 +179,18 @@ static void msg(unsigned type, int shape)
 		m.u.vc.n = shape == 2 ? LC_MAX_MEMBERS : 3;
 		for (uint32_t i = 0; i < m.u.vc.n; i++)
 			member(&m.u.vc.m[i], i + 1, shape == 2);
+		break;
+	case LC_MSG_OBJ:
+		if (shape == 2) {
+			fill_str(m.u.obj.chan, LC_NAME_MAX, 0);
+			fill_str(m.u.obj.obj, LC_NAME_MAX, 5);
+		} else {
+			strcpy(m.u.obj.chan, "kv/shard");
+			strcpy(m.u.obj.obj, "rpc");
+		}
+		m.u.obj.len = shape == 2 ? LC_OBJ_MSG_MAX : 24;
+		for (uint32_t i = 0; i < m.u.obj.len; i++)
+			m.u.obj.data[i] = (uint8_t)(i * 13);
 		break;
 	default:
 		break;
@@ -230,9 +245,9 @@ int main(int argc, char **argv)
 	/* a join as the acceptor sees it, then the same stream cut short */
 	for (int cut = 0; cut < 3; cut++) {
 		const unsigned session[] = {
-		    LC_MSG_HELLO, LC_MSG_AUTH,       LC_MSG_HEARTBEAT, LC_MSG_CHAN,
-		    LC_MSG_CHAN,  LC_MSG_CHAN_LEAVE, LC_MSG_HEARTBEAT, LC_MSG_MEMBER_LEAVE,
-		    LC_MSG_VC,    LC_MSG_LEAVE,
+		    LC_MSG_HELLO,        LC_MSG_AUTH, LC_MSG_HEARTBEAT,  LC_MSG_CHAN,
+		    LC_MSG_CHAN,         LC_MSG_OBJ,  LC_MSG_CHAN_LEAVE, LC_MSG_HEARTBEAT,
+		    LC_MSG_MEMBER_LEAVE, LC_MSG_VC,   LC_MSG_LEAVE,
 		};
 
 		for (size_t i = 0; i < sizeof(session) / sizeof(session[0]); i++) {
@@ -318,7 +333,47 @@ int main(int argc, char **argv)
 	/* CHAN's count over LC_MAX_REGIONS */
 	msg(LC_MSG_CHAN, 1);
 	at = put();
-	set_le(buf + at + LC_CTRL_HDR_LEN + 2 + strlen(m.u.chan.name) + 8, LC_MAX_REGIONS + 1, 4);
+	set_le(buf + at + LC_CTRL_HDR_LEN + 2 + strlen(m.u.chan.name) + 16, LC_MAX_REGIONS + 1, 4);
 	emit("bad-count-over-max", 0);
+
+	/* an announcement of 150 entries in three pages (first 0, 64, 128; total 150) */
+	for (uint32_t first = 0; first < 150; first += LC_MAX_REGIONS) {
+		msg(LC_MSG_CHAN, 1);
+		m.u.chan.first = first;
+		m.u.chan.total = 150;
+		m.u.chan.n = 150 - first < LC_MAX_REGIONS ? 150 - first : LC_MAX_REGIONS;
+		for (uint32_t i = 0; i < m.u.chan.n; i++)
+			region(&m.u.chan.r[i], first + i, 0);
+		put();
+	}
+	emit("chan-pages", 0);
+
+	/* a CHAN page that runs past its announcement's total (first 2 + 3 entries > 4) */
+	msg(LC_MSG_CHAN, 1);
+	at = put();
+	set_le(buf + at + LC_CTRL_HDR_LEN + 2 + strlen(m.u.chan.name) + 8, 2, 4);
+	set_le(buf + at + LC_CTRL_HDR_LEN + 2 + strlen(m.u.chan.name) + 12, 4, 4);
+	emit("bad-chan-page-past-total", 0);
+
+	/* a CHAN announcement over LC_CHAN_ENTRIES_MAX */
+	msg(LC_MSG_CHAN, 1);
+	at = put();
+	set_le(buf + at + LC_CTRL_HDR_LEN + 2 + strlen(m.u.chan.name) + 12, LC_CHAN_ENTRIES_MAX + 1,
+	       4);
+	emit("bad-chan-total-over-max", 0);
+
+	/* OBJ's payload length over LC_OBJ_MSG_MAX (as many bytes follow) */
+	msg(LC_MSG_OBJ, 2);
+	at = put();
+	set_le(buf + used - LC_OBJ_MSG_MAX - 4, LC_OBJ_MSG_MAX + 1, 4);
+	buf[used++] = 'x';
+	set_le(buf + at, used - at, 4);
+	emit("bad-obj-len-over-max", 0);
+
+	/* OBJ's payload length says more bytes than follow */
+	msg(LC_MSG_OBJ, 1);
+	at = put();
+	set_le(buf + used - m.u.obj.len - 4, m.u.obj.len + 1, 4);
+	emit("bad-obj-len-missing-byte", 0);
 	return 0;
 }

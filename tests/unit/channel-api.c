@@ -80,8 +80,8 @@ static void region_create__limits_checked_before_allocating(void **state)
 	assert_int_equal(loco_object_create(ch, "o", NULL, NULL, &obj), 0);
 	assert_int_equal(loco_object_create(ch, "o", NULL, NULL, &obj), -EEXIST);
 
-	/* run: a channel holds 64 regions (one CHAN message) */
-	for (int i = 0; i < 64; i++) {
+	/* run: a channel holds more than the 64 regions of one CHAN message */
+	for (int i = 0; i < 65; i++) {
 		snprintf(name, sizeof(name), "r%d", i);
 		assert_int_equal(loco_region_create(obj, name, 64, LOCO_ACCESS_READ, &r), 0);
 		assert_non_null(loco_region_ptr(r));
@@ -90,11 +90,51 @@ static void region_create__limits_checked_before_allocating(void **state)
 
 	/* verify */
 	assert_int_equal(loco_region_create(obj, "r0", 64, 0, &extra), -EEXIST);
-	assert_int_equal(loco_region_create(obj, "r64", 64, 0, &extra), -ENOSPC);
+	assert_int_equal(loco_region_create(obj, "r64", 64, 0, &extra), -EEXIST);
 	assert_int_equal(loco_region_create(obj, "bad", 64, 0x80, &extra), -EINVAL);
 	assert_int_equal(loco_region_create(obj, "zero", 0, 0, &extra), -EINVAL);
 	assert_null(extra);
 	assert_int_equal(loco_channel_destroy(ch), -EBUSY); /* an object remains */
+	loco_object_destroy(obj);
+	assert_int_equal(loco_channel_destroy(ch), 0);
+}
+
+static void object_msg__arguments_checked(void **state)
+{
+	loco_channel_t *ch;
+	loco_object_t *obj;
+	loco_region_t *r, *u;
+	loco_rref_t ref = {0}, mine;
+	static char big[LOCO_OBJECT_MSG_MAX + 1];
+
+	/* configure */
+	assert_int_equal(loco_channel_create(*state, NULL, "msgs", 1, &ch), 0);
+	assert_int_equal(loco_object_create(ch, "o", NULL, NULL, &obj), 0);
+	assert_int_equal(loco_region_create(obj, "listed", 64, LOCO_ACCESS_READ, &r), 0);
+	assert_int_equal(
+	    loco_region_create(obj, "unlisted", 128, LOCO_ACCESS_WRITE | LOCO_ACCESS_UNLISTED, &u),
+	    0);
+
+	/* run, verify: arguments first, then the size, then the join */
+	assert_int_equal(loco_object_on_msg(NULL, NULL, NULL), -EINVAL);
+	assert_int_equal(loco_object_on_msg(obj, NULL, NULL), 0);
+	assert_int_equal(loco_object_send(NULL, 2, "x", 1), -EINVAL);
+	assert_int_equal(loco_object_send(obj, 2, NULL, 1), -EINVAL);
+	assert_int_equal(loco_object_send(obj, 2, big, sizeof(big)), -EMSGSIZE);
+	assert_int_equal(loco_object_send(obj, 2, big, LOCO_OBJECT_MSG_MAX), -LOCO_ENOTJOINED);
+	assert_int_equal(loco_object_send(obj, 2, NULL, 0), -LOCO_ENOTJOINED);
+
+	/* a region's own reference, listed or not */
+	assert_int_equal(loco_region_rref(NULL, &mine), -EINVAL);
+	assert_int_equal(loco_region_rref(u, NULL), -EINVAL);
+	assert_int_equal(loco_region_rref(u, &mine), 0);
+	assert_int_equal(mine.node, loco_node_id(*state));
+	assert_ptr_equal((void *)(uintptr_t)mine.addr, loco_region_ptr(u));
+	assert_int_equal(mine.len, 128);
+	assert_int_equal(loco_region_rref(r, &mine), 0);
+	assert_int_equal(mine.len, 64);
+	assert_int_equal(loco_region_remote(u, 2, &ref), -LOCO_ENOTJOINED);
+	assert_int_equal(loco_region_create(obj, "unlisted", 8, LOCO_ACCESS_UNLISTED, &r), -EEXIST);
 	loco_object_destroy(obj);
 	assert_int_equal(loco_channel_destroy(ch), 0);
 }
@@ -317,6 +357,7 @@ int main(void)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(region_create__limits_checked_before_allocating, setup,
 	                                    teardown),
+	    cmocka_unit_test_setup_teardown(object_msg__arguments_checked, setup, teardown),
 	    cmocka_unit_test_setup_teardown(remote_ops__bad_ranges_are_einval, setup, teardown),
 	    cmocka_unit_test_setup_teardown(remote_ops__to_self_go_through_the_fabric, setup,
 	                                    teardown),

@@ -170,9 +170,9 @@ static void decode__twisted_string_is_eproto(void **state)
 	}
 	/*
 	 * HELLO 3 + 3, WELCOME 512, REFUSE 1 + 1, MEMBER_JOIN 2 + 2, CHAN 65 + 1, CHAN_LEAVE 1 + 1,
-	 * VC 512
+	 * VC 512, OBJ 2 + 2
 	 */
-	assert_int_equal(tested, 4 * (6 + 512 + 2 + 4 + 66 + 2 + 512));
+	assert_int_equal(tested, 4 * (6 + 512 + 2 + 4 + 66 + 2 + 512 + 4));
 }
 
 static void decode__string_length_over_buffer_is_eproto(void **state)
@@ -197,7 +197,7 @@ static void decode__string_length_over_buffer_is_eproto(void **state)
 static void decode__count_over_max_is_eproto(void **state)
 {
 	static struct bld b;
-	const unsigned types[] = {LC_MSG_WELCOME, LC_MSG_CHAN, LC_MSG_VC};
+	const unsigned types[] = {LC_MSG_WELCOME, LC_MSG_CHAN, LC_MSG_VC, LC_MSG_OBJ};
 
 	(void)state;
 	for (size_t i = 0; i < NELEM(types); i++) {
@@ -287,6 +287,113 @@ static void decode__trailing_bytes_are_eproto(void **state)
 	}
 }
 
+/*
+ * decode__chan_page_outside_total_is_eproto -- a CHAN page is part of an
+ * announcement of at most LC_CHAN_ENTRIES_MAX entries and lies inside it:
+ * first + count <= total. Every count there is hostile: the receiver sizes
+ * its buffer by them.
+ */
+static void decode__chan_page_outside_total_is_eproto(void **state)
+{
+	static struct bld b;
+	static struct lc_msg out;
+	const struct {
+		uint32_t first, total, n;
+		int ok;
+	} cases[] = {
+	    {0, 0, 0, 1},
+	    {0, 3, 3, 1},
+	    {0, 200, LC_MAX_REGIONS, 1},
+	    {192, 200, 8, 1},
+	    {LC_CHAN_ENTRIES_MAX - 1, LC_CHAN_ENTRIES_MAX, 1, 1},
+	    {0, 2, 3, 0},                                /* more entries than the total */
+	    {5, 4, 0, 0},                                /* first past the total */
+	    {198, 200, 3, 0},                            /* the page runs past the total */
+	    {0, LC_CHAN_ENTRIES_MAX + 1, 1, 0},          /* over the bound */
+	    {0, UINT32_MAX, LC_MAX_REGIONS, 0},          /* far over it */
+	    {UINT32_MAX, UINT32_MAX, 1, 0},              /* first + n wraps */
+	    {UINT32_MAX - 1, LC_CHAN_ENTRIES_MAX, 3, 0}, /* and with a total in bounds */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < NELEM(cases); i++) {
+		struct lc_msg *m = msg_new(LC_MSG_CHAN, MAX);
+
+		m->u.chan.first = cases[i].first;
+		m->u.chan.total = cases[i].total;
+		m->u.chan.n = cases[i].n;
+		hand_encode(&b, m, &no_twist);
+		if (cases[i].ok) {
+			assert_int_equal(lc_ctrl_decode(b.b, b.n, &out), 0);
+			assert_msg_equal(m, &out);
+		} else {
+			expect_rejected(b.b, b.n, -EPROTO);
+			/* and the encoder refuses to write it */
+			assert_int_equal(lc_ctrl_encode(m, b.b, sizeof(b.b)), -EINVAL);
+		}
+		free(m);
+	}
+}
+
+/*
+ * decode__obj_payload_lengths -- an OBJ's payload: every length up to
+ * LC_OBJ_MSG_MAX round-trips (raw bytes, NULs included); a length over it,
+ * or one that says more (or fewer) bytes than follow, is refused.
+ */
+static void decode__obj_payload_lengths(void **state)
+{
+	static struct bld b;
+	static struct lc_msg out;
+	const uint32_t lens[] = {0, 1, 2, 511, LC_OBJ_MSG_MAX - 1, LC_OBJ_MSG_MAX};
+	const uint32_t bad[] = {LC_OBJ_MSG_MAX + 1, 2 * LC_OBJ_MSG_MAX, 1u << 16, 1u << 31,
+	                        UINT32_MAX};
+
+	(void)state;
+	for (size_t i = 0; i < NELEM(lens); i++) {
+		struct lc_msg *m = msg_new(LC_MSG_OBJ, MAX);
+		uint8_t *enc;
+		size_t len;
+
+		m->u.obj.len = lens[i];
+		hand_encode(&b, m, &no_twist);
+		assert_int_equal(lc_ctrl_decode(b.b, b.n, &out), 0);
+		assert_msg_equal(m, &out);
+		enc = encode_new(m, &len);
+		assert_int_equal(len, b.n);
+		assert_memory_equal(enc, b.b, len);
+		if (lens[i] > 0) {
+			/* the length says one byte more than follow (the message length agrees) */
+			size_t at = b.n - lens[i] - 4;
+
+			set_le(b.b + at, lens[i] + 1, 4);
+			expect_rejected(b.b, b.n, -EPROTO);
+			/* one byte fewer: a trailing byte */
+			set_le(b.b + at, lens[i] - 1, 4);
+			expect_rejected(b.b, b.n, -EPROTO);
+		}
+		free(enc);
+		free(m);
+	}
+	for (size_t i = 0; i < NELEM(bad); i++) {
+		struct lc_msg *m = msg_new(LC_MSG_OBJ, MIN);
+		uint8_t buf[LC_CTRL_HDR_LEN + 8 + 64];
+		size_t n;
+
+		/* a length over the maximum, followed by as many bytes as fit */
+		hand_encode(&b, m, &no_twist);
+		n = b.n;
+		memcpy(buf, b.b, n);
+		set_le(buf + n - 4, bad[i], 4);
+		memset(buf + n, 'p', sizeof(buf) - n);
+		set_le(buf, sizeof(buf), 4);
+		expect_rejected(buf, sizeof(buf), -EPROTO);
+		/* the encoder refuses it too (and writes nothing) */
+		m->u.obj.len = bad[i];
+		assert_int_equal(lc_ctrl_encode(m, buf, sizeof(buf)), -EINVAL);
+		free(m);
+	}
+}
+
 static void decode__null_arguments_are_einval(void **state)
 {
 	struct lc_msg *m = msg_new(LC_MSG_LEAVE, MIN);
@@ -316,6 +423,8 @@ int main(void)
 	    cmocka_unit_test(decode__every_truncation_is_eproto),
 	    cmocka_unit_test(decode__trailing_bytes_are_eproto),
 	    cmocka_unit_test(decode__null_arguments_are_einval),
+	    cmocka_unit_test(decode__chan_page_outside_total_is_eproto),
+	    cmocka_unit_test(decode__obj_payload_lengths),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

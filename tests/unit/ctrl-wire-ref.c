@@ -22,10 +22,11 @@ const long want_len[LC_MSG_MAX_][2] = {
     [LC_MSG_MEMBER_JOIN] = {24 + 16, 24 + 144},
     [LC_MSG_MEMBER_LEAVE] = {24 + 16, 24 + 16},
     [LC_MSG_HEARTBEAT] = {24 + 8, 24 + 8},
-    [LC_MSG_CHAN] = {24 + 2 + 12, 24 + 2 + LC_NAME_MAX + 12 + LC_MAX_REGIONS * 154},
+    [LC_MSG_CHAN] = {24 + 2 + 20, 24 + 2 + LC_NAME_MAX + 20 + LC_MAX_REGIONS * 154},
     [LC_MSG_CHAN_LEAVE] = {24 + 2, 24 + 2 + LC_NAME_MAX},
     [LC_MSG_LEAVE] = {24, 24},
     [LC_MSG_VC] = {24 + 48, 24 + 48 + LC_MAX_MEMBERS * 144},
+    [LC_MSG_OBJ] = {24 + 2 + 2 + 4, 24 + 2 * (2 + LC_NAME_MAX) + 4 + LC_OBJ_MSG_MAX},
 };
 
 /* ---- reference messages ---------------------------------------------- */
@@ -112,6 +113,9 @@ struct lc_msg *msg_new(unsigned type, enum shape s)
 		fill_str(m->u.chan.name, LC_NAME_MAX, 11);
 		m->u.chan.flags = 0x80000000u | LC_CHAN_REPLY;
 		m->u.chan.nodes = 0x90000008u;
+		/* the last page of the longest announcement */
+		m->u.chan.first = LC_CHAN_ENTRIES_MAX - LC_MAX_REGIONS;
+		m->u.chan.total = LC_CHAN_ENTRIES_MAX;
 		m->u.chan.n = LC_MAX_REGIONS;
 		for (unsigned i = 0; i < LC_MAX_REGIONS; i++)
 			fill_region(&m->u.chan.r[i], i);
@@ -130,6 +134,13 @@ struct lc_msg *msg_new(unsigned type, enum shape s)
 		m->u.vc.n = LC_MAX_MEMBERS;
 		for (unsigned i = 0; i < LC_MAX_MEMBERS; i++)
 			fill_member(&m->u.vc.m[i], i + 17, MAX);
+		break;
+	case LC_MSG_OBJ:
+		fill_str(m->u.obj.chan, LC_NAME_MAX, 19);
+		fill_str(m->u.obj.obj, LC_NAME_MAX, 23);
+		m->u.obj.len = LC_OBJ_MSG_MAX;
+		for (unsigned i = 0; i < LC_OBJ_MSG_MAX; i++)
+			m->u.obj.data[i] = (uint8_t)(i * 7 + 1); /* NULs included: raw bytes */
 		break;
 	default:
 		break;
@@ -201,6 +212,8 @@ void assert_msg_equal(const struct lc_msg *x, const struct lc_msg *y)
 		assert_string_equal(x->u.chan.name, y->u.chan.name);
 		assert_int_equal(x->u.chan.flags, y->u.chan.flags);
 		assert_int_equal(x->u.chan.nodes, y->u.chan.nodes);
+		assert_int_equal(x->u.chan.first, y->u.chan.first);
+		assert_int_equal(x->u.chan.total, y->u.chan.total);
 		assert_int_equal(x->u.chan.n, y->u.chan.n);
 		for (uint32_t i = 0; i < x->u.chan.n && i < LC_MAX_REGIONS; i++) {
 			const struct lc_region_info *a = &x->u.chan.r[i], *b = &y->u.chan.r[i];
@@ -214,6 +227,13 @@ void assert_msg_equal(const struct lc_msg *x, const struct lc_msg *y)
 		break;
 	case LC_MSG_CHAN_LEAVE:
 		assert_string_equal(x->u.chan_leave.name, y->u.chan_leave.name);
+		break;
+	case LC_MSG_OBJ:
+		assert_string_equal(x->u.obj.chan, y->u.obj.chan);
+		assert_string_equal(x->u.obj.obj, y->u.obj.obj);
+		assert_int_equal(x->u.obj.len, y->u.obj.len);
+		if (x->u.obj.len > 0 && x->u.obj.len <= LC_OBJ_MSG_MAX)
+			assert_memory_equal(x->u.obj.data, y->u.obj.data, x->u.obj.len);
 		break;
 	default:
 		break;
@@ -344,6 +364,8 @@ void hand_encode(struct bld *b, const struct lc_msg *m, const struct twist *t)
 		b_str(b, m->u.chan.name, LC_NAME_MAX);
 		b_le(b, m->u.chan.flags, 4);
 		b_le(b, m->u.chan.nodes, 4);
+		b_le(b, m->u.chan.first, 4);
+		b_le(b, m->u.chan.total, 4);
 		extra = b_count(b, m->u.chan.n);
 		for (uint32_t i = 0; i < m->u.chan.n; i++)
 			b_region(b, &m->u.chan.r[i]);
@@ -366,6 +388,14 @@ void hand_encode(struct bld *b, const struct lc_msg *m, const struct twist *t)
 			b_member(b, &m->u.vc.m[i]);
 		for (uint32_t i = 0; i < extra; i++)
 			b_member(b, &m->u.vc.m[0]);
+		break;
+	case LC_MSG_OBJ:
+		b_str(b, m->u.obj.chan, LC_NAME_MAX);
+		b_str(b, m->u.obj.obj, LC_NAME_MAX);
+		extra = b_count(b, m->u.obj.len);
+		b_bytes(b, m->u.obj.data, m->u.obj.len);
+		for (uint32_t i = 0; i < extra; i++)
+			b_le(b, 'X', 1);
 		break;
 	default:
 		break;

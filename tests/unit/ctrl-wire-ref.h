@@ -43,8 +43,8 @@ enum twist_mode {
 struct twist {
 	int str_at; /* index (in wire order) of the string to twist, -1: none */
 	enum twist_mode mode;
-	int count_over; /* WELCOME/CHAN: the count says n + 1, and n + 1 entries follow */
-	int count_huge; /* WELCOME/CHAN: the count says UINT32_MAX */
+	int count_over; /* WELCOME/CHAN/VC/OBJ: the count says n + 1, and n + 1 entries follow */
+	int count_huge; /* WELCOME/CHAN/VC/OBJ: the count says UINT32_MAX */
 };
 
 extern const struct twist no_twist;

@@ -189,6 +189,10 @@ static size_t string_fields(struct lc_msg *m, char **f, size_t *size)
 	case LC_MSG_CHAN_LEAVE:
 		ADD(m->u.chan_leave.name);
 		break;
+	case LC_MSG_OBJ:
+		ADD(m->u.obj.chan);
+		ADD(m->u.obj.obj);
+		break;
 	default:
 		break;
 	}
@@ -227,7 +231,7 @@ static void encode__unterminated_string_is_einval(void **state)
 		}
 		free(m);
 	}
-	assert_int_equal(tested, 12);
+	assert_int_equal(tested, 14);
 }
 
 static void encode__count_over_max_is_einval(void **state)
@@ -452,6 +456,7 @@ static void type_str__every_type(void **state)
 	    [LC_MSG_CHAN_LEAVE] = "CHAN_LEAVE",
 	    [LC_MSG_LEAVE] = "LEAVE",
 	    [LC_MSG_VC] = "VC",
+	    [LC_MSG_OBJ] = "OBJ",
 	};
 
 	(void)state;
