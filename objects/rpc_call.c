@@ -293,10 +293,12 @@ int rpc_tree_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8_
 {
 	int first = 0;
 
-	for (uint32_t g = 0; g < RPC_TREE_FANOUT && g < n; g++) {
+	uint32_t groups = n < RPC_TREE_FANOUT ? n : RPC_TREE_FANOUT;
+
+	for (uint32_t g = 0; g < groups; g++) {
 		/* group g: [lo, hi); its first reachable member takes the call and passes it on */
-		uint32_t lo = (uint32_t)((uint64_t)n * g / RPC_TREE_FANOUT);
-		uint32_t hi = (uint32_t)((uint64_t)n * (g + 1) / RPC_TREE_FANOUT);
+		uint32_t lo = (uint32_t)((uint64_t)n * g / groups);
+		uint32_t hi = (uint32_t)((uint64_t)n * (g + 1) / groups);
 
 		for (uint32_t c = lo; c < hi; c++) {
 			uint32_t node = sub_at(sub, c), th[2] = {origin, 0};

@@ -88,7 +88,7 @@ int rpipe_open_unlisted(loco_object_t *obj, const char *prefix, uint32_t writer,
 	loco_rpipe_t *p;
 	int ret;
 
-	if (obj == NULL || prefix == NULL ||
+	if (obj == NULL || prefix == NULL || out == NULL ||
 	    snprintf(rn, sizeof(rn), "%s.ring", prefix) >= (int)sizeof(rn) ||
 	    snprintf(cn, sizeof(cn), "%s.ctl", prefix) >= (int)sizeof(cn))
 		return -EINVAL;
@@ -143,7 +143,7 @@ int loco_rpipe_create(loco_channel_t *ch, const char *name, uint32_t writer, uin
 	loco_rpipe_t *p;
 	int ret;
 
-	if (name == NULL)
+	if (name == NULL || out == NULL)
 		return -EINVAL;
 	ret = rp_new(ch, writer, reader, ring_bytes, &p);
 	if (ret)
