@@ -4,6 +4,7 @@
  * server threads (the design is in rpc_impl.h). Public API only.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -403,7 +404,7 @@ void rpc_out_free(struct rpc_peer *p)
 	loco_object_destroy(p->oobj);
 	free(p->batch);
 	p->out = NULL;
-	p->oobj = NULL;
+	__atomic_store_n(&p->oobj, NULL, __ATOMIC_RELAXED);
 	p->batch = NULL;
 	p->blen = 0;
 	p->out_state = OUT_NONE;
@@ -678,13 +679,39 @@ loco_region_t *loco_rpc_send_region(loco_rpc_ep_t *ep)
 
 void loco_rpc_stats(const loco_rpc_ep_t *ep, loco_rpc_stats_t *st)
 {
+	loco_rpc_ep_t *e = (loco_rpc_ep_t *)ep; /* the record list is read lock-free */
+	size_t ring, out_b, in_b;
 	const uint64_t *s;
 	uint64_t *d;
+	unsigned n;
 
 	if (ep == NULL || st == NULL)
 		return;
 	s = (const uint64_t *)&ep->st;
 	d = (uint64_t *)st;
-	for (size_t i = 0; i < sizeof(*st) / sizeof(uint64_t); i++)
+	for (size_t i = 0; i < offsetof(loco_rpc_stats_t, pipes_out) / sizeof(uint64_t); i++)
 		d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+	/* what is held now: the fixed part, then each record and its pipes */
+	ring = ep->cfg.ring_bytes + CTL_LEN;
+	out_b = ring + (ep->cfg.agg != LOCO_RPC_AGG_NONE ? ep->rec_max : 0);
+	in_b = ring + (size_t)RSRC_K * ep->slot_bytes;
+	n = rpc_npeers(e);
+	st->pipes_out = st->pipes_in = 0;
+	st->peers = n;
+	st->mem_bytes = sizeof(*ep) + (size_t)ep->cfg.ret_slots * (ep->slot_bytes + 16) +
+	                ep->cfg.pull_bytes * (1 + ep->nlanes) +
+	                ep->nlanes * ep->cfg.max_depth * (ep->rec_max + ep->cfg.ret_max) +
+	                (size_t)n * sizeof(struct rpc_peer);
+	for (unsigned i = 0; i < n; i++) {
+		struct rpc_peer *p = rpc_peer_at(e, i);
+
+		if (__atomic_load_n(&p->oobj, __ATOMIC_RELAXED) != NULL) {
+			st->pipes_out++;
+			st->mem_bytes += out_b;
+		}
+		if (__atomic_load_n(&p->in, __ATOMIC_ACQUIRE) != NULL) {
+			st->pipes_in++;
+			st->mem_bytes += in_b;
+		}
+	}
 }

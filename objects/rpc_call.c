@@ -28,10 +28,13 @@ static int out_make(loco_rpc_ep_t *ep, struct rpc_peer *p)
 	char on[LOCO_NAME_MAX + 16]; /* create checked the name: it fits LOCO_NAME_MAX */
 	int ret;
 
+	loco_object_t *o;
+
 	snprintf(on, sizeof(on), "%s.o%u", ep->name, p->node);
-	ret = loco_object_create(ep->ch, on, NULL, NULL, &p->oobj);
+	ret = loco_object_create(ep->ch, on, NULL, NULL, &o);
 	if (ret)
 		return ret;
+	__atomic_store_n(&p->oobj, o, __ATOMIC_RELAXED); /* loco_rpc_stats() and the lane read it */
 	ret = rpipe_open_unlisted(p->oobj, "p", ep->me, p->node, ep->cfg.ring_bytes, &p->out);
 	if (ret == 0 && ep->cfg.agg != LOCO_RPC_AGG_NONE &&
 	    (p->batch = malloc(ep->rec_max)) == NULL)

@@ -117,6 +117,11 @@ typedef struct loco_rpc_stats {
 	uint64_t bad;      /* ring messages or frames the decoder refused */
 	uint64_t replies;  /* replies written back */
 	uint64_t timeouts; /* waits that timed out (their slot is kept until the reply lands) */
+	/* now (not counters): the per-peer state made on first use */
+	uint64_t pipes_out; /* nodes this node has a ring to (it called them) */
+	uint64_t pipes_in;  /* nodes with a ring here (they called this node) */
+	uint64_t peers;     /* records of nodes met (kept, reused when they come back) */
+	uint64_t mem_bytes; /* memory the endpoint holds: registered regions and records */
 } loco_rpc_stats_t;
 
 /* loco_rpc_cfg_default -- a configuration for members @nodes[0 .. @n) (NULL, 0: any) with the defaults. */
