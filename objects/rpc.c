@@ -58,12 +58,101 @@ static unsigned tab_hash(uint32_t node)
 struct rpc_peer *rpc_peer_of(loco_rpc_ep_t *ep, uint32_t node)
 {
 	for (unsigned i = tab_hash(node), k = 0; k < RPC_TAB; k++, i = (i + 1) % RPC_TAB) {
-		/* pairs with rpc_peer_get()'s release: a record is whole before it is in the table */
+		/* pairs with tab_put()'s release: a record is whole before it is in the table */
 		struct rpc_peer *p = __atomic_load_n(&ep->tab[i], __ATOMIC_ACQUIRE);
 
 		if (p == NULL)
 			return NULL;
-		if (p->node == node)
+		if (__atomic_load_n(&p->node, __ATOMIC_RELAXED) == node)
+			return p;
+	}
+	return NULL;
+}
+
+struct rpc_peer *rpc_peer_find(loco_rpc_ep_t *ep, uint32_t node)
+{
+	struct rpc_peer *p = rpc_peer_of(ep, node);
+
+	if (p == NULL) { /* a record moved while we looked: look again, as the writers see it */
+		pthread_mutex_lock(&ep->tlock);
+		p = rpc_peer_of(ep, node);
+		pthread_mutex_unlock(&ep->tlock);
+	}
+	return p;
+}
+
+/* tab_put -- (tlock) @p into the table at its node's first free slot (one is free: <= 3/4 used) */
+static void tab_put(loco_rpc_ep_t *ep, struct rpc_peer *p)
+{
+	unsigned i = tab_hash(p->node);
+
+	while (ep->tab[i] != NULL)
+		i = (i + 1) % RPC_TAB;
+	__atomic_store_n(&ep->tab[i], p, __ATOMIC_RELEASE);
+}
+
+/*
+ * tab_del -- (tlock) take @p out of the table, shifting the records
+ * after it back so that no probe sequence breaks (a lock-free reader may
+ * miss a record meanwhile: rpc_peer_find() looks again under tlock)
+ */
+static void tab_del(loco_rpc_ep_t *ep, struct rpc_peer *p)
+{
+	unsigned i = tab_hash(p->node), j;
+
+	while (ep->tab[i] != p)
+		i = (i + 1) % RPC_TAB;
+	__atomic_store_n(&ep->tab[i], NULL, __ATOMIC_RELEASE);
+	for (j = (i + 1) % RPC_TAB; ep->tab[j] != NULL; j = (j + 1) % RPC_TAB) {
+		struct rpc_peer *q = ep->tab[j];
+		unsigned h = tab_hash(q->node);
+		/* q stays when its home h lies cyclically in (i, j] */
+		int stays = i < j ? (h > i && h <= j) : (h > i || h <= j);
+
+		if (stays)
+			continue;
+		__atomic_store_n(&ep->tab[i], q, __ATOMIC_RELEASE); /* found at i or j meanwhile */
+		__atomic_store_n(&ep->tab[j], NULL, __ATOMIC_RELEASE);
+		i = j;
+	}
+}
+
+/*
+ * reuse -- (tlock) a record of a node that left, holding nothing, for
+ * @node: its epoch moves on (so whatever still names the old node and
+ * epoch -- a slot, a wait, a post that looked it up -- sees it gone)
+ */
+static struct rpc_peer *reuse(loco_rpc_ep_t *ep, uint32_t node)
+{
+	for (unsigned i = 0; i < ep->np; i++) {
+		struct rpc_peer *p = ep->plist[i];
+		int ok;
+
+		if (!(peer_epoch(p) & 1) || pthread_mutex_trylock(&p->wlock) != 0)
+			continue;
+		if (pthread_mutex_trylock(&p->glock) != 0) {
+			pthread_mutex_unlock(&p->wlock);
+			continue;
+		}
+		ok = (peer_epoch(p) & 1) && p->oobj == NULL &&
+		     __atomic_load_n(&p->in, __ATOMIC_ACQUIRE) == NULL && !p->reopen;
+		if (ok) {
+			tab_del(ep, p);
+			__atomic_store_n(&p->node, node, __ATOMIC_RELAXED);
+			__atomic_store_n(&p->epoch, p->epoch + 1,
+			                 __ATOMIC_RELEASE); /* even: a member */
+			p->out_state = OUT_NONE;
+			p->granted = 0;
+			pthread_mutex_lock(&p->rlock);
+			p->have_rrets = p->have_rsend = 0;
+			(void)loco_ack_wait(p->rack, 0);
+			pthread_mutex_unlock(&p->rlock);
+			tab_put(ep, p);
+			__atomic_add_fetch(&ep->st_reused, 1, __ATOMIC_RELAXED);
+		}
+		pthread_mutex_unlock(&p->glock);
+		pthread_mutex_unlock(&p->wlock);
+		if (ok)
 			return p;
 	}
 	return NULL;
@@ -93,14 +182,18 @@ int rpc_is_member(const loco_rpc_ep_t *ep, uint32_t node)
 struct rpc_peer *rpc_peer_get(loco_rpc_ep_t *ep, uint32_t node)
 {
 	struct rpc_peer *p = rpc_peer_of(ep, node);
-	unsigned i, k;
 
 	if (p != NULL)
 		return p;
 	pthread_mutex_lock(&ep->tlock);
 	p = rpc_peer_of(ep, node); /* made meanwhile? */
-	if (p != NULL || ep->np >= RPC_TAB * 3 / 4)
+	if (p != NULL)
 		goto out;
+	if (ep->np >= RPC_REUSE_AT) {
+		p = reuse(ep, node); /* NULL: every record is of a live node, or busy */
+		if (p != NULL || ep->np >= RPC_TAB * 3 / 4)
+			goto out;
+	}
 	p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		goto out;
@@ -114,9 +207,7 @@ struct rpc_peer *rpc_peer_get(loco_rpc_ep_t *ep, uint32_t node)
 	pthread_mutex_init(&p->wlock, NULL);
 	pthread_mutex_init(&p->glock, NULL);
 	pthread_mutex_init(&p->rlock, NULL);
-	for (i = tab_hash(node), k = 0; ep->tab[i] != NULL; k++)
-		i = (i + 1) % RPC_TAB; /* a free one is there: at most 3/4 are taken */
-	__atomic_store_n(&ep->tab[i], p, __ATOMIC_RELEASE);
+	tab_put(ep, p);
 	__atomic_store_n(&ep->plist[ep->np], p, __ATOMIC_RELEASE);
 	__atomic_store_n(&ep->np, ep->np + 1, __ATOMIC_RELEASE);
 out:
@@ -135,22 +226,28 @@ uint64_t rpc_reply_sum(const void *data, uint32_t len, uint64_t tag, int32_t sta
 static void rpc_peer_leave(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
 	loco_rpc_ep_t *ep = arg;
-	struct rpc_peer *p = rpc_peer_of(ep, node);
+	struct rpc_peer *p;
 
 	(void)obj, (void)view;
-	if (p != NULL && !(p->epoch & 1)) /* only callbacks write it: one thread */
+	pthread_mutex_lock(&ep->tlock); /* epochs change under it (callbacks, reuse()) */
+	p = rpc_peer_of(ep, node);
+	if (p != NULL && !(p->epoch & 1))
 		__atomic_store_n(&p->epoch, p->epoch + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ep->tlock);
 }
 
 /* on the progress thread: a member paired -- if it had left, this is its new incarnation */
 static void rpc_peer_join(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
 	loco_rpc_ep_t *ep = arg;
-	struct rpc_peer *p = rpc_peer_of(ep, node);
+	struct rpc_peer *p;
 
 	(void)obj, (void)view;
+	pthread_mutex_lock(&ep->tlock);
+	p = rpc_peer_of(ep, node);
 	if (p != NULL && (p->epoch & 1))
 		__atomic_store_n(&p->epoch, p->epoch + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ep->tlock);
 }
 
 static const struct loco_object_ops rpc_ops = {
@@ -542,7 +639,7 @@ void rpc_on_msg(loco_object_t *obj, uint32_t node, const void *msg, size_t len, 
 		struct rpc_grant_msg g;
 
 		memcpy(&g, msg, sizeof(g));
-		p = rpc_peer_of(ep, node);
+		p = rpc_peer_find(ep, node);
 		if (p == NULL || g.sess == 0 || !rref_ok(&g.ring, node, ep->cfg.ring_bytes) ||
 		    !rref_ok(&g.ctl, node, CTL_LEN)) {
 			ST_ADD(ep, bad, 1);
@@ -626,7 +723,7 @@ int loco_rpc_sync(loco_rpc_ep_t *ep, int64_t timeout_ns)
 		/* the endpoint's regions there: it made the endpoint and paired */
 		loco_waiter_init(&w, ep->m);
 		for (;;) {
-			struct rpc_peer *p = rpc_peer_of(ep, node);
+			struct rpc_peer *p = rpc_peer_find(ep, node);
 			loco_rref_t r;
 
 			ret = loco_region_remote(ep->rets, node, &r);
@@ -698,6 +795,7 @@ void loco_rpc_stats(const loco_rpc_ep_t *ep, loco_rpc_stats_t *st)
 	n = rpc_npeers(e);
 	st->pipes_out = st->pipes_in = 0;
 	st->peers = n;
+	st->reused = __atomic_load_n(&ep->st_reused, __ATOMIC_RELAXED);
 	st->mem_bytes = sizeof(*ep) + (size_t)ep->cfg.ret_slots * (ep->slot_bytes + 16) +
 	                ep->cfg.pull_bytes * (1 + ep->nlanes) +
 	                ep->nlanes * ep->cfg.max_depth * (ep->rec_max + ep->cfg.ret_max) +

@@ -226,7 +226,7 @@ static int try_post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *
  * post -- send one frame to @p, waiting (running calls meanwhile) until
  * @deadline; *@epoch (may be NULL): the callee's epoch it went to.
  */
-static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *h,
+static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, const struct rf_hdr *h,
                 const struct pl_iov *pl, int urgent, int nowait, int64_t deadline, uint32_t *epoch)
 {
 	loco_waiter_t w;
@@ -240,7 +240,8 @@ static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *h,
 		if (ret)
 			return ret;
 		pthread_mutex_lock(&p->wlock);
-		ret = rpc_out_fresh(ep, p);
+		/* the record was another node's once @node left (reuse()): it is gone */
+		ret = p->node == node ? rpc_out_fresh(ep, p) : -ECONNRESET;
 		setup = ret == -EAGAIN;
 		if (ret == 0)
 			ret = try_post(ep, p, h, pl, urgent);
@@ -279,7 +280,7 @@ int loco_rpc_call(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *arg
 		return -EINVAL;
 	if (len > ep->cfg.inline_max)
 		return -EMSGSIZE;
-	return post(ep, p, &h, &pl, 0, timeout_ns == 0, obj_deadline(timeout_ns), NULL);
+	return post(ep, p, node, &h, &pl, 0, timeout_ns == 0, obj_deadline(timeout_ns), NULL);
 }
 
 /* sub_at -- node id @i of a tree's list (unaligned: it may point into a ring message) */
@@ -323,7 +324,7 @@ int rpc_tree_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8_
 				pl = pl_one(args, alen);
 			}
 			h.plen = (uint32_t)pl.len;
-			ret = post(ep, p, &h, &pl, 0, deadline == 0, deadline, NULL);
+			ret = post(ep, p, node, &h, &pl, 0, deadline == 0, deadline, NULL);
 			if (ret == 0 && h.kind == RF_TREE)
 				break; /* it passes the call on to the rest of the group */
 			if (ret && !first)
@@ -395,7 +396,7 @@ static int slot_get(loco_rpc_ep_t *ep, uint32_t node, uint32_t *slot, uint64_t *
 
 			if (sl->state != SLOT_ABANDONED)
 				continue;
-			p = rpc_peer_of(ep, sl->node);
+			p = rpc_peer_find(ep, sl->node);
 			if (landed(ep, s, sl->tag, &hd) || p == NULL ||
 			    peer_epoch(p) != sl->epoch) {
 				sl->state = SLOT_FREE;
@@ -429,8 +430,8 @@ static void slot_end(loco_rpc_ep_t *ep, uint32_t s, int state)
 }
 
 /* call_slot -- post frame @h (a reply wanted) with a reply slot: fills @t */
-static int call_slot(loco_rpc_ep_t *ep, struct rpc_peer *p, struct rf_hdr *h, const void *pl,
-                     size_t plen, void *ret, size_t ret_cap, loco_rpc_ticket_t *t,
+static int call_slot(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, struct rf_hdr *h,
+                     const void *pl, size_t plen, void *ret, size_t ret_cap, loco_rpc_ticket_t *t,
                      int64_t timeout_ns)
 {
 	int64_t deadline = obj_deadline(timeout_ns);
@@ -442,14 +443,14 @@ static int call_slot(loco_rpc_ep_t *ep, struct rpc_peer *p, struct rf_hdr *h, co
 	if (ret_cap && ret == NULL)
 		return -EINVAL;
 	loco_waiter_init(&w, ep->m);
-	while ((rc = slot_get(ep, p->node, &h->slot, &h->tag)) == -EBUSY) {
+	while ((rc = slot_get(ep, node, &h->slot, &h->tag)) == -EBUSY) {
 		if (timeout_ns == 0 || (deadline >= 0 && obj_now_ns() >= deadline))
 			return -EBUSY;
 		if (rpc_help(ep) == 0)
 			loco_waiter_pause(&w);
 	}
 	h->ret_cap = (uint32_t)(ret_cap < ep->cfg.ret_max ? ret_cap : ep->cfg.ret_max);
-	rc = post(ep, p, h, &iov, 1, timeout_ns == 0, deadline, &ep->slots[h->slot].epoch);
+	rc = post(ep, p, node, h, &iov, 1, timeout_ns == 0, deadline, &ep->slots[h->slot].epoch);
 	if (rc) {
 		slot_end(ep, h->slot, SLOT_FREE); /* never posted: no reply can come */
 		return rc;
@@ -457,7 +458,7 @@ static int call_slot(loco_rpc_ep_t *ep, struct rpc_peer *p, struct rf_hdr *h, co
 	if (t == NULL)
 		t = &local;
 	*t = (loco_rpc_ticket_t){
-	    .tag = h->tag, .slot = h->slot, .node = p->node, .ret = ret, .ret_cap = ret_cap};
+	    .tag = h->tag, .slot = h->slot, .node = node, .ret = ret, .ret_cap = ret_cap};
 	if (t != &local)
 		return 0;
 	rc = loco_rpc_wait(ep, t, &st, NULL, timeout_ns == 0 ? 0 : obj_left_ns(deadline));
@@ -477,7 +478,7 @@ int loco_rpc_call_return(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const vo
 		return -EINVAL;
 	if (len > ep->cfg.inline_max || ret_cap > ep->cfg.ret_max)
 		return -EMSGSIZE;
-	return call_slot(ep, p, &h, args, len, ret, ret_cap, t, timeout_ns);
+	return call_slot(ep, p, node, &h, args, len, ret, ret_cap, t, timeout_ns);
 }
 
 int loco_rpc_call_buffer(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *buf, size_t len,
@@ -493,14 +494,14 @@ int loco_rpc_call_buffer(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const vo
 	if (ret_cap > ep->cfg.ret_max || len > ep->cfg.pull_bytes)
 		return -EMSGSIZE;
 	if (len <= ep->cfg.inline_max)
-		return call_slot(ep, p, &h, buf, len, ret, ret_cap, t, timeout_ns);
+		return call_slot(ep, p, node, &h, buf, len, ret, ret_cap, t, timeout_ns);
 	base = loco_region_ptr(ep->send);
 	if ((const uint8_t *)buf < base || (const uint8_t *)buf + len > base + ep->cfg.pull_bytes)
 		return -EINVAL;
 	pl = (struct rf_pull){.off = (uint64_t)((const uint8_t *)buf - base), .len = len};
 	h.kind = RF_PULL;
 	h.plen = sizeof(pl);
-	return call_slot(ep, p, &h, &pl, sizeof(pl), ret, ret_cap, t, timeout_ns);
+	return call_slot(ep, p, node, &h, &pl, sizeof(pl), ret, ret_cap, t, timeout_ns);
 }
 
 int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *ret_len,
@@ -513,8 +514,14 @@ int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *
 	int ret;
 
 	if (ep == NULL || t == NULL || t->tag == 0 || t->slot >= ep->cfg.ret_slots ||
-	    (p = rpc_peer_of(ep, t->node)) == NULL)
+	    ep->slots[t->slot].tag != t->tag || ep->slots[t->slot].node != t->node)
 		return -EINVAL;
+	p = rpc_peer_find(ep, t->node);
+	if (p == NULL) { /* its record went to another node: it left long ago */
+		slot_end(ep, t->slot, SLOT_FREE);
+		t->tag = 0;
+		return -ECONNRESET;
+	}
 	loco_waiter_init(&w, ep->m);
 	for (;;) {
 		if (landed(ep, t->slot, t->tag, &hd)) {

@@ -17,8 +17,10 @@
  * whose OPEN goes unanswered (the callee has not made the endpoint yet)
  * sends it again every RPC_OPEN_RETRY_NS while it waits. When a member
  * leaves, its pipes and per-peer objects are freed by the lane that
- * serves it (and the caller's side under wlock); its small record stays
- * (RPC_TAB records in all), reused when it comes back.
+ * serves it (and the caller's side under wlock); its small record stays,
+ * for it if it comes back, or, once RPC_REUSE_AT are made, for another
+ * node (reuse(): the record's epoch moves on, so whatever still names
+ * the old node sees it gone). Records grow with the nodes alive at once.
  *
  * Results, error replies and "payload pulled" never use a ring: the
  * callee WRITEs them into the caller's reply slot (region "rets"), so a
@@ -82,6 +84,7 @@
 #define SLOT_HDR          32u
 #define RSRC_K            8u
 #define RPC_TAB           4096u /* peer records of one endpoint (distinct nodes it met) */
+#define RPC_REUSE_AT      32u   /* records made before those of nodes that left are reused */
 #define RPC_OPEN_RETRY_NS (20ll * 1000000ll)
 #define RPC_TREE_FANOUT   4u                   /* children of a node in call_all's tree */
 #define RPC_TREE_FWD_NS   (1000ll * 1000000ll) /* how long a node waits to pass a call on */
@@ -127,7 +130,7 @@ struct slot_hdr {
 };
 
 struct rpc_peer {
-	uint32_t node; /* fixed once made */
+	uint32_t node; /* atomic: set once made, and by reuse() (a record of a node that left) */
 	unsigned lane; /* fixed: the lane that runs its calls */
 	/*
 	 * atomic, written by the callbacks: even while it is a member (or not
@@ -211,6 +214,7 @@ struct loco_rpc_ep {
 	struct rpc_peer *tab[RPC_TAB];   /* atomic pointers */
 	struct rpc_peer *plist[RPC_TAB]; /* atomic pointers */
 	unsigned np;                     /* atomic: records made */
+	uint64_t st_reused;              /* atomic: records taken over by another node */
 	struct rpc_lane lanes[LOCO_RPC_THREADS_MAX];
 	unsigned nlanes;
 	/* reply slots */
@@ -243,6 +247,9 @@ static inline int peer_dead(const struct rpc_peer *p)
 
 /* rpc_peer_of -- the record of @node, or NULL (none yet). Lock-free. */
 struct rpc_peer *rpc_peer_of(loco_rpc_ep_t *ep, uint32_t node);
+
+/* rpc_peer_find -- rpc_peer_of(), and under the table's lock when that found none. */
+struct rpc_peer *rpc_peer_find(loco_rpc_ep_t *ep, uint32_t node);
 
 /* rpc_peer_get -- the record of @node, made if there is none: NULL (-ENOMEM, table full). */
 struct rpc_peer *rpc_peer_get(loco_rpc_ep_t *ep, uint32_t node);

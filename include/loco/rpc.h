@@ -120,7 +120,8 @@ typedef struct loco_rpc_stats {
 	/* now (not counters): the per-peer state made on first use */
 	uint64_t pipes_out; /* nodes this node has a ring to (it called them) */
 	uint64_t pipes_in;  /* nodes with a ring here (they called this node) */
-	uint64_t peers;     /* records of nodes met (kept, reused when they come back) */
+	uint64_t peers;     /* records of nodes met (kept for them, or reused for others) */
+	uint64_t reused;    /* counter: records of nodes that left taken over by others */
 	uint64_t mem_bytes; /* memory the endpoint holds: registered regions and records */
 } loco_rpc_stats_t;
 
