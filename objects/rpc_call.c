@@ -4,6 +4,7 @@
  * slots and waits (the design is in rpc_impl.h). Public API only.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,12 +223,38 @@ static int try_post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *
 	}
 }
 
+/* a WRITE that goes before a call's record (call_buffer_to): posted once, ordered before it */
+struct pre_write {
+	size_t soff, doff, len; /* from the send region at soff to dst at doff */
+	const loco_rref_t *dst;
+	int done;
+	uint32_t epoch; /* the callee's epoch it went to */
+};
+
+/* pre_post -- (wlock) @pre's WRITE, once per epoch of @p: 0, -ECONNRESET (it went to an old one) */
+static int pre_post(loco_rpc_ep_t *ep, struct rpc_peer *p, struct pre_write *pre)
+{
+	int ret;
+
+	if (pre->done)
+		return pre->epoch == p->out_epoch ? 0 : -ECONNRESET;
+	/* the link runs requests in posting order: the record that follows finds the bytes there */
+	ret = loco_write(ep->send, pre->soff, pre->dst, pre->doff, pre->len, NULL);
+	if (ret == 0) {
+		pre->done = 1;
+		pre->epoch = p->out_epoch;
+	}
+	return ret;
+}
+
 /*
  * post -- send one frame to @p, waiting (running calls meanwhile) until
- * @deadline; *@epoch (may be NULL): the callee's epoch it went to.
+ * @deadline; *@epoch (may be NULL): the callee's epoch it went to. With
+ * @pre, its WRITE goes first.
  */
 static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, const struct rf_hdr *h,
-                const struct pl_iov *pl, int urgent, int nowait, int64_t deadline, uint32_t *epoch)
+                const struct pl_iov *pl, int urgent, int nowait, int64_t deadline, uint32_t *epoch,
+                struct pre_write *pre)
 {
 	loco_waiter_t w;
 	int full = 0, setup, ret;
@@ -243,6 +270,8 @@ static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, const stru
 		/* the record was another node's once @node left (reuse()): it is gone */
 		ret = p->node == node ? rpc_out_fresh(ep, p) : -ECONNRESET;
 		setup = ret == -EAGAIN;
+		if (ret == 0 && pre != NULL)
+			ret = pre_post(ep, p, pre);
 		if (ret == 0)
 			ret = try_post(ep, p, h, pl, urgent);
 		if (ret == 0 && epoch != NULL)
@@ -280,7 +309,7 @@ int loco_rpc_call(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *arg
 		return -EINVAL;
 	if (len > ep->cfg.inline_max)
 		return -EMSGSIZE;
-	return post(ep, p, node, &h, &pl, 0, timeout_ns == 0, obj_deadline(timeout_ns), NULL);
+	return post(ep, p, node, &h, &pl, 0, timeout_ns == 0, obj_deadline(timeout_ns), NULL, NULL);
 }
 
 /* sub_at -- node id @i of a tree's list (unaligned: it may point into a ring message) */
@@ -324,7 +353,7 @@ int rpc_tree_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8_
 				pl = pl_one(args, alen);
 			}
 			h.plen = (uint32_t)pl.len;
-			ret = post(ep, p, node, &h, &pl, 0, deadline == 0, deadline, NULL);
+			ret = post(ep, p, node, &h, &pl, 0, deadline == 0, deadline, NULL, NULL);
 			if (ret == 0 && h.kind == RF_TREE)
 				break; /* it passes the call on to the rest of the group */
 			if (ret && !first)
@@ -431,8 +460,8 @@ static void slot_end(loco_rpc_ep_t *ep, uint32_t s, int state)
 
 /* call_slot -- post frame @h (a reply wanted) with a reply slot: fills @t */
 static int call_slot(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, struct rf_hdr *h,
-                     const void *pl, size_t plen, void *ret, size_t ret_cap, loco_rpc_ticket_t *t,
-                     int64_t timeout_ns)
+                     struct pre_write *pre, const void *pl, size_t plen, void *ret, size_t ret_cap,
+                     loco_rpc_ticket_t *t, int64_t timeout_ns)
 {
 	int64_t deadline = obj_deadline(timeout_ns);
 	struct pl_iov iov = pl_one(pl, plen);
@@ -450,7 +479,8 @@ static int call_slot(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, struc
 			loco_waiter_pause(&w);
 	}
 	h->ret_cap = (uint32_t)(ret_cap < ep->cfg.ret_max ? ret_cap : ep->cfg.ret_max);
-	rc = post(ep, p, node, h, &iov, 1, timeout_ns == 0, deadline, &ep->slots[h->slot].epoch);
+	rc = post(ep, p, node, h, &iov, 1, timeout_ns == 0, deadline, &ep->slots[h->slot].epoch,
+	          pre);
 	if (rc) {
 		slot_end(ep, h->slot, SLOT_FREE); /* never posted: no reply can come */
 		return rc;
@@ -478,7 +508,7 @@ int loco_rpc_call_return(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const vo
 		return -EINVAL;
 	if (len > ep->cfg.inline_max || ret_cap > ep->cfg.ret_max)
 		return -EMSGSIZE;
-	return call_slot(ep, p, node, &h, args, len, ret, ret_cap, t, timeout_ns);
+	return call_slot(ep, p, node, &h, NULL, args, len, ret, ret_cap, t, timeout_ns);
 }
 
 int loco_rpc_call_buffer(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *buf, size_t len,
@@ -494,14 +524,64 @@ int loco_rpc_call_buffer(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const vo
 	if (ret_cap > ep->cfg.ret_max || len > ep->cfg.pull_bytes)
 		return -EMSGSIZE;
 	if (len <= ep->cfg.inline_max)
-		return call_slot(ep, p, node, &h, buf, len, ret, ret_cap, t, timeout_ns);
+		return call_slot(ep, p, node, &h, NULL, buf, len, ret, ret_cap, t, timeout_ns);
 	base = loco_region_ptr(ep->send);
 	if ((const uint8_t *)buf < base || (const uint8_t *)buf + len > base + ep->cfg.pull_bytes)
 		return -EINVAL;
 	pl = (struct rf_pull){.off = (uint64_t)((const uint8_t *)buf - base), .len = len};
 	h.kind = RF_PULL;
 	h.plen = sizeof(pl);
-	return call_slot(ep, p, node, &h, &pl, sizeof(pl), ret, ret_cap, t, timeout_ns);
+	return call_slot(ep, p, node, &h, NULL, &pl, sizeof(pl), ret, ret_cap, t, timeout_ns);
+}
+
+int loco_rpc_call_buffer_to(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *buf,
+                            size_t len, const loco_rref_t *dst, size_t doff, void *ret,
+                            size_t ret_cap, loco_rpc_ticket_t *t, int64_t timeout_ns)
+{
+	struct rf_hdr h = {.kind = RF_DEST, .hid = id, .plen = sizeof(struct rf_dest)};
+	const uint8_t *base;
+	struct pre_write pre;
+	struct rf_dest d;
+	struct rpc_peer *p;
+
+	if (ep == NULL || dst == NULL || len == 0 || buf == NULL || dst->node != node ||
+	    (p = callee(ep, node)) == NULL)
+		return -EINVAL;
+	if (ret_cap > ep->cfg.ret_max)
+		return -EMSGSIZE;
+	base = loco_region_ptr(ep->send);
+	if ((const uint8_t *)buf < base || len > ep->cfg.pull_bytes ||
+	    (const uint8_t *)buf - base > (ptrdiff_t)(ep->cfg.pull_bytes - len) ||
+	    doff > dst->len || len > dst->len - doff)
+		return -EINVAL;
+	pre = (struct pre_write){
+	    .soff = (size_t)((const uint8_t *)buf - base), .doff = doff, .len = len, .dst = dst};
+	d = (struct rf_dest){.addr = dst->addr + doff, .len = len, .rkey = dst->rkey};
+	return call_slot(ep, p, node, &h, &pre, &d, sizeof(d), ret, ret_cap, t, timeout_ns);
+}
+
+int loco_rpc_dest_add(loco_rpc_ep_t *ep, loco_region_t *r)
+{
+	int ret = 0;
+
+	loco_rref_t self;
+
+	if (ep == NULL || r == NULL || loco_region_rref(r, &self) != 0 || self.node != ep->me)
+		return -EINVAL; /* NULL, or a region of another manager */
+	pthread_mutex_lock(&ep->hlock);
+	for (unsigned i = 0; i < ep->ndest; i++)
+		if (ep->dest[i].r == r)
+			ret = -EEXIST;
+	if (ret == 0 && ep->ndest == LOCO_RPC_DESTS_MAX)
+		ret = -ENOSPC;
+	if (ret == 0) {
+		ep->dest[ep->ndest].r = r;
+		ep->dest[ep->ndest].self = self;
+		/* publishes the entry: pairs with rpc_dest_find() */
+		__atomic_store_n(&ep->ndest, ep->ndest + 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&ep->hlock);
+	return ret;
 }
 
 int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *ret_len,

@@ -40,6 +40,14 @@ int rf_next(const void *msg, size_t len, size_t *pos, const struct rf_limits *li
 		    f->pull.off > lim->send_len || f->pull.len > lim->send_len - f->pull.off)
 			return -EBADMSG;
 		break;
+	case RF_DEST:
+		if (f->h.slot >= lim->slots || f->h.plen != sizeof(struct rf_dest))
+			return -EBADMSG;
+		memcpy(&f->dest, b + at + RF_HDR, sizeof(f->dest));
+		if (f->dest.len == 0 || f->dest.rsv != 0 ||
+		    f->dest.addr + f->dest.len < f->dest.addr)
+			return -EBADMSG; /* where it lies is the callee's check (its regions) */
+		break;
 	case RF_TREE: {
 		uint32_t th[2];
 

@@ -8,7 +8,8 @@
  * the caller aggregates. A frame, 8-byte aligned:
  *   u32 plen     payload bytes after the header
  *   u8  kind     RF_CALL (one-way), RF_RET (result wanted), RF_PULL,
- *                RF_TREE (a one-way call to pass down a tree)
+ *                RF_TREE (a one-way call to pass down a tree), RF_DEST
+ *                (result wanted; the payload was WRITten to the callee)
  *   u8  rsv[3]   0
  *   u32 hid      handler id
  *   u32 slot     the caller's reply slot (RF_RET, RF_PULL)
@@ -33,6 +34,7 @@ enum {
 	RF_RET = 2,
 	RF_PULL = 3,
 	RF_TREE = 4,
+	RF_DEST = 5,
 };
 
 #define RF_TREE_MAX 4096u /* node ids one RF_TREE frame may name */
@@ -56,11 +58,20 @@ struct rf_pull {
 	uint64_t len;
 };
 
+/* the payload of an RF_DEST frame: where the caller WROTE the bytes, on the callee */
+struct rf_dest {
+	uint64_t addr;
+	uint64_t len;
+	uint32_t rkey;
+	uint32_t rsv;
+};
+
 /* a decoded frame: payload points into the message */
 struct rf_frame {
 	struct rf_hdr h;
 	const void *payload;
 	struct rf_pull pull; /* RF_PULL only */
+	struct rf_dest dest; /* RF_DEST only */
 	/* RF_TREE only: who called, and the nodes to pass it on to (unaligned u32s) */
 	uint32_t origin, nsub;
 	const uint8_t *sub;

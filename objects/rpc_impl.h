@@ -228,6 +228,12 @@ struct loco_rpc_ep {
 	pthread_mutex_t hlock;
 	struct rpc_handler h[LOCO_RPC_HANDLERS_MAX];
 	unsigned nh;
+	/* regions call_buffer_to may WRITE into (hlock; ndest published with release) */
+	struct {
+		loco_region_t *r;
+		loco_rref_t self;
+	} dest[LOCO_RPC_DESTS_MAX];
+	unsigned ndest;
 	loco_poller_t *poller;
 	int stop;
 	loco_rpc_stats_t st; /* updated with atomic adds */

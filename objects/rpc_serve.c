@@ -127,6 +127,23 @@ static int pull(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint3
 	return 0;
 }
 
+/* dest_find -- the local place of a call_buffer_to payload, in a destination region: 0, -EFAULT */
+static int dest_find(loco_rpc_ep_t *ep, const struct rf_dest *d, const void **data)
+{
+	unsigned n = __atomic_load_n(&ep->ndest, __ATOMIC_ACQUIRE); /* pairs with dest_add */
+
+	for (unsigned i = 0; i < n; i++) {
+		const loco_rref_t *s = &ep->dest[i].self;
+
+		if (d->rkey != s->rkey || d->addr < s->addr || d->addr - s->addr > s->len ||
+		    d->len > s->len - (d->addr - s->addr))
+			continue;
+		*data = (const uint8_t *)loco_region_ptr(ep->dest[i].r) + (d->addr - s->addr);
+		return 0;
+	}
+	return -EFAULT;
+}
+
 static void run_frame(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint32_t e,
                       const struct rf_frame *f)
 {
@@ -150,6 +167,8 @@ static void run_frame(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p,
 	if (h == NULL) {
 		ST_ADD(ep, unknown, 1);
 		status = -ENOENT;
+	} else if (f->h.kind == RF_DEST && (status = dest_find(ep, &f->dest, &msg.data)) != 0) {
+		ST_ADD(ep, bad, 1); /* a place that is no destination region here: refused */
 	} else if (f->h.kind == RF_PULL && (status = pull(ep, l, p, e, &f->pull, &msg.data)) != 0) {
 		if (status == -ECONNRESET) {
 			ST_ADD(ep, dropped, 1);
@@ -158,6 +177,8 @@ static void run_frame(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p,
 	} else {
 		if (f->h.kind == RF_PULL)
 			msg.len = (size_t)f->pull.len;
+		if (f->h.kind == RF_DEST)
+			msg.len = (size_t)f->dest.len;
 		status = h->fn(h->arg, &msg, retbuf, cap, &rl);
 		ST_ADD(ep, handled, 1);
 		if (rl > cap)

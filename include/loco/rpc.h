@@ -55,6 +55,7 @@ typedef struct loco_rpc_ep loco_rpc_ep_t;
 #define LOCO_RPC_HANDLERS_MAX 64u /* handlers registered on one endpoint */
 #define LOCO_RPC_THREADS_MAX  8u  /* server threads */
 #define LOCO_RPC_DEPTH_MAX    8u  /* nesting of handlers waiting inside handlers */
+#define LOCO_RPC_DESTS_MAX    8u  /* regions call_buffer_to may write into, per endpoint */
 
 /* Aggregation of small calls on the caller (cfg.agg). */
 enum loco_rpc_agg {
@@ -211,6 +212,31 @@ int loco_rpc_call_return(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const vo
  */
 int loco_rpc_call_buffer(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *buf, size_t len,
                          void *ret, size_t ret_cap, loco_rpc_ticket_t *t, int64_t timeout_ns);
+
+/*
+ * loco_rpc_call_buffer_to -- Seriema's third call_buffer form: WRITE the
+ * @len bytes at @buf (in loco_rpc_send_region(ep)) into @dst at @doff (a
+ * region of @node, loco_region_remote(), that @node gave its endpoint
+ * with loco_rpc_dest_add()), then call handler @id there, which finds the
+ * bytes in place: msg->data points into its own region (no copy, no
+ * READ). The link runs the WRITE before the call, so the handler sees
+ * them whole. @buf must stay unchanged until the call completes, as for
+ * a pulled call_buffer. Result and returns as loco_rpc_call_return();
+ * -EINVAL also for @buf outside the send region, @dst not @node's or too
+ * short; the handler's status is -EFAULT when @dst is not a destination
+ * region of the callee's endpoint. Appeared in loco 0.8.
+ */
+int loco_rpc_call_buffer_to(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *buf,
+                            size_t len, const loco_rref_t *dst, size_t doff, void *ret,
+                            size_t ret_cap, loco_rpc_ticket_t *t, int64_t timeout_ns);
+
+/*
+ * loco_rpc_dest_add -- let callers of @ep WRITE call_buffer_to payloads
+ * into @r (a remotely writable region of this node, of any object of its
+ * manager). Returns 0; -EEXIST (added already), -ENOSPC
+ * (LOCO_RPC_DESTS_MAX), -EINVAL. Appeared in loco 0.8.
+ */
+int loco_rpc_dest_add(loco_rpc_ep_t *ep, loco_region_t *r);
 
 /*
  * loco_rpc_wait -- wait up to @timeout_ns for the call of @t: its status

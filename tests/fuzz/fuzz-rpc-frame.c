@@ -6,7 +6,7 @@
  * (so ASan sees any read past it) and walked with rf_next() to the end or
  * to the first refusal. Invariants: the walk advances at every frame and
  * never past the message; a frame's payload lies inside the message; its
- * kind is one of the four; a tree's node list and arguments lie inside
+ * kind is one of the five; a destination is non-empty and does not wrap; a tree's node list and arguments lie inside
  * its payload; a reply slot is below the limit; a pull's
  * extent is non-empty and inside the send region; the walk ends (a frame
  * takes at least RF_HDR bytes). Every violation ends in __builtin_trap()
@@ -27,7 +27,7 @@ int fuzz_replay_summary(void);
 static const struct rf_limits lim = {.slots = 64, .pull_max = 1u << 20, .send_len = 1u << 20};
 
 static struct {
-	unsigned long inputs, frames, bad, empty, by_kind[5];
+	unsigned long inputs, frames, bad, empty, by_kind[6];
 } stats;
 
 static void fail(const char *why)
@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if ((const uint8_t *)f.payload != msg + last + RF_HDR ||
 		    last + RF_HDR + (size_t)f.h.plen > size)
 			fail("payload outside the message");
-		if (f.h.kind < 1 || f.h.kind > 4)
+		if (f.h.kind < 1 || f.h.kind > 5)
 			fail("bad kind accepted");
 		if (f.h.kind == 4 &&
 		    (f.nsub > RF_TREE_MAX || f.sub != (const uint8_t *)f.payload + 8 ||
@@ -69,12 +69,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (f.h.kind != 4 && (f.args != f.payload || f.alen != f.h.plen))
 			fail("arguments are not the payload");
 		stats.by_kind[f.h.kind]++;
-		if ((f.h.kind == 2 || f.h.kind == 3) && f.h.slot >= lim.slots)
+		if ((f.h.kind == 2 || f.h.kind == 3 || f.h.kind == 5) && f.h.slot >= lim.slots)
 			fail("reply slot out of range accepted");
 		if (f.h.kind == 3 && (f.pull.len == 0 || f.pull.len > lim.pull_max ||
 		                      f.pull.off + f.pull.len > lim.send_len ||
 		                      f.pull.off + f.pull.len < f.pull.off))
 			fail("pull extent out of range accepted");
+		if (f.h.kind == 5 &&
+		    (f.dest.len == 0 || f.dest.rsv != 0 || f.dest.addr + f.dest.len < f.dest.addr))
+			fail("empty, reserved or wrapping destination accepted");
 		if (n > (int)(size / RF_HDR) + 1)
 			fail("more frames than the message can hold");
 	}
@@ -95,12 +98,12 @@ int fuzz_replay_summary(void)
 {
 	fprintf(
 	    stderr,
-	    "fuzz-rpc-frame: %lu inputs, %lu frames (call %lu, ret %lu, pull %lu, tree %lu), %lu "
-	    "refused, %lu empty\n",
+	    "fuzz-rpc-frame: %lu inputs, %lu frames (call %lu, ret %lu, pull %lu, tree %lu, dest "
+	    "%lu), %lu refused, %lu empty\n",
 	    stats.inputs, stats.frames, stats.by_kind[1], stats.by_kind[2], stats.by_kind[3],
-	    stats.by_kind[4], stats.bad, stats.empty);
+	    stats.by_kind[4], stats.by_kind[5], stats.bad, stats.empty);
 	return stats.by_kind[1] && stats.by_kind[2] && stats.by_kind[3] && stats.by_kind[4] &&
-	               stats.bad
+	               stats.by_kind[5] && stats.bad
 	           ? 0
 	           : 1;
 }

@@ -25,6 +25,11 @@ def tree(origin, subs, args):
 
 
 seeds = {
+    'dest': frame(5, struct.pack('<QQII', 0x7f0000001000, 64, 0x1234, 0)),
+    'dest-zero': frame(5, struct.pack('<QQII', 0x1000, 0, 1, 0)),
+    'dest-wrap': frame(5, struct.pack('<QQII', 2**64 - 8, 16, 1, 0)),
+    'dest-rsv': frame(5, struct.pack('<QQII', 0x1000, 8, 1, 1)),
+    'dest-bad-slot': frame(5, struct.pack('<QQII', 0x1000, 8, 1, 0), slot=64),
     'tree': frame(4, tree(3, [5, 6, 7], b'args')),
     'tree-empty': frame(4, tree(3, [], b'')),
     'tree-count-too-big': frame(4, struct.pack('<II', 3, 5) + struct.pack('<I', 9)),
