@@ -1157,6 +1157,15 @@ int loco_channel_peers(loco_channel_t *ch, uint32_t *ids, size_t max)
 			all[n++] = p->node;
 	}
 	lc_sort_u32(all, n);
+	/* a node that left and came back during the scan may be in two positions: once */
+	if (n > 1) {
+		size_t k = 1;
+
+		for (size_t i = 1; i < n; i++)
+			if (all[i] != all[k - 1])
+				all[k++] = all[i];
+		n = k;
+	}
 	if (n > 0 && max > 0) /* ids may be NULL with max 0: counting only */
 		memcpy(ids, all, (n < max ? n : max) * sizeof(ids[0]));
 	return (int)n;
