@@ -1284,6 +1284,10 @@ int loco_object_sync(loco_object_t *obj, int64_t timeout_ns)
  */
 #define LC_OBJ_MSG_QUEUED (LC_CONN_TXQ_MAX / 2)
 
+_Static_assert(LOCO_OBJECT_MSG_MAX == LC_OBJ_MSG_MAX, "an object message fits one OBJ");
+_Static_assert(LC_CHAN_ENTRIES_MAX % LC_RR_PAGE == 0 && LC_CHAN_ENTRIES_MAX < LC_IDX_NONE,
+               "local region indexes fill whole pages, and none is LC_IDX_NONE");
+
 int loco_object_on_msg(loco_object_t *obj, loco_object_msg_fn fn, void *arg)
 {
 	loco_manager_t *m;
