@@ -273,19 +273,20 @@ void lc_rref_write(struct lc_rref *r, uint32_t rkey, uint64_t addr, uint64_t len
 	__atomic_store_n(&r->seq, s + 2, __ATOMIC_RELEASE);
 }
 
+/* lc_rref_resolve (chan.h), here beside the sorted entries it searches */
+static const struct lc_region_info *peer_entry(const struct lc_peer *p, const char *key, int param);
+
 void lc_rref_resolve(struct lc_peer *p, const struct loco_region *r)
 {
+	const struct lc_region_info *e;
+
 	if (r->idx == LC_IDX_NONE)
 		return; /* unlisted: no reference */
-	for (uint32_t i = 0; i < p->nregions; i++) {
-		if (!(p->regions[i].access & LC_REGION_PARAM) &&
-		    strcmp(p->regions[i].name, r->full) == 0) {
-			lc_peer_rref_set(p, r->idx, p->regions[i].rkey, p->regions[i].addr,
-			                 p->regions[i].len);
-			return;
-		}
-	}
-	lc_peer_rref_set(p, r->idx, 0, 0, 0);
+	e = peer_entry(p, r->full, 0);
+	if (e != NULL)
+		lc_peer_rref_set(p, r->idx, e->rkey, e->addr, e->len);
+	else
+		lc_peer_rref_set(p, r->idx, 0, 0, 0);
 }
 
 /* fence_settle -- @p owes no fence any more (it left, or paired just now). */
@@ -390,14 +391,53 @@ last:
 	send(m, msg, ctx); /* the last page (or the only one, maybe empty) */
 }
 
-/* obj_entry -- @e names something of object @o: the part after "o/", else NULL. */
-static const char *obj_entry(const loco_object_t *o, const struct lc_region_info *e)
+/*
+ * A peer's announced entries are kept sorted by name, a region before a
+ * parameter of the same name (entry_cmp), so that every lookup is a binary
+ * search: resolving and checking n regions against a peer's n entries
+ * costs n log n, not n * n, however many a peer announces.
+ */
+static int entry_order(const char *name, uint32_t access, const char *key, int param)
 {
-	size_t n = strlen(o->name);
+	int c = strcmp(name, key);
 
-	if (strncmp(e->name, o->name, n) != 0 || e->name[n] != '/')
-		return NULL;
-	return e->name + n + 1;
+	if (c != 0)
+		return c;
+	return (int)!!(access & LC_REGION_PARAM) - (int)!!param;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct lc_region_info *x = a, *y = b;
+
+	return entry_order(x->name, x->access, y->name, !!(y->access & LC_REGION_PARAM));
+}
+
+/* entry_lower -- the first of @p's entries not before (@key, @param). m->lock. */
+static uint32_t entry_lower(const struct lc_peer *p, const char *key, int param)
+{
+	uint32_t lo = 0, hi = p->nregions;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (entry_order(p->regions[mid].name, p->regions[mid].access, key, param) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* peer_entry -- @p's announced region (or parameter: @param) named @key, or NULL. m->lock. */
+static const struct lc_region_info *peer_entry(const struct lc_peer *p, const char *key, int param)
+{
+	uint32_t i = entry_lower(p, key, param);
+
+	if (i < p->nregions &&
+	    entry_order(p->regions[i].name, p->regions[i].access, key, param) == 0)
+		return &p->regions[i];
+	return NULL;
 }
 
 /* mismatch -- @o disagrees with peer @node: logged, and the object fails for good. */
@@ -427,28 +467,31 @@ static void mismatch(loco_channel_t *ch, loco_object_t *o, uint32_t node, const 
 
 void lc_chan_agree_check(loco_channel_t *ch, struct lc_peer *p, loco_object_t *only)
 {
+	char full[LOCO_NAME_MAX + 2];
+
 	for (loco_object_t *o = ch->objects; o != NULL; o = o->next) {
+		size_t n = strlen(o->name);
+
 		if (only != NULL && o != only)
 			continue;
-		for (uint32_t i = 0; i < p->nregions; i++) {
-			const struct lc_region_info *e = &p->regions[i];
-			const char *key = obj_entry(o, e);
+		for (unsigned k = 0; k < o->nparams; k++) {
+			const struct lc_region_info *e;
 
-			if (key == NULL)
-				continue;
-			if (e->access & LC_REGION_PARAM) {
-				for (unsigned k = 0; k < o->nparams; k++)
-					if (strcmp(o->params[k].key, key) == 0 &&
-					    o->params[k].value != e->addr)
-						mismatch(ch, o, p->node, "parameter", key,
-						         o->params[k].value, e->addr);
-				continue;
-			}
-			for (struct loco_region *r = o->regions; r != NULL; r = r->next)
-				if (r->idx != LC_IDX_NONE && strcmp(r->full, e->name) == 0 &&
-				    r->len != e->len)
-					mismatch(ch, o, p->node, "length of region", key, r->len,
-					         e->len);
+			param_name(o, &o->params[k], full);
+			e = peer_entry(p, full, 1);
+			if (e != NULL && e->addr != o->params[k].value)
+				mismatch(ch, o, p->node, "parameter", o->params[k].key,
+				         o->params[k].value, e->addr);
+		}
+		for (struct loco_region *r = o->regions; r != NULL; r = r->next) {
+			const struct lc_region_info *e;
+
+			if (r->idx == LC_IDX_NONE)
+				continue; /* unlisted: the peer's namesake, if any, is its own */
+			e = peer_entry(p, r->full, 0);
+			if (e != NULL && e->len != r->len)
+				mismatch(ch, o, p->node, "length of region", r->full + n + 1,
+				         r->len, e->len);
 		}
 	}
 }
@@ -610,6 +653,8 @@ static void peer_regions(loco_channel_t *ch, struct lc_peer *p)
 			            "%s: ignored",
 			            ch->name, p->node, p->pend[i].name);
 	}
+	if (n > 1)
+		qsort(p->pend, n, sizeof(*p->pend), entry_cmp); /* for peer_entry() */
 	free(p->regions);
 	p->regions = p->pend;
 	p->nregions = n;
@@ -823,6 +868,17 @@ void lc_chan_dispatch(loco_manager_t *m)
 		free(e);
 	}
 	pthread_mutex_unlock(&m->lock);
+}
+
+void lc_chan_events_free(loco_manager_t *m)
+{
+	while (m->cb_head != NULL) {
+		struct lc_cb_event *e = m->cb_head;
+
+		m->cb_head = e->next;
+		free(e);
+	}
+	m->cb_tail = &m->cb_head;
 }
 
 void lc_chan_object_gone(loco_manager_t *m, loco_object_t *obj)
@@ -1101,6 +1157,15 @@ int loco_channel_peers(loco_channel_t *ch, uint32_t *ids, size_t max)
 			all[n++] = p->node;
 	}
 	lc_sort_u32(all, n);
+	/* a node that left and came back during the scan may be in two positions: once */
+	if (n > 1) {
+		size_t k = 1;
+
+		for (size_t i = 1; i < n; i++)
+			if (all[i] != all[k - 1])
+				all[k++] = all[i];
+		n = k;
+	}
 	if (n > 0 && max > 0) /* ids may be NULL with max 0: counting only */
 		memcpy(ids, all, (n < max ? n : max) * sizeof(ids[0]));
 	return (int)n;
@@ -1121,18 +1186,20 @@ static int obj_held_by(const loco_object_t *o, const struct lc_peer *p)
 		if (r->idx != LC_IDX_NONE)
 			region = 0; /* it announces a region: the peer must announce one */
 
-	for (uint32_t i = 0; i < p->nregions && !region; i++)
-		region = !(p->regions[i].access & LC_REGION_PARAM) && obj_entry(o, &p->regions[i]);
+	if (!region) { /* a region named "object/...": they sort together, from "object/" on */
+		size_t n = strlen(o->name);
+
+		snprintf(full, sizeof(full), "%s/", o->name);
+		for (uint32_t i = entry_lower(p, full, 0);
+		     i < p->nregions && !region && strncmp(p->regions[i].name, full, n + 1) == 0;
+		     i++)
+			region = !(p->regions[i].access & LC_REGION_PARAM);
+	}
 	if (!region)
 		return 0;
 	for (unsigned k = 0; k < o->nparams; k++) {
-		uint32_t i = 0;
-
 		param_name(o, &o->params[k], full);
-		while (i < p->nregions && (!(p->regions[i].access & LC_REGION_PARAM) ||
-		                           strcmp(p->regions[i].name, full) != 0))
-			i++;
-		if (i == p->nregions)
+		if (peer_entry(p, full, 1) == NULL)
 			return 0;
 	}
 	return 1;
@@ -1216,6 +1283,10 @@ int loco_object_sync(loco_object_t *obj, int64_t timeout_ns)
  * member (conn.h): set-up messages wait for a connection that keeps up.
  */
 #define LC_OBJ_MSG_QUEUED (LC_CONN_TXQ_MAX / 2)
+
+_Static_assert(LOCO_OBJECT_MSG_MAX == LC_OBJ_MSG_MAX, "an object message fits one OBJ");
+_Static_assert(LC_CHAN_ENTRIES_MAX % LC_RR_PAGE == 0 && LC_CHAN_ENTRIES_MAX < LC_IDX_NONE,
+               "local region indexes fill whole pages, and none is LC_IDX_NONE");
 
 int loco_object_on_msg(loco_object_t *obj, loco_object_msg_fn fn, void *arg)
 {

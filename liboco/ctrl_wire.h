@@ -54,7 +54,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LC_CTRL_VERSION     1
+#define LC_CTRL_VERSION     2 /* 2: CHAN in pages (first, total), OBJ; 1 before */
 #define LC_CTRL_HDR_LEN     24
 #define LC_CTRL_MAX_MSG     (64u * 1024)
 #define LC_NAME_MAX         128 /* channel full names, region names (bytes, no NUL) */

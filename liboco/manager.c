@@ -145,6 +145,7 @@ static void manager_free(loco_manager_t *m)
 	lc_dials_stop(m);
 	lc_members_free(m);
 	lc_graves_reap(m, 1); /* the links are gone: nothing lands any more */
+	lc_chan_events_free(m);
 	if (m->lfd >= 0)
 		close(m->lfd);
 	if (m->epfd >= 0)

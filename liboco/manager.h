@@ -146,9 +146,10 @@ int lc_pollers_run(struct lc_pollers *ps, int64_t *period_ns); /* progress threa
 
 /* channel.c -- subscribes to membership; runs object callbacks */
 void lc_chan_subscribe(loco_manager_t *m);
-void lc_chan_dispatch(loco_manager_t *m); /* progress thread, m->lock not held */
-void lc_chan_excluded(loco_manager_t *m); /* m->lock: remember each channel's peers */
-void lc_chan_rejoined(loco_manager_t *m); /* m->lock: wait for them again (join timeout) */
+void lc_chan_dispatch(loco_manager_t *m);    /* progress thread, m->lock not held */
+void lc_chan_events_free(loco_manager_t *m); /* callbacks still queued at the end: dropped */
+void lc_chan_excluded(loco_manager_t *m);    /* m->lock: remember each channel's peers */
+void lc_chan_rejoined(loco_manager_t *m);    /* m->lock: wait for them again (join timeout) */
 
 /* region.c -- free the destroyed objects' regions that are due (@all: every one, at the end) */
 void lc_graves_reap(loco_manager_t *m, int all);

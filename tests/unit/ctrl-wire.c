@@ -23,7 +23,7 @@ static void encode__header_layout_matches_documented_offsets(void **state)
 {
 	struct lc_msg *m = msg_new(LC_MSG_HEARTBEAT, MIN);
 	const uint8_t want[32] = {
-	    32,   0,    0,    0,    1,    0,    LC_MSG_HEARTBEAT,
+	    32,   0,    0,    0,    2,    0,    LC_MSG_HEARTBEAT,
 	    0,    0x11, 0x12, 0x13, 0x14, 0,    0,
 	    0,    0,    0x21, 0x22, 0x23, 0x24, 0x25,
 	    0x26, 0x27, 0x28, 0x31, 0x32, 0x33, 0x34,
