@@ -58,13 +58,20 @@
 /* map_free -- what create made (its thread stopped), in reverse: for destroy, a failed create. */
 static void map_free(loco_map_t *map)
 {
+	if (map->poller != NULL)
+		loco_poller_remove(map->poller);
 	loco_rpc_destroy(map->ep);
 	loco_object_destroy(map->obj);
 	for (unsigned i = 0; i < MAP_READERS; i++)
 		loco_ack_key_destroy(map->acks[i]);
+	for (unsigned i = 0; i < MAP_WRITERS; i++)
+		loco_ack_key_destroy(map->wacks[i]);
+	for (unsigned i = 0; i < LOCO_RPC_NODES_MAX; i++)
+		pthread_mutex_destroy(&map->out[i].lock);
 	loco_ack_key_destroy(map->cack);
 	free(map->meta);
 	free(map->cbuf);
+	free(map->dbuf);
 	pthread_cond_destroy(&map->tcond);
 	pthread_mutex_destroy(&map->tlock);
 	pthread_mutex_destroy(&map->lock);
@@ -157,16 +164,36 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 	map->nslots = c.capacity;
 	map->ngroups = c.capacity / LOCO_MAP_GROUP;
 	map->R = c.replicas;
+	map->rec_len = (map->slot_len + 63) & ~(size_t)63;
+	map->log_recs = (uint32_t)(MAP_LOG_BYTES / map->rec_len);
+	if (map->log_recs > MAP_LOG_RECS)
+		map->log_recs = MAP_LOG_RECS;
+	if (map->log_recs < MAP_LOG_RECS_MIN)
+		map->log_recs = MAP_LOG_RECS_MIN;
+	map->slice_len = MAP_LOG_CTL + (size_t)map->log_recs * map->rec_len;
+	map->stg_off = ((size_t)MAP_READERS * (map->group_len + 8) + 8 + 63) & ~(size_t)63;
+	map->wstride = MAP_TGT_MAX * map->rec_len + 64;
+	for (unsigned i = 0; i < LOCO_RPC_NODES_MAX; i++) {
+		pthread_mutex_init(&map->out[i].lock, NULL);
+		map->out[i].sync = 1; /* its head is read before the first write */
+		map->in_head[i] = 1;
+	}
 	pthread_mutex_init(&map->lock, NULL);
 	pthread_mutex_init(&map->tlock, NULL);
 	pthread_cond_init(&map->tcond, NULL);
 	ret = -ENOMEM;
 	map->meta = calloc(map->nslots, sizeof(*map->meta));
 	map->cbuf = malloc(sizeof(struct op_msg) + LOCO_MAP_KEY_MAX + LOCO_MAP_VALUE_MAX);
-	if (map->meta == NULL || map->cbuf == NULL)
+	map->dbuf = malloc(map->rec_len);
+	if (map->meta == NULL || map->cbuf == NULL || map->dbuf == NULL)
 		goto err;
 	for (unsigned i = 0; i < MAP_READERS; i++) {
 		ret = loco_ack_key_create(map->m, &map->acks[i]);
+		if (ret)
+			goto err;
+	}
+	for (unsigned i = 0; i < MAP_WRITERS; i++) {
+		ret = loco_ack_key_create_flags(map->m, LOCO_ACK_IGNORE_LEFT, &map->wacks[i]);
 		if (ret)
 			goto err;
 	}
@@ -181,7 +208,7 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 	shape[0] = c.key_max;
 	shape[1] = c.value_max;
 	shape[2] = c.replicas;
-	shape[3] = 1; /* the slot format's version */
+	shape[3] = 2; /* the slot format's version (2: the logs) */
 	ret = loco_object_agree(map->obj, "shape", XXH3_64bits(shape, sizeof(shape)) >> 1);
 	if (ret == 0)
 		ret = loco_object_agree(map->obj, "nodes",
@@ -190,10 +217,14 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 		ret = loco_region_create(map->obj, "tab", (size_t)map->nslots * map->slot_len,
 		                         LOCO_ACCESS_READ, &map->tab);
 	if (ret == 0)
-		ret = loco_region_create(map->obj, "scr", MAP_READERS * map->group_len + 8, 0,
+		ret = loco_region_create(map->obj, "scr",
+		                         map->stg_off + (size_t)MAP_WRITERS * map->wstride, 0,
 		                         &map->scr);
 	if (ret == 0)
 		ret = loco_region_create(map->obj, "info", 8, LOCO_ACCESS_READ, &map->info);
+	if (ret == 0 && map_node_index(map, map->me) >= 0) /* a key holder: its inbound logs */
+		ret = loco_region_create(map->obj, "log", (size_t)map->nnodes * map->slice_len,
+		                         LOCO_ACCESS_READ | LOCO_ACCESS_WRITE, &map->log);
 	if (ret)
 		goto err;
 	loco_rpc_cfg_default(&rc, all, nall);
@@ -223,6 +254,16 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 		map_set_bit(map, &map->active, map->me, 1);
 	map->joining = c.join && map_node_index(map, map->me) >= 0;
 	*(uint64_t *)loco_region_ptr(map->info) = map->joining ? INFO_JOINING : INFO_ACTIVE;
+	if (map->log != NULL) {
+		for (uint32_t s = 0; s < map->nnodes; s++)
+			*(uint64_t *)((uint8_t *)loco_region_ptr(map->log) + s * map->slice_len) = 1;
+		pthread_mutex_lock(&map->lock);
+		map_absorb(map);
+		pthread_mutex_unlock(&map->lock);
+		ret = loco_poller_add(map->m, map_poll, map, MAP_POLL_NS, &map->poller);
+		if (ret)
+			goto err;
+	}
 	np = loco_channel_peers(ch, ids, 64);
 	for (int i = 0; i < np && i < 64; i++)
 		map_set_bit(map, &map->present, ids[i], 1);
@@ -321,16 +362,24 @@ static void reader_put(loco_map_t *map, unsigned i)
 }
 
 /*
- * group_read -- group @g of @owner's table into @buf (this node's own:
- * copied). Returns 0 or the fabric's error.
+ * group_read -- group @g of @owner's table into reader @r's buffer (this
+ * node's own: copied). With @info (the first group a GET reads), @owner's
+ * info word too, read before the group (requests to one node execute in
+ * order), into *@info. Returns 0 or the fabric's error.
  */
-static int group_read(loco_map_t *map, unsigned r, uint32_t owner, uint32_t g, int64_t dl)
+static int group_read(loco_map_t *map, unsigned r, uint32_t owner, uint32_t g, uint64_t *info,
+                      int64_t dl)
 {
-	uint8_t *buf = (uint8_t *)loco_region_ptr(map->scr) + (size_t)r * map->group_len;
-	loco_rref_t rr;
+	uint8_t *scr = loco_region_ptr(map->scr);
+	uint8_t *buf = scr + (size_t)r * map->group_len;
+	size_t ioff = (size_t)MAP_READERS * map->group_len + 8 + (size_t)r * 8;
+	loco_rref_t rr, ri;
 	int ret;
 
 	if (owner == map->me) {
+		if (info != NULL)
+			*info = __atomic_load_n((uint64_t *)loco_region_ptr(map->info),
+			                        __ATOMIC_SEQ_CST);
 		memcpy(buf, (uint8_t *)loco_region_ptr(map->tab) + (size_t)g * map->group_len,
 		       map->group_len);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -346,6 +395,10 @@ static int group_read(loco_map_t *map, unsigned r, uint32_t owner, uint32_t g, i
 			return -ETIMEDOUT;
 	}
 	ret = loco_region_remote(map->tab, owner, &rr);
+	if (ret == 0 && info != NULL)
+		ret = loco_region_remote(map->info, owner, &ri);
+	if (ret == 0 && info != NULL)
+		ret = loco_read(map->scr, ioff, &ri, 0, 8, map->acks[r]);
 	if (ret == 0)
 		ret = loco_read(map->scr, (size_t)r * map->group_len, &rr,
 		                (size_t)g * map->group_len, map->group_len, map->acks[r]);
@@ -355,6 +408,8 @@ static int group_read(loco_map_t *map, unsigned r, uint32_t owner, uint32_t g, i
 		ret = loco_ack_wait(map->acks[r],
 		                    left < 0 || left > 1000000000ll ? 1000000000ll : left);
 	}
+	if (ret == 0 && info != NULL)
+		memcpy(info, scr + ioff, 8);
 	__atomic_add_fetch(&map->get_reads, 1, __ATOMIC_RELAXED);
 	return ret;
 }
@@ -380,11 +435,12 @@ int loco_map_get(loco_map_t *map, const void *key, size_t klen, void *val, size_
 	loco_waiter_init(&w, map->m);
 	for (;;) {
 		uint8_t *buf = (uint8_t *)loco_region_ptr(map->scr) + (size_t)r * map->group_len;
-		uint32_t owner, g0 = (uint32_t)(kh % map->ngroups);
+		uint32_t owner = 0, g0 = (uint32_t)(kh % map->ngroups);
+		uint32_t a = map_mask_of(&map->active);
+		uint64_t info = 0;
 		int torn = 0;
 
-		owner = map_owner_of(map, kh);
-		if (owner == 0) {
+		if (map_rank(map, kh, a, &owner, 1) == 0) {
 			ret = -EHOSTUNREACH;
 			break;
 		}
@@ -393,7 +449,18 @@ int loco_map_get(loco_map_t *map, const void *key, size_t klen, void *val, size_
 			uint32_t g = (g0 + k) % map->ngroups;
 			int end = 0;
 
-			if (group_read(map, r, owner, g, dl)) {
+			if (group_read(map, r, owner, g, k == 0 ? &info : NULL, dl)) {
+				torn = 1;
+				break;
+			}
+			/* the owner serves the keys of this mask only once it absorbed it: took
+			   every write its logs hold (map_absorb); until then, read again */
+			if (k == 0 && !map_published(info, a)) {
+				if (owner == map->me) {
+					pthread_mutex_lock(&map->lock);
+					map_absorbed(map);
+					pthread_mutex_unlock(&map->lock);
+				}
 				torn = 1;
 				break;
 			}
@@ -551,6 +618,7 @@ void loco_map_stats(loco_map_t *map, loco_map_stats_t *st)
 	st->resync = __atomic_load_n(&map->resync, __ATOMIC_RELAXED);
 	tab = loco_region_ptr(map->tab);
 	pthread_mutex_lock(&map->lock);
+	map_drain(map); /* what the logs hold counts */
 	for (uint32_t i = 0; i < map->nslots; i++) {
 		struct slot_hdr *h = (void *)map_slot_ptr(map, tab, i);
 		uint32_t reps[LOCO_MAP_REPLICAS_MAX];

@@ -36,6 +36,14 @@
 #define MAP_BUSY      2 /* op handler status: a write of the key is under way (retry) */
 #define MAP_FWD_NS    (30ll * 1000000000ll)
 #define MAP_SETTLE_NS (100ll * 1000000ll) /* a change of the masks is copied for this late */
+#define MAP_WRITERS   16u /* owner writes in flight at once (staging buffers, ack keys) */
+#define MAP_TGT_MAX   (2u * LOCO_MAP_REPLICAS_MAX) /* targets of one write (map_targets) */
+#define MAP_LOG_RECS  256u /* records of one inbound log slice (a ring), at most */
+#define MAP_LOG_RECS_MIN 16u /* ... at least */
+#define MAP_LOG_BYTES (256u * 1024u) /* ... and about this many bytes between the two */
+#define MAP_POLL_NS   (500ll * 1000ll) /* the poller that takes the records: its period */
+#define MAP_LOG_CTL   64u  /* a slice's control line: the next sequence number its holder takes */
+#define INFO_STATE    0xffffffffull /* info word: the state; above it, the absorbed active mask */
 
 enum {
 	OP_PUT = 1,
@@ -60,6 +68,15 @@ struct op_msg {
 	uint64_t ver; /* op: the expected version (cas); rep: the version */
 };
 
+/* this node's log at another key holder (by nodes[] index): the owner's side of a slice */
+struct log_out {
+	pthread_mutex_t lock; /* @tail, @head */
+	uint64_t tail;        /* the next sequence number to write there */
+	uint64_t head;        /* the holder's next one to take, as last read */
+	int sync;             /* atomic: read the holder's head before the next write (its new
+	                         incarnation, a failed WRITE): @tail starts again from it */
+};
+
 struct slot_meta {
 	uint8_t busy; /* an owner's write of this slot's key is under way */
 };
@@ -69,6 +86,7 @@ struct loco_map {
 	loco_channel_t *ch;
 	loco_object_t *obj;
 	loco_region_t *tab, *scr;
+	loco_region_t *log; /* key holders: the inbound logs, one slice per holder (map.c) */
 	loco_rpc_ep_t *ep;
 	uint32_t op_id, rep_id;
 	uint32_t me;
@@ -94,6 +112,16 @@ struct loco_map {
 	struct slot_meta *meta;
 	loco_ack_key_t *acks[MAP_READERS];
 	uint32_t rbusy; /* atomic: readers taken */
+	/* the logs (map_core.c): the replicas' side under @lock, the owners' in @out */
+	size_t rec_len, slice_len, stg_off, wstride; /* stg_off: staging in "scr", wstride a writer's */
+	uint64_t in_head[LOCO_RPC_NODES_MAX]; /* under lock: the next record to take from holder i */
+	struct log_out out[LOCO_RPC_NODES_MAX];
+	loco_ack_key_t *wacks[MAP_WRITERS];
+	uint32_t wbusy;          /* atomic: writers taken */
+	uint8_t *dbuf;           /* under lock: a record being taken, copied out of the log */
+	loco_poller_t *poller;   /* takes the records (key holders) */
+	uint32_t log_recs;       /* records of a slice */
+	uint64_t agen;           /* atomic: grows with every change of @active (map_absorb) */
 	/* the copy thread */
 	pthread_t thr;
 	int thr_started;
@@ -103,6 +131,7 @@ struct loco_map {
 	uint8_t *cbuf; /* the copy thread's message */
 	/* counters (atomic) */
 	uint64_t gets, get_reads, get_retries, writes, redirects, applied, resync;
+	uint64_t log_taken, log_bad; /* records applied from the logs; taken ones that failed (no room) */
 };
 
 /* what a copy of a slot holds (map_slot_check()) */
@@ -127,6 +156,16 @@ uint64_t map_slot_key_hash(const loco_map_t *map, uint32_t i);
 size_t map_msg_build(uint8_t *buf, int op, int del, uint64_t ver, const void *key, size_t klen,
                      const void *val, size_t vlen);
 int map_forward(loco_map_t *map, const uint32_t *reps, unsigned n, const void *msg, size_t len);
+int map_rec_check(const loco_map_t *map, const uint8_t *r, uint64_t seq);
+size_t map_rec_build(const loco_map_t *map, uint8_t *r, uint64_t seq, uint64_t ver, int del,
+                     const void *key, size_t klen, const void *val, size_t vlen);
+unsigned map_drain(loco_map_t *map);
+void map_absorb(loco_map_t *map);
+void map_absorbed(loco_map_t *map);
+void map_info_set(loco_map_t *map, uint64_t st, uint32_t mask);
+int map_published(uint64_t w, uint32_t a);
+int map_poll(void *arg);
+void map_log_resync(loco_map_t *map, uint32_t node);
 int map_owner_op(loco_map_t *map, int op, uint64_t kh, const void *key, size_t klen,
                  uint64_t expect, const void *val, size_t vlen, uint64_t *ver);
 int map_h_op(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl);
@@ -134,6 +173,7 @@ int map_h_rep(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_
 
 /* map_move.c */
 void map_wake(loco_map_t *map);
+unsigned map_show_owned(loco_map_t *map);
 int map_set_bit(loco_map_t *map, uint32_t *m, uint32_t node, int on);
 int map_h_done(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl);
 int map_h_act(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl);
