@@ -211,6 +211,7 @@ int main(int argc, char **argv)
 	    {"iters", required_argument, NULL, 'i'},
 	    {"replicas", required_argument, NULL, 'r'},
 	    {"json", required_argument, NULL, 'j'},
+	    {"size", required_argument, NULL, 's'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -220,6 +221,8 @@ int main(int argc, char **argv)
 	uint32_t nodes = env ? (uint32_t)atoi(env) : 1, reps = 2, ids[MAX_NODES];
 	char json_default[4096];
 	int c, nres = 0;
+	size_t only = 0; /* --size: that value size only (one map, one server thread) */
+	int k0 = 0, k1 = NSIZES;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -231,6 +234,9 @@ int main(int argc, char **argv)
 			break;
 		case 'j':
 			json = optarg;
+			break;
+		case 's':
+			only = (size_t)atol(optarg);
 			break;
 		default:
 			fprintf(c == 'h' ? stdout : stderr, "usage: loco-run -n N map-lat [--iters "
@@ -251,6 +257,15 @@ int main(int argc, char **argv)
 		bench_result_path(json_default, sizeof(json_default), "map-%s.json", prov);
 		json = json_default;
 	}
+	for (int k = 0; k < NSIZES && only; k++)
+		if (sizes[k] == only) {
+			k0 = k;
+			k1 = k + 1;
+		}
+	if (only && k1 - k0 != 1) {
+		fprintf(stderr, "map-lat: --size is 8, 256 or 4096\n");
+		return 2;
+	}
 	b.lat = calloc((size_t)b.iters, sizeof(*b.lat));
 	b.lat2 = calloc((size_t)b.iters, sizeof(*b.lat2));
 	if (b.lat == NULL || b.lat2 == NULL)
@@ -261,9 +276,9 @@ int main(int argc, char **argv)
 
 	CHECK(loco_init(NULL, &b.m));
 	b.me = loco_node_id(b.m);
-	for (int k = 0; k < NSIZES; k++) {
+	for (int k = k0; k < k1; k++) {
 		loco_map_cfg_t cfg;
-		char name[16];
+		char name[24];
 
 		snprintf(name, sizeof(name), "map-lat%d", k);
 		CHECK(loco_channel_create(b.m, NULL, name, nodes, &b.ch[k]));
@@ -275,18 +290,18 @@ int main(int argc, char **argv)
 		snprintf(name, sizeof(name), "m%zu", sizes[k]);
 		CHECK(loco_map_create(b.ch[k], name, &cfg, &b.map[k]));
 	}
-	CHECK(loco_object_create(b.ch[0], "raw", NULL, NULL, &b.raw));
+	CHECK(loco_object_create(b.ch[k0], "raw", NULL, NULL, &b.raw));
 	CHECK(loco_region_create(b.raw, "buf", BUF_LEN, LOCO_ACCESS_READ | LOCO_ACCESS_WRITE,
 	                         &b.buf));
 	CHECK(loco_ack_key_create(b.m, &b.ack));
-	for (int k = 0; k < NSIZES; k++)
+	for (int k = k0; k < k1; k++)
 		CHECK(loco_channel_join(b.ch[k], WAIT_NS));
-	for (int k = 0; k < NSIZES; k++)
+	for (int k = k0; k < k1; k++)
 		CHECK(loco_map_sync(b.map[k], WAIT_NS));
 
 	if (b.me == 1) {
 		/* a key node 2 owns, in each map */
-		for (int k = 0; k < NSIZES; k++) {
+		for (int k = k0; k < k1; k++) {
 			for (int i = 0;; i++) {
 				snprintf(b.key[k], KEY_MAX, "key-%d", i);
 				b.klen[k] = strlen(b.key[k]);
@@ -295,7 +310,7 @@ int main(int argc, char **argv)
 			}
 			map_put(&b, k);
 		}
-		for (int k = 0; k < NSIZES; k++) {
+		for (int k = k0; k < k1; k++) {
 			struct result *r = &res[nres++];
 
 			snprintf(r->op, sizeof(r->op), "map get %zu B", sizes[k]);
@@ -303,7 +318,7 @@ int main(int argc, char **argv)
 			         LOCO_MAP_GROUP * slot_len(sizes[k]));
 			timed_pair(&b, map_get, raw_get, k, r);
 		}
-		for (int k = 0; k < NSIZES; k++) {
+		for (int k = k0; k < k1; k++) {
 			struct result *r = &res[nres++];
 
 			snprintf(r->op, sizeof(r->op), "map put %zu B (%u replicas)", sizes[k],
@@ -332,11 +347,11 @@ int main(int argc, char **argv)
 		bench_die("waiting for node 1", -ETIMEDOUT);
 	}
 	usleep(200000); /* the last calls and acks of the others */
-	for (int k = 0; k < NSIZES; k++)
+	for (int k = k0; k < k1; k++)
 		loco_map_destroy(b.map[k]);
 	loco_ack_key_destroy(b.ack);
 	loco_object_destroy(b.raw);
-	for (int k = 0; k < NSIZES; k++)
+	for (int k = k0; k < k1; k++)
 		CHECK(loco_channel_destroy(b.ch[k]));
 	loco_fini(b.m);
 	free(b.lat);

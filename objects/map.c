@@ -58,6 +58,10 @@
 /* map_free -- what create made (its thread stopped), in reverse: for destroy, a failed create. */
 static void map_free(loco_map_t *map)
 {
+	if (map->sthr_started) {
+		__atomic_store_n(&map->sstop, 1, __ATOMIC_RELEASE);
+		pthread_join(map->sthr, NULL);
+	}
 	if (map->poller != NULL)
 		loco_poller_remove(map->poller);
 	loco_rpc_destroy(map->ep);
@@ -233,7 +237,7 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 		rc.inline_max = 1024;
 	rc.ring_bytes = 16 * rc.inline_max > 65536 ? 16 * rc.inline_max : 65536;
 	rc.pull_bytes = 4096;
-	rc.threads = 1;
+	rc.threads = 0; /* map_serve_thread runs the calls */
 	rc.max_depth = LOCO_RPC_DEPTH_MAX;
 	ret = loco_rpc_create(ch, rname, &rc, &map->ep);
 	if (ret == 0)
@@ -267,6 +271,11 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 	np = loco_channel_peers(ch, ids, 64);
 	for (int i = 0; i < np && i < 64; i++)
 		map_set_bit(map, &map->present, ids[i], 1);
+	if (pthread_create(&map->sthr, NULL, map_serve_thread, map)) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	map->sthr_started = 1;
 	if (pthread_create(&map->thr, NULL, map_copy_thread, map)) {
 		ret = -ENOMEM;
 		goto err;

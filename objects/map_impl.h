@@ -42,6 +42,8 @@
 #define MAP_LOG_RECS_MIN 16u /* ... at least */
 #define MAP_LOG_BYTES (256u * 1024u) /* ... and about this many bytes between the two */
 #define MAP_POLL_NS   (500ll * 1000ll) /* the poller that takes the records: its period */
+#define MAP_BUSY_NS   (5ll * 1000000ll) /* the server thread waits by the policy this long after a call */
+#define MAP_NAP_NS    (50ll * 1000ll)   /* ... then naps this long, doubling up to 1 ms */
 #define MAP_LOG_CTL   64u  /* a slice's control line: the next sequence number its holder takes */
 #define INFO_STATE    0xffffffffull /* info word: the state; above it, the absorbed active mask */
 
@@ -122,6 +124,10 @@ struct loco_map {
 	loco_poller_t *poller;   /* takes the records (key holders) */
 	uint32_t log_recs;       /* records of a slice */
 	uint64_t agen;           /* atomic: grows with every change of @active (map_absorb) */
+	/* the server thread: runs the rpc endpoint's calls (loco_rpc_progress) */
+	pthread_t sthr;
+	int sthr_started;
+	int sstop; /* atomic */
 	/* the copy thread */
 	pthread_t thr;
 	int thr_started;
@@ -179,6 +185,7 @@ int map_h_done(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size
 int map_h_act(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl);
 int map_h_bye(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl);
 void *map_copy_thread(void *arg);
+void *map_serve_thread(void *arg);
 extern const struct loco_object_ops map_ops;
 
 #endif /* LOCO_OBJECTS_MAP_IMPL_H */

@@ -344,6 +344,43 @@ void *map_copy_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * map_serve_thread -- runs the calls that reach this node (map.op and the
+ * others): while calls come, it waits between them by the manager's
+ * policy (LOCO_WAIT=spin: it spins, so a call reaches its handler without
+ * a thread wake-up); once none came for MAP_BUSY_NS, it naps, from
+ * MAP_NAP_NS doubling up to 1 ms, so that idle members (a replica: it
+ * takes its writes from the logs) leave the CPUs to the busy ones.
+ */
+void *map_serve_thread(void *arg)
+{
+	loco_map_t *map = arg;
+	int64_t last = obj_now_ns(), nap = MAP_NAP_NS;
+	loco_waiter_t w;
+
+	loco_waiter_init(&w, map->m);
+	while (!__atomic_load_n(&map->sstop, __ATOMIC_ACQUIRE)) {
+		int64_t now;
+
+		if (loco_rpc_progress(map->ep, 64) > 0) {
+			last = obj_now_ns();
+			nap = MAP_NAP_NS;
+			loco_waiter_reset(&w);
+			continue;
+		}
+		now = obj_now_ns();
+		if (now - last < MAP_BUSY_NS || loco_waiter_policy(&w) != LOCO_WAIT_SPIN) {
+			loco_waiter_pause(&w);
+		} else {
+			struct timespec ts = {0, (long)nap};
+
+			nanosleep(&ts, NULL);
+			nap = nap * 2 > 1000000 ? 1000000 : nap * 2;
+		}
+	}
+	return NULL;
+}
+
 static void map_peer_join(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
 	(void)obj;
