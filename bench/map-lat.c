@@ -208,12 +208,9 @@ static int write_json(const char *path, const char *prov, uint32_t nodes, uint32
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"iters", required_argument, NULL, 'i'},
-	    {"replicas", required_argument, NULL, 'r'},
-	    {"json", required_argument, NULL, 'j'},
-	    {"size", required_argument, NULL, 's'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"iters", required_argument, NULL, 'i'}, {"replicas", required_argument, NULL, 'r'},
+	    {"json", required_argument, NULL, 'j'},  {"size", required_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
 	};
 	static struct bench b = {.iters = 5000};
 	struct result res[2 * NSIZES];

@@ -260,7 +260,8 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 	*(uint64_t *)loco_region_ptr(map->info) = map->joining ? INFO_JOINING : INFO_ACTIVE;
 	if (map->log != NULL) {
 		for (uint32_t s = 0; s < map->nnodes; s++)
-			*(uint64_t *)((uint8_t *)loco_region_ptr(map->log) + s * map->slice_len) = 1;
+			*(uint64_t *)((uint8_t *)loco_region_ptr(map->log) + s * map->slice_len) =
+			    1;
 		pthread_mutex_lock(&map->lock);
 		map_absorb(map);
 		pthread_mutex_unlock(&map->lock);

@@ -324,8 +324,8 @@ unsigned map_drain(loco_map_t *map)
 	if (map->log == NULL)
 		return 0;
 	for (uint32_t s = 0; s < map->nnodes; s++) {
-		uint64_t *ctl = (uint64_t *)((uint8_t *)loco_region_ptr(map->log) +
-		                             (size_t)s * map->slice_len);
+		uint64_t *ctl =
+		    (uint64_t *)((uint8_t *)loco_region_ptr(map->log) + (size_t)s * map->slice_len);
 		uint64_t h0 = map->in_head[s];
 
 		if ((int)s == me)
@@ -346,9 +346,9 @@ unsigned map_drain(loco_map_t *map)
 			__atomic_thread_fence(__ATOMIC_ACQUIRE);
 			if (!map_rec_check(map, map->dbuf, seq))
 				break;
-			if (apply_locked(map, map->dbuf + MAP_HDR, h->klen, h->ver,
-			                 (h->vlen & MAP_DEL) != 0, map->dbuf + MAP_HDR + map->key_area,
-			                 h->vlen & MAP_LEN) != 0)
+			if (apply_locked(
+			        map, map->dbuf + MAP_HDR, h->klen, h->ver, (h->vlen & MAP_DEL) != 0,
+			        map->dbuf + MAP_HDR + map->key_area, h->vlen & MAP_LEN) != 0)
 				__atomic_add_fetch(&map->log_bad, 1, __ATOMIC_RELAXED);
 			map->in_head[s] = seq + 1;
 			n++;
@@ -421,9 +421,9 @@ void map_absorbed(loco_map_t *map)
 	for (int k = 0; k < 4; k++) {
 		uint32_t a = map_mask_of(&map->active);
 
-		if (map_published(__atomic_load_n((uint64_t *)loco_region_ptr(map->info),
-		                                  __ATOMIC_SEQ_CST),
-		                  a))
+		if (map_published(
+		        __atomic_load_n((uint64_t *)loco_region_ptr(map->info), __ATOMIC_SEQ_CST),
+		        a))
 			return;
 		map_absorb(map);
 	}
@@ -570,8 +570,8 @@ static int map_replicate(loco_map_t *map, const uint32_t *reps, unsigned n, uint
 
 		if (idx[k] < 0)
 			continue;
-		len = map_rec_build(map, stg + (size_t)k * map->rec_len, seq[k], ver, del, key, klen,
-		                    val, vlen);
+		len = map_rec_build(map, stg + (size_t)k * map->rec_len, seq[k], ver, del, key,
+		                    klen, val, vlen);
 		for (;;) {
 			loco_rref_t rr;
 
@@ -679,7 +679,7 @@ int map_owner_op(loco_map_t *map, int op, uint64_t kh, const void *key, size_t k
 	struct slot_hdr *h;
 
 	pthread_mutex_lock(&map->lock);
-	map_drain(map); /* keeps the logs short; cheap when they are empty */
+	map_drain(map);    /* keeps the logs short; cheap when they are empty */
 	map_absorbed(map); /* a key this node came to own: its former owner's writes first */
 	ret = map_owns(map, kh)
 	          ? 0

@@ -24,28 +24,29 @@
 #include "obj_hash.h"
 #include "obj_util.h"
 
-#define MAP_READERS   32u /* GETs in flight at once (landing buffers) */
-#define MAP_HDR       32u
-#define MAP_DEL       0x80000000u /* vlen flag: a tombstone */
-#define MAP_HIDE      0x40000000u /* vlen flag: held, not owned here: readers do not take it */
-#define MAP_LEN       0x3fffffffu
-#define INFO_ACTIVE   1 /* info word: this node serves its keys */
-#define INFO_JOINING  2 /* info word: this node waits for the copies of its keys */
-#define INFO_LEAVING  3 /* info word: this node handed its keys over */
-#define MAP_NOT_OWNER 1 /* op handler status: the callee does not own the key (retry) */
-#define MAP_BUSY      2 /* op handler status: a write of the key is under way (retry) */
-#define MAP_FWD_NS    (30ll * 1000000000ll)
-#define MAP_SETTLE_NS (100ll * 1000000ll) /* a change of the masks is copied for this late */
-#define MAP_WRITERS   16u /* owner writes in flight at once (staging buffers, ack keys) */
-#define MAP_TGT_MAX   (2u * LOCO_MAP_REPLICAS_MAX) /* targets of one write (map_targets) */
-#define MAP_LOG_RECS  256u /* records of one inbound log slice (a ring), at most */
-#define MAP_LOG_RECS_MIN 16u /* ... at least */
-#define MAP_LOG_BYTES (256u * 1024u) /* ... and about this many bytes between the two */
-#define MAP_POLL_NS   (500ll * 1000ll) /* the poller that takes the records: its period */
-#define MAP_BUSY_NS   (5ll * 1000000ll) /* the server thread waits by the policy this long after a call */
-#define MAP_NAP_NS    (50ll * 1000ll)   /* ... then naps this long, doubling up to 1 ms */
-#define MAP_LOG_CTL   64u  /* a slice's control line: the next sequence number its holder takes */
-#define INFO_STATE    0xffffffffull /* info word: the state; above it, the absorbed active mask */
+#define MAP_READERS      32u /* GETs in flight at once (landing buffers) */
+#define MAP_HDR          32u
+#define MAP_DEL          0x80000000u /* vlen flag: a tombstone */
+#define MAP_HIDE         0x40000000u /* vlen flag: held, not owned here: readers do not take it */
+#define MAP_LEN          0x3fffffffu
+#define INFO_ACTIVE      1 /* info word: this node serves its keys */
+#define INFO_JOINING     2 /* info word: this node waits for the copies of its keys */
+#define INFO_LEAVING     3 /* info word: this node handed its keys over */
+#define MAP_NOT_OWNER    1 /* op handler status: the callee does not own the key (retry) */
+#define MAP_BUSY         2 /* op handler status: a write of the key is under way (retry) */
+#define MAP_FWD_NS       (30ll * 1000000000ll)
+#define MAP_SETTLE_NS    (100ll * 1000000ll) /* a change of the masks is copied for this late */
+#define MAP_WRITERS      16u /* owner writes in flight at once (staging buffers, ack keys) */
+#define MAP_TGT_MAX      (2u * LOCO_MAP_REPLICAS_MAX) /* targets of one write (map_targets) */
+#define MAP_LOG_RECS     256u             /* records of one inbound log slice (a ring), at most */
+#define MAP_LOG_RECS_MIN 16u              /* ... at least */
+#define MAP_LOG_BYTES    (256u * 1024u)   /* ... and about this many bytes between the two */
+#define MAP_POLL_NS      (500ll * 1000ll) /* the poller that takes the records: its period */
+#define MAP_BUSY_NS \
+	(5ll * 1000000ll) /* the server thread waits by the policy this long after a call */
+#define MAP_NAP_NS  (50ll * 1000ll) /* ... then naps this long, doubling up to 1 ms */
+#define MAP_LOG_CTL 64u /* a slice's control line: the next sequence number its holder takes */
+#define INFO_STATE  0xffffffffull /* info word: the state; above it, the absorbed active mask */
 
 enum {
 	OP_PUT = 1,
@@ -115,15 +116,17 @@ struct loco_map {
 	loco_ack_key_t *acks[MAP_READERS];
 	uint32_t rbusy; /* atomic: readers taken */
 	/* the logs (map_core.c): the replicas' side under @lock, the owners' in @out */
-	size_t rec_len, slice_len, stg_off, wstride; /* stg_off: staging in "scr", wstride a writer's */
-	uint64_t in_head[LOCO_RPC_NODES_MAX]; /* under lock: the next record to take from holder i */
+	size_t rec_len, slice_len, stg_off,
+	    wstride; /* stg_off: staging in "scr", wstride a writer's */
+	uint64_t
+	    in_head[LOCO_RPC_NODES_MAX]; /* under lock: the next record to take from holder i */
 	struct log_out out[LOCO_RPC_NODES_MAX];
 	loco_ack_key_t *wacks[MAP_WRITERS];
-	uint32_t wbusy;          /* atomic: writers taken */
-	uint8_t *dbuf;           /* under lock: a record being taken, copied out of the log */
-	loco_poller_t *poller;   /* takes the records (key holders) */
-	uint32_t log_recs;       /* records of a slice */
-	uint64_t agen;           /* atomic: grows with every change of @active (map_absorb) */
+	uint32_t wbusy;        /* atomic: writers taken */
+	uint8_t *dbuf;         /* under lock: a record being taken, copied out of the log */
+	loco_poller_t *poller; /* takes the records (key holders) */
+	uint32_t log_recs;     /* records of a slice */
+	uint64_t agen;         /* atomic: grows with every change of @active (map_absorb) */
 	/* the server thread: runs the rpc endpoint's calls (loco_rpc_progress) */
 	pthread_t sthr;
 	int sthr_started;
@@ -137,7 +140,8 @@ struct loco_map {
 	uint8_t *cbuf; /* the copy thread's message */
 	/* counters (atomic) */
 	uint64_t gets, get_reads, get_retries, writes, redirects, applied, resync;
-	uint64_t log_taken, log_bad; /* records applied from the logs; taken ones that failed (no room) */
+	uint64_t log_taken,
+	    log_bad; /* records applied from the logs; taken ones that failed (no room) */
 };
 
 /* what a copy of a slot holds (map_slot_check()) */
