@@ -2,16 +2,24 @@
 /*
  * map.c -- a replicated hash map (loco/map.h), built only on the public
  * object-author API (loco/channel.h) and the rpc object (loco/rpc.h).
- * * Every member has an object @name with regions "tab" (capacity slots,
- * remotely readable), "scr" (local: the landing buffers of GET's READs,
- * one group each, and of the copy thread's info reads) and "info" (this
- * node's INFO_* word: active, joining, leaving), and an rpc endpoint
- * "@name.rpc" with one server thread and five handlers: "map.op" (a
- * client's put/del/cas, run by the key's owner), "map.rep" (a write an
- * owner forwards or copies to a holder), "map.done", "map.act" (a join)
- * and "map.bye" (a graceful leave). Files: this one has the API, GET and
- * the writes' callers; map_core.c placement, slots and the owner's side
- * of a write; map_move.c the copy thread, joins and leaves.
+ *
+ * Every member has an object @name with regions "tab" (capacity slots,
+ * remotely readable), "scr" (local: the landing buffers of GET's READs
+ * and of the owners' info words, one each, the copy thread's info reads,
+ * and the staging of the writes' log records), "info" (this node's info
+ * word: state, INFO_* active, joining, leaving, and above it the active
+ * mask it absorbed, see Logs) and, on a key holder, "log" (its inbound
+ * logs, remotely writable: see Logs), and an rpc endpoint "@name.rpc"
+ * whose calls the map's server thread runs (loco_rpc_progress: while
+ * calls come it waits between them by the manager's policy, so under
+ * LOCO_WAIT=spin a call reaches its handler without a thread wake-up;
+ * idle 5 ms, it naps, 50 us doubling to 1 ms) with five handlers:
+ * "map.op" (a client's put/del/cas, run by the key's owner), "map.rep"
+ * (an entry an owner copies to a holder after a change of the sets),
+ * "map.done", "map.act" (a join) and "map.bye" (a graceful leave). Files:
+ * this one has the API, GET and the writes' callers; map_core.c
+ * placement, slots, the logs and the owner's side of a write;
+ * map_move.c the server and copy threads, joins and leaves.
  *
  * Membership: two masks over the key holders: present (P: paired in the
  * channel) and active (A: serving, a subset of P). A key's owner is the
@@ -20,10 +28,10 @@
  * them). A slot whose key this node does not own is hidden (MAP_HIDE,
  * under the checksum): a reader that still routes to a former owner
  * reads again. Deaths and leaves clear both masks (object callbacks);
- * the first replica then owns the key and already holds it; the copy
- * thread re-shows the slots this node owns now and, once the change is
- * MAP_SETTLE_NS old, copies every entry it owns to the holders the masks
- * now ask for. A joiner (cfg.join) is active only once every holder
+ * the first replica then owns the key and already holds it (in its table
+ * or its logs); the copy thread absorbs the change (see Logs) and, once
+ * it is MAP_SETTLE_NS old, copies every entry it owns to the holders the
+ * masks now ask for. A joiner (cfg.join) is active only once every holder
  * copied its keys to it ("map.done") and every member took it into A
  * ("map.act": refused while a write of a moving key is under way there,
  * then that node hides what it no longer owns). loco_map_leave() stops
@@ -40,18 +48,66 @@
  * an older version never brings a key back; a key's probe sequence
  * (groups g, g + 1, ...) ends at the first empty slot.
  *
- * Writes: @lock serializes the changes of this node's table (the rpc
- * server thread, the copy thread and an application thread that owns the
- * key run them). An owner runs one write of a key at a time: under @lock
- * it checks the key's state in its table (del of a deleted key, cas of
- * another version: it fails there, against the state readers see), marks
- * the slot busy and takes the next version; then it forwards the write to
- * the live replicas and waits, then applies it and clears busy. A write
- * that finds the slot busy is retried by its caller (MAP_BUSY): never
- * waited for inside a handler, whose thread may be the busy write's.
- * So a write visible at the owner is on every live replica, every
- * decision is made on visible state, and a later version always wins
- * everywhere (replicas take a version only if newer).
+ * Writes: one round trip from the caller to the owner (the "map.op"
+ * call; none when the caller owns the key). @lock serializes the changes
+ * of this node's table (the server thread, the copy thread, the poller
+ * and an application thread that owns the key run them). An owner runs
+ * one write of a key at a time: under @lock it checks the key's state in
+ * its table (del of a deleted key, cas of another version: it fails
+ * there, against the state readers see), marks the slot busy and takes
+ * the next version; then it WRITEs the write as a record into its log at
+ * each live replica, all in parallel on one ack key, and waits for the
+ * completions (the record is then in every replica's memory), then
+ * applies it and clears busy, and replies. A write that finds the slot
+ * busy is retried by its caller (MAP_BUSY): never waited for inside a
+ * handler, whose thread may be the busy write's. So a write visible at
+ * the owner is in every live replica's log, every decision is made on
+ * visible state, and a later version always wins everywhere (replicas
+ * take a version only if newer).
+ *
+ * Logs: a key holder's "log" region has one slice per key holder (index
+ * in cfg.nodes; its own is unused): a control line (the next sequence
+ * number it takes, for the owner to READ) and a ring of log_recs records
+ * of rec_len bytes, each laid out as a slot: {seq, sum, ver, klen, vlen |
+ * DEL}, key, value, sum = XXH3 seeded with seq. Sequence numbers start at
+ * 1 and record seq lives at place (seq - 1) % log_recs. The owner keeps,
+ * per holder, the next number to write (tail) and the holder's head as
+ * last read: when tail - head reaches log_recs, or after the holder came
+ * back (peer_join/leave) or a WRITE to it failed (sync), it READs the
+ * holder's control word before it writes: it never overwrites a record
+ * not taken, and a new incarnation of either side starts at the head the
+ * holder has. A holder takes records in order (map_drain, under @lock):
+ * the one at its head is taken when its seq is the expected one, its
+ * fields are in range and its sum matches, checked on a copy; anything
+ * else (not landed yet, torn, another lap's, malformed) is left there,
+ * never applied. A taken record is applied as a copy (its version only
+ * if newer; a full table counts it in log_bad) and the control word
+ * moves on. Records are taken by a poller on the progress thread
+ * (MAP_POLL_NS; only when @lock is free), at the start of each write
+ * this node owns, before each copy pass, the leave and the census
+ * (loco_map_stats), and by map_absorb.
+ *
+ * Absorbing a change of A: a holder that comes to own a key (its owner
+ * died, left, or a joiner activated) may hold the key's last writes only
+ * in its logs. map_absorb (under @lock) takes every record its logs hold
+ * (every write acknowledged by a former owner landed there before the
+ * acknowledgement), shows what it owns and hides the rest, and then
+ * publishes the mask of A it absorbed in its info word; every change of
+ * A clears that mask first (map_set_bit). A GET READs the owner's info
+ * word, then the key's group (requests to one node execute in order),
+ * and takes the result only if the owner published the same A the
+ * reader routed by (else it reads again); an owner's own writes and
+ * reads absorb first when the published mask is not the current one.
+ * So no one reads a key at, or writes it through, a new owner before
+ * that owner took its former owner's acknowledged writes.
+ *
+ * Memory per key holder, besides the table (capacity x slot_len) and the
+ * rpc endpoint: log = nnodes x (64 + log_recs x rec_len), rec_len =
+ * slot_len rounded up to 64, log_recs = 256 KiB / rec_len within [16,
+ * 256]; staging in "scr" = 16 writers x (8 x rec_len + 64). At the
+ * defaults (key_max 64, value_max 256: rec_len 384, 256 records) that is
+ * 96 KiB per key holder of the map and 49 KiB of staging; a client has
+ * no log.
  */
 #include "map_impl.h"
 

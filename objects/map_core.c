@@ -2,7 +2,9 @@
 /*
  * map_core.c -- the map's placement (rendezvous hashing over the active
  * and the paired key holders), its slots (write, find, validate, show or
- * hide) and the owner's side of a write (map.op, map.rep). See map.c.
+ * hide), the inbound logs (records, map_drain, map_absorb) and the
+ * owner's side of a write (map.op: map_replicate; map.rep: a copy). See
+ * map.c.
  */
 #include "map_impl.h"
 
@@ -550,6 +552,7 @@ static int map_replicate(loco_map_t *map, const uint32_t *reps, unsigned n, uint
 	loco_ack_key_t *ack = map->wacks[w];
 	int me = map_node_index(map, map->me), idx[MAP_TGT_MAX], err = 0, ret, nf;
 	uint64_t seq[MAP_TGT_MAX];
+	size_t len[MAP_TGT_MAX];
 	struct loco_ack_failure f[MAP_TGT_MAX];
 	loco_waiter_t wt;
 
@@ -566,12 +569,10 @@ static int map_replicate(loco_map_t *map, const uint32_t *reps, unsigned n, uint
 	}
 	loco_waiter_init(&wt, map->m);
 	for (unsigned k = 0; k < n; k++) {
-		size_t len;
-
 		if (idx[k] < 0)
 			continue;
-		len = map_rec_build(map, stg + (size_t)k * map->rec_len, seq[k], ver, del, key,
-		                    klen, val, vlen);
+		len[k] = map_rec_build(map, stg + (size_t)k * map->rec_len, seq[k], ver, del, key,
+		                       klen, val, vlen);
 		for (;;) {
 			loco_rref_t rr;
 
@@ -581,7 +582,7 @@ static int map_replicate(loco_map_t *map, const uint32_t *reps, unsigned n, uint
 				                 (size_t)me * map->slice_len + MAP_LOG_CTL +
 				                     (size_t)((seq[k] - 1) % map->log_recs) *
 				                         map->rec_len,
-				                 len, ack);
+				                 len[k], ack);
 			if (ret == 0)
 				break;
 			if (!present(map, idx[k]))
@@ -598,16 +599,49 @@ static int map_replicate(loco_map_t *map, const uint32_t *reps, unsigned n, uint
 			map_log_resync(map, reps[k]);
 			if (ret != -ECONNRESET && err == 0)
 				err = ret;
+			idx[k] = -1;
 		}
 	}
-	/* every WRITE completes (a dead peer's within the fabric's bound) before the buffers go */
-	while ((ret = loco_ack_wait(ack, 1000000000ll)) == -ETIMEDOUT)
-		;
-	if (ret && ret != -ECONNRESET && err == 0)
-		err = ret;
-	nf = loco_ack_failures(ack, f, MAP_TGT_MAX, NULL);
-	for (int j = 0; j < nf && j < (int)MAP_TGT_MAX; j++)
-		map_log_resync(map, f[j].node);
+	/* every WRITE completes (a dead peer's within the fabric's bound) before the buffers go;
+	   one that failed to a holder still paired is posted again (a hole would stop the
+	   holder's slice), until @dl: then the slice is read again from the holder's head */
+	for (;;) {
+		int again = 0;
+
+		while ((ret = loco_ack_wait(ack, 1000000000ll)) == -ETIMEDOUT)
+			;
+		nf = loco_ack_failures(ack, f, MAP_TGT_MAX, NULL);
+		if (nf <= 0)
+			break;
+		for (int j = 0; j < nf && j < (int)MAP_TGT_MAX; j++) {
+			for (unsigned k = 0; k < n; k++) {
+				loco_rref_t rr;
+
+				if (idx[k] < 0 || reps[k] != f[j].node)
+					continue;
+				ret = -ECONNRESET;
+				if (present(map, idx[k]) && (dl < 0 || obj_now_ns() < dl) &&
+				    loco_region_remote(map->log, reps[k], &rr) == 0)
+					ret = loco_write(
+					    map->scr, base + (size_t)k * map->rec_len, &rr,
+					    (size_t)me * map->slice_len + MAP_LOG_CTL +
+					        (size_t)((seq[k] - 1) % map->log_recs) *
+					            map->rec_len,
+					    len[k], ack);
+				if (ret == 0) {
+					again = 1;
+					continue;
+				}
+				if (present(map, idx[k]) && err == 0)
+					err = f[j].error ? f[j].error : -EIO;
+				map_log_resync(map, reps[k]);
+				idx[k] = -1;
+			}
+		}
+		if (!again)
+			break;
+		loco_waiter_pause(&wt);
+	}
 	writer_put(map, w);
 	return err;
 }

@@ -2,8 +2,8 @@
 /*
  * map_impl.h -- the map's state and what its files share (objects/ only):
  * map.c has the API, GET and the writes' callers; map_core.c placement,
- * the slots and the owner's side of a write; map_move.c the copy thread,
- * joins and leaves. The design is in map.c.
+ * the slots, the logs and the owner's side of a write; map_move.c the
+ * server and copy threads, joins and leaves. The design is in map.c.
  *
  * Thread safety: as loco/map.h; @lock guards the table's writes and @meta.
  */
