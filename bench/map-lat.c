@@ -3,18 +3,22 @@
  * map-lat.c -- latency of the map's GET and PUT beside the raw operation
  * each is built on.
  *
- *   loco-run -n 3 build/bench/map-lat [--iters N] [--replicas R] [--json FILE]
+ *   loco-run -n 3 build/bench/map-lat [--iters N] [--replicas R] [--size S] [--json FILE]
  *
  * Nodes 1..n hold keys (R replicas, default 2). Node 1 measures on keys
  * owned by node 2; the others serve, and look every millisecond for node
  * 1's end. Rows, one per value size S (8 B, 256 B, 4 KiB; key_max 16):
- *   map get S:  loco_map_get() of a key node 2 owns: one READ of its slot
- *               group (4 slots) and the checks;
+ *   map get S:  loco_map_get() of a key node 2 owns: a READ of node 2's
+ *               info word (8 B) and one of the key's slot group (4
+ *               slots), posted together, one wait, and the checks;
  *               raw: loco_read of the group's size from node 2 + ack wait.
  *   map put S:  loco_map_put() of a key node 2 owns: a call to node 2,
- *               which forwards to R - 1 replicas, applies and replies;
+ *               which WRITEs the write into the logs of its R - 1
+ *               replicas (in parallel, waiting for the completions),
+ *               applies it and replies: one round trip;
  *               raw: loco_write of one slot's size to node 2 + ack wait.
- * Each row: median and p99 of one operation (us) and operations per
+ * --size S measures value size S only (one map: one server thread per
+ * node). Each row: median and p99 of one operation (us) and operations per
  * second (1 / mean); the object's operation and the raw one are timed
  * alternately so that their ratio holds on a noisy machine. Prints a
  * table and writes JSON (default RESULTS/map-<provider>.json; RESULTS is $LOCO_BENCH_OUT, else
@@ -236,8 +240,9 @@ int main(int argc, char **argv)
 			only = (size_t)atol(optarg);
 			break;
 		default:
-			fprintf(c == 'h' ? stdout : stderr, "usage: loco-run -n N map-lat [--iters "
-			                                    "N] [--replicas R] [--json FILE]\n");
+			fprintf(c == 'h' ? stdout : stderr,
+			        "usage: loco-run -n N map-lat [--iters N] [--replicas R] [--size "
+			        "8|256|4096] [--json FILE]\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
