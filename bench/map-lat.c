@@ -3,18 +3,22 @@
  * map-lat.c -- latency of the map's GET and PUT beside the raw operation
  * each is built on.
  *
- *   loco-run -n 3 build/bench/map-lat [--iters N] [--replicas R] [--json FILE]
+ *   loco-run -n 3 build/bench/map-lat [--iters N] [--replicas R] [--size S] [--json FILE]
  *
  * Nodes 1..n hold keys (R replicas, default 2). Node 1 measures on keys
  * owned by node 2; the others serve, and look every millisecond for node
  * 1's end. Rows, one per value size S (8 B, 256 B, 4 KiB; key_max 16):
- *   map get S:  loco_map_get() of a key node 2 owns: one READ of its slot
- *               group (4 slots) and the checks;
+ *   map get S:  loco_map_get() of a key node 2 owns: a READ of node 2's
+ *               info word (8 B) and one of the key's slot group (4
+ *               slots), posted together, one wait, and the checks;
  *               raw: loco_read of the group's size from node 2 + ack wait.
  *   map put S:  loco_map_put() of a key node 2 owns: a call to node 2,
- *               which forwards to R - 1 replicas, applies and replies;
+ *               which WRITEs the write into the logs of its R - 1
+ *               replicas (in parallel, waiting for the completions),
+ *               applies it and replies: one round trip;
  *               raw: loco_write of one slot's size to node 2 + ack wait.
- * Each row: median and p99 of one operation (us) and operations per
+ * --size S measures value size S only (one map: one server thread per
+ * node). Each row: median and p99 of one operation (us) and operations per
  * second (1 / mean); the object's operation and the raw one are timed
  * alternately so that their ratio holds on a noisy machine. Prints a
  * table and writes JSON (default RESULTS/map-<provider>.json; RESULTS is $LOCO_BENCH_OUT, else
@@ -208,11 +212,9 @@ static int write_json(const char *path, const char *prov, uint32_t nodes, uint32
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"iters", required_argument, NULL, 'i'},
-	    {"replicas", required_argument, NULL, 'r'},
-	    {"json", required_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"iters", required_argument, NULL, 'i'}, {"replicas", required_argument, NULL, 'r'},
+	    {"json", required_argument, NULL, 'j'},  {"size", required_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
 	};
 	static struct bench b = {.iters = 5000};
 	struct result res[2 * NSIZES];
@@ -220,6 +222,8 @@ int main(int argc, char **argv)
 	uint32_t nodes = env ? (uint32_t)atoi(env) : 1, reps = 2, ids[MAX_NODES];
 	char json_default[4096];
 	int c, nres = 0;
+	size_t only = 0; /* --size: that value size only (one map, one server thread) */
+	int k0 = 0, k1 = NSIZES;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -232,9 +236,13 @@ int main(int argc, char **argv)
 		case 'j':
 			json = optarg;
 			break;
+		case 's':
+			only = (size_t)atol(optarg);
+			break;
 		default:
-			fprintf(c == 'h' ? stdout : stderr, "usage: loco-run -n N map-lat [--iters "
-			                                    "N] [--replicas R] [--json FILE]\n");
+			fprintf(c == 'h' ? stdout : stderr,
+			        "usage: loco-run -n N map-lat [--iters N] [--replicas R] [--size "
+			        "8|256|4096] [--json FILE]\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
@@ -251,6 +259,15 @@ int main(int argc, char **argv)
 		bench_result_path(json_default, sizeof(json_default), "map-%s.json", prov);
 		json = json_default;
 	}
+	for (int k = 0; k < NSIZES && only; k++)
+		if (sizes[k] == only) {
+			k0 = k;
+			k1 = k + 1;
+		}
+	if (only && k1 - k0 != 1) {
+		fprintf(stderr, "map-lat: --size is 8, 256 or 4096\n");
+		return 2;
+	}
 	b.lat = calloc((size_t)b.iters, sizeof(*b.lat));
 	b.lat2 = calloc((size_t)b.iters, sizeof(*b.lat2));
 	if (b.lat == NULL || b.lat2 == NULL)
@@ -261,9 +278,9 @@ int main(int argc, char **argv)
 
 	CHECK(loco_init(NULL, &b.m));
 	b.me = loco_node_id(b.m);
-	for (int k = 0; k < NSIZES; k++) {
+	for (int k = k0; k < k1; k++) {
 		loco_map_cfg_t cfg;
-		char name[16];
+		char name[24];
 
 		snprintf(name, sizeof(name), "map-lat%d", k);
 		CHECK(loco_channel_create(b.m, NULL, name, nodes, &b.ch[k]));
@@ -275,18 +292,18 @@ int main(int argc, char **argv)
 		snprintf(name, sizeof(name), "m%zu", sizes[k]);
 		CHECK(loco_map_create(b.ch[k], name, &cfg, &b.map[k]));
 	}
-	CHECK(loco_object_create(b.ch[0], "raw", NULL, NULL, &b.raw));
+	CHECK(loco_object_create(b.ch[k0], "raw", NULL, NULL, &b.raw));
 	CHECK(loco_region_create(b.raw, "buf", BUF_LEN, LOCO_ACCESS_READ | LOCO_ACCESS_WRITE,
 	                         &b.buf));
 	CHECK(loco_ack_key_create(b.m, &b.ack));
-	for (int k = 0; k < NSIZES; k++)
+	for (int k = k0; k < k1; k++)
 		CHECK(loco_channel_join(b.ch[k], WAIT_NS));
-	for (int k = 0; k < NSIZES; k++)
+	for (int k = k0; k < k1; k++)
 		CHECK(loco_map_sync(b.map[k], WAIT_NS));
 
 	if (b.me == 1) {
 		/* a key node 2 owns, in each map */
-		for (int k = 0; k < NSIZES; k++) {
+		for (int k = k0; k < k1; k++) {
 			for (int i = 0;; i++) {
 				snprintf(b.key[k], KEY_MAX, "key-%d", i);
 				b.klen[k] = strlen(b.key[k]);
@@ -295,7 +312,7 @@ int main(int argc, char **argv)
 			}
 			map_put(&b, k);
 		}
-		for (int k = 0; k < NSIZES; k++) {
+		for (int k = k0; k < k1; k++) {
 			struct result *r = &res[nres++];
 
 			snprintf(r->op, sizeof(r->op), "map get %zu B", sizes[k]);
@@ -303,7 +320,7 @@ int main(int argc, char **argv)
 			         LOCO_MAP_GROUP * slot_len(sizes[k]));
 			timed_pair(&b, map_get, raw_get, k, r);
 		}
-		for (int k = 0; k < NSIZES; k++) {
+		for (int k = k0; k < k1; k++) {
 			struct result *r = &res[nres++];
 
 			snprintf(r->op, sizeof(r->op), "map put %zu B (%u replicas)", sizes[k],
@@ -332,11 +349,11 @@ int main(int argc, char **argv)
 		bench_die("waiting for node 1", -ETIMEDOUT);
 	}
 	usleep(200000); /* the last calls and acks of the others */
-	for (int k = 0; k < NSIZES; k++)
+	for (int k = k0; k < k1; k++)
 		loco_map_destroy(b.map[k]);
 	loco_ack_key_destroy(b.ack);
 	loco_object_destroy(b.raw);
-	for (int k = 0; k < NSIZES; k++)
+	for (int k = k0; k < k1; k++)
 		CHECK(loco_channel_destroy(b.ch[k]));
 	loco_fini(b.m);
 	free(b.lat);

@@ -2,16 +2,24 @@
 /*
  * map.c -- a replicated hash map (loco/map.h), built only on the public
  * object-author API (loco/channel.h) and the rpc object (loco/rpc.h).
- * * Every member has an object @name with regions "tab" (capacity slots,
- * remotely readable), "scr" (local: the landing buffers of GET's READs,
- * one group each, and of the copy thread's info reads) and "info" (this
- * node's INFO_* word: active, joining, leaving), and an rpc endpoint
- * "@name.rpc" with one server thread and five handlers: "map.op" (a
- * client's put/del/cas, run by the key's owner), "map.rep" (a write an
- * owner forwards or copies to a holder), "map.done", "map.act" (a join)
- * and "map.bye" (a graceful leave). Files: this one has the API, GET and
- * the writes' callers; map_core.c placement, slots and the owner's side
- * of a write; map_move.c the copy thread, joins and leaves.
+ *
+ * Every member has an object @name with regions "tab" (capacity slots,
+ * remotely readable), "scr" (local: the landing buffers of GET's READs
+ * and of the owners' info words, one each, the copy thread's info reads,
+ * and the staging of the writes' log records), "info" (this node's info
+ * word: state, INFO_* active, joining, leaving, and above it the active
+ * mask it absorbed, see Logs) and, on a key holder, "log" (its inbound
+ * logs, remotely writable: see Logs), and an rpc endpoint "@name.rpc"
+ * whose calls the map's server thread runs (loco_rpc_progress: while
+ * calls come it waits between them by the manager's policy, so under
+ * LOCO_WAIT=spin a call reaches its handler without a thread wake-up;
+ * idle 5 ms, it naps, 50 us doubling to 1 ms) with five handlers:
+ * "map.op" (a client's put/del/cas, run by the key's owner), "map.rep"
+ * (an entry an owner copies to a holder after a change of the sets),
+ * "map.done", "map.act" (a join) and "map.bye" (a graceful leave). Files:
+ * this one has the API, GET and the writes' callers; map_core.c
+ * placement, slots, the logs and the owner's side of a write;
+ * map_move.c the server and copy threads, joins and leaves.
  *
  * Membership: two masks over the key holders: present (P: paired in the
  * channel) and active (A: serving, a subset of P). A key's owner is the
@@ -20,10 +28,10 @@
  * them). A slot whose key this node does not own is hidden (MAP_HIDE,
  * under the checksum): a reader that still routes to a former owner
  * reads again. Deaths and leaves clear both masks (object callbacks);
- * the first replica then owns the key and already holds it; the copy
- * thread re-shows the slots this node owns now and, once the change is
- * MAP_SETTLE_NS old, copies every entry it owns to the holders the masks
- * now ask for. A joiner (cfg.join) is active only once every holder
+ * the first replica then owns the key and already holds it (in its table
+ * or its logs); the copy thread absorbs the change (see Logs) and, once
+ * it is MAP_SETTLE_NS old, copies every entry it owns to the holders the
+ * masks now ask for. A joiner (cfg.join) is active only once every holder
  * copied its keys to it ("map.done") and every member took it into A
  * ("map.act": refused while a write of a moving key is under way there,
  * then that node hides what it no longer owns). loco_map_leave() stops
@@ -40,31 +48,90 @@
  * an older version never brings a key back; a key's probe sequence
  * (groups g, g + 1, ...) ends at the first empty slot.
  *
- * Writes: @lock serializes the changes of this node's table (the rpc
- * server thread, the copy thread and an application thread that owns the
- * key run them). An owner runs one write of a key at a time: under @lock
- * it checks the key's state in its table (del of a deleted key, cas of
- * another version: it fails there, against the state readers see), marks
- * the slot busy and takes the next version; then it forwards the write to
- * the live replicas and waits, then applies it and clears busy. A write
- * that finds the slot busy is retried by its caller (MAP_BUSY): never
- * waited for inside a handler, whose thread may be the busy write's.
- * So a write visible at the owner is on every live replica, every
- * decision is made on visible state, and a later version always wins
- * everywhere (replicas take a version only if newer).
+ * Writes: one round trip from the caller to the owner (the "map.op"
+ * call; none when the caller owns the key). @lock serializes the changes
+ * of this node's table (the server thread, the copy thread, the poller
+ * and an application thread that owns the key run them). An owner runs
+ * one write of a key at a time: under @lock it checks the key's state in
+ * its table (del of a deleted key, cas of another version: it fails
+ * there, against the state readers see), marks the slot busy and takes
+ * the next version; then it WRITEs the write as a record into its log at
+ * each live replica, all in parallel on one ack key, and waits for the
+ * completions (the record is then in every replica's memory), then
+ * applies it and clears busy, and replies. A write that finds the slot
+ * busy is retried by its caller (MAP_BUSY): never waited for inside a
+ * handler, whose thread may be the busy write's. So a write visible at
+ * the owner is in every live replica's log, every decision is made on
+ * visible state, and a later version always wins everywhere (replicas
+ * take a version only if newer).
+ *
+ * Logs: a key holder's "log" region has one slice per key holder (index
+ * in cfg.nodes; its own is unused): a control line (the next sequence
+ * number it takes, for the owner to READ) and a ring of log_recs records
+ * of rec_len bytes, each laid out as a slot: {seq, sum, ver, klen, vlen |
+ * DEL}, key, value, sum = XXH3 seeded with seq. Sequence numbers start at
+ * 1 and record seq lives at place (seq - 1) % log_recs. The owner keeps,
+ * per holder, the next number to write (tail) and the holder's head as
+ * last read: when tail - head reaches log_recs, or after the holder came
+ * back (peer_join/leave) or a WRITE to it failed (sync), it READs the
+ * holder's control word before it writes: it never overwrites a record
+ * not taken, and a new incarnation of either side starts at the head the
+ * holder has. A holder takes records in order (map_drain, under @lock):
+ * the one at its head is taken when its seq is the expected one, its
+ * fields are in range and its sum matches, checked on a copy; anything
+ * else (not landed yet, torn, another lap's, malformed) is left there,
+ * never applied. A taken record is applied as a copy (its version only
+ * if newer; a full table counts it in log_bad) and the control word
+ * moves on. Records are taken by a poller on the progress thread
+ * (MAP_POLL_NS; only when @lock is free), at the start of each write
+ * this node owns, before each copy pass, the leave and the census
+ * (loco_map_stats), and by map_absorb.
+ *
+ * Absorbing a change of A: a holder that comes to own a key (its owner
+ * died, left, or a joiner activated) may hold the key's last writes only
+ * in its logs. map_absorb (under @lock) takes every record its logs hold
+ * (every write acknowledged by a former owner landed there before the
+ * acknowledgement), shows what it owns and hides the rest, and then
+ * publishes the mask of A it absorbed in its info word; every change of
+ * A clears that mask first (map_set_bit). A GET READs the owner's info
+ * word, then the key's group (requests to one node execute in order),
+ * and takes the result only if the owner published the same A the
+ * reader routed by (else it reads again); an owner's own writes and
+ * reads absorb first when the published mask is not the current one.
+ * So no one reads a key at, or writes it through, a new owner before
+ * that owner took its former owner's acknowledged writes.
+ *
+ * Memory per key holder, besides the table (capacity x slot_len) and the
+ * rpc endpoint: log = nnodes x (64 + log_recs x rec_len), rec_len =
+ * slot_len rounded up to 64, log_recs = 256 KiB / rec_len within [16,
+ * 256]; staging in "scr" = 16 writers x (8 x rec_len + 64). At the
+ * defaults (key_max 64, value_max 256: rec_len 384, 256 records) that is
+ * 96 KiB per key holder of the map and 49 KiB of staging; a client has
+ * no log.
  */
 #include "map_impl.h"
 
 /* map_free -- what create made (its thread stopped), in reverse: for destroy, a failed create. */
 static void map_free(loco_map_t *map)
 {
+	if (map->sthr_started) {
+		__atomic_store_n(&map->sstop, 1, __ATOMIC_RELEASE);
+		pthread_join(map->sthr, NULL);
+	}
+	if (map->poller != NULL)
+		loco_poller_remove(map->poller);
 	loco_rpc_destroy(map->ep);
 	loco_object_destroy(map->obj);
 	for (unsigned i = 0; i < MAP_READERS; i++)
 		loco_ack_key_destroy(map->acks[i]);
+	for (unsigned i = 0; i < MAP_WRITERS; i++)
+		loco_ack_key_destroy(map->wacks[i]);
+	for (unsigned i = 0; i < LOCO_RPC_NODES_MAX; i++)
+		pthread_mutex_destroy(&map->out[i].lock);
 	loco_ack_key_destroy(map->cack);
 	free(map->meta);
 	free(map->cbuf);
+	free(map->dbuf);
 	pthread_cond_destroy(&map->tcond);
 	pthread_mutex_destroy(&map->tlock);
 	pthread_mutex_destroy(&map->lock);
@@ -157,16 +224,36 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 	map->nslots = c.capacity;
 	map->ngroups = c.capacity / LOCO_MAP_GROUP;
 	map->R = c.replicas;
+	map->rec_len = (map->slot_len + 63) & ~(size_t)63;
+	map->log_recs = (uint32_t)(MAP_LOG_BYTES / map->rec_len);
+	if (map->log_recs > MAP_LOG_RECS)
+		map->log_recs = MAP_LOG_RECS;
+	if (map->log_recs < MAP_LOG_RECS_MIN)
+		map->log_recs = MAP_LOG_RECS_MIN;
+	map->slice_len = MAP_LOG_CTL + (size_t)map->log_recs * map->rec_len;
+	map->stg_off = ((size_t)MAP_READERS * (map->group_len + 8) + 8 + 63) & ~(size_t)63;
+	map->wstride = MAP_TGT_MAX * map->rec_len + 64;
+	for (unsigned i = 0; i < LOCO_RPC_NODES_MAX; i++) {
+		pthread_mutex_init(&map->out[i].lock, NULL);
+		map->out[i].sync = 1; /* its head is read before the first write */
+		map->in_head[i] = 1;
+	}
 	pthread_mutex_init(&map->lock, NULL);
 	pthread_mutex_init(&map->tlock, NULL);
 	pthread_cond_init(&map->tcond, NULL);
 	ret = -ENOMEM;
 	map->meta = calloc(map->nslots, sizeof(*map->meta));
 	map->cbuf = malloc(sizeof(struct op_msg) + LOCO_MAP_KEY_MAX + LOCO_MAP_VALUE_MAX);
-	if (map->meta == NULL || map->cbuf == NULL)
+	map->dbuf = malloc(map->rec_len);
+	if (map->meta == NULL || map->cbuf == NULL || map->dbuf == NULL)
 		goto err;
 	for (unsigned i = 0; i < MAP_READERS; i++) {
 		ret = loco_ack_key_create(map->m, &map->acks[i]);
+		if (ret)
+			goto err;
+	}
+	for (unsigned i = 0; i < MAP_WRITERS; i++) {
+		ret = loco_ack_key_create_flags(map->m, LOCO_ACK_IGNORE_LEFT, &map->wacks[i]);
 		if (ret)
 			goto err;
 	}
@@ -181,7 +268,7 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 	shape[0] = c.key_max;
 	shape[1] = c.value_max;
 	shape[2] = c.replicas;
-	shape[3] = 1; /* the slot format's version */
+	shape[3] = 2; /* the slot format's version (2: the logs) */
 	ret = loco_object_agree(map->obj, "shape", XXH3_64bits(shape, sizeof(shape)) >> 1);
 	if (ret == 0)
 		ret = loco_object_agree(map->obj, "nodes",
@@ -190,10 +277,14 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 		ret = loco_region_create(map->obj, "tab", (size_t)map->nslots * map->slot_len,
 		                         LOCO_ACCESS_READ, &map->tab);
 	if (ret == 0)
-		ret = loco_region_create(map->obj, "scr", MAP_READERS * map->group_len + 8, 0,
+		ret = loco_region_create(map->obj, "scr",
+		                         map->stg_off + (size_t)MAP_WRITERS * map->wstride, 0,
 		                         &map->scr);
 	if (ret == 0)
 		ret = loco_region_create(map->obj, "info", 8, LOCO_ACCESS_READ, &map->info);
+	if (ret == 0 && map_node_index(map, map->me) >= 0) /* a key holder: its inbound logs */
+		ret = loco_region_create(map->obj, "log", (size_t)map->nnodes * map->slice_len,
+		                         LOCO_ACCESS_READ | LOCO_ACCESS_WRITE, &map->log);
 	if (ret)
 		goto err;
 	loco_rpc_cfg_default(&rc, all, nall);
@@ -202,7 +293,7 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 		rc.inline_max = 1024;
 	rc.ring_bytes = 16 * rc.inline_max > 65536 ? 16 * rc.inline_max : 65536;
 	rc.pull_bytes = 4096;
-	rc.threads = 1;
+	rc.threads = 0; /* map_serve_thread runs the calls */
 	rc.max_depth = LOCO_RPC_DEPTH_MAX;
 	ret = loco_rpc_create(ch, rname, &rc, &map->ep);
 	if (ret == 0)
@@ -223,9 +314,25 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 		map_set_bit(map, &map->active, map->me, 1);
 	map->joining = c.join && map_node_index(map, map->me) >= 0;
 	*(uint64_t *)loco_region_ptr(map->info) = map->joining ? INFO_JOINING : INFO_ACTIVE;
+	if (map->log != NULL) {
+		for (uint32_t s = 0; s < map->nnodes; s++)
+			*(uint64_t *)((uint8_t *)loco_region_ptr(map->log) + s * map->slice_len) =
+			    1;
+		pthread_mutex_lock(&map->lock);
+		map_absorb(map);
+		pthread_mutex_unlock(&map->lock);
+		ret = loco_poller_add(map->m, map_poll, map, MAP_POLL_NS, &map->poller);
+		if (ret)
+			goto err;
+	}
 	np = loco_channel_peers(ch, ids, 64);
 	for (int i = 0; i < np && i < 64; i++)
 		map_set_bit(map, &map->present, ids[i], 1);
+	if (pthread_create(&map->sthr, NULL, map_serve_thread, map)) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	map->sthr_started = 1;
 	if (pthread_create(&map->thr, NULL, map_copy_thread, map)) {
 		ret = -ENOMEM;
 		goto err;
@@ -321,16 +428,24 @@ static void reader_put(loco_map_t *map, unsigned i)
 }
 
 /*
- * group_read -- group @g of @owner's table into @buf (this node's own:
- * copied). Returns 0 or the fabric's error.
+ * group_read -- group @g of @owner's table into reader @r's buffer (this
+ * node's own: copied). With @info (the first group a GET reads), @owner's
+ * info word too, read before the group (requests to one node execute in
+ * order), into *@info. Returns 0 or the fabric's error.
  */
-static int group_read(loco_map_t *map, unsigned r, uint32_t owner, uint32_t g, int64_t dl)
+static int group_read(loco_map_t *map, unsigned r, uint32_t owner, uint32_t g, uint64_t *info,
+                      int64_t dl)
 {
-	uint8_t *buf = (uint8_t *)loco_region_ptr(map->scr) + (size_t)r * map->group_len;
-	loco_rref_t rr;
+	uint8_t *scr = loco_region_ptr(map->scr);
+	uint8_t *buf = scr + (size_t)r * map->group_len;
+	size_t ioff = (size_t)MAP_READERS * map->group_len + 8 + (size_t)r * 8;
+	loco_rref_t rr, ri;
 	int ret;
 
 	if (owner == map->me) {
+		if (info != NULL)
+			*info = __atomic_load_n((uint64_t *)loco_region_ptr(map->info),
+			                        __ATOMIC_SEQ_CST);
 		memcpy(buf, (uint8_t *)loco_region_ptr(map->tab) + (size_t)g * map->group_len,
 		       map->group_len);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -346,6 +461,10 @@ static int group_read(loco_map_t *map, unsigned r, uint32_t owner, uint32_t g, i
 			return -ETIMEDOUT;
 	}
 	ret = loco_region_remote(map->tab, owner, &rr);
+	if (ret == 0 && info != NULL)
+		ret = loco_region_remote(map->info, owner, &ri);
+	if (ret == 0 && info != NULL)
+		ret = loco_read(map->scr, ioff, &ri, 0, 8, map->acks[r]);
 	if (ret == 0)
 		ret = loco_read(map->scr, (size_t)r * map->group_len, &rr,
 		                (size_t)g * map->group_len, map->group_len, map->acks[r]);
@@ -355,6 +474,8 @@ static int group_read(loco_map_t *map, unsigned r, uint32_t owner, uint32_t g, i
 		ret = loco_ack_wait(map->acks[r],
 		                    left < 0 || left > 1000000000ll ? 1000000000ll : left);
 	}
+	if (ret == 0 && info != NULL)
+		memcpy(info, scr + ioff, 8);
 	__atomic_add_fetch(&map->get_reads, 1, __ATOMIC_RELAXED);
 	return ret;
 }
@@ -380,11 +501,12 @@ int loco_map_get(loco_map_t *map, const void *key, size_t klen, void *val, size_
 	loco_waiter_init(&w, map->m);
 	for (;;) {
 		uint8_t *buf = (uint8_t *)loco_region_ptr(map->scr) + (size_t)r * map->group_len;
-		uint32_t owner, g0 = (uint32_t)(kh % map->ngroups);
+		uint32_t owner = 0, g0 = (uint32_t)(kh % map->ngroups);
+		uint32_t a = map_mask_of(&map->active);
+		uint64_t info = 0;
 		int torn = 0;
 
-		owner = map_owner_of(map, kh);
-		if (owner == 0) {
+		if (map_rank(map, kh, a, &owner, 1) == 0) {
 			ret = -EHOSTUNREACH;
 			break;
 		}
@@ -393,7 +515,18 @@ int loco_map_get(loco_map_t *map, const void *key, size_t klen, void *val, size_
 			uint32_t g = (g0 + k) % map->ngroups;
 			int end = 0;
 
-			if (group_read(map, r, owner, g, dl)) {
+			if (group_read(map, r, owner, g, k == 0 ? &info : NULL, dl)) {
+				torn = 1;
+				break;
+			}
+			/* the owner serves the keys of this mask only once it absorbed it: took
+			   every write its logs hold (map_absorb); until then, read again */
+			if (k == 0 && !map_published(info, a)) {
+				if (owner == map->me) {
+					pthread_mutex_lock(&map->lock);
+					map_absorbed(map);
+					pthread_mutex_unlock(&map->lock);
+				}
 				torn = 1;
 				break;
 			}
@@ -551,6 +684,7 @@ void loco_map_stats(loco_map_t *map, loco_map_stats_t *st)
 	st->resync = __atomic_load_n(&map->resync, __ATOMIC_RELAXED);
 	tab = loco_region_ptr(map->tab);
 	pthread_mutex_lock(&map->lock);
+	map_drain(map); /* what the logs hold counts */
 	for (uint32_t i = 0; i < map->nslots; i++) {
 		struct slot_hdr *h = (void *)map_slot_ptr(map, tab, i);
 		uint32_t reps[LOCO_MAP_REPLICAS_MAX];

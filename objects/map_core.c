@@ -2,7 +2,9 @@
 /*
  * map_core.c -- the map's placement (rendezvous hashing over the active
  * and the paired key holders), its slots (write, find, validate, show or
- * hide) and the owner's side of a write (map.op, map.rep). See map.c.
+ * hide), the inbound logs (records, map_drain, map_absorb) and the
+ * owner's side of a write (map.op: map_replicate; map.rep: a copy). See
+ * map.c.
  */
 #include "map_impl.h"
 
@@ -236,20 +238,412 @@ uint64_t map_slot_key_hash(const loco_map_t *map, uint32_t i)
 	return map_key_hash((const uint8_t *)h + MAP_HDR, h->klen);
 }
 
-/* apply_copy -- a replica's write (map_forward, copy): make the key's slot, take @ver if newer. */
-static int apply_copy(loco_map_t *map, const void *key, size_t klen, uint64_t ver, int del,
-                      const void *val, size_t vlen)
+/* apply_locked -- under lock: a replica's write (a log record, a copy): make the key's slot, take @ver if newer. */
+static int apply_locked(loco_map_t *map, const void *key, size_t klen, uint64_t ver, int del,
+                        const void *val, size_t vlen)
 {
 	uint64_t kh = map_key_hash(key, klen);
 	uint32_t i;
 	int ret;
 
-	pthread_mutex_lock(&map->lock);
 	ret = slot_find(map, kh, key, klen, 1, &i);
 	if (ret == 0)
 		apply(map, i, kh, ver, del, val, vlen);
+	return ret;
+}
+
+/* apply_copy -- a copy (map.rep): apply_locked under lock. */
+static int apply_copy(loco_map_t *map, const void *key, size_t klen, uint64_t ver, int del,
+                      const void *val, size_t vlen)
+{
+	int ret;
+
+	pthread_mutex_lock(&map->lock);
+	ret = apply_locked(map, key, klen, ver, del, val, vlen);
 	pthread_mutex_unlock(&map->lock);
 	return ret;
+}
+
+/* ---- the logs ------------------------------------------------------------- */
+
+/*
+ * map_rec_build -- record @seq of a write (@key at version @ver, @del: a
+ * tombstone, value @val) into @r, laid out as a slot: {seq, sum, ver,
+ * klen, vlen | DEL}, key, value; sum = slot_sum() seeded with @seq.
+ * Returns the bytes to send (the value's tail is not).
+ */
+size_t map_rec_build(const loco_map_t *map, uint8_t *r, uint64_t seq, uint64_t ver, int del,
+                     const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct slot_hdr *h = (void *)r;
+
+	h->seq = seq;
+	h->ver = ver;
+	h->klen = (uint32_t)klen;
+	h->vlen = (uint32_t)vlen | (del ? MAP_DEL : 0);
+	memcpy(r + MAP_HDR, key, klen);
+	if (vlen)
+		memcpy(r + MAP_HDR + map->key_area, val, vlen);
+	h->sum = slot_sum(map, r, seq);
+	return MAP_HDR + map->key_area + ((vlen + 7) & ~(size_t)7);
+}
+
+/*
+ * map_rec_check -- whether @r (a copy no one writes) is a whole record
+ * numbered @seq: 1, else 0 (not landed yet, torn, from an earlier lap,
+ * or malformed: never applied).
+ */
+int map_rec_check(const loco_map_t *map, const uint8_t *r, uint64_t seq)
+{
+	struct slot_hdr h;
+
+	memcpy(&h, r, sizeof(h));
+	if (h.seq != seq || h.ver == 0 || h.klen == 0 || h.klen > map->key_max ||
+	    (h.vlen & MAP_HIDE) || (h.vlen & MAP_LEN) > map->value_max ||
+	    ((h.vlen & MAP_DEL) && (h.vlen & MAP_LEN)))
+		return 0;
+	return slot_sum(map, r, seq) == h.sum;
+}
+
+/* log_rec -- record @seq's place in slice @s of this node's logs. */
+static uint8_t *log_rec(const loco_map_t *map, uint32_t s, uint64_t seq)
+{
+	return (uint8_t *)loco_region_ptr(map->log) + (size_t)s * map->slice_len + MAP_LOG_CTL +
+	       (size_t)((seq - 1) % map->log_recs) * map->rec_len;
+}
+
+/*
+ * map_drain -- under lock: take every whole record of this node's logs,
+ * in order, slice by slice (a copy of each is checked, then applied as a
+ * replica's write: a version only if newer), and tell the writers how far
+ * (each slice's control word). Returns how many it took.
+ */
+unsigned map_drain(loco_map_t *map)
+{
+	int me = map_node_index(map, map->me);
+	unsigned n = 0;
+
+	if (map->log == NULL)
+		return 0;
+	for (uint32_t s = 0; s < map->nnodes; s++) {
+		uint64_t *ctl =
+		    (uint64_t *)((uint8_t *)loco_region_ptr(map->log) + (size_t)s * map->slice_len);
+		uint64_t h0 = map->in_head[s];
+
+		if ((int)s == me)
+			continue;
+		for (uint32_t k = 0; k < map->log_recs; k++) {
+			uint64_t seq = map->in_head[s];
+			const uint8_t *r = log_rec(map, s, seq);
+			struct slot_hdr *h = (void *)map->dbuf;
+			size_t len;
+
+			if (__atomic_load_n((const uint64_t *)r, __ATOMIC_ACQUIRE) != seq)
+				break; /* not there yet */
+			memcpy(map->dbuf, r, MAP_HDR);
+			if (h->klen > map->key_max || (h->vlen & MAP_LEN) > map->value_max)
+				break; /* torn, or never whole: map_rec_check refuses it */
+			len = map->key_area + (((h->vlen & MAP_LEN) + 7) & ~(size_t)7);
+			memcpy(map->dbuf + MAP_HDR, r + MAP_HDR, len);
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if (!map_rec_check(map, map->dbuf, seq))
+				break;
+			if (apply_locked(
+			        map, map->dbuf + MAP_HDR, h->klen, h->ver, (h->vlen & MAP_DEL) != 0,
+			        map->dbuf + MAP_HDR + map->key_area, h->vlen & MAP_LEN) != 0)
+				__atomic_add_fetch(&map->log_bad, 1, __ATOMIC_RELAXED);
+			map->in_head[s] = seq + 1;
+			n++;
+		}
+		if (map->in_head[s] != h0)
+			__atomic_store_n(ctl, map->in_head[s], __ATOMIC_RELEASE);
+	}
+	if (n)
+		__atomic_add_fetch(&map->log_taken, n, __ATOMIC_RELAXED);
+	return n;
+}
+
+/* map_poll -- the poller of a key holder: drain the logs when @lock is free. */
+int map_poll(void *arg)
+{
+	loco_map_t *map = arg;
+	unsigned n;
+
+	if (pthread_mutex_trylock(&map->lock) != 0)
+		return LOCO_POLLER_IDLE; /* its holder drains, or the next turn */
+	n = map_drain(map);
+	pthread_mutex_unlock(&map->lock);
+	return n ? LOCO_POLLER_BUSY : LOCO_POLLER_IDLE;
+}
+
+/* map_info_set -- this node's info word: state @st (keeping the mask), or the mask (@st 0). */
+void map_info_set(loco_map_t *map, uint64_t st, uint32_t mask)
+{
+	uint64_t *w = loco_region_ptr(map->info);
+	uint64_t o = __atomic_load_n(w, __ATOMIC_SEQ_CST), v;
+
+	do
+		v = st ? (o & ~INFO_STATE) | st : (o & INFO_STATE) | (uint64_t)mask << 32;
+	while (!__atomic_compare_exchange_n(w, &o, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+}
+
+/*
+ * map_published -- whether info word @w says its node serves with active
+ * mask @a: it absorbed that mask (map_absorb) and no change since.
+ */
+int map_published(uint64_t w, uint32_t a)
+{
+	uint64_t st = w & INFO_STATE;
+
+	return (st == INFO_ACTIVE || st == INFO_LEAVING) && (uint32_t)(w >> 32) == a && a != 0;
+}
+
+/*
+ * map_absorb -- under lock (a key holder): the active mask as it is now
+ * takes effect here: drain the logs (every write acknowledged to a former
+ * owner of a key this node owns now is in them), show what this node owns
+ * and hide the rest, then publish the mask in the info word, unless the
+ * mask changed meanwhile (map_set_bit cleared it: absorbed again later).
+ */
+void map_absorb(loco_map_t *map)
+{
+	uint64_t g = __atomic_load_n(&map->agen, __ATOMIC_SEQ_CST);
+	uint32_t a = map_mask_of(&map->active);
+
+	map_drain(map);
+	map_show_owned(map);
+	map_info_set(map, 0, a);
+	if (__atomic_load_n(&map->agen, __ATOMIC_SEQ_CST) != g)
+		map_info_set(map, 0, 0);
+}
+
+/* map_absorbed -- under lock: map_absorb until this node published its active mask (bounded). */
+void map_absorbed(loco_map_t *map)
+{
+	for (int k = 0; k < 4; k++) {
+		uint32_t a = map_mask_of(&map->active);
+
+		if (map_published(
+		        __atomic_load_n((uint64_t *)loco_region_ptr(map->info), __ATOMIC_SEQ_CST),
+		        a))
+			return;
+		map_absorb(map);
+	}
+}
+
+/* map_log_resync -- the next write to @node reads its head first (a new incarnation, a failure). */
+void map_log_resync(loco_map_t *map, uint32_t node)
+{
+	int i = map_node_index(map, node);
+
+	if (i >= 0)
+		__atomic_store_n(&map->out[i].sync, 1, __ATOMIC_RELEASE);
+}
+
+static unsigned writer_take(loco_map_t *map)
+{
+	loco_waiter_t w;
+
+	loco_waiter_init(&w, map->m);
+	for (;;) {
+		uint32_t b = __atomic_load_n(&map->wbusy, __ATOMIC_RELAXED);
+
+		if ((b & ((1u << MAP_WRITERS) - 1)) != (1u << MAP_WRITERS) - 1) {
+			unsigned i = (unsigned)__builtin_ctz(~b);
+
+			if (__atomic_compare_exchange_n(&map->wbusy, &b, b | (1u << i), 0,
+			                                __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+				return i;
+			continue;
+		}
+		loco_waiter_pause(&w);
+	}
+}
+
+static void writer_put(loco_map_t *map, unsigned i)
+{
+	__atomic_and_fetch(&map->wbusy, ~(1u << i), __ATOMIC_RELEASE);
+}
+
+static int present(const loco_map_t *map, int idx)
+{
+	return (map_mask_of(&map->present) >> idx) & 1;
+}
+
+/*
+ * log_reserve -- a sequence number of this node's slice at holder @node
+ * (nodes[] @idx) into *@seq, for writer @w: when the slice looks full, or
+ * its head is not known (sync), read the holder's control word and wait
+ * for room (never overwrite a record not taken). Returns 0; -ECONNRESET
+ * (@node is gone); -ETIMEDOUT, or a READ's error, at @dl.
+ */
+static int log_reserve(loco_map_t *map, unsigned w, int idx, uint32_t node, int64_t dl,
+                       uint64_t *seq)
+{
+	struct log_out *o = &map->out[idx];
+	size_t lo = map->stg_off + (size_t)w * map->wstride + MAP_TGT_MAX * map->rec_len;
+	int me = map_node_index(map, map->me);
+	loco_waiter_t wt;
+
+	loco_waiter_init(&wt, map->m);
+	for (;;) {
+		loco_rref_t rr;
+		uint64_t h = 0;
+		int ret;
+
+		pthread_mutex_lock(&o->lock);
+		if (!__atomic_load_n(&o->sync, __ATOMIC_ACQUIRE) &&
+		    o->tail - o->head < map->log_recs) {
+			*seq = o->tail++;
+			pthread_mutex_unlock(&o->lock);
+			return 0;
+		}
+		pthread_mutex_unlock(&o->lock);
+		if (!present(map, idx))
+			return -ECONNRESET;
+		ret = loco_region_remote(map->log, node, &rr);
+		if (ret == 0)
+			ret = loco_read(map->scr, lo, &rr, (size_t)me * map->slice_len, 8,
+			                map->wacks[w]);
+		if (ret == 0) {
+			int64_t left = obj_left_ns(dl);
+
+			ret = loco_ack_wait(map->wacks[w],
+			                    left < 0 || left > 1000000000ll ? 1000000000ll : left);
+		}
+		if (ret == 0) {
+			int room;
+
+			memcpy(&h, (uint8_t *)loco_region_ptr(map->scr) + lo, 8);
+			if (h == 0)
+				h = 1; /* a holder that took nothing yet */
+			pthread_mutex_lock(&o->lock);
+			if (__atomic_load_n(&o->sync, __ATOMIC_ACQUIRE)) {
+				o->tail = o->head = h;
+				__atomic_store_n(&o->sync, 0, __ATOMIC_RELEASE);
+			} else if (h > o->head) {
+				o->head = h;
+			}
+			room = o->tail - o->head < map->log_recs;
+			pthread_mutex_unlock(&o->lock);
+			if (room)
+				continue;
+		}
+		if (dl >= 0 && obj_now_ns() >= dl)
+			return ret ? ret : -ETIMEDOUT;
+		loco_waiter_pause(&wt);
+	}
+}
+
+/*
+ * map_replicate -- the write of @key at version @ver (@del, @val) into
+ * this node's log at each holder of @reps[0 .. @n), in parallel: reserve
+ * a record in each, WRITE them (one ack key), wait for every completion:
+ * then the record is in each live replica's memory. Returns 0, or the
+ * first error other than a replica that left (-ECONNRESET).
+ */
+static int map_replicate(loco_map_t *map, const uint32_t *reps, unsigned n, uint64_t ver, int del,
+                         const void *key, size_t klen, const void *val, size_t vlen)
+{
+	int64_t dl = obj_deadline(MAP_FWD_NS);
+	unsigned w = writer_take(map);
+	size_t base = map->stg_off + (size_t)w * map->wstride;
+	uint8_t *stg = (uint8_t *)loco_region_ptr(map->scr) + base;
+	loco_ack_key_t *ack = map->wacks[w];
+	int me = map_node_index(map, map->me), idx[MAP_TGT_MAX], err = 0, ret, nf;
+	uint64_t seq[MAP_TGT_MAX];
+	size_t len[MAP_TGT_MAX];
+	struct loco_ack_failure f[MAP_TGT_MAX];
+	loco_waiter_t wt;
+
+	for (unsigned k = 0; k < n; k++) {
+		idx[k] = map_node_index(map, reps[k]);
+		if (idx[k] < 0)
+			continue;
+		ret = log_reserve(map, w, idx[k], reps[k], dl, &seq[k]);
+		if (ret) {
+			if (ret != -ECONNRESET && err == 0)
+				err = ret;
+			idx[k] = -1;
+		}
+	}
+	loco_waiter_init(&wt, map->m);
+	for (unsigned k = 0; k < n; k++) {
+		if (idx[k] < 0)
+			continue;
+		len[k] = map_rec_build(map, stg + (size_t)k * map->rec_len, seq[k], ver, del, key,
+		                       klen, val, vlen);
+		for (;;) {
+			loco_rref_t rr;
+
+			ret = loco_region_remote(map->log, reps[k], &rr);
+			if (ret == 0)
+				ret = loco_write(map->scr, base + (size_t)k * map->rec_len, &rr,
+				                 (size_t)me * map->slice_len + MAP_LOG_CTL +
+				                     (size_t)((seq[k] - 1) % map->log_recs) *
+				                         map->rec_len,
+				                 len[k], ack);
+			if (ret == 0)
+				break;
+			if (!present(map, idx[k]))
+				ret = -ECONNRESET;
+			else if ((ret == -EAGAIN || ret == -ENOTCONN || ret == -ENOENT) &&
+			         (dl < 0 || obj_now_ns() < dl)) {
+				loco_waiter_pause(&wt);
+				continue;
+			}
+			break;
+		}
+		loco_waiter_reset(&wt);
+		if (ret) { /* a hole in the slice: the next write reads the holder's head */
+			map_log_resync(map, reps[k]);
+			if (ret != -ECONNRESET && err == 0)
+				err = ret;
+			idx[k] = -1;
+		}
+	}
+	/* every WRITE completes (a dead peer's within the fabric's bound) before the buffers go;
+	   one that failed to a holder still paired is posted again (a hole would stop the
+	   holder's slice), until @dl: then the slice is read again from the holder's head */
+	for (;;) {
+		int again = 0;
+
+		while ((ret = loco_ack_wait(ack, 1000000000ll)) == -ETIMEDOUT)
+			;
+		nf = loco_ack_failures(ack, f, MAP_TGT_MAX, NULL);
+		if (nf <= 0)
+			break;
+		for (int j = 0; j < nf && j < (int)MAP_TGT_MAX; j++) {
+			for (unsigned k = 0; k < n; k++) {
+				loco_rref_t rr;
+
+				if (idx[k] < 0 || reps[k] != f[j].node)
+					continue;
+				ret = -ECONNRESET;
+				if (present(map, idx[k]) && (dl < 0 || obj_now_ns() < dl) &&
+				    loco_region_remote(map->log, reps[k], &rr) == 0)
+					ret = loco_write(
+					    map->scr, base + (size_t)k * map->rec_len, &rr,
+					    (size_t)me * map->slice_len + MAP_LOG_CTL +
+					        (size_t)((seq[k] - 1) % map->log_recs) *
+					            map->rec_len,
+					    len[k], ack);
+				if (ret == 0) {
+					again = 1;
+					continue;
+				}
+				if (present(map, idx[k]) && err == 0)
+					err = f[j].error ? f[j].error : -EIO;
+				map_log_resync(map, reps[k]);
+				idx[k] = -1;
+			}
+		}
+		if (!again)
+			break;
+		loco_waiter_pause(&wt);
+	}
+	writer_put(map, w);
+	return err;
 }
 
 /* ---- the owner's side ----------------------------------------------------- */
@@ -304,14 +698,14 @@ int map_forward(loco_map_t *map, const uint32_t *reps, unsigned n, const void *m
 
 /*
  * map_owner_op -- run put/del/cas of @key as its owner (the caller checked
- * that this node ranks first): take the next version, map_forward, apply.
- * The new version into *@ver. Returns 0, -ENOENT, -ECANCELED, -ENOSPC, or
- * a map_forward's error (then applied here anyway).
+ * that this node ranks first): take the next version, map_replicate (the
+ * record in every live replica's log), apply. The new version into *@ver.
+ * Returns 0, -ENOENT, -ECANCELED, -ENOSPC, or a map_replicate's error
+ * (then applied here anyway).
  */
 int map_owner_op(loco_map_t *map, int op, uint64_t kh, const void *key, size_t klen,
                  uint64_t expect, const void *val, size_t vlen, uint64_t *ver)
 {
-	uint8_t msg[sizeof(struct op_msg) + LOCO_MAP_KEY_MAX + LOCO_MAP_VALUE_MAX];
 	uint32_t reps[2 * LOCO_MAP_REPLICAS_MAX], i;
 	uint64_t cur, nv;
 	unsigned n;
@@ -319,6 +713,8 @@ int map_owner_op(loco_map_t *map, int op, uint64_t kh, const void *key, size_t k
 	struct slot_hdr *h;
 
 	pthread_mutex_lock(&map->lock);
+	map_drain(map);    /* keeps the logs short; cheap when they are empty */
+	map_absorbed(map); /* a key this node came to own: its former owner's writes first */
 	ret = map_owns(map, kh)
 	          ? 0
 	          : -EXDEV; /* checked under @lock: map_h_act changes the owners under it */
@@ -344,11 +740,8 @@ int map_owner_op(loco_map_t *map, int op, uint64_t kh, const void *key, size_t k
 
 	n = map_targets(map, kh, reps);
 	ret = 0;
-	if (n > 0) {
-		size_t len = map_msg_build(msg, 0, del, nv, key, klen, val, del ? 0 : vlen);
-
-		ret = map_forward(map, reps, n, msg, len);
-	}
+	if (n > 0)
+		ret = map_replicate(map, reps, n, nv, del, key, klen, val, del ? 0 : vlen);
 	pthread_mutex_lock(&map->lock);
 	apply(map, i, kh, nv, del, val, del ? 0 : vlen);
 	map->meta[i].busy = 0;

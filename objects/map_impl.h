@@ -2,8 +2,8 @@
 /*
  * map_impl.h -- the map's state and what its files share (objects/ only):
  * map.c has the API, GET and the writes' callers; map_core.c placement,
- * the slots and the owner's side of a write; map_move.c the copy thread,
- * joins and leaves. The design is in map.c.
+ * the slots, the logs and the owner's side of a write; map_move.c the
+ * server and copy threads, joins and leaves. The design is in map.c.
  *
  * Thread safety: as loco/map.h; @lock guards the table's writes and @meta.
  */
@@ -27,18 +27,29 @@
 /* members of a map, holders and clients (its masks are 32 bits) */
 #define LOCO_RPC_NODES_MAX 32u
 
-#define MAP_READERS   32u /* GETs in flight at once (landing buffers) */
-#define MAP_HDR       32u
-#define MAP_DEL       0x80000000u /* vlen flag: a tombstone */
-#define MAP_HIDE      0x40000000u /* vlen flag: held, not owned here: readers do not take it */
-#define MAP_LEN       0x3fffffffu
-#define INFO_ACTIVE   1 /* info word: this node serves its keys */
-#define INFO_JOINING  2 /* info word: this node waits for the copies of its keys */
-#define INFO_LEAVING  3 /* info word: this node handed its keys over */
-#define MAP_NOT_OWNER 1 /* op handler status: the callee does not own the key (retry) */
-#define MAP_BUSY      2 /* op handler status: a write of the key is under way (retry) */
-#define MAP_FWD_NS    (30ll * 1000000000ll)
-#define MAP_SETTLE_NS (100ll * 1000000ll) /* a change of the masks is copied for this late */
+#define MAP_READERS      32u /* GETs in flight at once (landing buffers) */
+#define MAP_HDR          32u
+#define MAP_DEL          0x80000000u /* vlen flag: a tombstone */
+#define MAP_HIDE         0x40000000u /* vlen flag: held, not owned here: readers do not take it */
+#define MAP_LEN          0x3fffffffu
+#define INFO_ACTIVE      1 /* info word: this node serves its keys */
+#define INFO_JOINING     2 /* info word: this node waits for the copies of its keys */
+#define INFO_LEAVING     3 /* info word: this node handed its keys over */
+#define MAP_NOT_OWNER    1 /* op handler status: the callee does not own the key (retry) */
+#define MAP_BUSY         2 /* op handler status: a write of the key is under way (retry) */
+#define MAP_FWD_NS       (30ll * 1000000000ll)
+#define MAP_SETTLE_NS    (100ll * 1000000ll) /* a change of the masks is copied for this late */
+#define MAP_WRITERS      16u /* owner writes in flight at once (staging buffers, ack keys) */
+#define MAP_TGT_MAX      (2u * LOCO_MAP_REPLICAS_MAX) /* targets of one write (map_targets) */
+#define MAP_LOG_RECS     256u             /* records of one inbound log slice (a ring), at most */
+#define MAP_LOG_RECS_MIN 16u              /* ... at least */
+#define MAP_LOG_BYTES    (256u * 1024u)   /* ... and about this many bytes between the two */
+#define MAP_POLL_NS      (500ll * 1000ll) /* the poller that takes the records: its period */
+#define MAP_BUSY_NS \
+	(5ll * 1000000ll) /* the server thread waits by the policy this long after a call */
+#define MAP_NAP_NS  (50ll * 1000ll) /* ... then naps this long, doubling up to 1 ms */
+#define MAP_LOG_CTL 64u /* a slice's control line: the next sequence number its holder takes */
+#define INFO_STATE  0xffffffffull /* info word: the state; above it, the absorbed active mask */
 
 enum {
 	OP_PUT = 1,
@@ -63,6 +74,15 @@ struct op_msg {
 	uint64_t ver; /* op: the expected version (cas); rep: the version */
 };
 
+/* this node's log at another key holder (by nodes[] index): the owner's side of a slice */
+struct log_out {
+	pthread_mutex_t lock; /* @tail, @head */
+	uint64_t tail;        /* the next sequence number to write there */
+	uint64_t head;        /* the holder's next one to take, as last read */
+	int sync;             /* atomic: read the holder's head before the next write (its new
+	                         incarnation, a failed WRITE): @tail starts again from it */
+};
+
 struct slot_meta {
 	uint8_t busy; /* an owner's write of this slot's key is under way */
 };
@@ -72,6 +92,7 @@ struct loco_map {
 	loco_channel_t *ch;
 	loco_object_t *obj;
 	loco_region_t *tab, *scr;
+	loco_region_t *log; /* key holders: the inbound logs, one slice per holder (map.c) */
 	loco_rpc_ep_t *ep;
 	uint32_t op_id, rep_id;
 	uint32_t me;
@@ -97,6 +118,22 @@ struct loco_map {
 	struct slot_meta *meta;
 	loco_ack_key_t *acks[MAP_READERS];
 	uint32_t rbusy; /* atomic: readers taken */
+	/* the logs (map_core.c): the replicas' side under @lock, the owners' in @out */
+	size_t rec_len, slice_len, stg_off,
+	    wstride; /* stg_off: staging in "scr", wstride a writer's */
+	uint64_t
+	    in_head[LOCO_RPC_NODES_MAX]; /* under lock: the next record to take from holder i */
+	struct log_out out[LOCO_RPC_NODES_MAX];
+	loco_ack_key_t *wacks[MAP_WRITERS];
+	uint32_t wbusy;        /* atomic: writers taken */
+	uint8_t *dbuf;         /* under lock: a record being taken, copied out of the log */
+	loco_poller_t *poller; /* takes the records (key holders) */
+	uint32_t log_recs;     /* records of a slice */
+	uint64_t agen;         /* atomic: grows with every change of @active (map_absorb) */
+	/* the server thread: runs the rpc endpoint's calls (loco_rpc_progress) */
+	pthread_t sthr;
+	int sthr_started;
+	int sstop; /* atomic */
 	/* the copy thread */
 	pthread_t thr;
 	int thr_started;
@@ -106,6 +143,8 @@ struct loco_map {
 	uint8_t *cbuf; /* the copy thread's message */
 	/* counters (atomic) */
 	uint64_t gets, get_reads, get_retries, writes, redirects, applied, resync;
+	uint64_t log_taken,
+	    log_bad; /* records applied from the logs; taken ones that failed (no room) */
 };
 
 /* what a copy of a slot holds (map_slot_check()) */
@@ -130,6 +169,16 @@ uint64_t map_slot_key_hash(const loco_map_t *map, uint32_t i);
 size_t map_msg_build(uint8_t *buf, int op, int del, uint64_t ver, const void *key, size_t klen,
                      const void *val, size_t vlen);
 int map_forward(loco_map_t *map, const uint32_t *reps, unsigned n, const void *msg, size_t len);
+int map_rec_check(const loco_map_t *map, const uint8_t *r, uint64_t seq);
+size_t map_rec_build(const loco_map_t *map, uint8_t *r, uint64_t seq, uint64_t ver, int del,
+                     const void *key, size_t klen, const void *val, size_t vlen);
+unsigned map_drain(loco_map_t *map);
+void map_absorb(loco_map_t *map);
+void map_absorbed(loco_map_t *map);
+void map_info_set(loco_map_t *map, uint64_t st, uint32_t mask);
+int map_published(uint64_t w, uint32_t a);
+int map_poll(void *arg);
+void map_log_resync(loco_map_t *map, uint32_t node);
 int map_owner_op(loco_map_t *map, int op, uint64_t kh, const void *key, size_t klen,
                  uint64_t expect, const void *val, size_t vlen, uint64_t *ver);
 int map_h_op(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl);
@@ -137,11 +186,13 @@ int map_h_rep(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_
 
 /* map_move.c */
 void map_wake(loco_map_t *map);
+unsigned map_show_owned(loco_map_t *map);
 int map_set_bit(loco_map_t *map, uint32_t *m, uint32_t node, int on);
 int map_h_done(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl);
 int map_h_act(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl);
 int map_h_bye(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl);
 void *map_copy_thread(void *arg);
+void *map_serve_thread(void *arg);
 extern const struct loco_object_ops map_ops;
 
 #endif /* LOCO_OBJECTS_MAP_IMPL_H */

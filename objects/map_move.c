@@ -27,16 +27,22 @@ int map_set_bit(loco_map_t *map, uint32_t *m, uint32_t node, int on)
 	if (i < 0)
 		return 0;
 	bit = 1u << i;
-	old = on ? __atomic_fetch_or(m, bit, __ATOMIC_ACQ_REL)
-	         : __atomic_fetch_and(m, ~bit, __ATOMIC_ACQ_REL);
-	return ((old & bit) != 0) != (on != 0);
+	old = on ? __atomic_fetch_or(m, bit, __ATOMIC_SEQ_CST)
+	         : __atomic_fetch_and(m, ~bit, __ATOMIC_SEQ_CST);
+	if (((old & bit) != 0) == (on != 0))
+		return 0;
+	if (m == &map->active) { /* not absorbed here yet: readers wait for map_absorb */
+		__atomic_add_fetch(&map->agen, 1, __ATOMIC_SEQ_CST);
+		map_info_set(map, 0, 0);
+	}
+	return 1;
 }
 
 /*
- * show_owned -- under lock: every entry readable if this node serves its
+ * map_show_owned -- under lock: every entry readable if this node serves its
  * key now, hidden otherwise. Returns how many changed.
  */
-static unsigned show_owned(loco_map_t *map)
+unsigned map_show_owned(loco_map_t *map)
 {
 	unsigned n = 0;
 
@@ -62,6 +68,9 @@ static int copy_all(loco_map_t *map, uint64_t epoch)
 	uint8_t key[LOCO_MAP_KEY_MAX];
 	loco_waiter_t w;
 
+	pthread_mutex_lock(&map->lock);
+	map_drain(map); /* the writes its logs hold go with the copies */
+	pthread_mutex_unlock(&map->lock);
 	loco_waiter_init(&w, map->m);
 	for (uint32_t i = 0; i < map->nslots; i++) {
 		uint32_t reps[2 * LOCO_MAP_REPLICAS_MAX];
@@ -114,7 +123,7 @@ static uint64_t info_read(loco_map_t *map, uint32_t node)
 	    loco_ack_wait(map->cack, 1000000000ll) != 0)
 		return 0;
 	memcpy(&v, (uint8_t *)loco_region_ptr(map->scr) + off, 8);
-	return v;
+	return v & INFO_STATE;
 }
 
 /* call_until -- call handler @id on @node until it says 0 (MAP_BUSY: again); 0 or the error. */
@@ -202,9 +211,9 @@ static void peers_pass(loco_map_t *map, int copied)
 	pthread_mutex_lock(&map->lock);
 	map_set_bit(map, &map->active, map->me, 1);
 	__atomic_store_n(&map->joining, 0, __ATOMIC_RELEASE);
-	show_owned(map);
+	map_info_set(map, INFO_ACTIVE, 0);
+	map_absorb(map); /* every write of its keys since the copies is in its logs */
 	pthread_mutex_unlock(&map->lock);
-	__atomic_store_n((uint64_t *)loco_region_ptr(map->info), INFO_ACTIVE, __ATOMIC_RELEASE);
 	map_wake(map);
 }
 
@@ -242,7 +251,7 @@ int map_h_act(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_
 		if (map->meta[i].busy && !map_owns(map, map_slot_key_hash(map, i)))
 			st = MAP_BUSY;
 	if (st == 0)
-		show_owned(map);
+		map_absorb(map);
 	pthread_mutex_unlock(&map->lock);
 	map_wake(map);
 	return st;
@@ -263,7 +272,8 @@ int map_h_bye(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_
 	map_set_bit(map, &map->byed, msg->caller, 1);
 	map_set_bit(map, &map->active, msg->caller, 0);
 	map_set_bit(map, &map->present, msg->caller, 0);
-	show_owned(map);
+	map_log_resync(map, msg->caller);
+	map_absorb(map);
 	pthread_mutex_unlock(&map->lock);
 	map_wake(map);
 	return 0;
@@ -284,7 +294,7 @@ static int settled(loco_map_t *map, uint64_t e, uint64_t *seen, int64_t *seen_ns
 		*seen_ns = obj_now_ns();
 		if (map_node_index(map, map->me) >= 0) {
 			pthread_mutex_lock(&map->lock);
-			show_owned(map);
+			map_absorb(map);
 			pthread_mutex_unlock(&map->lock);
 		}
 	}
@@ -334,12 +344,51 @@ void *map_copy_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * map_serve_thread -- runs the calls that reach this node (map.op and the
+ * others): while calls come, it waits between them by the manager's
+ * policy (LOCO_WAIT=spin: it spins, so a call reaches its handler without
+ * a thread wake-up); once none came for MAP_BUSY_NS, it naps, from
+ * MAP_NAP_NS doubling up to 1 ms, so that idle members (a replica: it
+ * takes its writes from the logs) leave the CPUs to the busy ones.
+ */
+void *map_serve_thread(void *arg)
+{
+	loco_map_t *map = arg;
+	int64_t last = obj_now_ns(), nap = MAP_NAP_NS;
+	loco_waiter_t w;
+
+	loco_waiter_init(&w, map->m);
+	while (!__atomic_load_n(&map->sstop, __ATOMIC_ACQUIRE)) {
+		int64_t now;
+
+		if (loco_rpc_progress(map->ep, 64) > 0) {
+			last = obj_now_ns();
+			nap = MAP_NAP_NS;
+			loco_waiter_reset(&w);
+			continue;
+		}
+		now = obj_now_ns();
+		if (now - last < MAP_BUSY_NS || loco_waiter_policy(&w) != LOCO_WAIT_SPIN) {
+			loco_waiter_pause(&w);
+		} else {
+			struct timespec ts = {0, (long)nap};
+
+			nanosleep(&ts, NULL);
+			nap = nap * 2 > 1000000 ? 1000000 : nap * 2;
+		}
+	}
+	return NULL;
+}
+
 static void map_peer_join(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
 {
 	(void)obj;
 	(void)view;
-	if (map_set_bit(arg, &((loco_map_t *)arg)->present, node, 1))
+	if (map_set_bit(arg, &((loco_map_t *)arg)->present, node, 1)) {
+		map_log_resync(arg, node); /* a new incarnation: its logs start afresh */
 		map_wake(arg);
+	}
 }
 
 /* map_peer_leave -- @node left: out of every mask (its next incarnation starts afresh) */
@@ -354,6 +403,7 @@ static void map_peer_leave(loco_object_t *obj, uint32_t node, uint64_t view, voi
 	changed |= map_set_bit(map, &map->present, node, 0);
 	map_set_bit(map, &map->done_from, node, 0);
 	map_set_bit(map, &map->pushed, node, 0);
+	map_log_resync(map, node);
 	if (changed) /* a client's leave changes nothing here */
 		map_wake(map);
 }
@@ -378,7 +428,7 @@ int loco_map_leave(loco_map_t *map, int64_t timeout_ns)
 		return 0;
 	tab = loco_region_ptr(map->tab);
 	/* 1. no write starts here any more; the ones under way finish */
-	__atomic_store_n((uint64_t *)loco_region_ptr(map->info), INFO_LEAVING, __ATOMIC_RELEASE);
+	map_info_set(map, INFO_LEAVING, 0);
 	__atomic_store_n(&map->leaving, 1, __ATOMIC_RELEASE);
 	loco_waiter_init(&w, map->m);
 	while (idle < map->nslots) {
@@ -392,7 +442,10 @@ int loco_map_leave(loco_map_t *map, int64_t timeout_ns)
 			return -ETIMEDOUT;
 		loco_waiter_pause(&w);
 	}
-	/* 2. every entry to the nodes that hold it without this one */
+	/* 2. every entry to the nodes that hold it without this one (its logs' too) */
+	pthread_mutex_lock(&map->lock);
+	map_drain(map);
+	pthread_mutex_unlock(&map->lock);
 	for (uint32_t i = 0; i < map->nslots; i++) {
 		uint32_t reps[LOCO_MAP_REPLICAS_MAX], pres;
 		struct slot_hdr *h = (void *)map_slot_ptr(map, tab, i);

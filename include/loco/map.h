@@ -14,10 +14,12 @@
  * the common case, validated by the slot's checksum (XXH3) and its
  * sequence number (odd while the owner writes it): a torn or in-flight
  * slot is read again, never returned. loco_map_put(), loco_map_del() and
- * loco_map_cas() are calls (loco/rpc.h) to the owner, which forwards the
- * write to every live replica before it applies the write to its own
- * table and replies: an acknowledged write is on every live replica.
- * When the owner leaves, the first replica holds its keys already and
+ * loco_map_cas() are one call (loco/rpc.h) to the owner, which WRITEs
+ * the write into a log at every live replica (one-sided, in parallel)
+ * and waits for the completions before it applies the write to its own
+ * table and replies: an acknowledged write is on every live replica (in
+ * its table or its log, which it takes before it serves the key). When
+ * the owner leaves, the first replica holds its keys already and
  * becomes their owner; owners then copy their keys to the replicas the
  * new view asks for, which restores the replica count. Operations are
  * linearizable per key while the set of present nodes stays or shrinks
@@ -113,8 +115,9 @@ int loco_map_get(loco_map_t *map, const void *key, size_t klen, void *val, size_
 /*
  * loco_map_put -- set @key to the @vlen bytes at @val; the new version
  * into *@version (may be NULL). Returns 0; -EMSGSIZE (key or value too
- * long), -ENOSPC (the owner's table is full: nothing changed; or a
- * replica's: the write holds at the owner and the replicas with room),
+ * long), -ENOSPC (the owner's table is full: nothing changed; a
+ * replica whose table is full keeps the write in no slot and the caller
+ * is not told: see loco_map(3)),
  * -ETIMEDOUT,
  * -EHOSTUNREACH, -EINVAL, or the rpc's error (the write may then have
  * happened or not).
