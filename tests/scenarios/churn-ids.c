@@ -52,7 +52,7 @@
 #define CHUNK        100u  /* joins between two probes */
 #define WARM_CHUNKS  3u    /* chunks before the first measure that counts */
 #define JOINERS      3     /* joiner threads */
-#define RSS_SLACK_KB 2048  /* growth allowed from the warm-up to the end */
+#define RSS_SLACK_KB 512   /* growth allowed from the warm-up to the end */
 #define FD_SLACK     2
 #define REGION_LEN   4096
 #define NS           1000000000ll
