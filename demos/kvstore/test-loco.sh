@@ -10,7 +10,9 @@
 #   3. kv-ycsb workload A with --kill-at 1 (node 3, SIGKILL) and --join-at 3 (a fifth server):
 #      0 acknowledged writes lost, operations in the run's last second (it went on), the new
 #      server serves, the plot written;
-#   4. the launcher is ended (SIGTERM: the servers hand their keys over and leave).
+#   4. kv-ycsb --join-at whose added server exits (id 6: no key holder's) reports the add as
+#      FAILED and exits 1;
+#   5. the launcher is ended (SIGTERM: the servers hand their keys over and leave).
 # Every process is ended by PID; every wait is bounded.
 set -uo pipefail
 
@@ -92,7 +94,7 @@ rc=$?
 echo "$out" | grep -v MEMLOCK
 [[ $rc == 0 ]] || fail "kv-ycsb with a kill and a join exited $rc"
 grep -q 'kill 3 KILL: done' <<<"$out" || fail "node 3 was not killed"
-grep -q 'add 1: done' <<<"$out" || fail "no server was added"
+grep -q 'add 1: node 5 joined' <<<"$out" || fail "no server was added"
 grep -q ' 0 lost, 0 corrupt' <<<"$out" || fail "acknowledged writes lost across the kill"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["per_second"][-1] > 0, d["per_second"]' \
 	"$tmp/a.json" || fail "no operation in the run's last second"
@@ -100,6 +102,18 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["per_secon
 for _ in $(seq 1 100); do grep -q 'node 5 serving (joined' "$tmp/servers.log" && break; sleep 0.1; done
 grep -q 'node 5 serving (joined' "$tmp/servers.log" || fail "the added server does not serve"
 echo "ok: a server killed and one added during a run; no acknowledged write lost"
+
+# a failed add is reported as failed (it said "add 1: done"): the next add gives id 6, which is
+# no key holder's (1..5): that server exits at once, and kv-ycsb says so and exits 1
+out=$("$ycsb" --store "loco:$cl" --workload C --records 200 --duration 2 --threads 1 \
+	--ctl "$tmp/ctl" --join-at 1 2>&1)
+rc=$?
+echo "$out" | grep -v MEMLOCK | grep 'add 1'
+[[ $rc == 1 ]] || fail "kv-ycsb whose added server failed exited $rc, not 1"
+grep -qE 'add 1: FAILED: node 6 exited with status [1-9]' <<<"$out" ||
+	fail "the failed add was not reported: $out"
+grep -q 'add 1: node 6 joined' <<<"$out" && fail "a failed add reported as joined"
+echo "ok: an added server that exits is reported: $(grep -o 'add 1: FAILED.*' <<<"$out")"
 
 kill "$lr"
 for _ in $(seq 1 300); do kill -0 "$lr" 2>/dev/null || break; sleep 0.1; done
