@@ -18,7 +18,9 @@
  *     room for the id fails here (-ENOTCONN);
  *   - each survivor waits until its members are {1, 2} again and reports
  *     its RSS and open fds.
- * Checks: every join and probe succeeds; the survivors' RSS at the end
+ * Checks: every join and probe succeeds, each join within JOIN_SLOW_MS
+ * (a joiner used to wait for a member that left during its join, another
+ * joiner, until the join timeout); the survivors' RSS at the end
  * (the least of the last END_CHUNKS measures) is at most RSS_SLACK_KB above
  * that after the warm-up (the most of the measures after chunks
  * WARM_CHUNKS .. BASE_CHUNKS: RSS moves by a few hundred KiB and back, as
@@ -62,6 +64,7 @@
 #define JOINERS      3     /* joiner threads */
 #define RSS_SLACK_KB 768   /* growth allowed from the warm-up to the end */
 #define FD_SLACK     2
+#define JOIN_SLOW_MS 5000 /* a join slower than this waited for a member that had left */
 #define REGION_LEN   4096
 #define NS           1000000000ll
 #define TIMEOUT_S    300 /* the alarm: the test's own bound */
@@ -463,6 +466,9 @@ int main(void)
 		       " ms): node 1 RSS %ld KiB, %ld fds; node 2 RSS %ld KiB, %ld fds\n",
 		       joins, probes, (double)(now_ms() - t0) / 1000, slowest_ms, u[0].rss_kb,
 		       u[0].fds, u[1].rss_kb, u[1].fds);
+		/* a joiner waited for another that left meanwhile until the join timeout (10 s) */
+		if (slowest_ms > JOIN_SLOW_MS)
+			FAIL("a join took %" PRId64 " ms (more than %d)", slowest_ms, JOIN_SLOW_MS);
 		for (int i = 0; i < 2; i++) {
 			if (k + 1 >= WARM_CHUNKS && k + 1 <= BASE_CHUNKS) {
 				warm[i].rss_kb =
