@@ -16,6 +16,9 @@
  *     WRITE to it in a fresh channel (3 nodes, a shared region); the
  *     joiner sees both writes land. A survivor whose link table has no
  *     room for the id fails here (-ENOTCONN);
+ *   - after every CRASH_EVERY-th chunk, one more joiner, in a child process,
+ *     is SIGKILLed once it joined: the survivors see it fail, not leave,
+ *     and its id comes back later as usual;
  *   - each survivor waits until its members are {1, 2} again and reports
  *     its RSS and open fds.
  * Checks: every join and probe succeeds, each join within JOIN_SLOW_MS
@@ -38,6 +41,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -62,7 +66,8 @@
 #define BASE_CHUNKS  10u   /* ... and the last measure of the base line */
 #define END_CHUNKS   5u    /* the measures at the end: the last ones */
 #define JOINERS      3     /* joiner threads */
-#define RSS_SLACK_KB 768   /* growth allowed from the warm-up to the end */
+#define CRASH_EVERY  3u    /* chunks: a joiner that is SIGKILLed after every third */
+#define RSS_SLACK_KB 512   /* growth allowed from the warm-up to the end */
 #define FD_SLACK     2
 #define JOIN_SLOW_MS 5000 /* a join slower than this waited for a member that had left */
 #define REGION_LEN   4096
@@ -279,6 +284,12 @@ static int survivor(uint32_t me, int cmd_fd, int rep_fd)
 	survivors[0] = survivors[1] = 0;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	alarm(TIMEOUT_S);
+	/*
+	 * One malloc arena: glibc gives threads that meet contention arenas of
+	 * their own, up to 8 per core, each a step of RSS that stays (bounded,
+	 * but it reads as growth); with one, RSS measures what liboco keeps.
+	 */
+	mallopt(M_ARENA_MAX, 1);
 	if (me == 2)
 		cfg.join = addrs[0];
 	CHECK_OK(loco_init(&cfg, &m));
@@ -419,6 +430,44 @@ static void probe(unsigned k, uint32_t id)
 		expect_ok(i);
 }
 
+/*
+ * crash -- a joiner @id in a child process that is SIGKILLed once it joined: the survivors
+ * see it fail (not leave), and reclaim what it held the same way (measure() waits for it).
+ * Forked between chunks, while this process runs no manager.
+ */
+static void crash(uint32_t id)
+{
+	int p[2], st;
+	pid_t pid;
+	char ok;
+
+	if (pipe(p) < 0)
+		FAIL("pipe: %s", strerror(errno));
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		FAIL("fork: %s", strerror(errno));
+	if (pid == 0) {
+		loco_manager_t *m;
+
+		survivors[0] = survivors[1] = 0; /* (not this process's to end) */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		alarm(60);
+		close(p[0]);
+		m = join_as(id);
+		write_full(p[1], "k", 1);
+		pause(); /* until the SIGKILL */
+		loco_fini(m);
+		_exit(1);
+	}
+	close(p[1]);
+	read_full(p[0], &ok, 1);
+	close(p[0]);
+	kill(pid, SIGKILL);
+	if (waitpid(pid, &st, 0) != pid || !WIFSIGNALED(st))
+		FAIL("the crashing joiner %u did not die by SIGKILL (%d)", id, st);
+}
+
 static void measure(struct usage u[2])
 {
 	for (int i = 0; i < 2; i++)
@@ -432,7 +481,7 @@ int main(void)
 	struct usage warm[2] = {0}, end[2] = {{LONG_MAX, 0}, {LONG_MAX, 0}}, u[2];
 	const unsigned chunks = CYCLES / CHUNK;
 	int64_t t0 = now_ms();
-	unsigned joins = 0, probes = 0;
+	unsigned joins = 0, probes = 0, crashes = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	alarm(TIMEOUT_S);
@@ -461,6 +510,10 @@ int main(void)
 		joins += CHUNK;
 		probe(k, schedule[c.to - 1]);
 		probes++;
+		if (k % CRASH_EVERY == 1) {
+			crash(schedule[c.to - 2]);
+			crashes++;
+		}
 		measure(u);
 		printf("churn-ids: %4u joins (%u probes) at %5.1f s (slowest join %" PRId64
 		       " ms): node 1 RSS %ld KiB, %ld fds; node 2 RSS %ld KiB, %ld fds\n",
@@ -507,7 +560,7 @@ int main(void)
 		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 			FAIL("survivor %d ended with status %d", i + 1, st);
 	}
-	printf("churn-ids: PASS: %u joins and leaves, %u probes, in %.1f s\n", joins, probes,
-	       (double)(now_ms() - t0) / 1000);
+	printf("churn-ids: PASS: %u joins and leaves, %u probes, %u crashed joiners, in %.1f s\n",
+	       joins, probes, crashes, (double)(now_ms() - t0) / 1000);
 	return 0;
 }
