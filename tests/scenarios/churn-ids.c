@@ -30,7 +30,7 @@
  * the allocator takes and gives back, while a leak only grows), and their
  * open fds at the end at most FD_SLACK above those after the warm-up (all
  * printed); the last probe, after the last chunk, works (the cluster still
- * works). A leak of 600 bytes a leave is caught (tried: +1,044 KiB). The
+ * works). A leak of 300 bytes a leave is caught (tried: +944 KiB). The
  * survivors end with loco_fini() and exit 0; every process is ended by PID.
  * About 10-30 s on a loaded 2-core machine (tcp and shm).
  *
