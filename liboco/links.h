@@ -3,18 +3,37 @@
  * links.h -- the node -> data link table that remote operations read.
  *
  * Posting an operation looks its node up without a lock: an open-addressed
- * table of LC_LINK_SLOTS slots keyed by node id (a slot keeps its node for
- * the manager's life, so a lookup never meets a moved entry). A poster
- * counts itself in the slot's users, then loads the link; whoever
- * replaces or removes a link (the progress thread, or setup) stores the
- * new pointer and then waits until no poster that may have loaded the old
- * one is left, before the old link may be closed. Both sides use
- * sequentially consistent operations, so either the poster sees the new
- * pointer or the remover sees the poster.
+ * table of LC_LINK_SLOTS slots keyed by node id, with linear probing. A
+ * slot holds a node only while the node has a link: when its link is
+ * removed the slot becomes a tombstone (the probe goes on past it) and a
+ * later node, or a new incarnation of the same one, takes it again. Node
+ * ids may therefore come and go for the manager's whole life; what is
+ * bounded is the nodes linked at once (LC_MAX_NODES members and this node,
+ * far below LC_LINK_SLOTS, so probe runs stay short).
  *
- * Thread safety: lc_links_hold() / lc_links_release() and lc_links_get() are MT-safe and
- * lock-free; lc_links_set() / lc_links_take() are called by one thread at
- * a time (the progress thread, or init/fini).
+ * Each slot's key is generation-checked: key = generation << 32 | node,
+ * where the generation grows every time the slot is given to a node; a
+ * tombstone keeps its generation with node 0, and a never-used slot is 0.
+ * A poster finds the slot whose key names its node, counts itself in the
+ * slot's users, then loads the key again: only if it is unchanged (same
+ * node, same generation) does it load the link. Whoever replaces or
+ * removes a link (the progress thread, or setup) stores the new pointer,
+ * or NULL and then the tombstone, and then waits until no poster that may
+ * have loaded the old one is left, before the old link may be closed.
+ * Both sides use sequentially consistent operations, so either the poster
+ * sees the new key or pointer, or the remover sees the poster. A poster
+ * therefore never uses a link through a slot that was re-keyed under it:
+ * it sees the change and gets NULL (the node had no link at some moment
+ * of its lookup). Slots themselves are never freed (the table is part of
+ * the manager).
+ *
+ * A lookup probes at most max_probe + 1 slots (the longest displacement
+ * of a node present, kept by the writer), so a lookup of an absent node
+ * stays short however many tombstones there are.
+ *
+ * Thread safety: lc_links_hold() / lc_links_release() and lc_links_has() are MT-safe and
+ * lock-free; lc_links_set() is called by one thread at a time (the
+ * progress thread, or init/fini).
  */
 #ifndef LOCO_LC_LINKS_H
 #define LOCO_LC_LINKS_H
@@ -23,23 +42,27 @@
 
 #include "fabric/fabric.h"
 
-#define LC_LINK_SLOTS 1024u /* distinct node ids one manager can meet */
+#define LC_LINK_SLOTS 1024u /* nodes linked at once, at most (members + this node: 257) */
 
 struct lc_link_slot {
-	uint32_t node;         /* atomic; 0: never used */
+	uint64_t key;          /* atomic: generation << 32 | node; node 0: free (0: never used) */
 	int users;             /* atomic: posters between lc_links_hold() and release */
 	struct fab_link *link; /* atomic; NULL: no link now */
 };
 
 struct lc_links {
 	struct lc_link_slot slot[LC_LINK_SLOTS];
+	uint32_t max_probe; /* atomic: the longest displacement of a node present */
+	uint32_t nodes;     /* nodes present (the writer's) */
 };
 
 /*
  * lc_links_set -- @link is @node's link now (NULL: none). Returns the
  * link it replaced, which no poster uses any more (the caller closes it),
- * or NULL; -ENOSPC is logged and the table left unchanged when every slot
- * is taken by other nodes.
+ * or NULL. With NULL the node's slot is freed (a tombstone) for any node
+ * to take later. -ENOSPC is logged and the table left unchanged when
+ * every slot is taken by other nodes (more than LC_LINK_SLOTS linked at
+ * once: cannot happen with LC_MAX_NODES members).
  */
 struct fab_link *lc_links_set(struct lc_links *t, uint32_t node, struct fab_link *link);
 

@@ -308,14 +308,17 @@ static int join_cluster(loco_manager_t *m, const char *contacts)
 		free(list);
 		return ret;
 	}
-	/* the progress thread connects to the members with higher ids; lower ones come to us */
-	pthread_mutex_lock(&m->lock);
-	n = (uint32_t)lc_view_members(m, list, LC_MAX_MEMBERS);
-	pthread_mutex_unlock(&m->lock);
+	/*
+	 * The progress thread connects to the members with higher ids; lower
+	 * ones come to us. The members are those of the view installed now,
+	 * read again each time: one that left meanwhile (another joiner that
+	 * came and went) is not waited for until the join timeout.
+	 */
 	for (;;) {
 		uint32_t missing = 0;
 
 		pthread_mutex_lock(&m->lock);
+		n = (uint32_t)lc_view_members(m, list, LC_MAX_MEMBERS);
 		for (uint32_t i = 0; i < n; i++) {
 			struct lc_member *mb = lc_member_find(m, list[i].node);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * loco-run-control.c -- the commands a running launcher takes on its control socket
- * (--control PATH): add [K], kill ID [SIG], list. loco-run.c polls the socket and its
+ * (--control PATH): add [K], restart ID, kill ID [SIG], list. loco-run.c polls the socket and its
  * connections and calls lr_ctl_accept() and lr_ctl_read(); the socket itself and the client
  * are in loco-run-ctl.c.
  */
@@ -83,6 +83,78 @@ out:
 	reply(r, nadded < want ? "; the others could not be started\n" : "\n");
 }
 
+/* find_node -- the latest start of node @id_s (a decimal id) in the launch, or NULL. */
+static struct lr_node *find_node(struct lr_run *run, const char *id_s)
+{
+	struct lr_node *node = NULL;
+	unsigned long id = 0;
+	char *end = NULL;
+
+	if (id_s != NULL && id_s[0] >= '0' && id_s[0] <= '9') {
+		errno = 0;
+		id = strtoul(id_s, &end, 10);
+	}
+	if (id == 0 || end == NULL || *end != '\0' || errno || id > UINT32_MAX)
+		return NULL;
+	/* a restarted id has one entry per start: the last one is the one that runs */
+	for (unsigned i = 0; i < run->n; i++) {
+		if (run->nodes[i].id == id)
+			node = &run->nodes[i];
+	}
+	return node;
+}
+
+/*
+ * cmd_restart -- "restart ID": start node ID again, with the same id, once it was killed or
+ * ended (or could not be started), joining the live nodes as an added node does. Its earlier
+ * start stays in the list and in the summary; the new one is a new incarnation to the others.
+ */
+static void cmd_restart(struct lr_run *run, const char *id_s, struct lr_reply *r)
+{
+	struct lr_node *old = find_node(run, id_s), *node;
+	unsigned long live = 0;
+	unsigned i;
+
+	if (old == NULL) {
+		reply(r, "error: restart: expected the id of a node of this launch, got '%s'\n",
+		      id_s != NULL ? id_s : "");
+		return;
+	}
+	if (old->alive) {
+		reply(r, "error: restart: node %" PRIu32 " is running (kill it first)\n", old->id);
+		return;
+	}
+	if (run->ending) {
+		reply(r, "error: restart: the launch is ending\n");
+		return;
+	}
+	if (run->n >= run->cap) {
+		reply(r, "error: restart: no room for another start (%u nodes started)\n", run->n);
+		return;
+	}
+	for (unsigned j = 0; j < run->n; j++)
+		live += run->nodes[j].alive;
+	i = run->n;
+	if (lr_node_init(run, old->id)) {
+		reply(r, "error: restart: out of memory\n");
+		return;
+	}
+	node = &run->nodes[i];
+	node->k = old->k; /* its place: the same host (and CPU with --bind) as before */
+	/* a node that was not started is listed as such (pid 0) */
+	if (lr_assign_ports(run, i) || lr_node_env(run, node, live + 1) ||
+	    lr_node_spawn(node, run->o, run->saved)) {
+		reply(r,
+		      "error: restart: node %" PRIu32
+		      " could not be started (see the launcher's messages)\n",
+		      node->id);
+		return;
+	}
+	lr_msg("node %" PRIu32 " (pid %d) restarted (control command)", node->id, (int)node->pid);
+	reply(r, "ok restarted %" PRIu32 " (pid %d)\n", node->id, (int)node->pid);
+	r->ok = true;
+}
+
 /* parse_sig -- "9", "KILL" or "SIGKILL"; the signal number or 0. */
 static int parse_sig(const char *s)
 {
@@ -107,18 +179,10 @@ static int parse_sig(const char *s)
 /* cmd_kill -- "kill ID [SIG]": send SIG (default SIGTERM) to the process group of node ID. */
 static void cmd_kill(struct lr_run *run, const char *id_s, const char *sig_s, struct lr_reply *r)
 {
-	struct lr_node *node = NULL;
-	unsigned long id = 0;
+	struct lr_node *node = find_node(run, id_s);
 	int sig = SIGTERM;
 	char name[32];
-	char *end = NULL;
 
-	if (id_s != NULL && id_s[0] >= '0' && id_s[0] <= '9')
-		id = strtoul(id_s, &end, 10);
-	for (unsigned i = 0; id > 0 && end != NULL && *end == '\0' && i < run->n; i++) {
-		if (run->nodes[i].id == id)
-			node = &run->nodes[i];
-	}
 	if (sig_s != NULL)
 		sig = parse_sig(sig_s);
 	if (node == NULL || sig == 0) {
@@ -182,12 +246,15 @@ static void ctl_command(struct lr_run *run, char *line, int fd)
 	r.buf = malloc(r.cap);
 	if (cmd != NULL && strcmp(cmd, "add") == 0 && a2 == NULL)
 		cmd_add(run, a1, &r);
+	else if (cmd != NULL && strcmp(cmd, "restart") == 0 && a1 != NULL && a2 == NULL)
+		cmd_restart(run, a1, &r);
 	else if (cmd != NULL && strcmp(cmd, "kill") == 0 && extra == NULL)
 		cmd_kill(run, a1, a2, &r);
 	else if (cmd != NULL && strcmp(cmd, "list") == 0 && a1 == NULL)
 		cmd_list(run, &r);
 	else
-		reply(&r, "error: unknown command; expected add [K], kill ID [SIG] or list\n");
+		reply(&r, "error: unknown command; expected add [K], restart ID, kill ID [SIG] or "
+		          "list\n");
 	if (r.buf == NULL) {
 		static const char oom[] = "error: out of memory\n";
 

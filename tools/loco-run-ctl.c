@@ -94,7 +94,8 @@ int lr_ctl_client(const char *path, int argc, char **argv)
 	int fd;
 
 	if (argc < 1 || ctl_addr(path, &sa)) {
-		lr_msg("--ctl: expected PATH and a command: add [K], kill ID [SIG], list");
+		lr_msg(
+		    "--ctl: expected PATH and a command: add [K], restart ID, kill ID [SIG], list");
 		return LR_EXIT_USAGE;
 	}
 	for (int i = 0; i < argc; i++) {

@@ -26,7 +26,7 @@ void lr_usage(FILE *f)
 	fputs("usage: loco-run -n N [--fabric NAME] [--timeout SEC] [--join ADDR] [--first-id K]\n"
 	      "                [--hosts IP[,IP...]] [--no-prefix] [--keep-going] [--bind]\n"
 	      "                [--control PATH] [--] PROGRAM [ARGS...]\n"
-	      "       loco-run --ctl PATH add [K] | kill ID [SIG] | list\n"
+	      "       loco-run --ctl PATH add [K] | restart ID | kill ID [SIG] | list\n"
 	      "Start N copies of PROGRAM as local LOCO nodes; see loco-run(1).\n",
 	      f);
 }

@@ -11,7 +11,9 @@
  * The servers started first are the nodes 1 .. LOCO_NODES; --spare more
  * ids are key holders too, for servers added later (loco-run --ctl PATH
  * add 1: such a node joins the map in use and serves once it has its
- * keys). Each server adds its address to the cluster file, which the
+ * keys). A server restarted with its id (loco-run --ctl PATH restart ID),
+ * which the cluster file of the launch lists already, joins the map in use
+ * the same way. Each server adds its address to the cluster file, which the
  * clients (kv, kv-ycsb --store loco:FILE) read. Every server must be
  * given the same settings.
  */
@@ -160,6 +162,26 @@ static uint32_t holders_up(loco_manager_t *m, uint32_t holders)
 	return n;
 }
 
+/*
+ * served_before -- whether node @me served in this store already: a server that loco-run
+ * --ctl restart started again with its id. The cluster file @path of this launch (its
+ * secret is @secret) lists it then, and holds the store's settings (*@file): LOCO_NODES,
+ * the live nodes at the restart, says nothing of them.
+ */
+static int served_before(const char *path, const char *secret, uint32_t me, struct kv_conf *file)
+{
+	uint32_t ids[64];
+	int n;
+
+	if (kv_conf_read(path, file) != 0 || strcmp(file->secret, secret) != 0)
+		return 0; /* no store yet, or another launch's file */
+	n = kv_server_ids(path, ids, 64);
+	for (int i = 0; i < n && i < 64; i++)
+		if (ids[i] == me)
+			return 1;
+	return 0;
+}
+
 static int usage(FILE *f, int code)
 {
 	fprintf(f, "usage: kv-server [--replicas R] [--capacity N] [--value-max B] [--spare K]\n"
@@ -198,7 +220,8 @@ int main(int argc, char **argv)
 	loco_map_cfg_t cfg;
 	loco_map_stats_t st;
 	loco_map_t *map;
-	int opt, ret;
+	struct kv_conf file;
+	int opt, ret, back;
 
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {
@@ -239,7 +262,10 @@ int main(int argc, char **argv)
 	if (ret)
 		return fail("loco_init", ret);
 	first = loco_job_size(m); /* the servers loco-run started */
-	c.holders = first + spare;
+	me = loco_node_id(m);
+	back = served_before(path, c.secret, me, &file);
+	/* restarted: the store's key holders, as its other servers have them */
+	c.holders = back ? file.holders : first + spare;
 	if (first == 0 || c.holders >= KV_IDS_MAX) {
 		fprintf(
 		    stderr,
@@ -249,14 +275,14 @@ int main(int argc, char **argv)
 		loco_fini(m);
 		return 2;
 	}
-	me = loco_node_id(m);
 	if (me > c.holders) {
 		fprintf(stderr, "kv-server: node %u is not a key holder (1..%u)\n", me, c.holders);
 		loco_fini(m);
 		return 2;
 	}
 	kv_map_cfg(&c, &cfg, ids);
-	cfg.join = me > first; /* added to a running store: serve once it has its keys */
+	/* added to a running store, or restarted in it: serve once it has its keys */
+	cfg.join = me > first || back;
 	ret = loco_channel_create(m, NULL, "kv", cfg.join ? holders_up(m, c.holders) : first, &ch);
 	if (ret == 0)
 		ret = loco_map_create(ch, "kv", &cfg, &map);
@@ -280,8 +306,11 @@ int main(int argc, char **argv)
 	printf(
 	    "kv-server: node %u serving (%s; key holders 1..%u, %u replica(s), %u slots of up to "
 	    "%zu B); fabric: %s (%s)\n",
-	    me, cfg.join ? "joined a running store" : "started", c.holders, c.replicas, c.capacity,
-	    c.value_max, fdetail, kv_fabric_why());
+	    me,
+	    back       ? "joined a running store again"
+	    : cfg.join ? "joined a running store"
+	               : "started",
+	    c.holders, c.replicas, c.capacity, c.value_max, fdetail, kv_fabric_why());
 	fflush(stdout);
 	for (uint32_t t = 0; !stop; t++) {
 		struct timespec ts = {.tv_nsec = 100000000};

@@ -8,8 +8,10 @@
  *
  * Prints a table (throughput and p50/p99/p999 latency per operation
  * type), writes JSON and a PNG of throughput over time when asked
- * (gnuplot). Exit 0; 1 on an error, a failed operation in the load, or a
- * lost or corrupt acknowledged write (--verify); 2 on bad usage.
+ * (gnuplot). Exit 0; 1 on an error, a failed operation in the load, a
+ * lost or corrupt acknowledged write (--verify), or a server --join-at
+ * added that did not join (it ended, say refusing its id, or did not join
+ * within 30 s of the run's end); 2 on bad usage.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ycsb.h"
@@ -140,32 +143,131 @@ struct events {
 	const char *launcher, *ctl;
 	uint32_t kill_at, join_at, kill_node;
 	uint32_t killed_s, joined_s; /* when it was done (0: not) */
+	uint32_t added;              /* the id the add command gave (0: none) */
+	int add_failed;              /* the add command itself was refused */
 };
 
-static void ctl(struct events *e, const char *cmd)
+#define JOIN_WAIT_S 30 /* how long after the run an added server may take to join */
+
+/*
+ * ctl -- run `LAUNCHER --ctl PATH CMD`; its answer (stdout and stderr) into @ans (@len bytes,
+ * cut); true when it exited 0 (the launcher said "ok").
+ */
+static int ctl(struct events *e, const char *cmd, char *ans, size_t len)
 {
 	char line[1024];
-	int rc;
+	size_t got = 0;
+	FILE *p;
+	int st;
 
-	snprintf(line, sizeof(line), "'%s' --ctl '%s' %s", e->launcher, e->ctl, cmd);
-	rc = system(line);
-	fprintf(stderr, "kv-ycsb: %s: %s\n", cmd, rc == 0 ? "done" : "FAILED");
+	ans[0] = '\0';
+	snprintf(line, sizeof(line), "'%s' --ctl '%s' %s 2>&1", e->launcher, e->ctl, cmd);
+	p = popen(line, "r");
+	if (p == NULL)
+		return 0;
+	while (got + 1 < len && fgets(ans + got, (int)(len - got), p) != NULL)
+		got += strlen(ans + got);
+	while (fgets(line, sizeof(line), p) != NULL) {
+		/* the rest is not kept: read to the end so the launcher's answer is whole */
+	}
+	st = pclose(p);
+	return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 static void tick(void *arg, uint32_t s)
 {
 	struct events *e = arg;
-	char cmd[64];
+	char cmd[64], ans[256];
 
 	if (e->kill_at != 0 && s == e->kill_at) {
 		snprintf(cmd, sizeof(cmd), "kill %u KILL", e->kill_node);
-		ctl(e, cmd);
+		fprintf(stderr, "kv-ycsb: %s: %s\n", cmd,
+		        ctl(e, cmd, ans, sizeof(ans)) ? "done" : "FAILED");
 		e->killed_s = s;
 	}
 	if (e->join_at != 0 && s == e->join_at) {
-		ctl(e, "add 1");
+		/* "ok added ID": the server was started; whether it joined is known later */
+		if (ctl(e, "add 1", ans, sizeof(ans)) &&
+		    sscanf(ans, "ok added %" SCNu32, &e->added) == 1 && e->added != 0) {
+			fprintf(stderr, "kv-ycsb: add 1: started node %u\n", e->added);
+		} else {
+			ans[strcspn(ans, "\n")] = '\0';
+			fprintf(stderr, "kv-ycsb: add 1: FAILED: %s\n", ans);
+			e->add_failed = 1;
+		}
 		e->joined_s = s;
 	}
+}
+
+/*
+ * node_state -- the state the launcher lists for the latest start of node @id ("running ...",
+ * "exited with status 1", "killed by SIGKILL", "not started") into @buf; 0, or -1 when the
+ * launcher did not answer or does not list it.
+ */
+static int node_state(struct events *e, uint32_t id, char *buf, size_t len)
+{
+	static char ans[64 * 1024];
+	int found = -1;
+
+	if (!ctl(e, "list", ans, sizeof(ans)))
+		return -1;
+	for (char *save = NULL, *l = strtok_r(ans, "\n", &save); l != NULL;
+	     l = strtok_r(NULL, "\n", &save)) {
+		unsigned long lid;
+		char *rest;
+
+		if (l[0] < '0' || l[0] > '9')
+			continue;
+		lid = strtoul(l, &rest, 10);
+		if (lid != id || *rest != ' ')
+			continue;
+		rest = strchr(rest + 1, ' ');
+		snprintf(buf, len, "%s", rest != NULL ? rest + 1 : "");
+		found = 0; /* the last line of the id is its latest start */
+	}
+	return found;
+}
+
+/*
+ * join_verdict -- after the run: did the server the add command started join? It did when the
+ * launcher lists it running and, with a loco store, it is a member of the cluster (@m); it
+ * failed when it ended (e.g. "exited with status 2": a server that refused its id) or did not
+ * join within JOIN_WAIT_S. Reported on stderr; 0 or -1 (failed). @m: the loco manager, or NULL.
+ */
+static int join_verdict(struct events *e, void *m)
+{
+	char state[128] = "";
+
+	if (e->add_failed)
+		return -1;
+	if (e->added == 0)
+		return 0; /* the run ended before its second join_at */
+	for (int i = 0; i < JOIN_WAIT_S * 5; i++) {
+		int known = node_state(e, e->added, state, sizeof(state)) == 0;
+		int member = m == NULL;
+
+		if (known && strncmp(state, "running", 7) != 0) {
+			fprintf(stderr, "kv-ycsb: add 1: FAILED: node %u %s\n", e->added, state);
+			return -1;
+		}
+#ifdef KV_HAVE_LOCO
+		if (m != NULL) {
+			uint32_t ids[256];
+			int n = loco_members(m, ids, 256);
+
+			for (int k = 0; k < n && k < 256; k++)
+				member |= ids[k] == e->added;
+		}
+#endif
+		if (known && member) {
+			fprintf(stderr, "kv-ycsb: add 1: node %u joined\n", e->added);
+			return 0;
+		}
+		usleep(200000);
+	}
+	fprintf(stderr, "kv-ycsb: add 1: FAILED: node %u did not join within %d s (%s)\n", e->added,
+	        JOIN_WAIT_S, state[0] ? state : "not listed");
+	return -1;
 }
 
 static int usage(FILE *f, int code)
@@ -187,7 +289,7 @@ static int usage(FILE *f, int code)
 	        "  --plot FILE.png    throughput over time (gnuplot)\n"
 	        "  --ctl PATH         the servers' loco-run control socket, for:\n"
 	        "  --kill-at S --kill-node ID   SIGKILL server ID S seconds into the run\n"
-	        "  --join-at S        add a server S seconds into the run\n"
+	        "  --join-at S        add a server S seconds into the run (it must join)\n"
 	        "  --launcher PATH    loco-run (default: loco-run beside this program's build)\n",
 #ifdef KV_HAVE_MEMCACHED
 	        "",
@@ -437,6 +539,15 @@ int main(int argc, char **argv)
 			fprintf(stderr, "kv-ycsb: gnuplot failed (is gnuplot-nox installed?)\n");
 			status = 1;
 		}
+	}
+	if (ev.join_at != 0) {
+		void *lm = NULL;
+
+#ifdef KV_HAVE_LOCO
+		lm = loa.m;
+#endif
+		if (join_verdict(&ev, lm) != 0)
+			status = 1;
 	}
 	ycsb_result_free(&res);
 #ifdef KV_HAVE_LOCO

@@ -10,7 +10,11 @@
 #   3. kv-ycsb workload A with --kill-at 1 (node 3, SIGKILL) and --join-at 3 (a fifth server):
 #      0 acknowledged writes lost, operations in the run's last second (it went on), the new
 #      server serves, the plot written;
-#   4. the launcher is ended (SIGTERM: the servers hand their keys over and leave).
+#   4. kv-ycsb --join-at whose added server exits (id 6: no key holder's) reports the add as
+#      FAILED and exits 1;
+#   5. node 3, killed in 3., restarted with its id (loco-run --ctl restart 3): it joins the
+#      store in use again, owns keys, and the keys written before read back;
+#   6. the launcher is ended (SIGTERM: the servers hand their keys over and leave).
 # Every process is ended by PID; every wait is bounded.
 set -uo pipefail
 
@@ -92,7 +96,7 @@ rc=$?
 echo "$out" | grep -v MEMLOCK
 [[ $rc == 0 ]] || fail "kv-ycsb with a kill and a join exited $rc"
 grep -q 'kill 3 KILL: done' <<<"$out" || fail "node 3 was not killed"
-grep -q 'add 1: done' <<<"$out" || fail "no server was added"
+grep -q 'add 1: node 5 joined' <<<"$out" || fail "no server was added"
 grep -q ' 0 lost, 0 corrupt' <<<"$out" || fail "acknowledged writes lost across the kill"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["per_second"][-1] > 0, d["per_second"]' \
 	"$tmp/a.json" || fail "no operation in the run's last second"
@@ -100,6 +104,36 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["per_secon
 for _ in $(seq 1 100); do grep -q 'node 5 serving (joined' "$tmp/servers.log" && break; sleep 0.1; done
 grep -q 'node 5 serving (joined' "$tmp/servers.log" || fail "the added server does not serve"
 echo "ok: a server killed and one added during a run; no acknowledged write lost"
+
+# a failed add is reported as failed (it said "add 1: done"): the next add gives id 6, which is
+# no key holder's (1..5): that server exits at once, and kv-ycsb says so and exits 1
+out=$("$ycsb" --store "loco:$cl" --workload C --records 200 --duration 2 --threads 1 \
+	--ctl "$tmp/ctl" --join-at 1 2>&1)
+rc=$?
+echo "$out" | grep -v MEMLOCK | grep 'add 1'
+[[ $rc == 1 ]] || fail "kv-ycsb whose added server failed exited $rc, not 1"
+grep -qE 'add 1: FAILED: node 6 exited with status [1-9]' <<<"$out" ||
+	fail "the failed add was not reported: $out"
+grep -q 'add 1: node 6 joined' <<<"$out" && fail "a failed add reported as joined"
+echo "ok: an added server that exits is reported: $(grep -o 'add 1: FAILED.*' <<<"$out")"
+
+# node 3 (killed above) comes back with its id: it joins the store in use and takes keys again
+"$run" --ctl "$tmp/ctl" restart 3 >"$tmp/restart.out" 2>&1 ||
+	fail "restart 3: $(cat "$tmp/restart.out")"
+grep -qE '^ok restarted 3 \(pid [0-9]+\)$' "$tmp/restart.out" || fail "restart 3 answered $(cat "$tmp/restart.out")"
+for _ in $(seq 1 300); do
+	grep -q 'node 3 serving (joined a running store again' "$tmp/servers.log" && break
+	sleep 0.1
+done
+grep -q 'node 3 serving (joined a running store again' "$tmp/servers.log" ||
+	fail "the restarted node 3 does not serve"
+for i in $(seq 1 8); do
+	[[ $("${k[@]}" get "k$i" 2>"$tmp/get.err") == "v$i" ]] || fail "get k$i after the restart: $(cat "$tmp/get.err")"
+done
+"${k[@]}" stat >"$tmp/stat.out" 2>&1 || fail "stat: $(cat "$tmp/stat.out")"
+[[ $(grep -cE '^node [1-5]:' "$tmp/stat.out") == 5 ]] || fail "stat after the restart: $(cat "$tmp/stat.out")"
+grep -qE '^node 3: [0-9]+ owned' "$tmp/stat.out" || fail "node 3 holds no keys: $(cat "$tmp/stat.out")"
+echo "ok: node 3 restarted with its id (loco-run --ctl restart 3) serves again: $(grep '^node 3:' "$tmp/stat.out" | cut -d';' -f1)"
 
 kill "$lr"
 for _ in $(seq 1 300); do kill -0 "$lr" 2>/dev/null || break; sleep 0.1; done

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * link-table.c -- the node -> data link table (liboco/links.c): node ids
+ * come back for good.
+ *
+ *   distinct_ids    4,000 distinct node ids, each linked and unlinked in
+ *                   turn, with up to 257 linked at once (LC_MAX_NODES
+ *                   members and this node): every lookup finds its own
+ *                   link (a table whose slots kept their node for the
+ *                   manager's life ran out after LC_LINK_SLOTS ids)
+ *   incarnations    one id relinked 10,000 times, with a new link each time
+ *   probe_bound     after any churn, lookups probe a short run: max_probe
+ *                   stays far below the table's size
+ *   concurrent      2 posters hold and release links of ids that collide
+ *                   (same home slot) while the writer links, unlinks and
+ *                   re-keys their slots: a poster never gets another
+ *                   node's link, nor one the writer has closed
+ *
+ * Thread safety: the table's rules (links.h): one writer, posters on any thread.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "links.h"
+
+#define IDS       4000u
+#define AT_ONCE   257u
+#define COLLIDERS 16u   /* ids sharing one home slot, for the concurrent test */
+#define ROUNDS    20000 /* writer rounds of the concurrent test */
+
+/* A fake link per (node, incarnation): posters check it is theirs and still open. */
+struct fake {
+	struct fab_link link; /* first: the table holds &fake->link */
+	uint32_t node;
+	int closed; /* atomic */
+};
+
+static struct lc_links *table_new(void)
+{
+	struct lc_links *t = calloc(1, sizeof(*t));
+
+	assert_non_null(t);
+	return t;
+}
+
+static void distinct_ids(void **state)
+{
+	struct lc_links *t = table_new();
+	static struct fake f[IDS + 1];
+	struct lc_link_slot *s;
+
+	(void)state;
+	for (uint32_t id = 1; id <= IDS; id++) {
+		f[id].node = id;
+		assert_null(lc_links_set(t, id, &f[id].link));
+		if (id > AT_ONCE) /* the oldest leaves: AT_ONCE linked at once */
+			assert_ptr_equal(lc_links_set(t, id - AT_ONCE, NULL),
+			                 &f[id - AT_ONCE].link);
+		for (uint32_t k = id > AT_ONCE ? id - AT_ONCE + 1 : 1; k <= id; k += 37) {
+			assert_ptr_equal(lc_links_hold(t, k, &s), &f[k].link);
+			lc_links_release(s);
+		}
+		assert_ptr_equal(lc_links_hold(t, id, &s), &f[id].link);
+		lc_links_release(s);
+		if (id > AT_ONCE)
+			assert_false(lc_links_has(t, id - AT_ONCE));
+	}
+	assert_int_equal(t->nodes, AT_ONCE);
+	for (uint32_t id = IDS - AT_ONCE + 1; id <= IDS; id++)
+		assert_ptr_equal(lc_links_set(t, id, NULL), &f[id].link);
+	assert_int_equal(t->nodes, 0);
+	assert_int_equal(t->max_probe, 0);
+	assert_false(lc_links_has(t, 1));
+	assert_false(lc_links_has(t, IDS));
+	free(t);
+}
+
+static void incarnations(void **state)
+{
+	struct lc_links *t = table_new();
+	struct fake a = {.node = 7}, b = {.node = 7};
+	struct lc_link_slot *s;
+
+	(void)state;
+	for (int i = 0; i < 10000; i++) {
+		struct fake *now = i % 2 ? &b : &a;
+
+		assert_null(lc_links_set(t, 7, &now->link));
+		assert_ptr_equal(lc_links_hold(t, 7, &s), &now->link);
+		lc_links_release(s);
+		/* a neighbour comes and goes too, so slots are re-keyed between ids */
+		assert_null(lc_links_set(t, 7 + LC_LINK_SLOTS, &a.link));
+		assert_ptr_equal(lc_links_set(t, 7, NULL), &now->link);
+		assert_null(lc_links_hold(t, 7, &s));
+		lc_links_release(s);
+		assert_ptr_equal(lc_links_set(t, 7 + LC_LINK_SLOTS, NULL), &a.link);
+	}
+	assert_int_equal(t->nodes, 0);
+	free(t);
+}
+
+static void probe_bound(void **state)
+{
+	struct lc_links *t = table_new();
+	static struct fake f[AT_ONCE];
+	uint64_t rnd = 88172645463325252ull;
+	uint32_t ids[AT_ONCE];
+
+	(void)state;
+	for (uint32_t i = 0; i < AT_ONCE; i++) {
+		ids[i] = i + 1;
+		assert_null(lc_links_set(t, ids[i], &f[i].link));
+	}
+	for (int round = 0; round < 200000; round++) {
+		uint32_t i;
+
+		rnd ^= rnd << 13;
+		rnd ^= rnd >> 7;
+		rnd ^= rnd << 17;
+		i = (uint32_t)(rnd % AT_ONCE);
+		assert_ptr_equal(lc_links_set(t, ids[i], NULL), &f[i].link);
+		ids[i] = (uint32_t)(rnd >> 32) | 1u; /* any id, most of them new */
+		if (lc_links_has(t, ids[i])) {
+			ids[i] = (uint32_t)round + 1u; /* (taken by another entry) */
+			if (lc_links_has(t, ids[i]))
+				ids[i] = UINT32_MAX - (uint32_t)round;
+		}
+		assert_null(lc_links_set(t, ids[i], &f[i].link));
+	}
+	for (uint32_t i = 0; i < AT_ONCE; i++) {
+		struct lc_link_slot *s;
+
+		assert_ptr_equal(lc_links_hold(t, ids[i], &s), &f[i].link);
+		lc_links_release(s);
+	}
+	/* 257 nodes in 1,024 slots: runs stay short, tombstones or not */
+	assert_true(t->max_probe < 64);
+	free(t);
+}
+
+/* ---- concurrent: posters against a writer that re-keys slots ---------------------- */
+
+struct conc {
+	struct lc_links *t;
+	uint32_t ids[COLLIDERS];
+	int stop; /* atomic */
+	unsigned long held, wrong;
+};
+
+static void *poster(void *arg)
+{
+	struct conc *c = arg;
+	unsigned long held = 0, wrong = 0;
+
+	for (unsigned i = 0; !__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE); i++) {
+		uint32_t id = c->ids[i % COLLIDERS];
+		struct lc_link_slot *s;
+		struct fab_link *l = lc_links_hold(c->t, id, &s);
+
+		if (l != NULL) {
+			struct fake *f = (struct fake *)l;
+
+			held++;
+			/* ours, and not closed while held */
+			if (f->node != id || __atomic_load_n(&f->closed, __ATOMIC_SEQ_CST))
+				wrong++;
+		}
+		lc_links_release(s);
+	}
+	__atomic_add_fetch(&c->held, held, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&c->wrong, wrong, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* churn -- @f is linked as its node, then unlinked and "closed" once no poster holds it. */
+static void churn(struct lc_links *t, struct fake *f, int twice)
+{
+	for (int k = 0; k < (twice ? 2 : 1); k++) {
+		__atomic_store_n(&f->closed, 0, __ATOMIC_SEQ_CST); /* opened before it is linked */
+		assert_null(lc_links_set(t, f->node, &f->link));
+		assert_ptr_equal(lc_links_set(t, f->node, NULL), &f->link);
+		__atomic_store_n(&f->closed, 1, __ATOMIC_SEQ_CST); /* no poster holds it now */
+	}
+}
+
+static void concurrent(void **state)
+{
+	static struct fake f[COLLIDERS];
+	struct conc c = {.t = table_new()};
+	const uint32_t half = COLLIDERS / 2;
+	pthread_t th[2];
+
+	(void)state;
+	for (uint32_t i = 0; i < COLLIDERS; i++) {
+		c.ids[i] = 5 + i * LC_LINK_SLOTS; /* one home slot for all */
+		f[i].node = c.ids[i];
+	}
+	/* the second half stays linked (until the writer moves one), the first half churns */
+	for (uint32_t i = half; i < COLLIDERS; i++)
+		assert_null(lc_links_set(c.t, c.ids[i], &f[i].link));
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, poster, &c), 0);
+	for (int round = 0; round < ROUNDS; round++) {
+		/* the churning ids take turns in the same free slot: it is re-keyed every time */
+		churn(c.t, &f[(uint32_t)round % half], round % 3 == 0);
+		if (round % 50 == 0) { /* a resident leaves and comes back: its slot moves */
+			struct fake *r = &f[half + (uint32_t)(round / 50) % half];
+
+			assert_ptr_equal(lc_links_set(c.t, r->node, NULL), &r->link);
+			__atomic_store_n(&r->closed, 1, __ATOMIC_SEQ_CST);
+			churn(c.t, &f[(uint32_t)(round + 1) % half], 0); /* takes its slot */
+			__atomic_store_n(&r->closed, 0, __ATOMIC_SEQ_CST);
+			assert_null(lc_links_set(c.t, r->node, &r->link));
+		}
+	}
+	__atomic_store_n(&c.stop, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	print_message("concurrent: %lu holds found a link, %lu wrong\n", c.held, c.wrong);
+	assert_int_equal(c.wrong, 0);
+	assert_true(c.held > 0);
+	assert_int_equal(c.t->nodes, half);
+	free(c.t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(distinct_ids),
+	    cmocka_unit_test(incarnations),
+	    cmocka_unit_test(probe_bound),
+	    cmocka_unit_test(concurrent),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
