@@ -325,14 +325,7 @@ static void param_name(const loco_object_t *o, const struct lc_param *pm, char *
 
 unsigned lc_chan_entries(const loco_channel_t *ch)
 {
-	unsigned n = 0;
-
-	for (const loco_object_t *o = ch->objects; o != NULL; o = o->next) {
-		for (const struct loco_region *r = o->regions; r != NULL; r = r->next)
-			n += r->idx != LC_IDX_NONE;
-		n += o->nparams;
-	}
-	return n;
+	return ch->nentries; /* kept by region.c as regions and parameters come and go */
 }
 
 /*
@@ -388,6 +381,9 @@ static void chan_pages(loco_manager_t *m, loco_channel_t *ch, uint32_t flags, st
 		}
 	}
 last:
+	if (first + msg->u.chan.n != total) /* never: peers would wait for the rest for ever */
+		lc_log_err("manager: channel %s: %u entries counted, %u announced", ch->name, total,
+		           first + msg->u.chan.n);
 	send(m, msg, ctx); /* the last page (or the only one, maybe empty) */
 }
 
