@@ -266,10 +266,10 @@ int loco_object_agree(loco_object_t *obj, const char *key, uint64_t value)
  */
 static int region_room(const loco_object_t *obj, const char *full, int listed)
 {
-	for (const loco_object_t *o = obj->ch->objects; o != NULL; o = o->next)
-		for (const struct loco_region *x = o->regions; x != NULL; x = x->next)
-			if (strcmp(x->full, full) == 0)
-				return -EEXIST;
+	/* "object/region": only @obj's own regions can have its full name */
+	for (const struct loco_region *x = obj->regions; x != NULL; x = x->next)
+		if (strcmp(x->full, full) == 0)
+			return -EEXIST;
 	return !listed || lc_chan_entries(obj->ch) < LC_CHAN_ENTRIES_MAX ? 0 : -ENOSPC;
 }
 

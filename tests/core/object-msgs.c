@@ -13,7 +13,9 @@
  *     peer_leave, all three logging into one event log, and an unlisted
  *     region "box";
  *  2. join, then resolve every region of the peer's "big" and READ the
- *     word its owner wrote in each: all REGIONS of them;
+ *     word its owner wrote in each: all REGIONS of them; then make object
+ *     "late" with LATE regions, each announcing the channel again, and
+ *     resolve the peer's;
  *  3. check loco_object_send's refusals: -EMSGSIZE, -ENOTCONN to itself
  *     and to a node that is not a member;
  *  4. send MSGS messages of lengths 0 .. LOCO_OBJECT_MSG_MAX to the peer,
@@ -37,6 +39,7 @@
 #include "scenario.h"
 
 #define REGIONS 200
+#define LATE    70 /* regions of an object made after the join */
 #define PARAMS  6
 #define MSGS    300
 #define TAIL    50
@@ -237,6 +240,37 @@ static void check_big(loco_manager_t *m, loco_object_t *big, loco_region_t **reg
 	       REGIONS, peer, PARAMS);
 }
 
+/*
+ * check_late -- LATE regions of an object made after the join: every one
+ * re-announces the channel (now over CHAN pages) to the paired peer,
+ * which replaces what it had only once the last page came.
+ */
+static loco_object_t *check_late(loco_channel_t *ch, uint32_t peer)
+{
+	loco_region_t *late[LATE];
+	loco_object_t *obj;
+	char name[32];
+	int ret;
+
+	SC_ASSERT_OK(loco_object_create(ch, "late", NULL, NULL, &obj));
+	for (unsigned i = 0; i < LATE; i++) {
+		snprintf(name, sizeof(name), "l%u", i);
+		SC_ASSERT_OK(loco_region_create(obj, name, 128, LOCO_ACCESS_WRITE, &late[i]));
+	}
+	ret = loco_object_sync(obj, 20 * SC_NS);
+	SC_ASSERT_EQ(ret, 1);
+	for (unsigned i = 0; i < LATE; i++) {
+		loco_rref_t r;
+
+		/* the peer's last region may come a little after the sync saw the first */
+		SC_WAIT_UNTIL(loco_region_remote(late[i], peer, &r) == 0, SC_WAIT_MS,
+		              "a late region of the peer");
+		SC_ASSERT_EQ(r.len, 128);
+	}
+	sc_log("all %d regions of an object made after the join resolved", LATE);
+	return obj; /* kept to the end: the peer may still resolve ours */
+}
+
 /* check_data -- the peer's MSGS DATA messages: all there, in order, intact, after its join. */
 static void check_data(uint32_t peer)
 {
@@ -267,7 +301,7 @@ int main(int argc, char **argv)
 {
 	loco_manager_t *m;
 	loco_channel_t *ch;
-	loco_object_t *big, *talk;
+	loco_object_t *big, *talk, *late;
 	loco_region_t *regs[REGIONS], *scratch, *box;
 	static uint8_t over[LOCO_OBJECT_MSG_MAX + 1];
 	struct sc_sync sync;
@@ -304,6 +338,9 @@ int main(int argc, char **argv)
 	/* 2 */
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	check_big(m, big, regs, scratch, peer);
+
+	/* 2b: an object made after the join: each of its regions announces the channel again */
+	late = check_late(ch, peer);
 
 	/* 3 */
 	SC_ASSERT_EQ(loco_object_send(talk, peer, over, sizeof(over)), -EMSGSIZE);
@@ -363,6 +400,7 @@ int main(int argc, char **argv)
 		for (uint32_t s = 0; s < TAIL; s++)
 			send_head(talk, peer, TAG_TAIL, s, NULL);
 		loco_object_destroy(talk);
+		loco_object_destroy(late);
 		loco_object_destroy(big);
 		SC_ASSERT_OK(loco_channel_destroy(ch));
 	} else {
@@ -380,6 +418,7 @@ int main(int argc, char **argv)
 	sc_sync_wait(&sync, "left", SC_WAIT_MS);
 	if (me == 1) {
 		loco_object_destroy(talk);
+		loco_object_destroy(late);
 		loco_object_destroy(big);
 		SC_ASSERT_OK(loco_channel_destroy(ch));
 	}
