@@ -9,7 +9,14 @@
  * joined channel, so joins in any order pair. A region created after the
  * join is announced again to the channel's peers. A member that leaves or
  * fails, or a CHAN_LEAVE, makes the objects see peer_leave. Remote
- * regions are matched by full name "object/region".
+ * regions are matched by full name "object/region". An announcement
+ * longer than one CHAN goes as several in a row (pages, ctrl_wire.h); a
+ * receiver keeps them aside and acts only on a whole one. Unlisted
+ * regions are never announced.
+ *
+ * Object messages (OBJ, loco_object_send()) travel on the same control
+ * connections and are queued with the callbacks below, behind the
+ * sender's peer_join and ahead of its peer_leave.
  *
  * Membership reaches this file as events (lc_chan_subscribe()), on the
  * progress thread with m->lock held. Object callbacks are not called
