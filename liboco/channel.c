@@ -1288,6 +1288,16 @@ int loco_object_sync(loco_object_t *obj, int64_t timeout_ns)
 #define LC_OBJ_MSG_QUEUED (LC_CONN_TXQ_MAX / 2)
 
 _Static_assert(LOCO_OBJECT_MSG_MAX == LC_OBJ_MSG_MAX, "an object message fits one OBJ");
+/*
+ * The longest announcement (LC_CHAN_ENTRIES_MAX entries of the longest
+ * names, 2.5 MB) fits half a control connection's queue: an application
+ * thread queues all of its pages at once, and a queue that overflows
+ * drops the member (conn.h).
+ */
+_Static_assert((LC_CHAN_ENTRIES_MAX / LC_MAX_REGIONS) * (LC_CTRL_HDR_LEN + 2 + LC_NAME_MAX + 20 +
+                                                         LC_MAX_REGIONS * (2 + LC_NAME_MAX + 24)) <=
+                   LC_CONN_TXQ_MAX / 2,
+               "the longest announcement fits half a control queue");
 _Static_assert(LC_CHAN_ENTRIES_MAX % LC_RR_PAGE == 0 && LC_CHAN_ENTRIES_MAX < LC_IDX_NONE,
                "local region indexes fill whole pages, and none is LC_IDX_NONE");
 

@@ -101,7 +101,7 @@ static void region_create__limits_checked_before_allocating(void **state)
 
 /*
  * region_create__announced_entries_bounded -- a channel announces up to
- * 65536 entries (listed regions and parameters; ctrl_wire.h's
+ * 16384 entries (listed regions and parameters; ctrl_wire.h's
  * LC_CHAN_ENTRIES_MAX): then loco_object_agree() and a listed region are
  * -ENOSPC, an unlisted region still fits, and destroying an object gives
  * its entries back.
@@ -109,14 +109,14 @@ static void region_create__limits_checked_before_allocating(void **state)
 static void region_create__announced_entries_bounded(void **state)
 {
 	enum {
-		NOBJ = 65536 / LOCO_AGREE_MAX
+		NOBJ = 16384 / LOCO_AGREE_MAX
 	};
 	loco_object_t **objs = calloc(NOBJ + 1, sizeof(*objs));
 	loco_channel_t *ch;
 	loco_region_t *r = NULL;
 	char name[32];
 
-	/* configure: 8192 objects of 8 parameters each */
+	/* configure: 2048 objects of 8 parameters each */
 	assert_non_null(objs);
 	assert_int_equal(loco_channel_create(*state, NULL, "bound", 1, &ch), 0);
 	for (int i = 0; i < NOBJ; i++) {
