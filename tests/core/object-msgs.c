@@ -23,8 +23,9 @@
  *     MSGS: in order, intact, and after the peer's peer_join in the log;
  *  5. node 2 gives node 1 the reference of its unlisted "box" in a
  *     message (loco_region_remote() on it gives -ENOENT on both nodes);
- *     node 1 WRITEs a pattern into it, READs it back, and says so in a
- *     message; node 2 finds the pattern in its memory;
+ *     node 1 WRITEs a pattern into it, READs it back, adds to one word
+ *     (FAA) and swaps another (CAS), and says so in a message; node 2
+ *     finds all of it in its memory;
  *  6. node 2 sends TAIL more messages and leaves the channel at once;
  *     node 1 must see all TAIL of them before node 2's peer_leave.
  */
@@ -83,6 +84,16 @@ struct msg_head {
 static uint8_t pat(uint32_t seq, size_t i)
 {
 	return (uint8_t)(seq * 31 + i * 7 + 1);
+}
+
+/* pat_word -- the 8 bytes of pattern 77 at @off, as the word they make (little-endian). */
+static uint64_t pat_word(size_t off)
+{
+	uint64_t w = 0;
+
+	for (size_t i = 0; i < 8; i++)
+		w |= (uint64_t)pat(77, off + i) << (8 * i);
+	return w;
 }
 
 static void ev_add(const struct ev *e)
@@ -329,11 +340,13 @@ int main(int argc, char **argv)
 		snprintf(name, sizeof(name), "p%u", i);
 		SC_ASSERT_OK(loco_object_agree(big, name, 1000 + i));
 	}
-	SC_ASSERT_OK(loco_region_create(big, "scratch", REGIONS * 8 + BOX, 0, &scratch));
+	SC_ASSERT_OK(loco_region_create(big, "scratch", REGIONS * 8 + BOX + 16, 0, &scratch));
 	SC_ASSERT_OK(loco_object_create(ch, "talk", &talk_ops, NULL, &talk));
 	SC_ASSERT_OK(loco_object_on_msg(talk, on_msg, &evlog));
-	SC_ASSERT_OK(loco_region_create(
-	    talk, "box", BOX, LOCO_ACCESS_READ | LOCO_ACCESS_WRITE | LOCO_ACCESS_UNLISTED, &box));
+	SC_ASSERT_OK(loco_region_create(talk, "box", BOX,
+	                                LOCO_ACCESS_READ | LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC |
+	                                    LOCO_ACCESS_UNLISTED,
+	                                &box));
 
 	/* 2 */
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
@@ -363,11 +376,15 @@ int main(int argc, char **argv)
 		SC_ASSERT_EQ(r.node, 2);
 		send_head(talk, peer, TAG_BOX, 0, &r);
 		SC_WAIT_UNTIL(count(peer, EV_MSG, TAG_DONE) == 1, SC_WAIT_MS, "node 1's done");
-		for (unsigned i = 0; i < BOX; i++)
+		for (unsigned i = 0; i < BOX - 16; i++)
 			if (mem[i] != pat(77, i))
 				SC_FAIL("byte %u of the unlisted region is %#x, not %#x", i, mem[i],
 				        pat(77, i));
-		sc_log("node 1 wrote all %d bytes of the unlisted region it was handed", BOX);
+		SC_ASSERT(pat_word(BOX - 16) + 5 == *(volatile uint64_t *)(mem + BOX - 16));
+		SC_ASSERT(*(volatile uint64_t *)(mem + BOX - 8) == 0x1234);
+		sc_log("node 1 wrote all %d bytes of the unlisted region it was handed, and added "
+		       "to and swapped a word of it",
+		       BOX);
 	} else {
 		uint8_t *src = loco_region_ptr(scratch);
 		loco_ack_key_t *ack;
@@ -389,9 +406,18 @@ int main(int argc, char **argv)
 			if (src[REGIONS * 8 + i] != pat(77, i))
 				SC_FAIL("byte %u read back from node 2's unlisted region is %#x", i,
 				        src[REGIONS * 8 + i]);
+		/* atomics: add 5 to the word at BOX - 16, swap the one at BOX - 8 */
+		SC_ASSERT_OK(loco_faa(scratch, REGIONS * 8 + BOX, &e->rref, BOX - 16, 5, ack));
+		SC_ASSERT_OK(loco_ack_wait(ack, 10 * SC_NS));
+		SC_ASSERT(*(uint64_t *)(src + REGIONS * 8 + BOX) == pat_word(BOX - 16));
+		SC_ASSERT_OK(loco_cas(scratch, REGIONS * 8 + BOX + 8, &e->rref, BOX - 8,
+		                      pat_word(BOX - 8), 0x1234, ack));
+		SC_ASSERT_OK(loco_ack_wait(ack, 10 * SC_NS));
+		SC_ASSERT(*(uint64_t *)(src + REGIONS * 8 + BOX + 8) == pat_word(BOX - 8));
 		loco_ack_key_destroy(ack);
 		send_head(talk, peer, TAG_DONE, 0, NULL);
-		sc_log("WRITE and READ through the reference of node 2's unlisted region");
+		sc_log(
+		    "WRITE, READ, FAA and CAS through the reference of node 2's unlisted region");
 	}
 	sc_sync_wait(&sync, "box", SC_WAIT_MS);
 
