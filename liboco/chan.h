@@ -73,6 +73,7 @@ struct loco_channel {
 	uint32_t fence_gen;     /* atomic: bumped by loco_channel_fence() */
 	uint32_t fence_pending; /* atomic: peers whose next operation must carry the fence */
 	uint64_t region_used[LC_RR_PAGES]; /* local region indexes taken (m->lock) */
+	uint32_t nentries;   /* m->lock: listed regions and parameters of its objects (announced) */
 	uint32_t cb_pending; /* m->lock: callbacks queued or running for this channel */
 	/*
 	 * After this node was excluded and rejoined: the peers it had, which

@@ -9,7 +9,14 @@
  * joined channel, so joins in any order pair. A region created after the
  * join is announced again to the channel's peers. A member that leaves or
  * fails, or a CHAN_LEAVE, makes the objects see peer_leave. Remote
- * regions are matched by full name "object/region".
+ * regions are matched by full name "object/region". An announcement
+ * longer than one CHAN goes as several in a row (pages, ctrl_wire.h); a
+ * receiver keeps them aside and acts only on a whole one. Unlisted
+ * regions are never announced.
+ *
+ * Object messages (OBJ, loco_object_send()) travel on the same control
+ * connections and are queued with the callbacks below, behind the
+ * sender's peer_join and ahead of its peer_leave.
  *
  * Membership reaches this file as events (lc_chan_subscribe()), on the
  * progress thread with m->lock held. Object callbacks are not called
@@ -325,14 +332,7 @@ static void param_name(const loco_object_t *o, const struct lc_param *pm, char *
 
 unsigned lc_chan_entries(const loco_channel_t *ch)
 {
-	unsigned n = 0;
-
-	for (const loco_object_t *o = ch->objects; o != NULL; o = o->next) {
-		for (const struct loco_region *r = o->regions; r != NULL; r = r->next)
-			n += r->idx != LC_IDX_NONE;
-		n += o->nparams;
-	}
-	return n;
+	return ch->nentries; /* kept by region.c as regions and parameters come and go */
 }
 
 /*
@@ -388,6 +388,9 @@ static void chan_pages(loco_manager_t *m, loco_channel_t *ch, uint32_t flags, st
 		}
 	}
 last:
+	if (first + msg->u.chan.n != total) /* never: peers would wait for the rest for ever */
+		lc_log_err("manager: channel %s: %u entries counted, %u announced", ch->name, total,
+		           first + msg->u.chan.n);
 	send(m, msg, ctx); /* the last page (or the only one, maybe empty) */
 }
 
@@ -1285,6 +1288,16 @@ int loco_object_sync(loco_object_t *obj, int64_t timeout_ns)
 #define LC_OBJ_MSG_QUEUED (LC_CONN_TXQ_MAX / 2)
 
 _Static_assert(LOCO_OBJECT_MSG_MAX == LC_OBJ_MSG_MAX, "an object message fits one OBJ");
+/*
+ * The longest announcement (LC_CHAN_ENTRIES_MAX entries of the longest
+ * names, 2.5 MB) fits half a control connection's queue: an application
+ * thread queues all of its pages at once, and a queue that overflows
+ * drops the member (conn.h).
+ */
+_Static_assert((LC_CHAN_ENTRIES_MAX / LC_MAX_REGIONS) * (LC_CTRL_HDR_LEN + 2 + LC_NAME_MAX + 20 +
+                                                         LC_MAX_REGIONS * (2 + LC_NAME_MAX + 24)) <=
+                   LC_CONN_TXQ_MAX / 2,
+               "the longest announcement fits half a control queue");
 _Static_assert(LC_CHAN_ENTRIES_MAX % LC_RR_PAGE == 0 && LC_CHAN_ENTRIES_MAX < LC_IDX_NONE,
                "local region indexes fill whole pages, and none is LC_IDX_NONE");
 

@@ -62,7 +62,7 @@
 #define LC_FABRIC_MAX       16
 #define LC_MAX_MEMBERS      256
 #define LC_MAX_REGIONS      64     /* entries in one CHAN message (one page of an announcement) */
-#define LC_CHAN_ENTRIES_MAX 65536u /* entries (regions + parameters) a channel announces */
+#define LC_CHAN_ENTRIES_MAX 16384u /* entries (regions + parameters) a channel announces */
 #define LC_OBJ_MSG_MAX      1024   /* bytes of an object message's payload (LOCO_OBJECT_MSG_MAX) */
 #define LC_NONCE_LEN        32
 #define LC_MAC_LEN          32

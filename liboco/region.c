@@ -76,6 +76,7 @@ static void region_unpublish(loco_channel_t *ch, struct loco_region *r)
 			lc_peer_rref_set(p, r->idx, 0, 0, 0);
 	}
 	ch->region_used[r->idx / 64] &= ~(1ull << (r->idx % 64));
+	ch->nentries--;
 }
 
 static void region_free(loco_manager_t *m, struct loco_region *r)
@@ -177,6 +178,7 @@ void loco_object_destroy(loco_object_t *obj)
 	lc_chan_object_gone(m, obj); /* a callback of it running now returns first */
 	for (struct loco_region *r = obj->regions; r != NULL; r = r->next)
 		region_unpublish(ch, r);
+	ch->nentries -= obj->nparams; /* unlinked above: no longer announced */
 	/* peers forget its regions before they are deregistered (region_bury) */
 	if (ch->joined && (obj->regions != NULL || obj->nparams > 0))
 		lc_chan_announce(m, ch, NULL, 0, 1);
@@ -243,6 +245,7 @@ int loco_object_agree(loco_object_t *obj, const char *key, uint64_t value)
 	snprintf(obj->params[k].key, sizeof(obj->params[k].key), "%s", key);
 	obj->params[k].value = value;
 	obj->nparams++;
+	ch->nentries++;
 	/* peers that announced the object before us: check now; later ones, when they do */
 	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
 		struct lc_peer *p = lc_peer_at(ch, i);
@@ -263,10 +266,10 @@ int loco_object_agree(loco_object_t *obj, const char *key, uint64_t value)
  */
 static int region_room(const loco_object_t *obj, const char *full, int listed)
 {
-	for (const loco_object_t *o = obj->ch->objects; o != NULL; o = o->next)
-		for (const struct loco_region *x = o->regions; x != NULL; x = x->next)
-			if (strcmp(x->full, full) == 0)
-				return -EEXIST;
+	/* "object/region": only @obj's own regions can have its full name */
+	for (const struct loco_region *x = obj->regions; x != NULL; x = x->next)
+		if (strcmp(x->full, full) == 0)
+			return -EEXIST;
 	return !listed || lc_chan_entries(obj->ch) < LC_CHAN_ENTRIES_MAX ? 0 : -ENOSPC;
 }
 
@@ -288,6 +291,7 @@ static uint32_t region_index(loco_channel_t *ch)
 static void region_publish(loco_channel_t *ch, struct loco_region *r)
 {
 	r->idx = (r->access & LOCO_ACCESS_UNLISTED) ? LC_IDX_NONE : region_index(ch);
+	ch->nentries += r->idx != LC_IDX_NONE;
 	r->next = r->obj->regions;
 	r->obj->regions = r;
 	for (uint32_t i = 0; i < LC_CHAN_PEERS && r->idx != LC_IDX_NONE; i++) {

@@ -171,7 +171,7 @@ int loco_object_status(const loco_object_t *obj);
  * (loco_object_status()). Call it right after loco_object_create(),
  * before the object's regions. Returns 0 (also when @key already has
  * @value); -EEXIST (@key has another value), -ENOSPC (LOCO_AGREE_MAX
- * parameters, or the channel announces 65536 entries already, listed
+ * parameters, or the channel announces 16384 entries already, listed
  * regions and parameters together), -EINVAL. Appeared in loco 0.4.
  */
 int loco_object_agree(loco_object_t *obj, const char *key, uint64_t value);
@@ -237,10 +237,11 @@ int loco_object_send(loco_object_t *obj, uint32_t node, const void *msg, size_t 
  * remotely accessible as @access says, announced to the channel's peers
  * under @name (unless LOCO_ACCESS_UNLISTED). Registration happens here,
  * never on the data path. A channel announces any number of regions and
- * parameters, up to 65536 (a bound against hostile peers, which size
- * their buffers by it). Returns 0 and sets *@out; -EINVAL, -EEXIST,
- * -ENOSPC (a listed region, and the channel announces 65536 entries
- * already), -ENOMEM, or the fabric's error.
+ * parameters, up to 16384 (a bound against hostile peers, which size
+ * their buffers by it, and what a control connection's queue holds at
+ * once). Returns 0 and sets *@out; -EINVAL, -EEXIST, -ENOSPC (a listed
+ * region, and the channel announces 16384 entries already), -ENOMEM, or
+ * the fabric's error.
  */
 int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigned access,
                        loco_region_t **out);

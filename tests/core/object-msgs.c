@@ -13,7 +13,9 @@
  *     peer_leave, all three logging into one event log, and an unlisted
  *     region "box";
  *  2. join, then resolve every region of the peer's "big" and READ the
- *     word its owner wrote in each: all REGIONS of them;
+ *     word its owner wrote in each: all REGIONS of them; then make object
+ *     "late" with LATE regions, each announcing the channel again, and
+ *     resolve the peer's;
  *  3. check loco_object_send's refusals: -EMSGSIZE, -ENOTCONN to itself
  *     and to a node that is not a member;
  *  4. send MSGS messages of lengths 0 .. LOCO_OBJECT_MSG_MAX to the peer,
@@ -21,8 +23,9 @@
  *     MSGS: in order, intact, and after the peer's peer_join in the log;
  *  5. node 2 gives node 1 the reference of its unlisted "box" in a
  *     message (loco_region_remote() on it gives -ENOENT on both nodes);
- *     node 1 WRITEs a pattern into it, READs it back, and says so in a
- *     message; node 2 finds the pattern in its memory;
+ *     node 1 WRITEs a pattern into it, READs it back, adds to one word
+ *     (FAA) and swaps another (CAS), and says so in a message; node 2
+ *     finds all of it in its memory;
  *  6. node 2 sends TAIL more messages and leaves the channel at once;
  *     node 1 must see all TAIL of them before node 2's peer_leave.
  */
@@ -37,6 +40,7 @@
 #include "scenario.h"
 
 #define REGIONS 200
+#define LATE    70 /* regions of an object made after the join */
 #define PARAMS  6
 #define MSGS    300
 #define TAIL    50
@@ -80,6 +84,16 @@ struct msg_head {
 static uint8_t pat(uint32_t seq, size_t i)
 {
 	return (uint8_t)(seq * 31 + i * 7 + 1);
+}
+
+/* pat_word -- the 8 bytes of pattern 77 at @off, as the word they make (little-endian). */
+static uint64_t pat_word(size_t off)
+{
+	uint64_t w = 0;
+
+	for (size_t i = 0; i < 8; i++)
+		w |= (uint64_t)pat(77, off + i) << (8 * i);
+	return w;
 }
 
 static void ev_add(const struct ev *e)
@@ -237,6 +251,37 @@ static void check_big(loco_manager_t *m, loco_object_t *big, loco_region_t **reg
 	       REGIONS, peer, PARAMS);
 }
 
+/*
+ * check_late -- LATE regions of an object made after the join: every one
+ * re-announces the channel (now over CHAN pages) to the paired peer,
+ * which replaces what it had only once the last page came.
+ */
+static loco_object_t *check_late(loco_channel_t *ch, uint32_t peer)
+{
+	loco_region_t *late[LATE];
+	loco_object_t *obj;
+	char name[32];
+	int ret;
+
+	SC_ASSERT_OK(loco_object_create(ch, "late", NULL, NULL, &obj));
+	for (unsigned i = 0; i < LATE; i++) {
+		snprintf(name, sizeof(name), "l%u", i);
+		SC_ASSERT_OK(loco_region_create(obj, name, 128, LOCO_ACCESS_WRITE, &late[i]));
+	}
+	ret = loco_object_sync(obj, 20 * SC_NS);
+	SC_ASSERT_EQ(ret, 1);
+	for (unsigned i = 0; i < LATE; i++) {
+		loco_rref_t r;
+
+		/* the peer's last region may come a little after the sync saw the first */
+		SC_WAIT_UNTIL(loco_region_remote(late[i], peer, &r) == 0, SC_WAIT_MS,
+		              "a late region of the peer");
+		SC_ASSERT_EQ(r.len, 128);
+	}
+	sc_log("all %d regions of an object made after the join resolved", LATE);
+	return obj; /* kept to the end: the peer may still resolve ours */
+}
+
 /* check_data -- the peer's MSGS DATA messages: all there, in order, intact, after its join. */
 static void check_data(uint32_t peer)
 {
@@ -267,7 +312,7 @@ int main(int argc, char **argv)
 {
 	loco_manager_t *m;
 	loco_channel_t *ch;
-	loco_object_t *big, *talk;
+	loco_object_t *big, *talk, *late;
 	loco_region_t *regs[REGIONS], *scratch, *box;
 	static uint8_t over[LOCO_OBJECT_MSG_MAX + 1];
 	struct sc_sync sync;
@@ -295,15 +340,20 @@ int main(int argc, char **argv)
 		snprintf(name, sizeof(name), "p%u", i);
 		SC_ASSERT_OK(loco_object_agree(big, name, 1000 + i));
 	}
-	SC_ASSERT_OK(loco_region_create(big, "scratch", REGIONS * 8 + BOX, 0, &scratch));
+	SC_ASSERT_OK(loco_region_create(big, "scratch", REGIONS * 8 + BOX + 16, 0, &scratch));
 	SC_ASSERT_OK(loco_object_create(ch, "talk", &talk_ops, NULL, &talk));
 	SC_ASSERT_OK(loco_object_on_msg(talk, on_msg, &evlog));
-	SC_ASSERT_OK(loco_region_create(
-	    talk, "box", BOX, LOCO_ACCESS_READ | LOCO_ACCESS_WRITE | LOCO_ACCESS_UNLISTED, &box));
+	SC_ASSERT_OK(loco_region_create(talk, "box", BOX,
+	                                LOCO_ACCESS_READ | LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC |
+	                                    LOCO_ACCESS_UNLISTED,
+	                                &box));
 
 	/* 2 */
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	check_big(m, big, regs, scratch, peer);
+
+	/* 2b: an object made after the join: each of its regions announces the channel again */
+	late = check_late(ch, peer);
 
 	/* 3 */
 	SC_ASSERT_EQ(loco_object_send(talk, peer, over, sizeof(over)), -EMSGSIZE);
@@ -326,11 +376,15 @@ int main(int argc, char **argv)
 		SC_ASSERT_EQ(r.node, 2);
 		send_head(talk, peer, TAG_BOX, 0, &r);
 		SC_WAIT_UNTIL(count(peer, EV_MSG, TAG_DONE) == 1, SC_WAIT_MS, "node 1's done");
-		for (unsigned i = 0; i < BOX; i++)
+		for (unsigned i = 0; i < BOX - 16; i++)
 			if (mem[i] != pat(77, i))
 				SC_FAIL("byte %u of the unlisted region is %#x, not %#x", i, mem[i],
 				        pat(77, i));
-		sc_log("node 1 wrote all %d bytes of the unlisted region it was handed", BOX);
+		SC_ASSERT(pat_word(BOX - 16) + 5 == *(volatile uint64_t *)(mem + BOX - 16));
+		SC_ASSERT(*(volatile uint64_t *)(mem + BOX - 8) == 0x1234);
+		sc_log("node 1 wrote all %d bytes of the unlisted region it was handed, and added "
+		       "to and swapped a word of it",
+		       BOX);
 	} else {
 		uint8_t *src = loco_region_ptr(scratch);
 		loco_ack_key_t *ack;
@@ -352,9 +406,18 @@ int main(int argc, char **argv)
 			if (src[REGIONS * 8 + i] != pat(77, i))
 				SC_FAIL("byte %u read back from node 2's unlisted region is %#x", i,
 				        src[REGIONS * 8 + i]);
+		/* atomics: add 5 to the word at BOX - 16, swap the one at BOX - 8 */
+		SC_ASSERT_OK(loco_faa(scratch, REGIONS * 8 + BOX, &e->rref, BOX - 16, 5, ack));
+		SC_ASSERT_OK(loco_ack_wait(ack, 10 * SC_NS));
+		SC_ASSERT(*(uint64_t *)(src + REGIONS * 8 + BOX) == pat_word(BOX - 16));
+		SC_ASSERT_OK(loco_cas(scratch, REGIONS * 8 + BOX + 8, &e->rref, BOX - 8,
+		                      pat_word(BOX - 8), 0x1234, ack));
+		SC_ASSERT_OK(loco_ack_wait(ack, 10 * SC_NS));
+		SC_ASSERT(*(uint64_t *)(src + REGIONS * 8 + BOX + 8) == pat_word(BOX - 8));
 		loco_ack_key_destroy(ack);
 		send_head(talk, peer, TAG_DONE, 0, NULL);
-		sc_log("WRITE and READ through the reference of node 2's unlisted region");
+		sc_log(
+		    "WRITE, READ, FAA and CAS through the reference of node 2's unlisted region");
 	}
 	sc_sync_wait(&sync, "box", SC_WAIT_MS);
 
@@ -363,6 +426,7 @@ int main(int argc, char **argv)
 		for (uint32_t s = 0; s < TAIL; s++)
 			send_head(talk, peer, TAG_TAIL, s, NULL);
 		loco_object_destroy(talk);
+		loco_object_destroy(late);
 		loco_object_destroy(big);
 		SC_ASSERT_OK(loco_channel_destroy(ch));
 	} else {
@@ -380,6 +444,7 @@ int main(int argc, char **argv)
 	sc_sync_wait(&sync, "left", SC_WAIT_MS);
 	if (me == 1) {
 		loco_object_destroy(talk);
+		loco_object_destroy(late);
 		loco_object_destroy(big);
 		SC_ASSERT_OK(loco_channel_destroy(ch));
 	}

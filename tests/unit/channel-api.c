@@ -99,6 +99,59 @@ static void region_create__limits_checked_before_allocating(void **state)
 	assert_int_equal(loco_channel_destroy(ch), 0);
 }
 
+/*
+ * region_create__announced_entries_bounded -- a channel announces up to
+ * 16384 entries (listed regions and parameters; ctrl_wire.h's
+ * LC_CHAN_ENTRIES_MAX): then loco_object_agree() and a listed region are
+ * -ENOSPC, an unlisted region still fits, and destroying an object gives
+ * its entries back.
+ */
+static void region_create__announced_entries_bounded(void **state)
+{
+	enum {
+		NOBJ = 16384 / LOCO_AGREE_MAX
+	};
+	loco_object_t **objs = calloc(NOBJ + 1, sizeof(*objs));
+	loco_channel_t *ch;
+	loco_region_t *r = NULL;
+	char name[32];
+
+	/* configure: 2048 objects of 8 parameters each */
+	assert_non_null(objs);
+	assert_int_equal(loco_channel_create(*state, NULL, "bound", 1, &ch), 0);
+	for (int i = 0; i < NOBJ; i++) {
+		snprintf(name, sizeof(name), "o%d", i);
+		assert_int_equal(loco_object_create(ch, name, NULL, NULL, &objs[i]), 0);
+		for (int k = 0; k < LOCO_AGREE_MAX; k++) {
+			snprintf(name, sizeof(name), "p%d", k);
+			assert_int_equal(loco_object_agree(objs[i], name, (uint64_t)k), 0);
+		}
+	}
+	assert_int_equal(loco_object_create(ch, "extra", NULL, NULL, &objs[NOBJ]), 0);
+
+	/* run + verify */
+	assert_int_equal(loco_object_agree(objs[NOBJ], "k", 1), -ENOSPC);
+	assert_int_equal(loco_region_create(objs[NOBJ], "listed", 64, LOCO_ACCESS_READ, &r),
+	                 -ENOSPC);
+	assert_null(r);
+	assert_int_equal(loco_region_create(objs[NOBJ], "unlisted", 64,
+	                                    LOCO_ACCESS_UNLISTED | LOCO_ACCESS_READ, &r),
+	                 0);
+	loco_object_destroy(objs[0]);
+	objs[0] = NULL;
+	assert_int_equal(loco_region_create(objs[NOBJ], "listed", 64, LOCO_ACCESS_READ, &r), 0);
+	assert_int_equal(loco_object_agree(objs[NOBJ], "k", 1), 0);
+	for (int i = 0; i < LOCO_AGREE_MAX - 2; i++) {
+		snprintf(name, sizeof(name), "k%d", i);
+		assert_int_equal(loco_object_agree(objs[NOBJ], name, 1), 0);
+	}
+	assert_int_equal(loco_object_agree(objs[NOBJ], "full", 1), -ENOSPC);
+	for (int i = NOBJ; i >= 0; i--)
+		loco_object_destroy(objs[i]);
+	assert_int_equal(loco_channel_destroy(ch), 0);
+	free(objs);
+}
+
 static void object_msg__arguments_checked(void **state)
 {
 	loco_channel_t *ch;
@@ -358,6 +411,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(region_create__limits_checked_before_allocating, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(object_msg__arguments_checked, setup, teardown),
+	    cmocka_unit_test_setup_teardown(region_create__announced_entries_bounded, setup,
+	                                    teardown),
 	    cmocka_unit_test_setup_teardown(remote_ops__bad_ranges_are_einval, setup, teardown),
 	    cmocka_unit_test_setup_teardown(remote_ops__to_self_go_through_the_fabric, setup,
 	                                    teardown),
