@@ -154,7 +154,7 @@ int loco_rpipe_create(loco_channel_t *ch, const char *name, uint32_t writer, uin
 	/*
 	 * both ends must name the same ends and ring: checked as they pair.
 	 * The ends go in one parameter (writer << 32 | reader): a pipe takes
-	 * 4 of the channel's 64 announced entries (2 parameters, 2 regions).
+	 * 4 of the channel's announced entries (2 parameters, 2 regions).
 	 */
 	ret = loco_object_agree(p->obj, "ends", (uint64_t)writer << 32 | reader);
 	if (ret == 0)

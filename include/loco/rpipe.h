@@ -54,8 +54,8 @@ typedef struct loco_rpipe_stats {
  * with a ring of @ring_bytes (a multiple of 64 in [LOCO_RPIPE_RING_MIN,
  * LOCO_RPIPE_RING_MAX]), called on both ends. Returns 0 and sets *@out;
  * -EINVAL (bad argument; this node is neither end), -EEXIST, -ENOMEM,
- * -ENOSPC (a pipe takes 4 of the channel's 64 announced entries: 16
- * pipes per node and channel), or the fabric's error.
+ * -ENOSPC (a pipe takes 4 of the channel's announced entries, 16384 in
+ * all), or the fabric's error.
  */
 int loco_rpipe_create(loco_channel_t *ch, const char *name, uint32_t writer, uint32_t reader,
                       size_t ring_bytes, loco_rpipe_t **out);
