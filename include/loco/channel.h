@@ -46,7 +46,7 @@ enum loco_access {
 	 * (loco_region_remote() on them gives -ENOENT) and it takes no
 	 * announced entry. Its owner gives its reference (loco_region_rref())
 	 * to the peers it chooses, e.g. in an object message: per-peer state
-	 * made on first use, without telling every member. Appeared in loco 0.8.
+	 * made on first use, without telling every member. Appeared in loco 0.10.
 	 */
 	LOCO_ACCESS_UNLISTED = 1 << 3,
 };
@@ -217,7 +217,7 @@ typedef void (*loco_object_msg_fn)(loco_object_t *obj, uint32_t node, const void
  * loco_object_on_msg -- deliver @obj's messages to @fn(@obj, sender,
  * bytes, length, @arg) from now on (NULL: drop them). Set it before
  * loco_channel_join() or loco_object_sync() so that no message is lost.
- * Returns 0; -EINVAL. Appeared in loco 0.8.
+ * Returns 0; -EINVAL. Appeared in loco 0.10.
  */
 int loco_object_on_msg(loco_object_t *obj, loco_object_msg_fn fn, void *arg);
 
@@ -228,7 +228,7 @@ int loco_object_on_msg(loco_object_t *obj, loco_object_msg_fn fn, void *arg);
  * a paired peer of the channel: not a member, left, or has not paired
  * yet), -EMSGSIZE (@len > LOCO_OBJECT_MSG_MAX), -LOCO_ENOTJOINED,
  * -ENOBUFS (the control connection to @node is that far behind),
- * -EINVAL. Appeared in loco 0.8.
+ * -EINVAL. Appeared in loco 0.10.
  */
 int loco_object_send(loco_object_t *obj, uint32_t node, const void *msg, size_t len);
 
@@ -250,7 +250,7 @@ int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigne
  * loco_region_rref -- this node's own reference to @r (node: this node),
  * as a peer passes it to the remote operations: for handing an unlisted
  * region (LOCO_ACCESS_UNLISTED) to a chosen peer. Writes *@out; returns
- * 0, -EINVAL (NULL). Appeared in loco 0.8.
+ * 0, -EINVAL (NULL). Appeared in loco 0.10.
  */
 int loco_region_rref(const loco_region_t *r, loco_rref_t *out);
 

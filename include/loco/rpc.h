@@ -224,7 +224,7 @@ int loco_rpc_call_buffer(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const vo
  * a pulled call_buffer. Result and returns as loco_rpc_call_return();
  * -EINVAL also for @buf outside the send region, @dst not @node's or too
  * short; the handler's status is -EFAULT when @dst is not a destination
- * region of the callee's endpoint. Appeared in loco 0.8.
+ * region of the callee's endpoint. Appeared in loco 0.10.
  */
 int loco_rpc_call_buffer_to(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *buf,
                             size_t len, const loco_rref_t *dst, size_t doff, void *ret,
@@ -234,7 +234,7 @@ int loco_rpc_call_buffer_to(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const
  * loco_rpc_dest_add -- let callers of @ep WRITE call_buffer_to payloads
  * into @r (a remotely writable region of this node, of any object of its
  * manager). Returns 0; -EEXIST (added already), -ENOSPC
- * (LOCO_RPC_DESTS_MAX), -EINVAL. Appeared in loco 0.8.
+ * (LOCO_RPC_DESTS_MAX), -EINVAL. Appeared in loco 0.10.
  */
 int loco_rpc_dest_add(loco_rpc_ep_t *ep, loco_region_t *r);
 
