@@ -247,10 +247,20 @@ static int pre_post(loco_rpc_ep_t *ep, struct rpc_peer *p, struct pre_write *pre
 	return ret;
 }
 
+/* a deadline not worked out yet: DL_LAZY - timeout (post() reads the clock once it waits) */
+#define DL_LAZY (INT64_MIN / 2)
+
+static int64_t deadline_lazy(int64_t timeout_ns)
+{
+	if (timeout_ns > INT64_MAX / 4) /* beyond DL_LAZY's range: worked out now */
+		return obj_deadline(timeout_ns);
+	return timeout_ns < 0 ? -1 : DL_LAZY - timeout_ns;
+}
+
 /*
  * post -- send one frame to @p, waiting (running calls meanwhile) until
- * @deadline; *@epoch (may be NULL): the callee's epoch it went to. With
- * @pre, its WRITE goes first.
+ * @deadline (or deadline_lazy()); *@epoch (may be NULL): the callee's
+ * epoch it went to. With @pre, its WRITE goes first.
  */
 static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, const struct rf_hdr *h,
                 const struct pl_iov *pl, int urgent, int nowait, int64_t deadline, uint32_t *epoch,
@@ -259,8 +269,7 @@ static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, const stru
 	loco_waiter_t w;
 	int full = 0, setup, ret;
 
-	loco_waiter_init(&w, ep->m);
-	for (;;) {
+	for (int n = 0;; n++) {
 		if (peer_dead(p))
 			return -ECONNRESET;
 		ret = ep_check(ep);
@@ -285,6 +294,11 @@ static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, const stru
 			ST_ADD(ep, full, 1);
 		if (nowait)
 			return -EAGAIN;
+		if (n == 0) {
+			if (deadline <= DL_LAZY) /* the clock is read only when a call waits */
+				deadline = obj_deadline(DL_LAZY - deadline);
+			loco_waiter_init(&w, ep->m);
+		}
 		if (deadline >= 0 && obj_now_ns() >= deadline)
 			return -ETIMEDOUT;
 		if (rpc_help(ep) == 0)
@@ -309,7 +323,8 @@ int loco_rpc_call(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *arg
 		return -EINVAL;
 	if (len > ep->cfg.inline_max)
 		return -EMSGSIZE;
-	return post(ep, p, node, &h, &pl, 0, timeout_ns == 0, obj_deadline(timeout_ns), NULL, NULL);
+	return post(ep, p, node, &h, &pl, 0, timeout_ns == 0, deadline_lazy(timeout_ns), NULL,
+	            NULL);
 }
 
 /* sub_at -- node id @i of a tree's list (unaligned: it may point into a ring message) */

@@ -351,21 +351,30 @@ int rp_lose(loco_rpipe_t *p)
 	return -ECONNRESET;
 }
 
-/* rp_check -- the state every call looks at first: 0 or the error to return. */
+/*
+ * rp_check -- the state every call looks at first: 0 or the error to
+ * return. An unlisted end's owner checks its object and the partition
+ * itself (once per call of its own, not twice).
+ */
 int rp_check(loco_rpipe_t *p)
 {
-	int ret = loco_object_status(p->obj);
+	int ret = p->unlisted ? 0 : loco_object_status(p->obj);
 
 	if (ret)
 		return ret;
-	if (p->is_writer && p->have_sess) {      /* before: the lost session's, if any */
-		ret = loco_ack_wait(p->dack, 0); /* errors of completed data WRITEs */
-		if (ret != 0 && ret != -ETIMEDOUT)
-			return rp_lose(p);
+	if (p->is_writer && p->have_sess) { /* before: the lost session's, if any */
+		if (p->sig_pending) {
+			/* errors of completed data WRITEs: the signaled one says */
+			ret = loco_ack_wait(p->dack, 0);
+			if (ret != 0 && ret != -ETIMEDOUT)
+				return rp_lose(p);
+			if (ret == 0)
+				p->sig_pending = 0;
+		}
 		if (is_lost(p))
 			return -ECONNRESET;
 	}
-	if (loco_channel_partitioned(p->ch))
+	if (!p->unlisted && loco_channel_partitioned(p->ch))
 		return -LOCO_EPARTITION;
 	return 0;
 }

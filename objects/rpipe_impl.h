@@ -42,7 +42,7 @@
  *
  * Failure: peer_leave(other end) makes the pipe lost: the writer's calls
  * fail with -ECONNRESET; the reader reads what fully landed, then fails
- * with -ECONNRESET. One WRITE in flight at a time is signaled to an ack
+ * with -ECONNRESET. One WRITE in SIGNAL_EVERY, one in flight at a time, is signaled to an ack
  * key, whose errors make the writer's pipe lost too (a message may have
  * been dropped on a failed link: never go on silently).
  *
@@ -70,11 +70,12 @@
 
 #include "obj_hash.h"
 
-#define CTL_LEN   128u
-#define CTL_SRC   8u /* first source slot word */
-#define CTL_SLOTS 8u
-#define HDR       16u
-#define TRL       8u
+#define SIGNAL_EVERY 32u /* writer: data WRITEs per signaled one */
+#define CTL_LEN      128u
+#define CTL_SRC      8u /* first source slot word */
+#define CTL_SLOTS    8u
+#define HDR          16u
+#define TRL          8u
 
 enum {
 	KIND_MSG = 1,
@@ -102,7 +103,8 @@ struct loco_rpipe {
 	uint32_t writer, reader, me;
 	int is_writer;
 	int unlisted; /* an end inside another object (rpipe_open_unlisted()): no object of its own */
-	int lost;     /* atomic: the other end left, or a WRITE failed: sticky */
+	int sig_pending;   /* writer: a signaled data WRITE was posted, its result not taken yet */
+	int lost;          /* atomic: the other end left, or a WRITE failed: sticky */
 	int have_peer;     /* the other end's regions were looked up */
 	int have_sess;     /* sess is known (both ends paired) */
 	int renewing;      /* atomic: reset, no new session yet (peer_leave ignored) */
