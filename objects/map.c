@@ -7,8 +7,8 @@
  * remotely readable), "scr" (local: the landing buffers of GET's READs
  * and of the owners' info words, one each, the copy thread's info reads,
  * and the staging of the writes' log records), "info" (this node's info
- * word: state, INFO_* active, joining, leaving, and above it the active
- * mask it absorbed, see Logs) and, on a key holder, "log" (its inbound
+ * word: state, INFO_* active, joining, leaving, and above it a hash of
+ * the active set it absorbed, see Logs) and, on a key holder, "log" (its inbound
  * logs, remotely writable: see Logs), and an rpc endpoint "@name.rpc"
  * whose calls the map's server thread runs (loco_rpc_progress: while
  * calls come it waits between them by the manager's policy, so under
@@ -21,20 +21,25 @@
  * placement, slots, the logs and the owner's side of a write;
  * map_move.c the server and copy threads, joins and leaves.
  *
- * Membership: two masks over the key holders: present (P: paired in the
- * channel) and active (A: serving, a subset of P). A key's owner is the
+ * Membership: two sets over the key holders (bitmaps by cfg.nodes
+ * index, up to LOCO_MAP_NODES_MAX bits in atomic 64-bit words): present
+ * (P: paired in the channel) and active (A: serving, a subset of P);
+ * done_from, pushed and byed are such sets too. A key's owner is the
  * first of A by rendezvous score; an owner sends its writes to the first
  * `replicas` of A and of P (so a joiner, in P and not yet in A, gets
  * them). A slot whose key this node does not own is hidden (MAP_HIDE,
  * under the checksum): a reader that still routes to a former owner
- * reads again. Deaths and leaves clear both masks (object callbacks);
+ * reads again. Deaths and leaves clear both sets (object callbacks);
  * the first replica then owns the key and already holds it (in its table
  * or its logs); the copy thread absorbs the change (see Logs) and, once
  * it is MAP_SETTLE_NS old, copies every entry it owns to the holders the
- * masks now ask for. A joiner (cfg.join) is active only once every holder
- * copied its keys to it ("map.done") and every member took it into A
- * ("map.act": refused while a write of a moving key is under way there,
- * then that node hides what it no longer owns). loco_map_leave() stops
+ * sets now ask for. A joiner (cfg.join) is active only once every holder
+ * copied its keys to it ("map.done") and every paired key holder took it
+ * into A ("map.act": refused while a write of a moving key is under way
+ * there, then that node hides what it no longer owns); clients are not
+ * called: they read its info word (peers_pass) and, until they know,
+ * their GETs read again (the published hash differs) and their writes
+ * are refused by the former owner. loco_map_leave() stops
  * writes, hands every entry over, hides the table and says "map.bye".
  *
  * A slot: {seq, sum, ver, klen, vlen | DEL} then key_max (rounded to 8)
@@ -92,22 +97,37 @@
  * in its logs. map_absorb (under @lock) takes every record its logs hold
  * (every write acknowledged by a former owner landed there before the
  * acknowledgement), shows what it owns and hides the rest, and then
- * publishes the mask of A it absorbed in its info word; every change of
- * A clears that mask first (map_set_bit). A GET READs the owner's info
- * word, then the key's group (requests to one node execute in order),
- * and takes the result only if the owner published the same A the
- * reader routed by (else it reads again); an owner's own writes and
- * reads absorb first when the published mask is not the current one.
+ * publishes a 32-bit hash of the A it absorbed (map_set_hash, never 0)
+ * in its info word; every change of A clears it first (map_set_bit). A
+ * GET READs the owner's info word, then the key's group (requests to one
+ * node execute in order), and takes the result only if the owner
+ * published the hash of the A the reader routed by (else it reads
+ * again; two sets hash alike with probability 2^-32: a hash, because A
+ * has up to 256 bits and the state must come in the same 8-byte READ);
+ * an owner's own writes and reads absorb first when the published hash
+ * is not the current set's.
  * So no one reads a key at, or writes it through, a new owner before
  * that owner took its former owner's acknowledged writes.
  *
  * Memory per key holder, besides the table (capacity x slot_len) and the
  * rpc endpoint: log = nnodes x (64 + log_recs x rec_len), rec_len =
- * slot_len rounded up to 64, log_recs = 256 KiB / rec_len within [16,
- * 256]; staging in "scr" = 16 writers x (8 x rec_len + 64). At the
- * defaults (key_max 64, value_max 256: rec_len 384, 256 records) that is
- * 96 KiB per key holder of the map and 49 KiB of staging; a client has
- * no log.
+ * slot_len rounded up to 64, log_recs = min(256 KiB, 2 MiB / nnodes) /
+ * rec_len within [16, 256]; staging in "scr" = 16 writers x (8 x rec_len
+ * + 64). At the defaults (key_max 64, value_max 256: rec_len 384) that
+ * is 96 KiB per key holder of the map up to 8 holders, about 2 MiB in
+ * all from 6 holders on (21 records a slice at 256), and 49 KiB of
+ * staging; a client has no log. Per member: its id in @all (4 bytes;
+ * holders 28 more: nodes, nsorted, in_head, out). Per peer that calls
+ * this node: the rpc ring it makes on its first call (loco/rpc.h), and
+ * nothing else: clients cost a holder nothing until they write to it
+ * (GETs are one-sided). loco_map_stats() reports pipes_in, pipes_out and
+ * mem_bytes (tests/objects/map-mem, map-scale).
+ *
+ * Members: up to LOCO_MAP_NODES_MAX key holders (the core's member
+ * ceiling; it sizes the sets); clients without a limit of the map's: the
+ * rpc endpoint gets the member list up to MAP_RPC_LIST_MAX entries, no
+ * list above (any node of the channel; map.op and map.rep then refuse
+ * non-members: map_member, map_node_index, binary searches).
  */
 #include "map_impl.h"
 

@@ -27,7 +27,9 @@
  * the keys).
  *
  * Every member calls loco_map_create() with the same name, members and
- * sizes (agreed when the peers pair).
+ * sizes (agreed when the peers pair). Up to LOCO_MAP_NODES_MAX key
+ * holders; any number of clients, which cost a key holder nothing (no
+ * region, log slice or rpc ring) until they write to it.
  *
  * Thread safety: MT-safe, except loco_map_destroy() (no operation may be
  * in progress). Appeared in loco 0.6.
