@@ -97,12 +97,12 @@
  * in its logs. map_absorb (under @lock) takes every record its logs hold
  * (every write acknowledged by a former owner landed there before the
  * acknowledgement), shows what it owns and hides the rest, and then
- * publishes a 32-bit hash of the A it absorbed (map_set_hash, never 0)
+ * publishes a 62-bit hash of the A it absorbed (map_set_hash, never 0)
  * in its info word; every change of A clears it first (map_set_bit). A
  * GET READs the owner's info word, then the key's group (requests to one
  * node execute in order), and takes the result only if the owner
  * published the hash of the A the reader routed by (else it reads
- * again; two sets hash alike with probability 2^-32: a hash, because A
+ * again; two sets hash alike with probability 2^-62: a hash, because A
  * has up to 256 bits and the state must come in the same 8-byte READ);
  * an owner's own writes and reads absorb first when the published hash
  * is not the current set's.

@@ -67,13 +67,13 @@ int map_set_empty(const map_set_t *s)
 
 /*
  * map_set_hash -- what an owner publishes of the active set it absorbed
- * (its info word's high half) and a reader compares with the set it
- * routed by: 32 bits of XXH3 over the set, never 0 (0: nothing absorbed).
- * Two different sets give the same hash with probability 2^-32.
+ * (its info word above the state) and a reader compares with the set it
+ * routed by: 62 bits of XXH3 over the set, never 0 (0: nothing absorbed).
+ * Two different sets give the same hash with probability 2^-62.
  */
-uint32_t map_set_hash(const map_set_t *s)
+uint64_t map_set_hash(const map_set_t *s)
 {
-	uint32_t h = (uint32_t)(XXH3_64bits(s->w, sizeof(s->w)) >> 32);
+	uint64_t h = XXH3_64bits(s->w, sizeof(s->w)) >> INFO_SHIFT;
 
 	return h ? h : 1;
 }
@@ -467,13 +467,13 @@ int map_poll(void *arg)
 }
 
 /* map_info_set -- this node's info word: state @st (keeping the hash), or the absorbed set's hash (@st 0). */
-void map_info_set(loco_map_t *map, uint64_t st, uint32_t hash)
+void map_info_set(loco_map_t *map, uint64_t st, uint64_t hash)
 {
 	uint64_t *w = loco_region_ptr(map->info);
 	uint64_t o = __atomic_load_n(w, __ATOMIC_SEQ_CST), v;
 
 	do
-		v = st ? (o & ~INFO_STATE) | st : (o & INFO_STATE) | (uint64_t)hash << 32;
+		v = st ? (o & ~INFO_STATE) | st : (o & INFO_STATE) | hash << INFO_SHIFT;
 	while (!__atomic_compare_exchange_n(w, &o, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
 }
 
@@ -487,7 +487,7 @@ int map_published(uint64_t w, const map_set_t *a)
 	uint64_t st = w & INFO_STATE;
 
 	return (st == INFO_ACTIVE || st == INFO_LEAVING) && !map_set_empty(a) &&
-	       (uint32_t)(w >> 32) == map_set_hash(a);
+	       w >> INFO_SHIFT == map_set_hash(a);
 }
 
 /*

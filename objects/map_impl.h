@@ -55,9 +55,9 @@ typedef struct map_set {
 #define MAP_BUSY_NS \
 	(5ll * 1000000ll) /* the server thread waits by the policy this long after a call */
 #define MAP_NAP_NS  (50ll * 1000ll) /* ... then naps this long, doubling up to 1 ms */
-#define MAP_LOG_CTL 64u /* a slice's control line: the next sequence number its holder takes */
-#define INFO_STATE \
-	0xffffffffull /* info word: the state; above it, the absorbed active set's hash */
+#define MAP_LOG_CTL 64u  /* a slice's control line: the next sequence number its holder takes */
+#define INFO_STATE  3ull /* info word: the state (INFO_*); above it, the absorbed set's hash */
+#define INFO_SHIFT  2    /* ... which takes the word's other 62 bits */
 
 enum {
 	OP_PUT = 1,
@@ -175,7 +175,7 @@ int map_set_has(const map_set_t *s, int i);
 int map_set_test(const map_set_t *m, int i);
 int map_set_subset(const map_set_t *a, const map_set_t *b);
 int map_set_empty(const map_set_t *s);
-uint32_t map_set_hash(const map_set_t *s);
+uint64_t map_set_hash(const map_set_t *s);
 uint32_t map_owner_of(const loco_map_t *map, uint64_t kh);
 int map_owns(const loco_map_t *map, uint64_t kh);
 unsigned map_targets(const loco_map_t *map, uint64_t kh, uint32_t *out);
@@ -192,7 +192,7 @@ size_t map_rec_build(const loco_map_t *map, uint8_t *r, uint64_t seq, uint64_t v
 unsigned map_drain(loco_map_t *map);
 void map_absorb(loco_map_t *map);
 void map_absorbed(loco_map_t *map);
-void map_info_set(loco_map_t *map, uint64_t st, uint32_t hash);
+void map_info_set(loco_map_t *map, uint64_t st, uint64_t hash);
 int map_published(uint64_t w, const map_set_t *a);
 int map_poll(void *arg);
 void map_log_resync(loco_map_t *map, uint32_t node);
