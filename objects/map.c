@@ -7,8 +7,8 @@
  * remotely readable), "scr" (local: the landing buffers of GET's READs
  * and of the owners' info words, one each, the copy thread's info reads,
  * and the staging of the writes' log records), "info" (this node's info
- * word: state, INFO_* active, joining, leaving, and above it the active
- * mask it absorbed, see Logs) and, on a key holder, "log" (its inbound
+ * word: state, INFO_* active, joining, leaving, and above it a hash of
+ * the active set it absorbed, see Logs) and, on a key holder, "log" (its inbound
  * logs, remotely writable: see Logs), and an rpc endpoint "@name.rpc"
  * whose calls the map's server thread runs (loco_rpc_progress: while
  * calls come it waits between them by the manager's policy, so under
@@ -21,20 +21,25 @@
  * placement, slots, the logs and the owner's side of a write;
  * map_move.c the server and copy threads, joins and leaves.
  *
- * Membership: two masks over the key holders: present (P: paired in the
- * channel) and active (A: serving, a subset of P). A key's owner is the
+ * Membership: two sets over the key holders (bitmaps by cfg.nodes
+ * index, up to LOCO_MAP_NODES_MAX bits in atomic 64-bit words): present
+ * (P: paired in the channel) and active (A: serving, a subset of P);
+ * done_from, pushed and byed are such sets too. A key's owner is the
  * first of A by rendezvous score; an owner sends its writes to the first
  * `replicas` of A and of P (so a joiner, in P and not yet in A, gets
  * them). A slot whose key this node does not own is hidden (MAP_HIDE,
  * under the checksum): a reader that still routes to a former owner
- * reads again. Deaths and leaves clear both masks (object callbacks);
+ * reads again. Deaths and leaves clear both sets (object callbacks);
  * the first replica then owns the key and already holds it (in its table
  * or its logs); the copy thread absorbs the change (see Logs) and, once
  * it is MAP_SETTLE_NS old, copies every entry it owns to the holders the
- * masks now ask for. A joiner (cfg.join) is active only once every holder
- * copied its keys to it ("map.done") and every member took it into A
- * ("map.act": refused while a write of a moving key is under way there,
- * then that node hides what it no longer owns). loco_map_leave() stops
+ * sets now ask for. A joiner (cfg.join) is active only once every holder
+ * copied its keys to it ("map.done") and every paired key holder took it
+ * into A ("map.act": refused while a write of a moving key is under way
+ * there, then that node hides what it no longer owns); clients are not
+ * called: they read its info word (peers_pass) and, until they know,
+ * their GETs read again (the published hash differs) and their writes
+ * are refused by the former owner. loco_map_leave() stops
  * writes, hands every entry over, hides the table and says "map.bye".
  *
  * A slot: {seq, sum, ver, klen, vlen | DEL} then key_max (rounded to 8)
@@ -92,22 +97,37 @@
  * in its logs. map_absorb (under @lock) takes every record its logs hold
  * (every write acknowledged by a former owner landed there before the
  * acknowledgement), shows what it owns and hides the rest, and then
- * publishes the mask of A it absorbed in its info word; every change of
- * A clears that mask first (map_set_bit). A GET READs the owner's info
- * word, then the key's group (requests to one node execute in order),
- * and takes the result only if the owner published the same A the
- * reader routed by (else it reads again); an owner's own writes and
- * reads absorb first when the published mask is not the current one.
+ * publishes a 62-bit hash of the A it absorbed (map_set_hash, never 0)
+ * in its info word; every change of A clears it first (map_set_bit). A
+ * GET READs the owner's info word, then the key's group (requests to one
+ * node execute in order), and takes the result only if the owner
+ * published the hash of the A the reader routed by (else it reads
+ * again; two sets hash alike with probability 2^-62: a hash, because A
+ * has up to 256 bits and the state must come in the same 8-byte READ);
+ * an owner's own writes and reads absorb first when the published hash
+ * is not the current set's.
  * So no one reads a key at, or writes it through, a new owner before
  * that owner took its former owner's acknowledged writes.
  *
  * Memory per key holder, besides the table (capacity x slot_len) and the
  * rpc endpoint: log = nnodes x (64 + log_recs x rec_len), rec_len =
- * slot_len rounded up to 64, log_recs = 256 KiB / rec_len within [16,
- * 256]; staging in "scr" = 16 writers x (8 x rec_len + 64). At the
- * defaults (key_max 64, value_max 256: rec_len 384, 256 records) that is
- * 96 KiB per key holder of the map and 49 KiB of staging; a client has
- * no log.
+ * slot_len rounded up to 64, log_recs = min(256 KiB, 2 MiB / nnodes) /
+ * rec_len within [16, 256]; staging in "scr" = 16 writers x (8 x rec_len
+ * + 64). At the defaults (key_max 64, value_max 256: rec_len 384) that
+ * is 96 KiB per key holder of the map up to 8 holders, about 2 MiB in
+ * all from 6 holders on (21 records a slice at 256), and 49 KiB of
+ * staging; a client has no log. Per member: its id in @all (4 bytes;
+ * holders 28 more: nodes, nsorted, in_head, out). Per peer that calls
+ * this node: the rpc ring it makes on its first call (loco/rpc.h), and
+ * nothing else: clients cost a holder nothing until they write to it
+ * (GETs are one-sided). loco_map_stats() reports pipes_in, pipes_out and
+ * mem_bytes (tests/objects/map-mem, map-scale).
+ *
+ * Members: up to LOCO_MAP_NODES_MAX key holders (the core's member
+ * ceiling; it sizes the sets); clients without a limit of the map's: the
+ * rpc endpoint gets the member list up to MAP_RPC_LIST_MAX entries, no
+ * list above (any node of the channel; map.op and map.rep then refuse
+ * non-members: map_member, map_node_index, binary searches).
  */
 #include "map_impl.h"
 
@@ -126,9 +146,16 @@ static void map_free(loco_map_t *map)
 		loco_ack_key_destroy(map->acks[i]);
 	for (unsigned i = 0; i < MAP_WRITERS; i++)
 		loco_ack_key_destroy(map->wacks[i]);
-	for (unsigned i = 0; i < LOCO_RPC_NODES_MAX; i++)
-		pthread_mutex_destroy(&map->out[i].lock);
+	if (map->out != NULL)
+		for (unsigned i = 0; i < map->nnodes; i++)
+			pthread_mutex_destroy(&map->out[i].lock);
 	loco_ack_key_destroy(map->cack);
+	free(map->out);
+	free(map->in_head);
+	free(map->nodes);
+	free(map->nsorted);
+	free(map->all);
+	free(map->cpeers);
 	free(map->meta);
 	free(map->cbuf);
 	free(map->dbuf);
@@ -153,37 +180,74 @@ void loco_map_cfg_default(loco_map_cfg_t *cfg, const uint32_t *nodes, uint32_t n
 	cfg->replicas = 1;
 }
 
-static int cfg_check(const loco_map_cfg_t *c, uint32_t me, uint32_t *all, uint32_t *nall)
+static int cmp_u32(const void *a, const void *b)
 {
-	int found = 0;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
-	if (c->nodes == NULL || c->nnodes == 0 || (c->nclients && c->clients == NULL) ||
-	    c->nnodes + c->nclients > LOCO_RPC_NODES_MAX || c->nnodes + c->nclients < 2)
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cfg_check(const loco_map_cfg_t *c)
+{
+	if (c->nodes == NULL || c->nnodes == 0 || c->nnodes > LOCO_MAP_NODES_MAX ||
+	    (c->nclients && c->clients == NULL) || c->nclients > UINT32_MAX - c->nnodes ||
+	    c->nnodes + c->nclients < 2)
 		return -EINVAL;
 	if (c->key_max == 0 || c->key_max > LOCO_MAP_KEY_MAX || c->value_max > LOCO_MAP_VALUE_MAX ||
 	    c->replicas == 0 || c->replicas > LOCO_MAP_REPLICAS_MAX || c->replicas > c->nnodes ||
 	    c->capacity == 0 || c->capacity % LOCO_MAP_GROUP || c->capacity > (1u << 24))
 		return -EINVAL;
-	*nall = 0;
-	for (uint32_t i = 0; i < c->nnodes + c->nclients; i++) {
-		uint32_t id = i < c->nnodes ? c->nodes[i] : c->clients[i - c->nnodes];
+	return 0;
+}
 
-		if (id == 0)
+/*
+ * members_make -- @map's member tables from @c: nodes (cfg order), nsorted
+ * (id and index, by id), all (holders and clients, ascending). -EINVAL: a
+ * 0 id, an id twice, or this node not among them.
+ */
+static int members_make(loco_map_t *map, const loco_map_cfg_t *c)
+{
+	uint32_t n = c->nnodes + c->nclients;
+
+	map->nodes = malloc(c->nnodes * sizeof(uint32_t));
+	map->nsorted = malloc(c->nnodes * sizeof(uint64_t));
+	map->all = malloc((size_t)n * sizeof(uint32_t));
+	map->cpeers = malloc(MAP_PEERS_BUF * sizeof(uint32_t));
+	map->out = calloc(c->nnodes, sizeof(*map->out));
+	map->in_head = calloc(c->nnodes, sizeof(uint64_t));
+	if (map->nodes == NULL || map->nsorted == NULL || map->all == NULL || map->cpeers == NULL ||
+	    map->out == NULL || map->in_head == NULL)
+		return -ENOMEM;
+	memcpy(map->nodes, c->nodes, c->nnodes * sizeof(uint32_t));
+	for (uint32_t i = 0; i < c->nnodes; i++)
+		map->nsorted[i] = (uint64_t)c->nodes[i] << 32 | i;
+	if (c->nclients)
+		memcpy(map->all + c->nnodes, c->clients, c->nclients * sizeof(uint32_t));
+	memcpy(map->all, c->nodes, c->nnodes * sizeof(uint32_t));
+	qsort(map->nsorted, c->nnodes, sizeof(uint64_t), cmp_u64);
+	qsort(map->all, n, sizeof(uint32_t), cmp_u32);
+	map->nall = n;
+	for (uint32_t i = 0; i < n; i++)
+		if (map->all[i] == 0 || (i > 0 && map->all[i] == map->all[i - 1]))
 			return -EINVAL;
-		for (uint32_t j = 0; j < *nall; j++)
-			if (all[j] == id)
-				return -EINVAL;
-		all[(*nall)++] = id;
-		found |= id == me;
-	}
-	return found ? 0 : -EINVAL;
+	map->heap_bytes = c->nnodes * (sizeof(uint32_t) + sizeof(uint64_t) + sizeof(*map->out) +
+	                               sizeof(uint64_t)) +
+	                  (size_t)n * sizeof(uint32_t) + MAP_PEERS_BUF * sizeof(uint32_t);
+	return map_member(map, map->me) ? 0 : -EINVAL;
 }
 
 int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *cfg,
                     loco_map_t **out)
 {
-	uint32_t all[LOCO_RPC_NODES_MAX], nall, ids[64];
 	char rname[LOCO_NAME_MAX];
+	uint32_t *ids;
 	loco_rpc_cfg_t rc;
 	loco_map_cfg_t c;
 	loco_map_t *map;
@@ -209,13 +273,23 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 	map->m = loco_channel_manager(ch);
 	map->ch = ch;
 	map->me = loco_node_id(map->m);
-	ret = cfg_check(&c, map->me, all, &nall);
+	ret = cfg_check(&c);
 	if (ret) {
 		free(map);
 		return ret;
 	}
-	memcpy(map->nodes, c.nodes, c.nnodes * sizeof(uint32_t));
 	map->nnodes = c.nnodes;
+	ret = members_make(map, &c);
+	if (ret) {
+		map->nnodes = map->out != NULL ? map->nnodes : 0;
+		for (unsigned i = 0; map->out != NULL && i < map->nnodes; i++)
+			pthread_mutex_init(&map->out[i].lock, NULL);
+		pthread_mutex_init(&map->lock, NULL);
+		pthread_mutex_init(&map->tlock, NULL);
+		pthread_cond_init(&map->tcond, NULL);
+		map_free(map);
+		return ret;
+	}
 	map->key_max = c.key_max;
 	map->key_area = (c.key_max + 7) & ~(size_t)7;
 	map->value_max = c.value_max;
@@ -225,7 +299,11 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 	map->ngroups = c.capacity / LOCO_MAP_GROUP;
 	map->R = c.replicas;
 	map->rec_len = (map->slot_len + 63) & ~(size_t)63;
-	map->log_recs = (uint32_t)(MAP_LOG_BYTES / map->rec_len);
+	/* a slice per holder: MAP_LOG_BYTES each, less with many holders (MAP_LOG_TOTAL in all) */
+	map->log_recs =
+	    (uint32_t)((MAP_LOG_TOTAL / map->nnodes < MAP_LOG_BYTES ? MAP_LOG_TOTAL / map->nnodes
+	                                                            : MAP_LOG_BYTES) /
+	               map->rec_len);
 	if (map->log_recs > MAP_LOG_RECS)
 		map->log_recs = MAP_LOG_RECS;
 	if (map->log_recs < MAP_LOG_RECS_MIN)
@@ -233,7 +311,7 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 	map->slice_len = MAP_LOG_CTL + (size_t)map->log_recs * map->rec_len;
 	map->stg_off = ((size_t)MAP_READERS * (map->group_len + 8) + 8 + 63) & ~(size_t)63;
 	map->wstride = MAP_TGT_MAX * map->rec_len + 64;
-	for (unsigned i = 0; i < LOCO_RPC_NODES_MAX; i++) {
+	for (unsigned i = 0; i < map->nnodes; i++) {
 		pthread_mutex_init(&map->out[i].lock, NULL);
 		map->out[i].sync = 1; /* its head is read before the first write */
 		map->in_head[i] = 1;
@@ -260,8 +338,6 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 	ret = loco_ack_key_create(map->m, &map->cack);
 	if (ret)
 		goto err;
-	memcpy(map->all, all, nall * sizeof(uint32_t));
-	map->nall = nall;
 	ret = loco_object_create(ch, name, &map_ops, map, &map->obj);
 	if (ret)
 		goto err;
@@ -287,7 +363,12 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 		                         LOCO_ACCESS_READ | LOCO_ACCESS_WRITE, &map->log);
 	if (ret)
 		goto err;
-	loco_rpc_cfg_default(&rc, all, nall);
+	/* the rpc's members: the list, or any node of the channel when it is longer than the
+	   rpc takes (the handlers then refuse strangers: map_member) */
+	if (map->nall <= MAP_RPC_LIST_MAX)
+		loco_rpc_cfg_default(&rc, map->all, map->nall);
+	else
+		loco_rpc_cfg_default(&rc, NULL, 0);
 	rc.inline_max = sizeof(struct op_msg) + c.key_max + c.value_max;
 	if (rc.inline_max < 1024)
 		rc.inline_max = 1024;
@@ -325,8 +406,9 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 		if (ret)
 			goto err;
 	}
-	np = loco_channel_peers(ch, ids, 64);
-	for (int i = 0; i < np && i < 64; i++)
+	ids = map->cpeers; /* the copy thread does not run yet */
+	np = loco_channel_peers(ch, ids, MAP_PEERS_BUF);
+	for (int i = 0; i < np && i < (int)MAP_PEERS_BUF; i++)
 		map_set_bit(map, &map->present, ids[i], 1);
 	if (pthread_create(&map->sthr, NULL, map_serve_thread, map)) {
 		ret = -ENOMEM;
@@ -372,15 +454,18 @@ int loco_map_sync(loco_map_t *map, int64_t timeout_ns)
 	if (ret < 0)
 		return ret;
 	{
-		/* every member here: their rpc pipes up before the first call (a member still
-		   to come, a joiner, is not waited for: calls to the others wait for their pipes) */
-		uint32_t ids[64];
-		int np = loco_channel_peers(map->ch, ids, 64), found = 0;
+		/* every member here: their rpc endpoints made before the first call (a member
+		   still to come, a joiner, is not waited for: calls to the others wait) */
+		uint32_t *ids = malloc(MAP_PEERS_BUF * sizeof(uint32_t));
+		int np, found = 0;
 
-		for (uint32_t j = 0; j < map->nall; j++)
-			for (int k = 0; k < np && k < 64; k++)
-				found += ids[k] == map->all[j];
-		if (found == (int)map->nall - 1) {
+		if (ids == NULL)
+			return -ENOMEM;
+		np = loco_channel_peers(map->ch, ids, MAP_PEERS_BUF);
+		for (int k = 0; k < np && k < (int)MAP_PEERS_BUF; k++)
+			found += map_member(map, ids[k]);
+		free(ids);
+		if (found == (int)map->nall - 1 && map->nall <= MAP_RPC_LIST_MAX) {
 			ret = loco_rpc_sync(map->ep, obj_left_ns(dl));
 			if (ret)
 				return ret;
@@ -390,9 +475,11 @@ int loco_map_sync(loco_map_t *map, int64_t timeout_ns)
 	map_wake(map);
 	loco_waiter_init(&w, map->m);
 	for (;;) {
-		uint32_t p = map_mask_of(&map->present), a = map_mask_of(&map->active);
+		map_set_t p, a;
 
-		if ((a & p) == p)
+		map_set_load(&map->present, &p);
+		map_set_load(&map->active, &a);
+		if (map_set_subset(&p, &a))
 			return 0;
 		if (dl >= 0 && obj_now_ns() >= dl)
 			return -ETIMEDOUT;
@@ -502,11 +589,12 @@ int loco_map_get(loco_map_t *map, const void *key, size_t klen, void *val, size_
 	for (;;) {
 		uint8_t *buf = (uint8_t *)loco_region_ptr(map->scr) + (size_t)r * map->group_len;
 		uint32_t owner = 0, g0 = (uint32_t)(kh % map->ngroups);
-		uint32_t a = map_mask_of(&map->active);
 		uint64_t info = 0;
 		int torn = 0;
+		map_set_t a;
 
-		if (map_rank(map, kh, a, &owner, 1) == 0) {
+		map_set_load(&map->active, &a);
+		if (map_rank(map, kh, &a, &owner, 1) == 0) {
 			ret = -EHOSTUNREACH;
 			break;
 		}
@@ -519,9 +607,9 @@ int loco_map_get(loco_map_t *map, const void *key, size_t klen, void *val, size_
 				torn = 1;
 				break;
 			}
-			/* the owner serves the keys of this mask only once it absorbed it: took
+			/* the owner serves the keys of this set only once it absorbed it: took
 			   every write its logs hold (map_absorb); until then, read again */
-			if (k == 0 && !map_published(info, a)) {
+			if (k == 0 && !map_published(info, &a)) {
 				if (owner == map->me) {
 					pthread_mutex_lock(&map->lock);
 					map_absorbed(map);
@@ -626,8 +714,8 @@ static int write_op(loco_map_t *map, int op, const void *key, size_t klen, uint6
 			/* a holder that left gracefully refused every write once it was leaving: a
 			   call it never answered was not applied (an applied one was answered before
 			   it handed its keys over), so it goes to the new owner */
-			if (ret == -ECONNRESET && map_node_index(map, owner) >= 0 &&
-			    (map_mask_of(&map->byed) & (1u << map_node_index(map, owner))))
+			if (ret == -ECONNRESET &&
+			    map_set_test(&map->byed, map_node_index(map, owner)))
 				st = MAP_NOT_OWNER;
 		}
 		if (st == MAP_NOT_OWNER || st == MAP_BUSY) {
@@ -670,6 +758,8 @@ uint32_t loco_map_owner(loco_map_t *map, const void *key, size_t klen)
 
 void loco_map_stats(loco_map_t *map, loco_map_stats_t *st)
 {
+	loco_rpc_stats_t rs;
+	map_set_t a;
 	uint8_t *tab;
 
 	if (map == NULL || st == NULL)
@@ -683,7 +773,16 @@ void loco_map_stats(loco_map_t *map, loco_map_stats_t *st)
 	st->applied = __atomic_load_n(&map->applied, __ATOMIC_RELAXED);
 	st->resync = __atomic_load_n(&map->resync, __ATOMIC_RELAXED);
 	tab = loco_region_ptr(map->tab);
+	loco_rpc_stats(map->ep, &rs);
+	st->pipes_in = rs.pipes_in;
+	st->pipes_out = rs.pipes_out;
+	st->mem_bytes = rs.mem_bytes + sizeof(*map) + map->heap_bytes +
+	                (size_t)map->nslots * (map->slot_len + sizeof(*map->meta)) +
+	                loco_region_len(map->scr) + 8 + (map->log ? loco_region_len(map->log) : 0) +
+	                sizeof(struct op_msg) + LOCO_MAP_KEY_MAX + LOCO_MAP_VALUE_MAX +
+	                map->rec_len;
 	pthread_mutex_lock(&map->lock);
+	map_set_load(&map->active, &a);
 	map_drain(map); /* what the logs hold counts */
 	for (uint32_t i = 0; i < map->nslots; i++) {
 		struct slot_hdr *h = (void *)map_slot_ptr(map, tab, i);
@@ -695,8 +794,7 @@ void loco_map_stats(loco_map_t *map, loco_map_stats_t *st)
 		st->used++;
 		if (h->ver == 0)
 			continue; /* a key being made: not an entry yet */
-		n = map_rank(map, map_key_hash((uint8_t *)h + MAP_HDR, h->klen),
-		             map_mask_of(&map->active), reps, map->R);
+		n = map_rank(map, map_key_hash((uint8_t *)h + MAP_HDR, h->klen), &a, reps, map->R);
 		for (k = 0; k < n && reps[k] != map->me; k++)
 			;
 		if (k == 0 && n > 0)

@@ -25,58 +25,143 @@ uint64_t map_key_hash(const void *key, size_t klen)
 	return XXH3_64bits(key, klen);
 }
 
-/*
- * map_rank -- the key-holding nodes of mask @pres by rendezvous score for
- * @kh, best first, up to @max into @out; returns how many.
- */
-unsigned map_rank(const loco_map_t *map, uint64_t kh, uint32_t pres, uint32_t *out, unsigned max)
+/* ---- sets of key holders ------------------------------------------------- */
+
+/* map_set_load -- a copy of set @m (word by word, each atomic). */
+void map_set_load(const map_set_t *m, map_set_t *out)
 {
-	uint64_t sc[LOCO_RPC_NODES_MAX];
-	uint32_t id[LOCO_RPC_NODES_MAX];
+	for (unsigned k = 0; k < MAP_SET_WORDS; k++)
+		out->w[k] = __atomic_load_n(&m->w[k], __ATOMIC_ACQUIRE);
+}
+
+/* map_set_has -- whether a copy @s holds index @i. */
+int map_set_has(const map_set_t *s, int i)
+{
+	return i >= 0 && (s->w[(unsigned)i / 64] >> ((unsigned)i % 64) & 1);
+}
+
+/* map_set_test -- whether the live set @m holds index @i. */
+int map_set_test(const map_set_t *m, int i)
+{
+	return i >= 0 &&
+	       (__atomic_load_n(&m->w[(unsigned)i / 64], __ATOMIC_ACQUIRE) >> ((unsigned)i % 64) &
+	        1);
+}
+
+/* map_set_subset -- whether copy @a is within copy @b. */
+int map_set_subset(const map_set_t *a, const map_set_t *b)
+{
+	for (unsigned k = 0; k < MAP_SET_WORDS; k++)
+		if (a->w[k] & ~b->w[k])
+			return 0;
+	return 1;
+}
+
+int map_set_empty(const map_set_t *s)
+{
+	for (unsigned k = 0; k < MAP_SET_WORDS; k++)
+		if (s->w[k])
+			return 0;
+	return 1;
+}
+
+/*
+ * map_set_hash -- what an owner publishes of the active set it absorbed
+ * (its info word above the state) and a reader compares with the set it
+ * routed by: 62 bits of XXH3 over the set, never 0 (0: nothing absorbed).
+ * Two different sets give the same hash with probability 2^-62.
+ */
+uint64_t map_set_hash(const map_set_t *s)
+{
+	uint64_t h = XXH3_64bits(s->w, sizeof(s->w)) >> INFO_SHIFT;
+
+	return h ? h : 1;
+}
+
+/*
+ * map_rank -- the key-holding nodes of set @s by rendezvous score for
+ * @kh, best first, up to @max (at most LOCO_MAP_REPLICAS_MAX) into @out;
+ * returns how many. Costs one score per member of @s.
+ */
+unsigned map_rank(const loco_map_t *map, uint64_t kh, const map_set_t *s, uint32_t *out,
+                  unsigned max)
+{
+	uint64_t sc[LOCO_MAP_REPLICAS_MAX + 1];
+	uint32_t id[LOCO_MAP_REPLICAS_MAX + 1];
 	unsigned n = 0;
 
-	for (uint32_t i = 0; i < map->nnodes; i++) {
-		uint64_t s;
-		unsigned j;
+	if (max > LOCO_MAP_REPLICAS_MAX)
+		max = LOCO_MAP_REPLICAS_MAX;
+	for (unsigned k = 0; k < MAP_SET_WORDS; k++) {
+		for (uint64_t w = s->w[k]; w != 0; w &= w - 1) {
+			uint32_t i = k * 64 + (uint32_t)__builtin_ctzll(w), node;
+			uint64_t x;
+			unsigned j;
 
-		if (!(pres & (1u << i)))
-			continue;
-		s = mix64(kh ^ mix64(map->nodes[i] * 0x9e3779b97f4a7c15ull));
-		for (j = n;
-		     j > 0 && (sc[j - 1] < s || (sc[j - 1] == s && id[j - 1] > map->nodes[i]));
-		     j--) {
-			sc[j] = sc[j - 1];
-			id[j] = id[j - 1];
+			if (i >= map->nnodes)
+				break;
+			node = map->nodes[i];
+			x = mix64(kh ^ mix64(node * 0x9e3779b97f4a7c15ull));
+			for (j = n;
+			     j > 0 && (sc[j - 1] < x || (sc[j - 1] == x && id[j - 1] > node));
+			     j--) {
+				sc[j] = sc[j - 1];
+				id[j] = id[j - 1];
+			}
+			sc[j] = x;
+			id[j] = node;
+			if (n < max)
+				n++;
 		}
-		sc[j] = s;
-		id[j] = map->nodes[i];
-		n++;
 	}
-	if (n > max)
-		n = max;
 	memcpy(out, id, n * sizeof(uint32_t));
 	return n;
 }
 
+/* map_node_index -- @node's index in cfg.nodes, or -1 (a client, a stranger). */
 int map_node_index(const loco_map_t *map, uint32_t node)
 {
-	for (uint32_t i = 0; i < map->nnodes; i++)
-		if (map->nodes[i] == node)
-			return (int)i;
+	uint32_t lo = 0, hi = map->nnodes;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2, id = (uint32_t)(map->nsorted[mid] >> 32);
+
+		if (id == node)
+			return (int)(uint32_t)map->nsorted[mid];
+		if (id < node)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return -1;
 }
 
-uint32_t map_mask_of(const uint32_t *m)
+/* map_member -- whether @node is a member of the map (a key holder or a client). */
+int map_member(const loco_map_t *map, uint32_t node)
 {
-	return __atomic_load_n(m, __ATOMIC_ACQUIRE);
+	uint32_t lo = 0, hi = map->nall;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (map->all[mid] == node)
+			return 1;
+		if (map->all[mid] < node)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
 }
 
 /* map_owner_of -- the owner of @kh among the active nodes, or 0. */
 uint32_t map_owner_of(const loco_map_t *map, uint64_t kh)
 {
+	map_set_t a;
 	uint32_t top;
 
-	return map_rank(map, kh, map_mask_of(&map->active), &top, 1) ? top : 0;
+	map_set_load(&map->active, &a);
+	return map_rank(map, kh, &a, &top, 1) ? top : 0;
 }
 
 /* map_owns -- whether this node serves @kh now: active, not leaving, and first among the active. */
@@ -95,8 +180,13 @@ int map_owns(const loco_map_t *map, uint64_t kh)
 unsigned map_targets(const loco_map_t *map, uint64_t kh, uint32_t *out)
 {
 	uint32_t a[LOCO_MAP_REPLICAS_MAX], p[LOCO_MAP_REPLICAS_MAX];
-	unsigned na = map_rank(map, kh, map_mask_of(&map->active), a, map->R);
-	unsigned np = map_rank(map, kh, map_mask_of(&map->present), p, map->R), n = 0;
+	map_set_t sa, sp;
+	unsigned na, np, n = 0;
+
+	map_set_load(&map->active, &sa);
+	map_set_load(&map->present, &sp);
+	na = map_rank(map, kh, &sa, a, map->R);
+	np = map_rank(map, kh, &sp, p, map->R);
 
 	for (unsigned i = 0; i < na + np; i++) {
 		uint32_t id = i < na ? a[i] : p[i - na];
@@ -376,56 +466,60 @@ int map_poll(void *arg)
 	return n ? LOCO_POLLER_BUSY : LOCO_POLLER_IDLE;
 }
 
-/* map_info_set -- this node's info word: state @st (keeping the mask), or the mask (@st 0). */
-void map_info_set(loco_map_t *map, uint64_t st, uint32_t mask)
+/* map_info_set -- this node's info word: state @st (keeping the hash), or the absorbed set's hash (@st 0). */
+void map_info_set(loco_map_t *map, uint64_t st, uint64_t hash)
 {
 	uint64_t *w = loco_region_ptr(map->info);
 	uint64_t o = __atomic_load_n(w, __ATOMIC_SEQ_CST), v;
 
 	do
-		v = st ? (o & ~INFO_STATE) | st : (o & INFO_STATE) | (uint64_t)mask << 32;
+		v = st ? (o & ~INFO_STATE) | st : (o & INFO_STATE) | hash << INFO_SHIFT;
 	while (!__atomic_compare_exchange_n(w, &o, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
 }
 
 /*
  * map_published -- whether info word @w says its node serves with active
- * mask @a: it absorbed that mask (map_absorb) and no change since.
+ * set @a (a copy): it absorbed that set (map_absorb: it published its
+ * hash) and no change since.
  */
-int map_published(uint64_t w, uint32_t a)
+int map_published(uint64_t w, const map_set_t *a)
 {
 	uint64_t st = w & INFO_STATE;
 
-	return (st == INFO_ACTIVE || st == INFO_LEAVING) && (uint32_t)(w >> 32) == a && a != 0;
+	return (st == INFO_ACTIVE || st == INFO_LEAVING) && !map_set_empty(a) &&
+	       w >> INFO_SHIFT == map_set_hash(a);
 }
 
 /*
- * map_absorb -- under lock (a key holder): the active mask as it is now
+ * map_absorb -- under lock (a key holder): the active set as it is now
  * takes effect here: drain the logs (every write acknowledged to a former
  * owner of a key this node owns now is in them), show what this node owns
- * and hide the rest, then publish the mask in the info word, unless the
- * mask changed meanwhile (map_set_bit cleared it: absorbed again later).
+ * and hide the rest, then publish the set's hash in the info word, unless
+ * the set changed meanwhile (map_set_bit cleared it: absorbed again later).
  */
 void map_absorb(loco_map_t *map)
 {
 	uint64_t g = __atomic_load_n(&map->agen, __ATOMIC_SEQ_CST);
-	uint32_t a = map_mask_of(&map->active);
+	map_set_t a;
 
+	map_set_load(&map->active, &a);
 	map_drain(map);
 	map_show_owned(map);
-	map_info_set(map, 0, a);
+	map_info_set(map, 0, map_set_hash(&a));
 	if (__atomic_load_n(&map->agen, __ATOMIC_SEQ_CST) != g)
 		map_info_set(map, 0, 0);
 }
 
-/* map_absorbed -- under lock: map_absorb until this node published its active mask (bounded). */
+/* map_absorbed -- under lock: map_absorb until this node published its active set (bounded). */
 void map_absorbed(loco_map_t *map)
 {
 	for (int k = 0; k < 4; k++) {
-		uint32_t a = map_mask_of(&map->active);
+		map_set_t a;
 
+		map_set_load(&map->active, &a);
 		if (map_published(
 		        __atomic_load_n((uint64_t *)loco_region_ptr(map->info), __ATOMIC_SEQ_CST),
-		        a))
+		        &a))
 			return;
 		map_absorb(map);
 	}
@@ -467,7 +561,7 @@ static void writer_put(loco_map_t *map, unsigned i)
 
 static int present(const loco_map_t *map, int idx)
 {
-	return (map_mask_of(&map->present) >> idx) & 1;
+	return map_set_test(&map->present, idx);
 }
 
 /*
@@ -551,6 +645,7 @@ static int map_replicate(loco_map_t *map, const uint32_t *reps, unsigned n, uint
 	uint8_t *stg = (uint8_t *)loco_region_ptr(map->scr) + base;
 	loco_ack_key_t *ack = map->wacks[w];
 	int me = map_node_index(map, map->me), idx[MAP_TGT_MAX], err = 0, ret, nf;
+	int again[MAP_TGT_MAX] = {0}, ferr[MAP_TGT_MAX] = {0};
 	uint64_t seq[MAP_TGT_MAX];
 	size_t len[MAP_TGT_MAX];
 	struct loco_ack_failure f[MAP_TGT_MAX];
@@ -604,24 +699,34 @@ static int map_replicate(loco_map_t *map, const uint32_t *reps, unsigned n, uint
 	}
 	/* every WRITE completes (a dead peer's within the fabric's bound) before the buffers go;
 	   one that failed to a holder still paired is posted again (a hole would stop the
-	   holder's slice), until @dl: then the slice is read again from the holder's head */
+	   holder's slice) -- its link may be down for good while its failure is not confirmed
+	   yet: then the posts fail too, and are tried again -- until the holder leaves (its
+	   records no longer matter) or @dl (an error): the slice is then read again from the
+	   holder's head */
 	for (;;) {
-		int again = 0;
+		int posted = 0, pending = 0;
 
 		while ((ret = loco_ack_wait(ack, 1000000000ll)) == -ETIMEDOUT)
 			;
 		nf = loco_ack_failures(ack, f, MAP_TGT_MAX, NULL);
-		if (nf <= 0)
-			break;
-		for (int j = 0; j < nf && j < (int)MAP_TGT_MAX; j++) {
-			for (unsigned k = 0; k < n; k++) {
-				loco_rref_t rr;
+		for (int j = 0; j < nf && j < (int)MAP_TGT_MAX; j++)
+			for (unsigned k = 0; k < n; k++)
+				if (idx[k] >= 0 && reps[k] == f[j].node) {
+					again[k] = 1;
+					ferr[k] = f[j].error ? f[j].error : -EIO;
+				}
+		for (unsigned k = 0; k < n; k++) {
+			loco_rref_t rr;
 
-				if (idx[k] < 0 || reps[k] != f[j].node)
-					continue;
-				ret = -ECONNRESET;
-				if (present(map, idx[k]) && (dl < 0 || obj_now_ns() < dl) &&
-				    loco_region_remote(map->log, reps[k], &rr) == 0)
+			if (idx[k] < 0 || !again[k])
+				continue;
+			if (!present(map, idx[k])) {
+				ret = -ECONNRESET; /* it left: its records no longer matter */
+			} else if (dl >= 0 && obj_now_ns() >= dl) {
+				ret = ferr[k];
+			} else {
+				ret = loco_region_remote(map->log, reps[k], &rr);
+				if (ret == 0)
 					ret = loco_write(
 					    map->scr, base + (size_t)k * map->rec_len, &rr,
 					    (size_t)me * map->slice_len + MAP_LOG_CTL +
@@ -629,18 +734,27 @@ static int map_replicate(loco_map_t *map, const uint32_t *reps, unsigned n, uint
 					            map->rec_len,
 					    len[k], ack);
 				if (ret == 0) {
-					again = 1;
+					again[k] = 0;
+					posted = 1;
 					continue;
 				}
-				if (present(map, idx[k]) && err == 0)
-					err = f[j].error ? f[j].error : -EIO;
-				map_log_resync(map, reps[k]);
-				idx[k] = -1;
+				if (ret == -EAGAIN || ret == -ENOTCONN || ret == -ENOENT ||
+				    ret == -ECONNRESET) {
+					pending =
+					    1; /* its link is down, its failure not known yet */
+					continue;
+				}
 			}
+			if (ret != -ECONNRESET && err == 0)
+				err = ret;
+			map_log_resync(map, reps[k]);
+			again[k] = 0;
+			idx[k] = -1;
 		}
-		if (!again)
+		if (!posted && !pending)
 			break;
-		loco_waiter_pause(&wt);
+		if (!posted)
+			loco_waiter_pause(&wt);
 	}
 	writer_put(map, w);
 	return err;
@@ -760,6 +874,8 @@ int map_h_op(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t
 	uint64_t kh, ver = 0;
 	int st;
 
+	if (!map_member(map, msg->caller))
+		return -EPERM; /* not a member (the rpc takes any node past MAP_RPC_LIST_MAX) */
 	if (msg->len < sizeof(h))
 		return -EINVAL;
 	memcpy(&h, p, sizeof(h));
@@ -792,6 +908,8 @@ int map_h_rep(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_
 	(void)ret;
 	(void)cap;
 	(void)rl;
+	if (map_node_index(map, msg->caller) < 0)
+		return -EPERM; /* only key holders copy entries */
 	if (msg->len < sizeof(h))
 		return -EINVAL;
 	memcpy(&h, p, sizeof(h));

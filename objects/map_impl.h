@@ -24,8 +24,15 @@
 #include "obj_hash.h"
 #include "obj_util.h"
 
-/* members of a map, holders and clients (its masks are 32 bits) */
-#define LOCO_RPC_NODES_MAX 32u
+/* a set of key holders by cfg.nodes index (bits up to LOCO_MAP_NODES_MAX); each word atomic */
+#define MAP_SET_WORDS (LOCO_MAP_NODES_MAX / 64u)
+typedef struct map_set {
+	uint64_t w[MAP_SET_WORDS];
+} map_set_t;
+
+#define MAP_RPC_LIST_MAX 2048u /* members listed to the rpc endpoint; more: any (NULL) */
+#define MAP_LOG_TOTAL    (2u * 1024u * 1024u) /* a holder's inbound logs: about this, at most */
+#define MAP_PEERS_BUF    4096u                /* ids of a channel's peers one scan takes */
 
 #define MAP_READERS      32u /* GETs in flight at once (landing buffers) */
 #define MAP_HDR          32u
@@ -48,8 +55,9 @@
 #define MAP_BUSY_NS \
 	(5ll * 1000000ll) /* the server thread waits by the policy this long after a call */
 #define MAP_NAP_NS  (50ll * 1000ll) /* ... then naps this long, doubling up to 1 ms */
-#define MAP_LOG_CTL 64u /* a slice's control line: the next sequence number its holder takes */
-#define INFO_STATE  0xffffffffull /* info word: the state; above it, the absorbed active mask */
+#define MAP_LOG_CTL 64u  /* a slice's control line: the next sequence number its holder takes */
+#define INFO_STATE  3ull /* info word: the state (INFO_*); above it, the absorbed set's hash */
+#define INFO_SHIFT  2    /* ... which takes the word's other 62 bits */
 
 enum {
 	OP_PUT = 1,
@@ -96,20 +104,22 @@ struct loco_map {
 	loco_rpc_ep_t *ep;
 	uint32_t op_id, rep_id;
 	uint32_t me;
-	uint32_t nodes[LOCO_RPC_NODES_MAX];
+	uint32_t *nodes;   /* cfg.nodes, in its order (an index names a holder's bit and slice) */
+	uint64_t *nsorted; /* id << 32 | index, ascending: map_node_index's binary search */
 	uint32_t nnodes;
 	size_t key_max, key_area, value_max, slot_len, group_len;
 	uint32_t nslots, ngroups, R;
-	uint32_t all[LOCO_RPC_NODES_MAX]; /* nodes, then clients */
+	uint32_t *all; /* every member, holders and clients, ascending (map_member) */
 	uint32_t nall;
+	uint32_t *cpeers; /* the copy thread's scans of the channel's peers (MAP_PEERS_BUF) */
 	uint32_t act_id, done_id, bye_id;
 	loco_region_t *info;  /* this node's INFO_* word, read by the others */
 	loco_ack_key_t *cack; /* the copy thread's reads of the others' info words */
-	uint32_t present;     /* atomic: bit i = nodes[i] is paired (P) */
-	uint32_t active;      /* atomic: bit i = nodes[i] serves its keys (A, subset of P) */
-	uint32_t done_from;   /* atomic (a joiner): the holders that copied their keys here */
-	uint32_t pushed;      /* atomic: the joiners this node copied its keys to */
-	uint32_t byed;        /* atomic: the holders that left gracefully (map.bye) */
+	map_set_t present;    /* atomic words: bit i = nodes[i] is paired (P) */
+	map_set_t active;     /* atomic words: bit i = nodes[i] serves its keys (A, subset of P) */
+	map_set_t done_from;  /* atomic words (a joiner): the holders that copied their keys here */
+	map_set_t pushed;     /* atomic words: the joiners this node copied its keys to */
+	map_set_t byed;       /* atomic words: the holders that left gracefully (map.bye) */
 	int joining;          /* atomic: this node waits for its copies (cfg.join) */
 	int leaving;          /* atomic: loco_map_leave() ran: no key is this node's */
 	int may_act;          /* atomic: loco_map_sync() ran: a joiner may start serving */
@@ -120,10 +130,9 @@ struct loco_map {
 	uint32_t rbusy; /* atomic: readers taken */
 	/* the logs (map_core.c): the replicas' side under @lock, the owners' in @out */
 	size_t rec_len, slice_len, stg_off,
-	    wstride; /* stg_off: staging in "scr", wstride a writer's */
-	uint64_t
-	    in_head[LOCO_RPC_NODES_MAX]; /* under lock: the next record to take from holder i */
-	struct log_out out[LOCO_RPC_NODES_MAX];
+	    wstride;         /* stg_off: staging in "scr", wstride a writer's */
+	uint64_t *in_head;   /* under lock: the next record to take from holder i (nnodes) */
+	struct log_out *out; /* nnodes */
 	loco_ack_key_t *wacks[MAP_WRITERS];
 	uint32_t wbusy;        /* atomic: writers taken */
 	uint8_t *dbuf;         /* under lock: a record being taken, copied out of the log */
@@ -144,7 +153,8 @@ struct loco_map {
 	/* counters (atomic) */
 	uint64_t gets, get_reads, get_retries, writes, redirects, applied, resync;
 	uint64_t log_taken,
-	    log_bad; /* records applied from the logs; taken ones that failed (no room) */
+	    log_bad;       /* records applied from the logs; taken ones that failed (no room) */
+	size_t heap_bytes; /* what create allocated besides the regions and the rpc endpoint */
 };
 
 /* what a copy of a slot holds (map_slot_check()) */
@@ -156,9 +166,16 @@ enum {
 
 /* map_core.c */
 uint64_t map_key_hash(const void *key, size_t klen);
-unsigned map_rank(const loco_map_t *map, uint64_t kh, uint32_t pres, uint32_t *out, unsigned max);
+unsigned map_rank(const loco_map_t *map, uint64_t kh, const map_set_t *s, uint32_t *out,
+                  unsigned max);
 int map_node_index(const loco_map_t *map, uint32_t node);
-uint32_t map_mask_of(const uint32_t *m);
+int map_member(const loco_map_t *map, uint32_t node);
+void map_set_load(const map_set_t *m, map_set_t *out);
+int map_set_has(const map_set_t *s, int i);
+int map_set_test(const map_set_t *m, int i);
+int map_set_subset(const map_set_t *a, const map_set_t *b);
+int map_set_empty(const map_set_t *s);
+uint64_t map_set_hash(const map_set_t *s);
 uint32_t map_owner_of(const loco_map_t *map, uint64_t kh);
 int map_owns(const loco_map_t *map, uint64_t kh);
 unsigned map_targets(const loco_map_t *map, uint64_t kh, uint32_t *out);
@@ -175,8 +192,8 @@ size_t map_rec_build(const loco_map_t *map, uint8_t *r, uint64_t seq, uint64_t v
 unsigned map_drain(loco_map_t *map);
 void map_absorb(loco_map_t *map);
 void map_absorbed(loco_map_t *map);
-void map_info_set(loco_map_t *map, uint64_t st, uint32_t mask);
-int map_published(uint64_t w, uint32_t a);
+void map_info_set(loco_map_t *map, uint64_t st, uint64_t hash);
+int map_published(uint64_t w, const map_set_t *a);
 int map_poll(void *arg);
 void map_log_resync(loco_map_t *map, uint32_t node);
 int map_owner_op(loco_map_t *map, int op, uint64_t kh, const void *key, size_t klen,
@@ -187,7 +204,7 @@ int map_h_rep(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_
 /* map_move.c */
 void map_wake(loco_map_t *map);
 unsigned map_show_owned(loco_map_t *map);
-int map_set_bit(loco_map_t *map, uint32_t *m, uint32_t node, int on);
+int map_set_bit(loco_map_t *map, map_set_t *m, uint32_t node, int on);
 int map_h_done(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl);
 int map_h_act(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl);
 int map_h_bye(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl);

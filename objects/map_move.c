@@ -18,17 +18,18 @@ void map_wake(loco_map_t *map)
 	pthread_mutex_unlock(&map->tlock);
 }
 
-/* map_set_bit -- @node's bit in mask @m to @on (nodes[] index); 1 if it changed. */
-int map_set_bit(loco_map_t *map, uint32_t *m, uint32_t node, int on)
+/* map_set_bit -- @node's bit (its nodes[] index) in set @m to @on; 1 if it changed. */
+int map_set_bit(loco_map_t *map, map_set_t *m, uint32_t node, int on)
 {
 	int i = map_node_index(map, node);
-	uint32_t bit, old;
+	uint64_t bit, old, *w;
 
 	if (i < 0)
 		return 0;
-	bit = 1u << i;
-	old = on ? __atomic_fetch_or(m, bit, __ATOMIC_SEQ_CST)
-	         : __atomic_fetch_and(m, ~bit, __ATOMIC_SEQ_CST);
+	w = &m->w[(unsigned)i / 64];
+	bit = 1ull << ((unsigned)i % 64);
+	old = on ? __atomic_fetch_or(w, bit, __ATOMIC_SEQ_CST)
+	         : __atomic_fetch_and(w, ~bit, __ATOMIC_SEQ_CST);
 	if (((old & bit) != 0) == (on != 0))
 		return 0;
 	if (m == &map->active) { /* not absorbed here yet: readers wait for map_absorb */
@@ -160,22 +161,24 @@ static int call_until(loco_map_t *map, uint32_t node, uint32_t id)
  */
 static void peers_pass(loco_map_t *map, int copied)
 {
-	uint32_t ids[64], pend;
-	int np = loco_channel_peers(map->ch, ids, 64), changed = 0;
+	uint32_t *ids = map->cpeers;
+	int np = loco_channel_peers(map->ch, ids, MAP_PEERS_BUF), changed = 0, me;
+	map_set_t pend, done;
 
-	for (int k = 0; k < np && k < 64; k++) {
+	if (np > (int)MAP_PEERS_BUF)
+		np = (int)MAP_PEERS_BUF;
+	for (int k = 0; k < np; k++) {
 		int i = map_node_index(map, ids[k]);
 		uint64_t v;
 
-		if (i < 0 || (map_mask_of(&map->active) & (1u << i)) ||
-		    !(map_mask_of(&map->present) & (1u << i)))
+		if (i < 0 || map_set_test(&map->active, i) || !map_set_test(&map->present, i))
 			continue;
 		v = info_read(map, ids[k]);
 		if (v == INFO_ACTIVE) {
 			changed |= map_set_bit(map, &map->active, ids[k], 1);
 		} else if (v == INFO_JOINING && copied && map_node_index(map, map->me) >= 0 &&
 		           !__atomic_load_n(&map->joining, __ATOMIC_ACQUIRE) &&
-		           !(map_mask_of(&map->pushed) & (1u << i))) {
+		           !map_set_test(&map->pushed, i)) {
 			if (call_until(map, ids[k], map->done_id) == 0)
 				map_set_bit(map, &map->pushed, ids[k], 1);
 		}
@@ -186,28 +189,33 @@ static void peers_pass(loco_map_t *map, int copied)
 	    !__atomic_load_n(&map->may_act, __ATOMIC_ACQUIRE))
 		return; /* a joiner that joined the channel (loco_map_sync): done from every paired holder, and
 	   every holder in the cluster's view paired (one that pairs late has keys to copy) */
-	pend = map_mask_of(&map->present) & ~(1u << map_node_index(map, map->me));
-	if ((map_mask_of(&map->done_from) & pend) != pend)
+	me = map_node_index(map, map->me);
+	map_set_load(&map->present, &pend);
+	pend.w[(unsigned)me / 64] &= ~(1ull << ((unsigned)me % 64));
+	map_set_load(&map->done_from, &done);
+	if (!map_set_subset(&pend, &done))
 		return;
 	{
-		uint32_t mem[64];
-		int nm = loco_members(map->m, mem, 64);
+		int nm = loco_members(map->m, ids, MAP_PEERS_BUF);
 
-		for (int k = 0; k < nm && k < 64; k++) {
-			int i = map_node_index(map, mem[k]);
+		if (nm > (int)MAP_PEERS_BUF)
+			nm = (int)MAP_PEERS_BUF;
+		for (int k = 0; k < nm; k++) {
+			int i = map_node_index(map, ids[k]);
 
-			if (i >= 0 && mem[k] != map->me && !(pend & (1u << i)))
+			if (i >= 0 && ids[k] != map->me && !map_set_has(&pend, i))
 				return;
 		}
 	}
-	for (int k = 0; k < np && k < 64; k++) {
-		uint32_t j;
-
-		for (j = 0; j < map->nall && map->all[j] != ids[k]; j++)
-			;
-		if (j < map->nall && call_until(map, ids[k], map->act_id) != 0)
+	/* every paired key holder takes this node into its active set (a client learns it from
+	   the info word: it makes no write and serves no read, so it needs no handshake, and
+	   this node calls no client) */
+	np = loco_channel_peers(map->ch, ids, MAP_PEERS_BUF);
+	if (np > (int)MAP_PEERS_BUF)
+		np = (int)MAP_PEERS_BUF;
+	for (int k = 0; k < np; k++)
+		if (map_node_index(map, ids[k]) >= 0 && call_until(map, ids[k], map->act_id) != 0)
 			return; /* again on the next pass (a node that left is no longer paired) */
-	}
 	pthread_mutex_lock(&map->lock);
 	map_set_bit(map, &map->active, map->me, 1);
 	__atomic_store_n(&map->joining, 0, __ATOMIC_RELEASE);
@@ -322,8 +330,14 @@ void *map_copy_thread(void *arg)
 			else if (copy_all(map, e) == 0)
 				done = e;
 		}
-		pending = map_mask_of(&map->active) != map_mask_of(&map->present) ||
-		          __atomic_load_n(&map->joining, __ATOMIC_ACQUIRE);
+		{
+			map_set_t a, p;
+
+			map_set_load(&map->active, &a);
+			map_set_load(&map->present, &p);
+			pending = !map_set_subset(&p, &a) ||
+			          __atomic_load_n(&map->joining, __ATOMIC_ACQUIRE);
+		}
 		if (pending)
 			peers_pass(map, done == e &&
 			                    __atomic_load_n(&map->epoch, __ATOMIC_ACQUIRE) == e);
@@ -447,8 +461,10 @@ int loco_map_leave(loco_map_t *map, int64_t timeout_ns)
 	map_drain(map);
 	pthread_mutex_unlock(&map->lock);
 	for (uint32_t i = 0; i < map->nslots; i++) {
-		uint32_t reps[LOCO_MAP_REPLICAS_MAX], pres;
+		uint32_t reps[LOCO_MAP_REPLICAS_MAX];
 		struct slot_hdr *h = (void *)map_slot_ptr(map, tab, i);
+		map_set_t pres;
+		int me = map_node_index(map, map->me);
 		size_t len = 0;
 		unsigned n, k;
 		uint64_t kh = 0;
@@ -464,8 +480,9 @@ int loco_map_leave(loco_map_t *map, int64_t timeout_ns)
 		pthread_mutex_unlock(&map->lock);
 		if (len == 0)
 			continue;
-		pres = map_mask_of(&map->active) & ~(1u << map_node_index(map, map->me));
-		n = map_rank(map, kh, pres, reps, map->R);
+		map_set_load(&map->active, &pres);
+		pres.w[(unsigned)me / 64] &= ~(1ull << ((unsigned)me % 64));
+		n = map_rank(map, kh, &pres, reps, map->R);
 		for (k = 0; k < n && ret == 0; k++)
 			ret = map_forward(map, &reps[k], 1, map->cbuf, len);
 		if (ret)
@@ -476,22 +493,25 @@ int loco_map_leave(loco_map_t *map, int64_t timeout_ns)
 	for (uint32_t i = 0; i < map->nslots; i++)
 		map_slot_show(map, i, 0);
 	pthread_mutex_unlock(&map->lock);
-	/* 4. every member takes this node out of its masks: the new owners serve at once */
+	/* 4. every member takes this node out of its sets: the new owners serve at once (a
+	   client, too: a write it sent here that was never answered was never applied) */
 	{
-		uint32_t ids[64];
-		int np = loco_channel_peers(map->ch, ids, 64);
+		uint32_t *ids = malloc(MAP_PEERS_BUF * sizeof(uint32_t));
+		int np;
 
-		for (int k = 0; k < np && k < 64; k++) {
-			uint32_t j;
-
-			for (j = 0; j < map->nall && map->all[j] != ids[k]; j++)
-				;
-			if (j == map->nall)
+		if (ids == NULL)
+			return -ENOMEM;
+		np = loco_channel_peers(map->ch, ids, MAP_PEERS_BUF);
+		if (np > (int)MAP_PEERS_BUF)
+			np = (int)MAP_PEERS_BUF;
+		for (int k = 0; k < np && ret == 0; k++) {
+			if (!map_member(map, ids[k]))
 				continue;
 			ret = call_until(map, ids[k], map->bye_id);
-			if (ret && ret != -ECONNRESET)
-				return ret;
+			if (ret == -ECONNRESET)
+				ret = 0;
 		}
+		free(ids);
 	}
-	return 0;
+	return ret;
 }

@@ -13,7 +13,7 @@
 #include "kv.h"
 
 #define LINE_MAX_ 256
-#define LINES_MAX 64
+#define LINES_MAX (KV_IDS_MAX + 16) /* a cluster file: a line per server, and 6 more */
 
 void kv_map_cfg(const struct kv_conf *c, loco_map_cfg_t *cfg, uint32_t ids[KV_IDS_MAX])
 {
@@ -171,7 +171,9 @@ int kv_client_open(const char *path, struct kv_conf *c, loco_manager_t **m, loco
 	 * the client ids in turn: a live client's is refused at once
 	 * (-EEXIST); one that left is free again (a new incarnation: the map's
 	 * rpc serves it anew); one whose client died is free once the view
-	 * dropped it (loco_init() retries meanwhile)
+	 * dropped it (loco_init() retries meanwhile); a client that started
+	 * at the same moment with the same id may win it (-ESTALE: ours is
+	 * the stale incarnation): the next id then
 	 */
 	ret = -EADDRINUSE;
 	for (uint32_t id = c->holders + 1; id <= KV_IDS_MAX; id++) {
@@ -180,7 +182,7 @@ int kv_client_open(const char *path, struct kv_conf *c, loco_manager_t **m, loco
 		snprintf(idstr, sizeof(idstr), "%u", id);
 		setenv("LOCO_NODE_ID", idstr, 1);
 		ret = loco_init(NULL, m);
-		if (ret != -EEXIST)
+		if (ret != -EEXIST && ret != -ESTALE)
 			break;
 		ret = -EADDRINUSE;
 	}

@@ -30,7 +30,7 @@
 #include <loco.h>
 #include <loco/map.h>
 
-#define KV_IDS_MAX 7 /* a channel holds a map of up to 7 members (loco_map(3)) */
+#define KV_IDS_MAX 256 /* node ids of a store, servers and clients: the core's member ceiling */
 #define KV_SEC     1000000000ll
 
 struct kv_conf {

@@ -27,7 +27,9 @@
  * the keys).
  *
  * Every member calls loco_map_create() with the same name, members and
- * sizes (agreed when the peers pair).
+ * sizes (agreed when the peers pair). Up to LOCO_MAP_NODES_MAX key
+ * holders; any number of clients, which cost a key holder nothing (no
+ * region, log slice or rpc ring) until they write to it.
  *
  * Thread safety: MT-safe, except loco_map_destroy() (no operation may be
  * in progress). Appeared in loco 0.6.
@@ -50,13 +52,18 @@ typedef struct loco_map loco_map_t;
 #define LOCO_MAP_VALUE_MAX    4096u /* largest value_max */
 #define LOCO_MAP_REPLICAS_MAX 4u    /* largest replica count */
 #define LOCO_MAP_GROUP        4u    /* slots of a group: what one GET reads */
+/* key holders of a map (cfg.nnodes): the core's member ceiling (a node holds 256 members).
+ * Clients (cfg.nclients) have no limit of the map's: a member list of up to 2048 is given to
+ * the map's rpc endpoint, a longer one is checked by the map itself; the channel's members
+ * bound them. */
+#define LOCO_MAP_NODES_MAX 256u
 
 /* A map's configuration: 0 in a size field means its default. */
 typedef struct loco_map_cfg {
-	const uint32_t *nodes; /* members that hold keys, 1 .. LOCO_RPC_NODES_MAX */
+	const uint32_t *nodes; /* members that hold keys, 1 .. LOCO_MAP_NODES_MAX; agreed */
 	uint32_t nnodes;
-	const uint32_t *clients; /* members that only use the map (may be NULL) */
-	uint32_t nclients;       /* nnodes + nclients <= LOCO_RPC_NODES_MAX */
+	const uint32_t *clients; /* members that only use the map (may be NULL): no set-up at */
+	uint32_t nclients;       /* the key holders until they call; any number */
 	size_t key_max;          /* largest key (64 B) <= LOCO_MAP_KEY_MAX; agreed */
 	size_t value_max;        /* largest value (256 B) <= LOCO_MAP_VALUE_MAX; agreed */
 	uint32_t capacity; /* slots of each node's table (4096; a multiple of the group); agreed */
@@ -77,6 +84,10 @@ typedef struct loco_map_stats {
 	uint64_t replicas;    /* entries it holds as one of their replicas now */
 	uint64_t stale;       /* entries it holds that are neither */
 	uint64_t used;        /* slots in use of its table */
+	/* now (not counters): what this node holds for the map (appeared in loco 0.8) */
+	uint64_t pipes_in;  /* nodes that called this one (the rpc's rings, made on first call) */
+	uint64_t pipes_out; /* nodes this one called */
+	uint64_t mem_bytes; /* the map's memory here: regions, tables, its rpc endpoint's */
 } loco_map_stats_t;
 
 /* loco_map_cfg_default -- a configuration for key-holding members @nodes[0 .. @n). */

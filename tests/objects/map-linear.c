@@ -22,6 +22,10 @@
  * to a file; node 1 reads them all, checks every key and prints per key
  * the operation counts, the largest number of operations in flight at
  * once and the states the search explored.
+ *
+ * "wide" (argument): cfg.nodes lists 252 key holders that never come
+ * before {1, 2, 3, 4}: 256 holders, the live ones at indexes 252 .. 255
+ * (the last word of the map's sets), and 252 log slices each.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -298,7 +302,16 @@ int main(int argc, char **argv)
 	pid = sc_sync_get(&sync, BOX_PID);
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "ml", NODES, &ch));
-	loco_map_cfg_default(&cfg, members, NODES);
+	if (argc > 1 && strcmp(argv[1], "wide") == 0) {
+		static uint32_t wide[LOCO_MAP_NODES_MAX];
+
+		for (uint32_t i = 0; i < LOCO_MAP_NODES_MAX - NODES; i++)
+			wide[i] = 1000 + i;
+		memcpy(wide + LOCO_MAP_NODES_MAX - NODES, members, sizeof(members));
+		loco_map_cfg_default(&cfg, wide, LOCO_MAP_NODES_MAX);
+	} else {
+		loco_map_cfg_default(&cfg, members, NODES);
+	}
 	cfg.replicas = 2;
 	cfg.capacity = 64;
 	SC_ASSERT_OK(loco_map_create(ch, "lin", &cfg, &map));

@@ -76,7 +76,20 @@ static loco_map_t *make_map(loco_channel_t **ch, loco_manager_t *m, int join)
 	loco_map_t *map;
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "mm", 4, ch));
-	loco_map_cfg_default(&cfg, members, 5);
+	if (getenv("MAP_MOVE_WIDE") != NULL) {
+		/* 256 key holders listed, the 5 real ones spread over the sets' 4 words */
+		static const uint32_t at[5] = {10, 70, 130, 200, 255};
+		static uint32_t wide[LOCO_MAP_NODES_MAX];
+
+		for (uint32_t i = 0; i < LOCO_MAP_NODES_MAX; i++)
+			wide[i] = 1000 + i;
+		for (int i = 0; i < 5; i++)
+			wide[at[i]] = members[i];
+		loco_map_cfg_default(&cfg, wide, LOCO_MAP_NODES_MAX);
+		sc_log("%u key holders listed, 5 of them real", LOCO_MAP_NODES_MAX);
+	} else {
+		loco_map_cfg_default(&cfg, members, 5);
+	}
 	cfg.replicas = replicas;
 	cfg.capacity = 256;
 	cfg.join = join;
