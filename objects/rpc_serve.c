@@ -218,6 +218,9 @@ int rpc_lane_progress(loco_rpc_ep_t *ep, struct rpc_lane *l, int max)
 
 	if (l->depth >= ep->cfg.max_depth)
 		return 0;
+	/* the pipes are the endpoint's: it checks for all of them, once a turn */
+	if (loco_object_status(ep->obj) != 0 || loco_channel_partitioned(ep->ch))
+		return 0; /* a node cut off runs no call (its callers see it gone) */
 	scr = l->scratch + (size_t)l->depth * ep->rec_max;
 	do {
 		unsigned np = rpc_npeers(ep);
