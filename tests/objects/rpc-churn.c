@@ -24,6 +24,7 @@
 #include <loco/rpc.h>
 
 #include "../rss.h"
+#include "rpc-hello.h"
 #include "scenario.h"
 
 #define TMO         (30 * SC_NS)
@@ -32,31 +33,6 @@
 #define RECORDS_MAX 40                  /* 32 made before reuse, and room for the live ones */
 #define RSS_SLACK   (8ll * 1024 * 1024) /* touched pages of regions in their graves */
 #define BOX_DONE    1
-
-static unsigned hellos[FIRST_CHILD + CHILDREN];
-
-static int hello(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl)
-{
-	uint32_t from;
-
-	(void)arg, (void)ret, (void)cap, (void)rl;
-	SC_ASSERT_EQ(msg->len, sizeof(from));
-	memcpy(&from, msg->data, sizeof(from));
-	SC_ASSERT_EQ(from, msg->caller);
-	SC_ASSERT(from < FIRST_CHILD + CHILDREN);
-	__atomic_add_fetch(&hellos[from], 1, __ATOMIC_RELAXED);
-	return 0;
-}
-
-static int echo(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl)
-{
-	(void)arg;
-	if (msg->len > cap)
-		return -EMSGSIZE;
-	memcpy(ret, msg->data, msg->len);
-	*rl = msg->len;
-	return 0;
-}
 
 static long rss_bytes(void)
 {

@@ -21,35 +21,11 @@
 
 #include <loco/rpc.h>
 
+#include "rpc-hello.h"
 #include "scenario.h"
 
 #define TMO   (30 * SC_NS)
 #define CALLS 200
-
-static unsigned hellos[SC_MAX_NODES];
-
-static int hello(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl)
-{
-	uint32_t from;
-
-	(void)arg, (void)ret, (void)cap, (void)rl;
-	SC_ASSERT_EQ(msg->len, sizeof(from));
-	memcpy(&from, msg->data, sizeof(from));
-	SC_ASSERT_EQ(from, msg->caller);
-	SC_ASSERT(from < SC_MAX_NODES);
-	__atomic_add_fetch(&hellos[from], 1, __ATOMIC_RELAXED);
-	return 0;
-}
-
-static int echo(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl)
-{
-	(void)arg;
-	if (msg->len > cap)
-		return -EMSGSIZE;
-	memcpy(ret, msg->data, msg->len);
-	*rl = msg->len;
-	return (int)msg->caller;
-}
 
 int main(int argc, char **argv)
 {
