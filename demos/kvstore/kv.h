@@ -4,11 +4,12 @@
  * map they all make.
  *
  * Node ids: the key holders are 1 .. holders (the servers started first,
- * and room for servers added later), the client ids holders + 1 .. 7 (a
- * channel holds a map of up to 7 members). kv-ycsb and the kv command
- * line join the cluster as one of them, the first one no live client
- * holds: an id comes back as a new incarnation once its client left, so
- * clients come and go any number of times, up to 7 - holders at once.
+ * and room for servers added later), the client ids holders + 1 ..
+ * KV_IDS_MAX (256, the core's member ceiling; the map itself has none for
+ * clients). kv-ycsb and the kv command line join the cluster as one of
+ * them, the first one no live client holds: an id comes back as a new
+ * incarnation once its client left, so clients come and go any number of
+ * times, up to KV_IDS_MAX - holders at once.
  * "kv stat" reads the servers' counters through their admin sockets
  * (kv_admin_path()), and the clients' in the cluster file: a GET is the
  * client's own one-sided READ, which no server's CPU sees, so each
