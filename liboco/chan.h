@@ -137,6 +137,27 @@ void lc_peer_rref_set(struct lc_peer *p, uint32_t idx, uint32_t rkey, uint64_t a
 /* lc_peer_reap -- free @ch's retired peers that are due (all: @all). m->lock held. */
 void lc_peer_reap(loco_manager_t *m, loco_channel_t *ch, int all);
 
+/* lc_peer_slot -- @node's slot in @ch, taken if it has none: NULL when the table is full. m->lock. */
+struct lc_peer *lc_peer_slot(loco_manager_t *m, loco_channel_t *ch, uint32_t node);
+
+/* lc_peer_retire -- @p left: its position may serve another node, its struct goes later. m->lock. */
+void lc_peer_retire(loco_manager_t *m, loco_channel_t *ch, struct lc_peer *p);
+
+/* lc_peer_free -- free @p and what it holds (a retired peer that is due, or the channel's). */
+void lc_peer_free(struct lc_peer *p);
+
+/* lc_param_name -- "object/key" of @o's parameter @pm into @out (LC_NAME_MAX + 1 bytes). */
+void lc_param_name(const loco_object_t *o, const struct lc_param *pm, char *out);
+
+/* lc_peer_entry_lower -- the first of @p's sorted entries not before (@key, @param). m->lock. */
+uint32_t lc_peer_entry_lower(const struct lc_peer *p, const char *key, int param);
+
+/* lc_peer_entry -- @p's announced region (or parameter: @param) named @key, or NULL. m->lock. */
+const struct lc_region_info *lc_peer_entry(const struct lc_peer *p, const char *key, int param);
+
+/* lc_peer_fence_settle -- @p owes no fence any more (it left, or paired just now). */
+void lc_peer_fence_settle(loco_channel_t *ch, struct lc_peer *p);
+
 /* lc_rref_read / lc_rref_write -- a sequence-locked remote reference (writers: m->lock). */
 int lc_rref_read(const struct lc_rref *r, uint32_t node, loco_rref_t *out);
 void lc_rref_write(struct lc_rref *r, uint32_t rkey, uint64_t addr, uint64_t len);

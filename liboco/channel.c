@@ -83,205 +83,7 @@ static loco_channel_t *chan_by_id(loco_manager_t *m, uint64_t id)
 	return NULL;
 }
 
-/* ------------------------------------------------------------------ */
-/* peers: slots read lock-free by the data path                      */
-
-static uint32_t peer_hash(uint32_t node)
-{
-	return (node * 2654435761u) % LC_CHAN_PEERS;
-}
-
-/* A retired peer's position: lookups probe past it, an insertion may take it. */
-static struct lc_peer peer_tomb;
-
-struct lc_peer *lc_peer_get(loco_channel_t *ch, uint32_t node)
-{
-	uint32_t h = peer_hash(node);
-
-	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
-		/* pairs with the release stores in peer_slot() and peer_retire() */
-		struct lc_peer *p =
-		    __atomic_load_n(&ch->peer[(h + i) % LC_CHAN_PEERS], __ATOMIC_ACQUIRE);
-
-		if (p == NULL)
-			return NULL;
-		if (p != &peer_tomb && p->node == node)
-			return p;
-	}
-	return NULL;
-}
-
-struct lc_peer *lc_peer_at(loco_channel_t *ch, uint32_t i)
-{
-	struct lc_peer *p = __atomic_load_n(&ch->peer[i], __ATOMIC_ACQUIRE);
-
-	return p == &peer_tomb ? NULL : p;
-}
-
-struct lc_rref *lc_peer_rref(struct lc_peer *p, uint32_t idx)
-{
-	struct lc_rref *page;
-
-	if (idx >= LC_CHAN_ENTRIES_MAX)
-		return NULL;
-	/* pairs with the release store in lc_peer_rref_set() */
-	page = __atomic_load_n(&p->rr[idx / LC_RR_PAGE], __ATOMIC_ACQUIRE);
-	return page != NULL ? &page[idx % LC_RR_PAGE] : NULL;
-}
-
-void lc_peer_rref_set(struct lc_peer *p, uint32_t idx, uint32_t rkey, uint64_t addr, uint64_t len)
-{
-	struct lc_rref *page;
-
-	if (idx >= LC_CHAN_ENTRIES_MAX)
-		return;
-	page = p->rr[idx / LC_RR_PAGE];
-	if (page == NULL) {
-		if (len == 0)
-			return; /* unresolved, as a missing page reads */
-		page = calloc(LC_RR_PAGE, sizeof(*page));
-		if (page == NULL) {
-			lc_log_err("manager: out of memory: a region of node %u stays unresolved",
-			           p->node);
-			return;
-		}
-		__atomic_store_n(&p->rr[idx / LC_RR_PAGE], page, __ATOMIC_RELEASE);
-	}
-	lc_rref_write(&page[idx % LC_RR_PAGE], rkey, addr, len);
-}
-
-static void peer_free(struct lc_peer *p)
-{
-	for (uint32_t i = 0; i < LC_RR_PAGES; i++)
-		free(p->rr[i]);
-	free(p->regions);
-	free(p->pend);
-	free(p);
-}
-
-void lc_peer_reap(loco_manager_t *m, loco_channel_t *ch, int all)
-{
-	uint64_t now = all ? 0 : lc_now_ns();
-
-	(void)m;
-	for (struct lc_peer **pp = &ch->peer_graves; *pp != NULL;) {
-		struct lc_peer *p = *pp;
-
-		if (all || now >= p->due_ns) {
-			*pp = p->next;
-			peer_free(p);
-		} else {
-			pp = &p->next;
-		}
-	}
-}
-
-/*
- * peer_retire -- @p (absent) leaves the table: its position becomes a
- * tombstone, and positions that end a probe chain become free again; the
- * struct waits two failure bounds on the graves for lock-free readers
- * that loaded it before. m->lock held.
- */
-static void peer_retire(loco_manager_t *m, loco_channel_t *ch, struct lc_peer *p)
-{
-	uint32_t h = peer_hash(p->node), at = LC_CHAN_PEERS;
-
-	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
-		uint32_t k = (h + i) % LC_CHAN_PEERS;
-
-		if (ch->peer[k] == NULL)
-			break;
-		if (ch->peer[k] == p) {
-			at = k;
-			break;
-		}
-	}
-	if (at == LC_CHAN_PEERS)
-		return; /* not in the table: never */
-	__atomic_store_n(&ch->peer[at], &peer_tomb, __ATOMIC_RELEASE);
-	/* a tombstone followed by a free position ends its chains: free it too, and so on back */
-	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
-		uint32_t k = (at + LC_CHAN_PEERS - i) % LC_CHAN_PEERS;
-
-		if (ch->peer[k] != &peer_tomb || ch->peer[(k + 1) % LC_CHAN_PEERS] != NULL)
-			break;
-		__atomic_store_n(&ch->peer[k], NULL, __ATOMIC_RELEASE);
-	}
-	free(p->regions);
-	p->regions = NULL;
-	p->nregions = 0;
-	free(p->pend);
-	p->pend = NULL;
-	p->npend = p->pend_cap = p->pend_total = 0;
-	p->due_ns = lc_now_ns() + 2ull * m->cfg.fail_timeout_ms * 1000000ull;
-	p->next = ch->peer_graves;
-	ch->peer_graves = p;
-}
-
-/* peer_slot -- @node's slot, made when it is new. m->lock held. NULL: out of memory or room. */
-static struct lc_peer *peer_slot(loco_manager_t *m, loco_channel_t *ch, uint32_t node)
-{
-	struct lc_peer *p = lc_peer_get(ch, node);
-	uint32_t h = peer_hash(node);
-
-	if (p != NULL)
-		return p;
-	lc_peer_reap(m, ch, 0);
-	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
-		struct lc_peer **slot = &ch->peer[(h + i) % LC_CHAN_PEERS];
-
-		/* lc_peer_get() said @node is not in the chain: the first free or dead position */
-		if (*slot != NULL && *slot != &peer_tomb)
-			continue;
-		p = calloc(1, sizeof(*p));
-		if (p == NULL)
-			return NULL;
-		p->node = node;
-		__atomic_store_n(slot, p, __ATOMIC_RELEASE);
-		return p;
-	}
-	lc_log_err("manager: channel %s: no room for node %u (%u peers at once)", ch->name, node,
-	           LC_CHAN_PEERS);
-	return NULL;
-}
-
-int lc_rref_read(const struct lc_rref *r, uint32_t node, loco_rref_t *out)
-{
-	for (;;) {
-		/* pairs with the release stores in lc_rref_write() */
-		uint64_t s1 = __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE), s2;
-		uint64_t rkey = __atomic_load_n(&r->rkey, __ATOMIC_RELAXED);
-		uint64_t addr = __atomic_load_n(&r->addr, __ATOMIC_RELAXED);
-		uint64_t len = __atomic_load_n(&r->len, __ATOMIC_RELAXED);
-
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		s2 = __atomic_load_n(&r->seq, __ATOMIC_RELAXED);
-		if ((s1 & 1) || s1 != s2) {
-			lc_cpu_relax();
-			continue;
-		}
-		if (len == 0)
-			return -ENOENT;
-		*out =
-		    (loco_rref_t){.node = node, .rkey = (uint32_t)rkey, .addr = addr, .len = len};
-		return 0;
-	}
-}
-
-void lc_rref_write(struct lc_rref *r, uint32_t rkey, uint64_t addr, uint64_t len)
-{
-	uint64_t s = __atomic_load_n(&r->seq, __ATOMIC_RELAXED);
-
-	__atomic_store_n(&r->seq, s + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE); /* odd before the fields change */
-	__atomic_store_n(&r->rkey, rkey, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->addr, addr, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->len, len, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->seq, s + 2, __ATOMIC_RELEASE);
-}
-
 /* lc_rref_resolve (chan.h), here beside the sorted entries it searches */
-static const struct lc_region_info *peer_entry(const struct lc_peer *p, const char *key, int param);
 
 void lc_rref_resolve(struct lc_peer *p, const struct loco_region *r)
 {
@@ -289,34 +91,18 @@ void lc_rref_resolve(struct lc_peer *p, const struct loco_region *r)
 
 	if (r->idx == LC_IDX_NONE)
 		return; /* unlisted: no reference */
-	e = peer_entry(p, r->full, 0);
+	e = lc_peer_entry(p, r->full, 0);
 	if (e != NULL)
 		lc_peer_rref_set(p, r->idx, e->rkey, e->addr, e->len);
 	else
 		lc_peer_rref_set(p, r->idx, 0, 0, 0);
 }
 
-/* fence_settle -- @p owes no fence any more (it left, or paired just now). */
-static void fence_settle(loco_channel_t *ch, struct lc_peer *p)
-{
-	uint32_t g = __atomic_load_n(&ch->fence_gen, __ATOMIC_ACQUIRE);
-	uint32_t old = __atomic_load_n(&p->fence_gen, __ATOMIC_ACQUIRE);
-
-	/* the same CAS as a poster taking the fence: exactly one of them settles it */
-	while (old != g)
-		if (__atomic_compare_exchange_n(&p->fence_gen, &old, g, 0, __ATOMIC_ACQ_REL,
-		                                __ATOMIC_ACQUIRE)) {
-			if (__atomic_load_n(&p->present, __ATOMIC_RELAXED))
-				__atomic_sub_fetch(&ch->fence_pending, 1, __ATOMIC_RELEASE);
-			break;
-		}
-}
-
 /* ------------------------------------------------------------------ */
 /* announcing and pairing (m->lock held)                              */
 
-/* param_name -- "object/key" into @out (LC_NAME_MAX + 1 bytes: loco_object_agree() checked). */
-static void param_name(const loco_object_t *o, const struct lc_param *pm, char *out)
+/* lc_param_name -- "object/key" into @out (LC_NAME_MAX + 1 bytes: loco_object_agree() checked). */
+void lc_param_name(const loco_object_t *o, const struct lc_param *pm, char *out)
 {
 	size_t a = strnlen(o->name, LC_NAME_MAX), b = strnlen(pm->key, LC_NAME_MAX);
 
@@ -374,7 +160,7 @@ static void chan_pages(loco_manager_t *m, loco_channel_t *ch, uint32_t flags, st
 				ri->access = r->access;
 				r = r->next;
 			} else {
-				param_name(o, &o->params[k], ri->name);
+				lc_param_name(o, &o->params[k], ri->name);
 				ri->addr = o->params[k].value;
 				ri->access = LC_REGION_PARAM;
 				k++;
@@ -416,8 +202,8 @@ static int entry_cmp(const void *a, const void *b)
 	return entry_order(x->name, x->access, y->name, !!(y->access & LC_REGION_PARAM));
 }
 
-/* entry_lower -- the first of @p's entries not before (@key, @param). m->lock. */
-static uint32_t entry_lower(const struct lc_peer *p, const char *key, int param)
+/* lc_peer_entry_lower -- the first of @p's entries not before (@key, @param). m->lock. */
+uint32_t lc_peer_entry_lower(const struct lc_peer *p, const char *key, int param)
 {
 	uint32_t lo = 0, hi = p->nregions;
 
@@ -433,9 +219,9 @@ static uint32_t entry_lower(const struct lc_peer *p, const char *key, int param)
 }
 
 /* peer_entry -- @p's announced region (or parameter: @param) named @key, or NULL. m->lock. */
-static const struct lc_region_info *peer_entry(const struct lc_peer *p, const char *key, int param)
+const struct lc_region_info *lc_peer_entry(const struct lc_peer *p, const char *key, int param)
 {
-	uint32_t i = entry_lower(p, key, param);
+	uint32_t i = lc_peer_entry_lower(p, key, param);
 
 	if (i < p->nregions &&
 	    entry_order(p->regions[i].name, p->regions[i].access, key, param) == 0)
@@ -480,8 +266,8 @@ void lc_chan_agree_check(loco_channel_t *ch, struct lc_peer *p, loco_object_t *o
 		for (unsigned k = 0; k < o->nparams; k++) {
 			const struct lc_region_info *e;
 
-			param_name(o, &o->params[k], full);
-			e = peer_entry(p, full, 1);
+			lc_param_name(o, &o->params[k], full);
+			e = lc_peer_entry(p, full, 1);
 			if (e != NULL && e->addr != o->params[k].value)
 				mismatch(ch, o, p->node, "parameter", o->params[k].key,
 				         o->params[k].value, e->addr);
@@ -491,7 +277,7 @@ void lc_chan_agree_check(loco_channel_t *ch, struct lc_peer *p, loco_object_t *o
 
 			if (r->idx == LC_IDX_NONE)
 				continue; /* unlisted: the peer's namesake, if any, is its own */
-			e = peer_entry(p, r->full, 0);
+			e = lc_peer_entry(p, r->full, 0);
 			if (e != NULL && e->len != r->len)
 				mismatch(ch, o, p->node, "length of region", r->full + n + 1,
 				         r->len, e->len);
@@ -559,10 +345,10 @@ static void peer_gone(loco_manager_t *m, loco_channel_t *ch, uint32_t node)
 	if (p == NULL)
 		return;
 	if (!__atomic_load_n(&p->present, __ATOMIC_RELAXED)) {
-		peer_retire(m, ch, p); /* had sent part of an announcement only */
+		lc_peer_retire(m, ch, p); /* had sent part of an announcement only */
 		return;
 	}
-	fence_settle(ch, p); /* it owed a fence it will never take */
+	lc_peer_fence_settle(ch, p); /* it owed a fence it will never take */
 	__atomic_store_n(&p->present, 0, __ATOMIC_RELEASE);
 	for (uint32_t pg = 0; pg < LC_RR_PAGES; pg++) /* a reader past the present check */
 		if (p->rr[pg] != NULL)
@@ -570,7 +356,7 @@ static void peer_gone(loco_manager_t *m, loco_channel_t *ch, uint32_t node)
 				lc_rref_write(&p->rr[pg][i], 0, 0, 0);
 	lc_log_debug("manager: channel %s: node %u left", ch->name, node);
 	cb_queue(m, ch, node, 0);
-	peer_retire(m, ch, p); /* its position may serve another node from now on */
+	lc_peer_retire(m, ch, p); /* its position may serve another node from now on */
 }
 
 /* entry_ok -- a parameter entry carries nothing but its name and value. */
@@ -657,7 +443,7 @@ static void peer_regions(loco_channel_t *ch, struct lc_peer *p)
 			            ch->name, p->node, p->pend[i].name);
 	}
 	if (n > 1)
-		qsort(p->pend, n, sizeof(*p->pend), entry_cmp); /* for peer_entry() */
+		qsort(p->pend, n, sizeof(*p->pend), entry_cmp); /* for lc_peer_entry() */
 	free(p->regions);
 	p->regions = p->pend;
 	p->nregions = n;
@@ -744,7 +530,7 @@ static void on_msg(loco_manager_t *m, struct lc_member *from, const struct lc_ms
 	ch = chan_find(m, msg->u.chan.name);
 	if (ch == NULL || !ch->joined)
 		return; /* when we join, we ask everyone again */
-	p = peer_slot(m, ch, from->info.node);
+	p = lc_peer_slot(m, ch, from->info.node);
 	if (p == NULL)
 		return;
 	if (!peer_page(ch, p, msg))
@@ -1070,7 +856,7 @@ int loco_channel_destroy(loco_channel_t *ch)
 		struct lc_peer *p = lc_peer_at(ch, i);
 
 		if (p != NULL)
-			peer_free(p);
+			lc_peer_free(p);
 	}
 	lc_peer_reap(m, ch, 1);
 	free(ch);
@@ -1172,188 +958,4 @@ int loco_channel_peers(loco_channel_t *ch, uint32_t *ids, size_t max)
 	if (n > 0 && max > 0) /* ids may be NULL with max 0: counting only */
 		memcpy(ids, all, (n < max ? n : max) * sizeof(ids[0]));
 	return (int)n;
-}
-
-/*
- * obj_held_by -- @p announced @o: every parameter of it, and a region of
- * it when it has any listed one here. Not every region: some are one node's only (an
- * owned_var's staging ring on its owner). The first region an object
- * makes is the one pushed to (the stock objects make it first). m->lock.
- */
-static int obj_held_by(const loco_object_t *o, const struct lc_peer *p)
-{
-	char full[LOCO_NAME_MAX + 2];
-	int region = 1;
-
-	for (const struct loco_region *r = o->regions; r != NULL; r = r->next)
-		if (r->idx != LC_IDX_NONE)
-			region = 0; /* it announces a region: the peer must announce one */
-
-	if (!region) { /* a region named "object/...": they sort together, from "object/" on */
-		size_t n = strlen(o->name);
-
-		snprintf(full, sizeof(full), "%s/", o->name);
-		for (uint32_t i = entry_lower(p, full, 0);
-		     i < p->nregions && !region && strncmp(p->regions[i].name, full, n + 1) == 0;
-		     i++)
-			region = !(p->regions[i].access & LC_REGION_PARAM);
-	}
-	if (!region)
-		return 0;
-	for (unsigned k = 0; k < o->nparams; k++) {
-		param_name(o, &o->params[k], full);
-		if (peer_entry(p, full, 1) == NULL)
-			return 0;
-	}
-	return 1;
-}
-
-/*
- * obj_sync_count -- the peers holding @o in *@held, those paired in the
- * channel in *@paired; the first that misses it in @miss[]. m->lock held.
- */
-static void obj_sync_count(const loco_object_t *o, uint32_t *held, uint32_t *paired, uint32_t *miss,
-                           uint32_t nmiss_max, uint32_t *nmiss)
-{
-	*held = *paired = *nmiss = 0;
-	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
-		const struct lc_peer *p = lc_peer_at(o->ch, i);
-
-		if (p == NULL || !__atomic_load_n(&p->present, __ATOMIC_RELAXED))
-			continue;
-		(*paired)++;
-		if (obj_held_by(o, p))
-			(*held)++;
-		else if (*nmiss < nmiss_max)
-			miss[(*nmiss)++] = p->node;
-	}
-}
-
-int loco_object_sync(loco_object_t *obj, int64_t timeout_ns)
-{
-	uint64_t start = lc_now_ns();
-	unsigned delay_us = 50;
-	loco_manager_t *m;
-	uint32_t miss[16];
-
-	if (obj == NULL)
-		return -EINVAL;
-	m = obj->ch->m;
-	for (;;) {
-		uint32_t held, paired, nmiss, pending;
-		int ret = loco_object_status(obj);
-
-		if (ret)
-			return ret;
-		if (loco_manager_partitioned(m))
-			return -LOCO_EPARTITION;
-		pthread_mutex_lock(&m->lock);
-		obj_sync_count(obj, &held, &paired, miss, 16, &nmiss);
-		pending = obj->ch->cb_pending;
-		pthread_mutex_unlock(&m->lock);
-		/* the mismatch check runs as the entries arrive: look again first */
-		ret = loco_object_status(obj);
-		if (ret)
-			return ret;
-		if (held == paired && pending == 0) /* and the objects' peer_join callbacks ran */
-			return (int)held;
-		if (timeout_ns >= 0 && lc_now_ns() - start >= (uint64_t)timeout_ns) {
-			char list[16 * 11 + 8];
-			size_t off = 0;
-
-			list[0] = '\0';
-			for (uint32_t i = 0; i < nmiss; i++)
-				off += (size_t)snprintf(list + off, sizeof(list) - off, " %u",
-				                        miss[i]);
-			lc_log_warn(
-			    "manager: channel %s object %s: sync timed out: %u of %u paired "
-			    "peer(s) hold it; missing on node(s)%s%s",
-			    obj->ch->name, obj->name, held, paired, list,
-			    paired - held > nmiss ? " ..." : "");
-			return -ETIMEDOUT;
-		}
-		usleep(delay_us);
-		delay_us = delay_us < 2000 ? delay_us * 2 : 2000;
-	}
-}
-
-/* ------------------------------------------------------------------ */
-/* object messages                                                    */
-
-/*
- * A control connection whose queue holds more than this refuses object
- * messages (-ENOBUFS) rather than risk filling up, which would drop the
- * member (conn.h): set-up messages wait for a connection that keeps up.
- */
-#define LC_OBJ_MSG_QUEUED (LC_CONN_TXQ_MAX / 2)
-
-_Static_assert(LOCO_OBJECT_MSG_MAX == LC_OBJ_MSG_MAX, "an object message fits one OBJ");
-/*
- * The longest announcement (LC_CHAN_ENTRIES_MAX entries of the longest
- * names, 2.5 MB) fits half a control connection's queue: an application
- * thread queues all of its pages at once, and a queue that overflows
- * drops the member (conn.h).
- */
-_Static_assert((LC_CHAN_ENTRIES_MAX / LC_MAX_REGIONS) * (LC_CTRL_HDR_LEN + 2 + LC_NAME_MAX + 20 +
-                                                         LC_MAX_REGIONS * (2 + LC_NAME_MAX + 24)) <=
-                   LC_CONN_TXQ_MAX / 2,
-               "the longest announcement fits half a control queue");
-_Static_assert(LC_CHAN_ENTRIES_MAX % LC_RR_PAGE == 0 && LC_CHAN_ENTRIES_MAX < LC_IDX_NONE,
-               "local region indexes fill whole pages, and none is LC_IDX_NONE");
-
-int loco_object_on_msg(loco_object_t *obj, loco_object_msg_fn fn, void *arg)
-{
-	loco_manager_t *m;
-
-	if (obj == NULL)
-		return -EINVAL;
-	m = obj->ch->m;
-	pthread_mutex_lock(&m->lock);
-	obj->msg_fn = fn;
-	obj->msg_arg = arg;
-	pthread_mutex_unlock(&m->lock);
-	return 0;
-}
-
-int loco_object_send(loco_object_t *obj, uint32_t node, const void *msg, size_t len)
-{
-	loco_channel_t *ch;
-	loco_manager_t *m;
-	struct lc_member *mb;
-	struct lc_peer *p;
-	struct lc_msg *tx;
-	int ret;
-
-	if (obj == NULL || (msg == NULL && len > 0))
-		return -EINVAL;
-	if (len > LOCO_OBJECT_MSG_MAX)
-		return -EMSGSIZE;
-	ch = obj->ch;
-	m = ch->m;
-	/* pairs with the release store of loco_channel_join() */
-	if (!__atomic_load_n(&ch->joined, __ATOMIC_ACQUIRE))
-		return -LOCO_ENOTJOINED;
-	pthread_mutex_lock(&m->lock);
-	p = lc_peer_get(ch, node);
-	mb = node != m->node_id ? lc_member_find(m, node) : NULL;
-	if (p == NULL || !__atomic_load_n(&p->present, __ATOMIC_RELAXED) || mb == NULL || !mb->up ||
-	    mb->conn == NULL || lc_conn_is_dead(mb->conn)) {
-		ret = -ENOTCONN;
-		goto out;
-	}
-	if (lc_conn_queued(mb->conn) > LC_OBJ_MSG_QUEUED) {
-		ret = -ENOBUFS;
-		goto out;
-	}
-	tx = m->tx_msg; /* m->lock serializes its users */
-	tx->type = LC_MSG_OBJ;
-	snprintf(tx->u.obj.chan, sizeof(tx->u.obj.chan), "%s", ch->name);
-	snprintf(tx->u.obj.obj, sizeof(tx->u.obj.obj), "%s", obj->name);
-	tx->u.obj.len = (uint32_t)len;
-	if (len > 0)
-		memcpy(tx->u.obj.data, msg, len);
-	ret = lc_conn_send(mb->conn, tx);
-out:
-	pthread_mutex_unlock(&m->lock);
-	return ret;
 }
