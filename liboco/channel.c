@@ -564,9 +564,16 @@ static void on_gone(loco_manager_t *m, uint32_t node)
 		peer_gone(m, ch, node);
 }
 
+static void on_excluded(loco_manager_t *m);
+static void on_rejoined(loco_manager_t *m);
+
 void lc_chan_subscribe(loco_manager_t *m)
 {
-	m->ev = (struct lc_member_events){.up = on_up, .gone = on_gone, .msg = on_msg};
+	m->ev = (struct lc_member_events){.up = on_up,
+	                                  .gone = on_gone,
+	                                  .msg = on_msg,
+	                                  .excluded = on_excluded,
+	                                  .rejoined = on_rejoined};
 }
 
 /* ------------------------------------------------------------------ */
@@ -863,7 +870,8 @@ int loco_channel_destroy(loco_channel_t *ch)
 	return 0;
 }
 
-void lc_chan_excluded(loco_manager_t *m)
+/* on_excluded -- m->lock: remember each channel's peers */
+static void on_excluded(loco_manager_t *m)
 {
 	for (loco_channel_t *ch = m->channels; ch != NULL; ch = ch->next) {
 		uint32_t n = 0;
@@ -878,7 +886,8 @@ void lc_chan_excluded(loco_manager_t *m)
 	}
 }
 
-void lc_chan_rejoined(loco_manager_t *m)
+/* on_rejoined -- m->lock: wait for them again (join timeout) */
+static void on_rejoined(loco_manager_t *m)
 {
 	uint64_t until = lc_now_ns() + (uint64_t)m->cfg.join_timeout_ms * 1000000ull;
 

@@ -75,7 +75,7 @@ static int ack_in_view(void *arg, uint32_t node)
 	int in;
 
 	pthread_mutex_lock(&m->lock);
-	in = node == m->node_id || lc_view_inc(m, node) != 0;
+	in = node == m->node_id || lc_ms_inc(m->ms, node) != 0;
 	pthread_mutex_unlock(&m->lock);
 	return in;
 }
@@ -421,6 +421,7 @@ static int init(const loco_config_t *cfg, loco_manager_t **out)
 	ret = open_endpoints(m);
 	if (ret)
 		goto err_free;
+	lc_view_self(m); /* the machine's own entry in views: our addresses */
 	if (pmix != NULL) {
 		/* our address to the job, the secret and whom to join from it */
 		ret = lc_pmix_exchange(pmix, m->ctrl_addr, &m->cfg);
@@ -474,7 +475,7 @@ void loco_fini(loco_manager_t *m)
 	deadline = lc_now_ns() + LC_IO_TIMEOUT_MS * 1000000ull;
 	for (int left = 0; !left; usleep(1000)) {
 		pthread_mutex_lock(&m->lock);
-		left = lc_view_left(m);
+		left = lc_ms_left(m->ms);
 		pthread_mutex_unlock(&m->lock);
 		if (!left && lc_now_ns() >= deadline) {
 			lc_log_warn("manager: leaving without a view that drops node %u: none came "
@@ -553,7 +554,7 @@ int loco_member_incarnation(loco_manager_t *m, uint32_t node, uint64_t *inc)
 	if (m == NULL || inc == NULL)
 		return -EINVAL;
 	pthread_mutex_lock(&m->lock);
-	v = lc_view_inc(m, node);
+	v = lc_ms_inc(m->ms, node);
 	pthread_mutex_unlock(&m->lock);
 	if (v == 0)
 		return -ENOENT;

@@ -7,7 +7,7 @@
  *   config.c    the settings table (LOCO_* variables, loco-info -c)
  *   progress.c  the progress thread: reaping, control I/O, timers, pollers
  *   member.c    the member table, its messages and connecting (member.h)
- *   view.c      membership views: the view-change protocol (view.h)
+ *   view.c      drives the membership state machine (view.h, membership/ms.h)
  *   dial.c      the dialer thread: data links (dial.h)
  *   auth.c      authentication of control connections (auth.h)
  *   conn.c      control connections and their send queues (conn.h)
@@ -84,7 +84,10 @@ struct loco_manager {
 	uint64_t view_id;             /* m->lock: the installed membership view's number */
 	uint64_t ctrl_refused_log_ns; /* member.c: last warning about refused strangers */
 	unsigned ctrl_refused;        /* refused since that warning */
-	struct lc_view *vw;           /* view.c: views, suspicion, partition (view.h) */
+	struct lc_ms *ms;             /* membership/: the state machine (ms.h), driven by view.c */
+	struct lc_view *vw;           /* view.c: the application's events */
+	int ms_part;                  /* atomic: enum lc_ms_part, as the machine last said */
+	uint64_t ms_tick_ns;          /* atomic: the machine's last tick (0: none yet) */
 	struct lc_member_events ev;
 	uint64_t next_hb_ns;
 	uint64_t hb_seq;
@@ -148,8 +151,6 @@ int lc_pollers_run(struct lc_pollers *ps, int64_t *period_ns); /* progress threa
 void lc_chan_subscribe(loco_manager_t *m);
 void lc_chan_dispatch(loco_manager_t *m);    /* progress thread, m->lock not held */
 void lc_chan_events_free(loco_manager_t *m); /* callbacks still queued at the end: dropped */
-void lc_chan_excluded(loco_manager_t *m);    /* m->lock: remember each channel's peers */
-void lc_chan_rejoined(loco_manager_t *m);    /* m->lock: wait for them again (join timeout) */
 
 /* region.c -- free the destroyed objects' regions that are due (@all: every one, at the end) */
 void lc_graves_reap(loco_manager_t *m, int all);

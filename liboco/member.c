@@ -128,7 +128,7 @@ static int conn_adopt(loco_manager_t *m, struct lc_conn *c)
 static void member_check_up(loco_manager_t *m, struct lc_member *mb)
 {
 	if (mb->up || mb->link == NULL || mb->conn == NULL || mb->conn->state != LC_CONN_UP ||
-	    lc_view_state(m) != LC_VS_NORMAL || !lc_view_in(m, mb->info.node, mb->info.inc))
+	    lc_ms_state(m->ms) != LC_VS_NORMAL || !lc_ms_in(m->ms, mb->info.node, mb->info.inc))
 		return;
 	mb->up = 1;
 	set_link(m, mb->info.node, mb->link);
@@ -215,8 +215,8 @@ static struct lc_member *member_admit(loco_manager_t *m, struct lc_conn *c)
 	struct lc_member *mb = lc_member_find(m, c->peer.node);
 
 	if (mb != NULL && mb->info.inc < c->peer.inc) {
-		if (lc_view_in(m, mb->info.node, mb->info.inc))
-			return NULL; /* lc_view_admit_check() said no: never evict a member */
+		if (lc_ms_in(m->ms, mb->info.node, mb->info.inc))
+			return NULL; /* lc_ms_admit_check() said no: never evict a member */
 		member_remove(m, mb, 0, "restarted with a new incarnation");
 		mb = NULL;
 	}
@@ -389,7 +389,7 @@ static void on_auth(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
 		return;
 	}
 	/* a second process with a live member's id is refused; it never evicts anyone */
-	ret = lc_view_admit_check(m, c->peer.node, c->peer.inc, &why);
+	ret = lc_ms_admit_check(m->ms, lc_now_ns(), c->peer.node, c->peer.inc, &why);
 	if (ret) {
 		lc_log_warn("manager: refused node %u (incarnation %llx) at %s: %s", c->peer.node,
 		            (unsigned long long)c->peer.inc, c->peer.ctrl_addr, why);
@@ -406,7 +406,8 @@ static void on_auth(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
 	lc_conn_send(c, msg);
 	if (mb->up)
 		m->ev.up(m, mb); /* reconnected: announce our channels again (idempotent) */
-	lc_view_admitted(m, mb);
+	mb->since_ns = lc_now_ns();
+	lc_ms_admitted(m->ms, mb->since_ns, mb->info.node, mb->info.inc);
 	member_check_up(m, mb);
 }
 
@@ -415,7 +416,7 @@ static void conn_msg_up(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg
 {
 	struct lc_member *mb;
 
-	lc_view_heard(m, c->peer.node, c->peer.inc);
+	lc_ms_heard(m->ms, lc_now_ns(), c->peer.node, c->peer.inc);
 	switch (msg->type) {
 	case LC_MSG_HEARTBEAT:
 		break;
@@ -426,13 +427,14 @@ static void conn_msg_up(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg
 		             c->peer.node);
 		break;
 	case LC_MSG_VC:
-		lc_view_msg(m, c, msg);
+		if (c->member != NULL)
+			lc_ms_msg(m->ms, lc_now_ns(), &c->member->info, c->member->joiner, msg);
 		break;
 	case LC_MSG_LEAVE:
 		mb = c->member;
-		if (mb != NULL && lc_view_in(m, mb->info.node, mb->info.inc))
-			lc_view_leave_rx(m, mb->info.node,
-			                 mb->info.inc); /* the next view drops it */
+		if (mb != NULL && lc_ms_in(m->ms, mb->info.node, mb->info.inc))
+			lc_ms_leave_rx(m->ms, lc_now_ns(), mb->info.node,
+			               mb->info.inc); /* the next view drops it */
 		else if (mb != NULL)
 			member_remove(m, mb, 1, NULL);
 		else
@@ -494,7 +496,7 @@ static void on_welcome(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
 	if (mb->up)
 		m->ev.up(m, mb); /* reconnected: announce our channels again (idempotent) */
 	if (join)
-		lc_view_joining(m, c); /* we are a member once a committed view has us */
+		lc_ms_joining(m->ms, lc_now_ns(), c->peer.node); /* a member once a view has us */
 	if (mb->link == NULL)
 		lc_dial_link(m, &mb->info); /* the connector opens the data link */
 	member_check_up(m, mb);
@@ -564,12 +566,12 @@ static void conn_reap(loco_manager_t *m, struct lc_conn *c, const char *why)
 	struct lc_member *mb = c->member;
 
 	if (mb != NULL)
-		lc_view_join_lost(m, mb->info.node);
-	if (mb != NULL && mb->conn == c && lc_view_in(m, mb->info.node, mb->info.inc) &&
-	    lc_view_state(m) == LC_VS_NORMAL && !m->leaving) {
+		lc_ms_join_lost(m->ms, lc_now_ns(), mb->info.node);
+	if (mb != NULL && mb->conn == c && lc_ms_in(m->ms, mb->info.node, mb->info.inc) &&
+	    lc_ms_state(m->ms) == LC_VS_NORMAL && !m->leaving) {
 		lc_log_info("manager: control connection to node %u lost (%s)", mb->info.node, why);
 		conn_drop(m, c);
-		lc_view_suspect(m, mb->info.node);
+		lc_ms_suspect(m->ms, lc_now_ns(), mb->info.node);
 	} else if (mb != NULL && mb->conn == c) {
 		member_remove(m, mb, 0, why);
 	} else {
@@ -623,7 +625,8 @@ static void heartbeat(loco_manager_t *m)
 	++m->hb_seq;
 	for (struct lc_conn *c = m->conns; c != NULL; c = c->next)
 		if (c->state == LC_CONN_UP && !lc_conn_is_dead(c))
-			lc_view_send_hb(m, c); /* carries our view id: a peer behind catches up */
+			lc_conn_send(c,
+			             lc_ms_hb(m->ms)); /* our view id: a peer behind catches up */
 }
 
 /* check_conns -- drop dead, silent and stalled connections; returns when to look again. */
@@ -670,10 +673,10 @@ static void strays(loco_manager_t *m, uint64_t now, uint64_t limit)
 {
 	uint64_t join_limit = (uint64_t)m->cfg.join_timeout_ms * 1000000ull;
 
-	if (lc_view_state(m) != LC_VS_NORMAL)
+	if (lc_ms_state(m->ms) != LC_VS_NORMAL)
 		return;
 	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next) {
-		if (lc_view_in(m, mb->info.node, mb->info.inc) ||
+		if (lc_ms_in(m->ms, mb->info.node, mb->info.inc) ||
 		    now - mb->since_ns < (mb->joiner ? join_limit : 2 * limit))
 			continue;
 		member_remove(m, mb, 0,
@@ -685,7 +688,7 @@ static void strays(loco_manager_t *m, uint64_t now, uint64_t limit)
 
 uint64_t lc_member_timers(loco_manager_t *m, uint64_t now)
 {
-	uint64_t limit = (uint64_t)m->cfg.fail_timeout_ms * 1000000ull, wake;
+	uint64_t limit = (uint64_t)m->cfg.fail_timeout_ms * 1000000ull, wake, t;
 
 	pthread_mutex_lock(&m->lock);
 	if (now >= m->next_hb_ns) {
@@ -710,7 +713,10 @@ uint64_t lc_member_timers(loco_manager_t *m, uint64_t now)
 	strays(m, now, limit);
 	/* wake for the next heartbeat, or the moment a silent peer passes the bound */
 	wake = check_conns(m, now, limit, m->next_hb_ns);
-	lc_view_timers(m, now, &wake);
+	t = lc_ms_tick(m->ms, now);
+	__atomic_store_n(&m->ms_tick_ns, now, __ATOMIC_RELEASE); /* loco_manager_partitioned() */
+	if (t < wake)
+		wake = t;
 	wake = dials(m, now, wake);
 	pthread_mutex_unlock(&m->lock);
 	return wake;
@@ -759,7 +765,7 @@ void lc_member_link_errors(loco_manager_t *m)
 static void link_rebuild(loco_manager_t *m, struct lc_member *mb, int cause)
 {
 	struct fab_link *link;
-	int leaving = lc_view_said_leave(m, mb->info.node, mb->info.inc);
+	int leaving = lc_ms_said_leave(m->ms, mb->info.node, mb->info.inc);
 
 	lc_log_info("manager: data link to node %u down (%s): %s", mb->info.node, strerror(-cause),
 	            leaving ? "it leaves" : "rebuilding it");
@@ -799,8 +805,8 @@ static void link_down(loco_manager_t *m, struct lc_member *mb, int cause, int st
 			return;
 	}
 	if ((status == -ECONNRESET || status == -ETIMEDOUT) && mb->up &&
-	    !lc_view_said_leave(m, node, inc))
-		lc_view_suspect(m, node);
+	    !lc_ms_said_leave(m->ms, node, inc))
+		lc_ms_suspect(m->ms, lc_now_ns(), node);
 	if (cause == 0 && mb->link != NULL)
 		cause = fab_link_state(mb->link);
 	if (cause != 0 && mb->link != NULL && mb->conn != NULL)
@@ -827,7 +833,7 @@ void lc_members_leave(loco_manager_t *m)
 	for (struct lc_conn *c = m->conns; c != NULL; c = c->next)
 		if (c->state == LC_CONN_UP && !lc_conn_is_dead(c))
 			lc_conn_send(c, &msg);
-	lc_view_leave_rx(m, m->node_id, m->inc); /* when we coordinate, we drop ourselves */
+	lc_ms_leave(m->ms, lc_now_ns()); /* when we coordinate, we drop ourselves */
 	pthread_mutex_unlock(&m->lock);
 }
 

@@ -10,7 +10,8 @@
  * lc_member_handoffs()), removing a
  * member (LEAVE, a broken or silent connection, a fabric error reported
  * by any thread through lc_member_link_report()), heartbeats. Changes are
- * raised as events (struct lc_member_events: up, gone, message) that the
+ * raised as events (struct lc_member_events: up, gone, message, excluded,
+ * rejoined) that the
  * channel layer subscribes to; membership never calls into channels.
  *
  * Locking: m->lock guards the table for readers on other threads
@@ -52,6 +53,8 @@ struct lc_member_events {
 	void (*up)(loco_manager_t *m, struct lc_member *mb);
 	void (*gone)(loco_manager_t *m, uint32_t node);
 	void (*msg)(loco_manager_t *m, struct lc_member *from, const struct lc_msg *msg);
+	void (*excluded)(loco_manager_t *m); /* a view left us out: remember who was there */
+	void (*rejoined)(loco_manager_t *m); /* back in a view: wait for them (join timeout) */
 };
 
 /* lc_member_find -- the member @node, or NULL. m->lock held (or the progress thread). */
