@@ -629,33 +629,44 @@ static void heartbeat(loco_manager_t *m)
 			             lc_ms_hb(m->ms)); /* our view id: a peer behind catches up */
 }
 
-/* check_conns -- drop dead, silent and stalled connections; returns when to look again. */
+/*
+ * check_conns -- drop dead, silent and stalled connections; returns when
+ * to look again. Silence is measured against the peer's detection bound
+ * (the membership machine's, adaptive), less this node's own recent
+ * lateness: a peer is not blamed for the time our thread slept.
+ */
 static uint64_t check_conns(loco_manager_t *m, uint64_t now, uint64_t limit, uint64_t wake)
 {
 	/* a handshake is a few messages: the failure bound, at least LC_IO_TIMEOUT_MS */
 	uint64_t hs_limit =
 	    limit > LC_IO_TIMEOUT_MS * 1000000ull ? limit : LC_IO_TIMEOUT_MS * 1000000ull;
+	uint64_t late = lc_ms_late(m->ms);
+	int unsure = lc_ms_partitioned(m->ms) == LC_MS_UNSURE;
 	struct lc_conn *c, *next;
 
 	for (c = m->conns; c != NULL; c = next) {
+		uint64_t bound = c->state == LC_CONN_UP ? lc_ms_bound(m->ms, c->peer.node) : limit;
 		char why[80];
 
+		if (bound < limit)
+			bound = limit;
+		bound += late;
 		next = c->next;
 		if (lc_conn_is_dead(c)) {
 			snprintf(why, sizeof(why), "%s", lc_conn_dead_why(c));
-		} else if (c->state != LC_CONN_UP && now - c->accepted_ns > hs_limit) {
+		} else if (c->state != LC_CONN_UP && now - c->accepted_ns > hs_limit + late) {
 			snprintf(why, sizeof(why), "no handshake within %llu ms",
 			         (unsigned long long)(hs_limit / 1000000));
 			c->dial_err = -ETIMEDOUT;
-		} else if (now > c->last_rx_ns && now - c->last_rx_ns > 2 * limit) {
-			snprintf(why, sizeof(why), "nothing heard for %u ms",
-			         2 * m->cfg.fail_timeout_ms);
-		} else if (lc_conn_stalled(c, now, limit)) {
-			snprintf(why, sizeof(why), "its control connection took nothing for %u ms",
-			         m->cfg.fail_timeout_ms);
+		} else if (!unsure && now > c->last_rx_ns && now - c->last_rx_ns > 2 * bound) {
+			snprintf(why, sizeof(why), "nothing heard for %llu ms",
+			         (unsigned long long)(2 * bound / 1000000));
+		} else if (!unsure && lc_conn_stalled(c, now, bound)) {
+			snprintf(why, sizeof(why), "its control connection took nothing for %llu ms",
+			         (unsigned long long)(bound / 1000000));
 		} else {
-			if (c->last_rx_ns + 2 * limit + 1 < wake)
-				wake = c->last_rx_ns + 2 * limit + 1;
+			if (c->last_rx_ns + 2 * bound + 1 < wake)
+				wake = c->last_rx_ns + 2 * bound + 1;
 			continue;
 		}
 		conn_reap(m, c, why);
@@ -710,11 +721,12 @@ uint64_t lc_member_timers(loco_manager_t *m, uint64_t now)
 			break; /* at most one per tick: the list may have changed */
 		}
 	}
+	/* first: the machine sees how late this tick is, before any silence is judged */
+	t = lc_ms_tick(m->ms, now);
+	__atomic_store_n(&m->ms_tick_ns, now, __ATOMIC_RELEASE); /* loco_manager_partitioned() */
 	strays(m, now, limit);
 	/* wake for the next heartbeat, or the moment a silent peer passes the bound */
 	wake = check_conns(m, now, limit, m->next_hb_ns);
-	t = lc_ms_tick(m->ms, now);
-	__atomic_store_n(&m->ms_tick_ns, now, __ATOMIC_RELEASE); /* loco_manager_partitioned() */
 	if (t < wake)
 		wake = t;
 	wake = dials(m, now, wake);

@@ -514,8 +514,14 @@ void lc_ms_msg(struct lc_ms *ms, uint64_t now, const struct lc_member_info *peer
 		             in->u.vc.node, in->u.vc.n);
 	switch (in->u.vc.kind) {
 	case LC_VC_HB:
-		/* a peer behind us (or left out of our view) learns our view; a joiner waits */
-		if (ms->state == LC_VS_NORMAL && t < ms->id && !joiner)
+		/*
+		 * A peer behind us (or left out of our view) learns our view; a
+		 * joiner not in it yet waits for its own. One that joined through
+		 * us and is a member now is no longer waiting: without "member"
+		 * here, a member that missed a commit was never caught up by its
+		 * contact (found by the simulator, seed 360).
+		 */
+		if (ms->state == LC_VS_NORMAL && t < ms->id && (!joiner || member))
 			send_view(ms, from);
 		break;
 	case LC_VC_PREPARE:
