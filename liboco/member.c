@@ -662,7 +662,8 @@ static uint64_t check_conns(loco_manager_t *m, uint64_t now, uint64_t limit, uin
 			snprintf(why, sizeof(why), "nothing heard for %llu ms",
 			         (unsigned long long)(2 * bound / 1000000));
 		} else if (!unsure && lc_conn_stalled(c, now, bound)) {
-			snprintf(why, sizeof(why), "its control connection took nothing for %llu ms",
+			snprintf(why, sizeof(why),
+			         "its control connection took nothing for %llu ms",
 			         (unsigned long long)(bound / 1000000));
 		} else {
 			if (c->last_rx_ns + 2 * bound + 1 < wake)
