@@ -23,14 +23,20 @@
  * Runs on shm and on auto (there the squatted shm half used to be left out:
  * every link tcp). Skipped unless root (it cannot become another user).
  * The squatters are ended by PID (their pipe, then t_reap; t_fail_at kills them).
+ * The test runs in a network namespace of its own where it can (abstract
+ * names belong to one): the squatters must not stop the fabs of other
+ * tests that run on this host meanwhile, nor may theirs hold names here.
  */
 #include <errno.h>
 #include <grp.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -40,16 +46,15 @@
 
 #include "helpers.h"
 
-#define SQUAT_UID   65534
-#define SQUAT_MAX   65536u /* names a squatter binds at most */
-#define SQUATTERS   16     /* processes that share the names (RLIMIT_NOFILE each) */
-#define SQUAT_S     30     /* seconds the squatter may take to bind them */
-#define LEN         4096
-#define NS          1000000000ll
-#define SECRET      "shm-squat secret"
-#define RANGE_PROC  "/proc/sys/net/ipv4/ip_local_port_range"
-#define OLD_NAME    "loco-shm-%u-127.0.0.1:%u" /* uid, port: the name before Step 14 */
-#define SQUAT_READY 0x5157ull
+#define SQUAT_UID  65534
+#define SQUAT_MAX  65536u /* names a squatter binds at most */
+#define SQUATTERS  16     /* processes that share the names (RLIMIT_NOFILE each) */
+#define SQUAT_S    30     /* seconds the squatter may take to bind them */
+#define LEN        4096
+#define NS         1000000000ll
+#define SECRET     "shm-squat secret"
+#define RANGE_PROC "/proc/sys/net/ipv4/ip_local_port_range"
+#define OLD_NAME   "loco-shm-%u-127.0.0.1:%u" /* uid, port: the name before Step 14 */
 
 struct squat {
 	unsigned lo, hi; /* this squatter's slice of the ephemeral range */
@@ -112,6 +117,28 @@ static int squatter_main(struct t_chan *ch, void *arg)
 		bound += squat_one(s, s->port) == 0;
 	t_send_u64(ch, bound);
 	(void)t_recv_u64(ch, -1); /* the parent is done (or died: its alarm ends us) */
+	return 0;
+}
+
+/*
+ * private_netns -- move this process (one thread yet) into a new network
+ * namespace with its loopback up; its children and threads follow. 0 or
+ * -errno from unshare (then we stay in the host's); a loopback that does
+ * not come up fails the test.
+ */
+static int private_netns(void)
+{
+	struct ifreq ifr = {.ifr_name = "lo"};
+	int fd;
+
+	if (unshare(CLONE_NEWNET) != 0)
+		return -errno;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	T_ASSERT(fd >= 0);
+	T_ASSERT(ioctl(fd, SIOCGIFFLAGS, &ifr) == 0);
+	ifr.ifr_flags |= IFF_UP;
+	T_ASSERT(ioctl(fd, SIOCSIFFLAGS, &ifr) == 0);
+	close(fd);
 	return 0;
 }
 
@@ -319,6 +346,7 @@ int main(void)
 	struct rlimit rl;
 	unsigned lo, hi, port, per, n;
 	uint64_t bound = 0;
+	int ret;
 
 	t_init("shm-squat", 110);
 	if (strcmp(t_provider(), "shm") != 0 && strcmp(t_provider(), "auto") != 0)
@@ -326,7 +354,10 @@ int main(void)
 	if (geteuid() != 0)
 		t_skip("not root: cannot run the squatter as another user");
 	unsetenv("LOCO_SHM_HOST"); /* it would change the names */
-	ephemeral_range(&lo, &hi);
+	ret = private_netns();
+	printf("network namespace: %s%s\n", ret ? "the host's, none of our own: " : "our own",
+	       ret ? strerror(-ret) : "");
+	ephemeral_range(&lo, &hi); /* the namespace's */
 	port = free_port();
 	/* without CAP_SYS_RESOURCE a process holds at most the hard limit: slices of the range */
 	T_ASSERT(getrlimit(RLIMIT_NOFILE, &rl) == 0);
@@ -348,7 +379,8 @@ int main(void)
 		bound += t_recv_u64(&ch[i], SQUAT_S * 1000 + 5000);
 	printf("%u squatter(s) (uid %d) hold %llu names " OLD_NAME " .. :%u (and :%u)\n", n,
 	       SQUAT_UID, (unsigned long long)bound, (unsigned)geteuid(), lo, hi, port);
-	/* a name no squatter could take is one a fab of another test holds: still a test */
+	/* in the host's namespace, a name no squatter could take is one a fab of another test
+	 * holds: still a test */
 	T_ASSERT(bound > (hi - lo) / 2);
 
 	test_fabric(port);
