@@ -260,11 +260,9 @@ static void addr_format__not_inet_is_einval(void **state)
 	}
 }
 
-#define TAG_HEX "00112233445566778899aabbccddeeff"
-
 static void addr_tag__parse_and_format_round_trip(void **state)
 {
-	const char *const good[] = {"127.0.0.1:5000/" TAG_HEX,
+	const char *const good[] = {"127.0.0.1:5000/00112233445566778899aabbccddeeff",
 	                            "255.255.255.255:65535/ffffffffffffffffffffffffffffffff",
 	                            "0.0.0.0:0/00000000000000000000000000000001"};
 
@@ -293,7 +291,7 @@ static void addr_tag__bytes_and_port(void **state)
 
 	(void)state;
 	/* run */
-	assert_int_equal(fab_addr_parse("10.0.0.9:77/" TAG_HEX, 1, &a), 0);
+	assert_int_equal(fab_addr_parse("10.0.0.9:77/00112233445566778899aabbccddeeff", 1, &a), 0);
 
 	/* verify */
 	assert_int_equal(ntohs(sin_of(&a)->sin_port), 77);
@@ -301,7 +299,7 @@ static void addr_tag__bytes_and_port(void **state)
 	for (unsigned i = 0; i < FAB_ADDR_TAG_LEN; i++)
 		assert_int_equal(a.tag[i], i * 0x11);
 	/* no port: the default one, the tag kept */
-	assert_int_equal(fab_addr_parse("10.0.0.9/" TAG_HEX, 1234, &a), 0);
+	assert_int_equal(fab_addr_parse("10.0.0.9/00112233445566778899aabbccddeeff", 1234, &a), 0);
 	assert_int_equal(ntohs(sin_of(&a)->sin_port), 1234);
 	assert_int_equal(a.tag[15], 0xff);
 }
@@ -329,17 +327,17 @@ static void addr_tag__bad_is_einval(void **state)
 	const char *const bad[] = {
 	    "1.2.3.4:80/",
 	    "1.2.3.4:80/abc",
-	    "1.2.3.4:80/" TAG_HEX "0",                     /* 33 digits */
-	    "1.2.3.4:80/0112233445566778899aabbccddeeff",  /* 31 digits */
-	    "1.2.3.4:80/00112233445566778899AABBCCDDEEFF", /* upper case */
-	    "1.2.3.4:80/00000000000000000000000000000000", /* zero: none */
-	    "1.2.3.4:80/" TAG_HEX "/",
+	    "1.2.3.4:80/00112233445566778899aabbccddeeff0", /* 33 digits */
+	    "1.2.3.4:80/0112233445566778899aabbccddeeff",   /* 31 digits */
+	    "1.2.3.4:80/00112233445566778899AABBCCDDEEFF",  /* upper case */
+	    "1.2.3.4:80/00000000000000000000000000000000",  /* zero: none */
+	    "1.2.3.4:80/00112233445566778899aabbccddeeff/",
 	    "1.2.3.4:80/g0112233445566778899aabbccddeeff",
 	    "1.2.3.4:80/ 0112233445566778899aabbccddeeff",
-	    "1.2.3.4:/" TAG_HEX,
-	    ":80/" TAG_HEX,
-	    "/" TAG_HEX,
-	    "1.2.3.4:80x/" TAG_HEX,
+	    "1.2.3.4:/00112233445566778899aabbccddeeff",
+	    ":80/00112233445566778899aabbccddeeff",
+	    "/00112233445566778899aabbccddeeff",
+	    "1.2.3.4:80x/00112233445566778899aabbccddeeff",
 	};
 
 	(void)state;

@@ -7,12 +7,13 @@
  *
  * Both fabs serve one address: the remote fab listens on ip:port, and the
  * shm fab (FAB_ATTR_ADDR_OWNED) on the abstract unix name made of the same
- * ip:port and the address's tag (random bits the shm fab drew), which
- * exists only in this host's network namespace. A connect tries shm
- * first: when the address has no tag or the name is not there (or another
- * user serves it), shm says -EHOSTUNREACH at once, before anything is
- * sent, and the remote fab connects instead. Peers that run one fabric only interoperate:
- * a tcp-only node on this host is reached over tcp, an shm-only node over
+ * ip:port and the address's tag (random bits the shm fab drew, which
+ * auto_get_addr() adds to the address), which exists only in this host's
+ * network namespace. A connect tries shm first: when the address has no
+ * tag or the name is not there (or another user serves it), shm says
+ * -EHOSTUNREACH at once, before anything is sent, and the remote fab
+ * connects instead. Peers that run one fabric only interoperate: a
+ * tcp-only node on this host is reached over tcp, an shm-only node over
  * shm.
  *
  * One pair of keys names a region on both fabs: the primary chooses them

@@ -55,8 +55,8 @@ static int random_tag(uint8_t *tag)
  * name made of it and random bits (the address's tag, which peers learn
  * with the address, over the control plane). Any user of the host can bind
  * any abstract name, and a name made of uid and ip:port alone could be
- * bound first to stop this node (every port of the ephemeral range is a
- * few thousand sockets): 128 random bits cannot be. A name that is taken
+ * bound first to stop this node (~28k sockets cover every port of the
+ * ephemeral range): 128 random bits cannot be. A name that is taken
  * anyway is a collision: new bits, a few times.
  */
 static int shm_listen(struct shm_fab *f, const char *where)
