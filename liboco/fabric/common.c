@@ -226,10 +226,33 @@ const char *fab_opcode_str(int opcode)
 	return names[opcode];
 }
 
+/* parse_tag -- exactly 2 * FAB_ADDR_TAG_LEN lower-case hex digits, not all zero. 0 or -EINVAL. */
+static int parse_tag(const char *hex, uint8_t *tag)
+{
+	for (size_t i = 0; i < 2 * FAB_ADDR_TAG_LEN; i++) {
+		char c = hex[i];
+		unsigned v;
+
+		if (c >= '0' && c <= '9')
+			v = (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = (unsigned)(c - 'a' + 10);
+		else
+			return -EINVAL; /* also the NUL of a short tag */
+		tag[i / 2] = (uint8_t)(i % 2 ? tag[i / 2] | v : v << 4);
+	}
+	if (hex[2 * FAB_ADDR_TAG_LEN] != '\0')
+		return -EINVAL;
+	for (size_t i = 0; i < FAB_ADDR_TAG_LEN; i++)
+		if (tag[i] != 0)
+			return 0;
+	return -EINVAL; /* a zero tag means none: it is not written */
+}
+
 int fab_addr_parse(const char *str, uint16_t default_port, struct fab_addr *out)
 {
 	char host[FAB_ADDR_STRLEN];
-	const char *colon;
+	const char *colon = NULL, *stop;
 	unsigned long port = default_port;
 	struct sockaddr_in *sin;
 	struct fab_addr tmp;
@@ -237,8 +260,17 @@ int fab_addr_parse(const char *str, uint16_t default_port, struct fab_addr *out)
 
 	if (str == NULL || out == NULL)
 		return -EINVAL;
-	colon = strrchr(str, ':');
-	hlen = colon ? (size_t)(colon - str) : strlen(str);
+	memset(&tmp, 0, sizeof(tmp));
+	/* "ip:port/tag": the tag ends the string */
+	stop = strchr(str, '/');
+	if (stop == NULL)
+		stop = str + strlen(str);
+	else if (parse_tag(stop + 1, tmp.tag) != 0)
+		return -EINVAL;
+	for (const char *p = str; p < stop; p++)
+		if (*p == ':')
+			colon = p;
+	hlen = colon ? (size_t)(colon - str) : (size_t)(stop - str);
 	if (hlen == 0 || hlen >= sizeof(host))
 		return -EINVAL;
 	memcpy(host, str, hlen);
@@ -250,10 +282,9 @@ int fab_addr_parse(const char *str, uint16_t default_port, struct fab_addr *out)
 			return -EINVAL; /* strtoul would take "+80", " 80" or "-1" */
 		errno = 0;
 		port = strtoul(colon + 1, &end, 10);
-		if (errno || *end != '\0' || end == colon + 1 || port > 65535)
+		if (errno || end != stop || end == colon + 1 || port > 65535)
 			return -EINVAL;
 	}
-	memset(&tmp, 0, sizeof(tmp));
 	sin = (struct sockaddr_in *)&tmp.ss;
 	sin->sin_family = AF_INET;
 	sin->sin_port = htons((uint16_t)port);
@@ -267,12 +298,17 @@ int fab_addr_parse(const char *str, uint16_t default_port, struct fab_addr *out)
 int fab_addr_format(const struct fab_addr *addr, char *buf, size_t len)
 {
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)&addr->ss;
-	char ip[INET_ADDRSTRLEN];
+	char ip[INET_ADDRSTRLEN], tag[2 * FAB_ADDR_TAG_LEN + 2] = "";
 
 	if (addr->ss.ss_family != AF_INET ||
 	    inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip)) == NULL)
 		return -EINVAL;
-	if ((size_t)snprintf(buf, len, "%s:%u", ip, ntohs(sin->sin_port)) >= len)
+	if (fab_addr_has_tag(addr)) {
+		tag[0] = '/';
+		for (size_t i = 0; i < FAB_ADDR_TAG_LEN; i++)
+			snprintf(tag + 1 + 2 * i, 3, "%02x", addr->tag[i]);
+	}
+	if ((size_t)snprintf(buf, len, "%s:%u%s", ip, ntohs(sin->sin_port), tag) >= len)
 		return -ENOSPC;
 	return 0;
 }

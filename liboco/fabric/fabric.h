@@ -142,15 +142,23 @@ struct fab_attr {
 #define FAB_ATTR_KEYS_GIVEN 1u
 #define FAB_ATTR_ADDR_OWNED 2u
 
-#define FAB_SPIN_AUTO   0          /* spin_us: spin only when the machine has cores to spare */
-#define FAB_SPIN_NONE   UINT32_MAX /* spin_us: never busy-poll (LOCO_WAIT sleep, block) */
-#define FAB_PRIV_MAX    48         /* private data carried by connect (rdma_cm allows 56) */
-#define FAB_ADDR_STRLEN 64
+#define FAB_SPIN_AUTO    0          /* spin_us: spin only when the machine has cores to spare */
+#define FAB_SPIN_NONE    UINT32_MAX /* spin_us: never busy-poll (LOCO_WAIT sleep, block) */
+#define FAB_PRIV_MAX     48         /* private data carried by connect (rdma_cm allows 56) */
+#define FAB_ADDR_STRLEN  64
+#define FAB_ADDR_TAG_LEN 16 /* bytes of fab_addr.tag */
 
-/* Address of a fabric endpoint: where peers connect. */
+/*
+ * Address of a fabric endpoint: where peers connect. @tag, all zero when
+ * there is none: random bits that name the endpoint on its host, which
+ * its peers learn only from the address (the shm provider listens on an
+ * abstract unix name made of them, so that no other user can take that
+ * name first: loco-fabric-shm(7)). Written "ip:port/<32 hex digits>".
+ */
 struct fab_addr {
 	struct sockaddr_storage ss;
 	socklen_t len;
+	uint8_t tag[FAB_ADDR_TAG_LEN];
 };
 
 /* Provider-neutral parts of the handles; providers embed them first. */
@@ -227,12 +235,25 @@ bool fab_uses_device(struct fab *fab);
 /* fab_attr_defaults -- fill zero fields of @attr with the defaults. */
 void fab_attr_defaults(struct fab_attr *attr);
 
-/* fab_addr_parse / fab_addr_format -- "ip:port" <-> struct fab_addr. */
+/*
+ * fab_addr_parse / fab_addr_format -- "ip:port" or "ip:port/tag" (FAB_ADDR_TAG_LEN bytes in
+ * lower-case hex, not all zero) <-> struct fab_addr. A tag-less address has a zero tag.
+ */
 int fab_addr_parse(const char *str, uint16_t default_port, struct fab_addr *out);
 int fab_addr_format(const struct fab_addr *addr, char *buf, size_t len);
 
 /* fab_same_host -- whether @a and @b hold the same IP address (ports ignored). */
 bool fab_same_host(const struct fab_addr *a, const struct fab_addr *b);
+
+/* fab_addr_has_tag -- whether @a carries a tag (fab_addr.tag not all zero). */
+static inline bool fab_addr_has_tag(const struct fab_addr *a)
+{
+	uint8_t any = 0;
+
+	for (size_t i = 0; i < FAB_ADDR_TAG_LEN; i++)
+		any |= a->tag[i];
+	return any != 0;
+}
 
 /* fab_get_addr -- the address peers connect to. */
 static inline int fab_get_addr(struct fab *fab, struct fab_addr *out)

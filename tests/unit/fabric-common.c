@@ -260,6 +260,91 @@ static void addr_format__not_inet_is_einval(void **state)
 	}
 }
 
+static void addr_tag__parse_and_format_round_trip(void **state)
+{
+	const char *const good[] = {"127.0.0.1:5000/00112233445566778899aabbccddeeff",
+	                            "255.255.255.255:65535/ffffffffffffffffffffffffffffffff",
+	                            "0.0.0.0:0/00000000000000000000000000000001"};
+
+	(void)state;
+	for (size_t i = 0; i < NELEM(good); i++) {
+		/* configure */
+		struct fab_addr a;
+		char buf[FAB_ADDR_STRLEN];
+
+		memset(&a, POISON, sizeof(a));
+
+		/* run */
+		assert_int_equal(fab_addr_parse(good[i], 1, &a), 0);
+		assert_int_equal(fab_addr_format(&a, buf, sizeof(buf)), 0);
+
+		/* verify: the longest fits the control plane's fab_addr (LC_ADDR_MAX, 64) too */
+		assert_true(fab_addr_has_tag(&a));
+		assert_string_equal(buf, good[i]);
+		assert_true(strlen(buf) < 64);
+	}
+}
+
+static void addr_tag__bytes_and_port(void **state)
+{
+	struct fab_addr a;
+
+	(void)state;
+	/* run */
+	assert_int_equal(fab_addr_parse("10.0.0.9:77/00112233445566778899aabbccddeeff", 1, &a), 0);
+
+	/* verify */
+	assert_int_equal(ntohs(sin_of(&a)->sin_port), 77);
+	assert_int_equal(ntohl(sin_of(&a)->sin_addr.s_addr), 0x0a000009u);
+	for (unsigned i = 0; i < FAB_ADDR_TAG_LEN; i++)
+		assert_int_equal(a.tag[i], i * 0x11);
+	/* no port: the default one, the tag kept */
+	assert_int_equal(fab_addr_parse("10.0.0.9/00112233445566778899aabbccddeeff", 1234, &a), 0);
+	assert_int_equal(ntohs(sin_of(&a)->sin_port), 1234);
+	assert_int_equal(a.tag[15], 0xff);
+}
+
+static void addr_tag__none_is_zero(void **state)
+{
+	struct fab_addr a;
+	char buf[FAB_ADDR_STRLEN];
+
+	(void)state;
+	/* configure */
+	memset(&a, POISON, sizeof(a));
+
+	/* run */
+	assert_int_equal(fab_addr_parse("10.0.0.9:77", 1, &a), 0);
+
+	/* verify: a tag-less address has a zero tag, formatted without one */
+	assert_false(fab_addr_has_tag(&a));
+	assert_int_equal(fab_addr_format(&a, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "10.0.0.9:77");
+}
+
+static void addr_tag__bad_is_einval(void **state)
+{
+	const char *const bad[] = {
+	    "1.2.3.4:80/",
+	    "1.2.3.4:80/abc",
+	    "1.2.3.4:80/00112233445566778899aabbccddeeff0", /* 33 digits */
+	    "1.2.3.4:80/0112233445566778899aabbccddeeff",   /* 31 digits */
+	    "1.2.3.4:80/00112233445566778899AABBCCDDEEFF",  /* upper case */
+	    "1.2.3.4:80/00000000000000000000000000000000",  /* zero: none */
+	    "1.2.3.4:80/00112233445566778899aabbccddeeff/",
+	    "1.2.3.4:80/g0112233445566778899aabbccddeeff",
+	    "1.2.3.4:80/ 0112233445566778899aabbccddeeff",
+	    "1.2.3.4:/00112233445566778899aabbccddeeff",
+	    ":80/00112233445566778899aabbccddeeff",
+	    "/00112233445566778899aabbccddeeff",
+	    "1.2.3.4:80x/00112233445566778899aabbccddeeff",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < NELEM(bad); i++)
+		expect_parse_rejected(bad[i]);
+}
+
 static void opcode_str__every_opcode(void **state)
 {
 	const struct {
@@ -445,6 +530,10 @@ int main(void)
 	    cmocka_unit_test(addr_format__default_port_is_printed),
 	    cmocka_unit_test(addr_format__small_buffer_is_enospc),
 	    cmocka_unit_test(addr_format__not_inet_is_einval),
+	    cmocka_unit_test(addr_tag__parse_and_format_round_trip),
+	    cmocka_unit_test(addr_tag__bytes_and_port),
+	    cmocka_unit_test(addr_tag__none_is_zero),
+	    cmocka_unit_test(addr_tag__bad_is_einval),
 	    cmocka_unit_test(opcode_str__every_opcode),
 	    cmocka_unit_test(opcode_str__unknown_is_question_mark),
 	    cmocka_unit_test(attr_defaults__zero_fields_get_defaults),

@@ -7,11 +7,13 @@
  *
  * Both fabs serve one address: the remote fab listens on ip:port, and the
  * shm fab (FAB_ATTR_ADDR_OWNED) on the abstract unix name made of the same
- * ip:port, which exists only in this host's network namespace. A connect
- * tries shm first: when the name is not there (or another user serves
- * it), shm says -EHOSTUNREACH at once, before anything is sent, and the
- * remote fab connects instead. Peers that run one fabric only interoperate:
- * a tcp-only node on this host is reached over tcp, an shm-only node over
+ * ip:port and the address's tag (random bits the shm fab drew, which
+ * auto_get_addr() adds to the address), which exists only in this host's
+ * network namespace. A connect tries shm first: when the address has no
+ * tag or the name is not there (or another user serves it), shm says
+ * -EHOSTUNREACH at once, before anything is sent, and the remote fab
+ * connects instead. Peers that run one fabric only interoperate: a
+ * tcp-only node on this host is reached over tcp, an shm-only node over
  * shm.
  *
  * One pair of keys names a region on both fabs: the primary chooses them
@@ -183,9 +185,20 @@ err:
 	return ret;
 }
 
+/* auto_get_addr -- the remote fab's ip:port, with the tag that names the shm fab on this host. */
 static int auto_get_addr(struct fab *fab, struct fab_addr *out)
 {
-	return fab_get_addr(to_auto(fab)->sub[AUTO_REMOTE], out);
+	struct auto_fab *f = to_auto(fab);
+	struct fab_addr a, s;
+	int ret = fab_get_addr(f->sub[AUTO_REMOTE], &a);
+
+	if (ret == 0 && f->sub[AUTO_SHM] != NULL) {
+		ret = fab_get_addr(f->sub[AUTO_SHM], &s);
+		memcpy(a.tag, s.tag, sizeof(a.tag));
+	}
+	if (ret == 0)
+		*out = a;
+	return ret;
 }
 
 static int auto_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx,

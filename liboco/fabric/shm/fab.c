@@ -14,6 +14,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <netinet/in.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -31,10 +32,32 @@
 
 static void shm_fab_close(struct fab *fab);
 
+/* random_tag -- fill @tag with random bits, not all zero (a zero tag means none). 0 or -errno. */
+static int random_tag(uint8_t *tag)
+{
+	for (int i = 0; i < 8; i++) {
+		ssize_t n = getrandom(tag, FAB_ADDR_TAG_LEN, 0);
+
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n == FAB_ADDR_TAG_LEN) {
+			for (size_t k = 0; k < FAB_ADDR_TAG_LEN; k++)
+				if (tag[k] != 0)
+					return 0;
+		}
+	}
+	return -EIO;
+}
+
 /*
  * shm_listen -- reserve ip:port with a bound TCP socket (never listening:
- * it only makes the port ours on this host) and listen on the abstract
- * unix name made of it.
+ * it only makes the port ours on this host) and listen on an abstract unix
+ * name made of it and random bits (the address's tag, which peers learn
+ * with the address, over the control plane). Any user of the host can bind
+ * any abstract name, and a name made of uid and ip:port alone could be
+ * bound first to stop this node (~28k sockets cover every port of the
+ * ephemeral range): 128 random bits cannot be. A name that is taken
+ * anyway is a collision: new bits, a few times.
  */
 static int shm_listen(struct shm_fab *f, const char *where)
 {
@@ -64,18 +87,29 @@ static int shm_listen(struct shm_fab *f, const char *where)
 		if (getsockname(f->port_fd, (struct sockaddr *)&f->addr.ss, &f->addr.len) < 0)
 			return -errno;
 	}
-	ret = shm_abstract_name(&f->addr, f->uid, &sun, &slen);
-	if (ret)
-		return ret;
 	f->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (f->lfd < 0)
 		return -errno;
-	if (bind(f->lfd, (struct sockaddr *)&sun, slen) < 0 || listen(f->lfd, 128) < 0) {
-		ret = -errno;
-		lc_log_err("shm: cannot listen on @%s: %s", sun.sun_path + 1, strerror(-ret));
-		return ret;
+	for (int i = 0;; i++) {
+		ret = random_tag(f->addr.tag);
+		if (ret) {
+			lc_log_err("shm: no random bits for the unix name: %s", strerror(-ret));
+			return ret;
+		}
+		ret = shm_abstract_name(&f->addr, f->uid, &sun, &slen);
+		if (ret)
+			return ret;
+		if (bind(f->lfd, (struct sockaddr *)&sun, slen) == 0)
+			break;
+		if (errno != EADDRINUSE || i == 3)
+			goto err_listen;
 	}
-	return 0;
+	if (listen(f->lfd, 128) == 0)
+		return 0;
+err_listen:
+	ret = -errno;
+	lc_log_err("shm: cannot listen on @%s: %s", sun.sun_path + 1, strerror(-ret));
+	return ret;
 }
 
 /* make_fpage -- the fab page, sealed: nobody else can map it writable. */

@@ -27,6 +27,14 @@
 #define EV_SOCK  1ull
 #define EV_PIDFD 2ull
 
+/*
+ * shm_abstract_name -- the abstract unix name of the fab at @a:
+ * "loco-shm-<uid>-<ip>:<port>/<tag>". Only the tag's random bits make it
+ * unguessable (the rest is for ss -x): a fab that listened on a name made
+ * of uid and ip:port alone could be stopped by anyone on the host who bound
+ * it first. -EHOSTUNREACH when @a has no tag (no shm endpoint: e.g. a
+ * tcp-only node), -EINVAL when the name does not fit.
+ */
 int shm_abstract_name(const struct fab_addr *a, uid_t uid, void *sun_, socklen_t *len)
 {
 	struct sockaddr_un *sun = sun_;
@@ -34,6 +42,8 @@ int shm_abstract_name(const struct fab_addr *a, uid_t uid, void *sun_, socklen_t
 	const char *host;
 	int n;
 
+	if (!fab_addr_has_tag(a))
+		return -EHOSTUNREACH;
 	if (fab_addr_format(a, where, sizeof(where)) != 0)
 		return -EINVAL;
 	memset(sun, 0, sizeof(*sun));
@@ -456,8 +466,13 @@ int shm_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, cons
 	if (fab_connect_check(peer, priv, priv_len, out))
 		return -EINVAL;
 	fab_addr_format(peer, where, sizeof(where));
-	if (shm_abstract_name(peer, f->uid, &sun, &slen) != 0)
-		return -EINVAL;
+	ret = shm_abstract_name(peer, f->uid, &sun, &slen);
+	if (ret == -EHOSTUNREACH && !(f->base.attr.flags & FAB_ATTR_ADDR_OWNED)) {
+		lc_log_info("shm: %s has no shm endpoint (no name in the address)", where);
+		ret = -ECONNREFUSED; /* alone: as when nobody listens */
+	}
+	if (ret)
+		return ret; /* stacked (auto): -EHOSTUNREACH, the remote fabric connects */
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
@@ -620,6 +635,8 @@ void shm_thread_accept(struct shm_fab *f)
 		l->pidfd = pidfd_of(cred.pid);
 		l->peer_addr = f->addr;
 		((struct sockaddr_in *)&l->peer_addr.ss)->sin_port = 0;
+		/* the tag names our endpoint, not the peer's */
+		memset(l->peer_addr.tag, 0, sizeof(l->peer_addr.tag));
 		l->state = SHM_LINK_HANDSHAKE;
 		l->deadline = lc_now_ns() + SHM_HELLO_MS * 1000000ull;
 		if (publish(f, l, EPOLLIN | EPOLLRDHUP) != 0) {

@@ -6,9 +6,11 @@
  * (loco-fabric-shm(7)).
  *
  * Setup goes over a unix-domain SOCK_SEQPACKET socket per link, to the
- * abstract name "loco-shm-<uid>-<ip>:<port>" of the target's fab (ip:port
- * is its fab_addr; the port is reserved by a bound, unlistened TCP
- * socket so that it is unique on the host): the HELLO carries the
+ * abstract name "loco-shm-<uid>-<ip>:<port>/<tag>" of the target's fab
+ * (ip:port/tag is its fab_addr; the port is reserved by a bound,
+ * unlistened TCP socket so that it is unique on the host; the tag is 128
+ * random bits drawn at open, so that no other user can bind the name
+ * first: peers learn it only with the address): the HELLO carries the
  * private data; the link is held until fab_link_admit(); then each side
  * passes the other, with SCM_RIGHTS, its fab page (published key table,
  * sealed against writes by others), its link page (rings and counters the
