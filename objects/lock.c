@@ -41,9 +41,14 @@
  * clock before the waiter's takeover CAS is even posted: leases never
  * overlap, and a holder that checks loco_lock_held() before it acts learns
  * that its lease expired before anyone else can be granted the lock. A
- * waiter restarts its count when it has not seen the word for LK_GAP(T):
- * with at most LK_RENEW_MAX renewals per L, the 16-bit renewal counter
- * cannot wrap around unseen (no ABA).
+ * waiter restarts its count when it has not seen the word for lk_gap():
+ * T/4, and never more than LK_GAP_LEASES * L. With at most LK_RENEW_MAX
+ * renewals per L (on the holder's clock), fewer than a quarter of the
+ * 16-bit renewal counter's values go by between two looks, so it cannot
+ * wrap around unseen (no ABA): a word seen the same at both ends of a gap
+ * was that value all along (tokens only grow, and a mark never goes
+ * back). T/4 alone bounded that only while T <= 1024 L, which create does
+ * not check, and a watch that spans calls can meet gaps that long.
  *
  * The watch (the value, and the completion times of the first and the
  * latest operation that returned it) is the handle's, not one acquire's
@@ -53,9 +58,9 @@
  * start afresh in each call and never took a dead holder's lock over;
  * now it does, about T after its first look, as one long call would. The
  * argument above needs the looks to be continuous, not to be one call's:
- * a gap of more than LK_GAP(T) between two looks, whether within a call
+ * a gap of more than lk_gap() between two looks, whether within a call
  * or between two, restarts the watch, and a takeover CAS is posted only
- * when the watch's latest look is at most LK_GAP(T) old (ripe()), so
+ * when the watch's latest look is at most lk_gap() old (ripe()), so
  * the word cannot have wrapped back to the watched value unseen before
  * the CAS compares it. Every look is timed by CLOCK_MONOTONIC, one clock
  * for every thread of the node. A try_acquire's looks are its own (it
@@ -112,10 +117,10 @@
 #define LK_DEFAULT_TAKEOVR (3 * SEC_NS)
 #define LK_LEASE_MAX       (3600 * SEC_NS)
 /* the clock-rate bound: each clock runs within 1e-3 of real time, so T > L (1 + 2e-3) */
-#define LK_DRIFT_DIV 500
-#define LK_MARGIN_NS (10ll * 1000000ll)
-#define LK_RENEW_MAX 64 /* renewals per lease at most: closer ones are no-ops */
-#define LK_GAP(t)    ((t) / 4)
+#define LK_DRIFT_DIV  500
+#define LK_MARGIN_NS  (10ll * 1000000ll)
+#define LK_RENEW_MAX  64  /* renewals per lease at most: closer ones are no-ops */
+#define LK_GAP_LEASES 256 /* x 64 renewals per L: about 16.4k, a quarter of 2^16 */
 
 /*
  * lk_waiter -- a waiter for @lk's manager: every polling wait of the lock
@@ -378,10 +383,18 @@ static uintptr_t lk_self(void)
 	return (uintptr_t)&tag;
 }
 
+/* lk_gap -- the longest gap between two looks of one watch (the header says why). */
+static int64_t lk_gap(const loco_lock_t *lk)
+{
+	int64_t g = lk->takeover_ns / 4, cap = LK_GAP_LEASES * lk->lease_ns; /* <= 2^50 */
+
+	return g < cap ? g : cap;
+}
+
 /* watch -- note that the word was @v when an operation that returned it completed (@now). */
 static void watch(const loco_lock_t *lk, struct lk_watch *w, uint64_t v, int64_t now)
 {
-	if (v != w->val || now - w->last > LK_GAP(lk->takeover_ns)) {
+	if (v != w->val || now - w->last > lk_gap(lk)) {
 		w->val = v;
 		w->since = now;
 	}
@@ -390,13 +403,13 @@ static void watch(const loco_lock_t *lk, struct lk_watch *w, uint64_t v, int64_t
 
 /*
  * ripe -- 1 when @w may take @v over at @now: seen unchanged for T, and
- * last seen at most LK_GAP(T) ago (the watch may span calls: an old look
+ * last seen at most lk_gap() ago (the watch may span calls: an old look
  * says nothing of the word now).
  */
 static int ripe(const loco_lock_t *lk, const struct lk_watch *w, uint64_t v, int64_t now)
 {
 	return w->takeover && v == w->val && w->last - w->since >= lk->takeover_ns &&
-	       now - w->last <= LK_GAP(lk->takeover_ns);
+	       now - w->last <= lk_gap(lk);
 }
 
 /* waited -- @w (HELD) as a waiter marks it: the same token and renewal counter */

@@ -22,9 +22,9 @@
  * holder's lease has ended (loco_lock_held() = 0) before anyone else can
  * be granted the lock, and no two leases overlap. The watch of the word
  * is the handle's (this node's), not one call's: the looks of successive
- * acquires add up, however short each call, as long as
- * no two looks are more than takeover_ns / 4 apart. The node that took
- * over learns it from loco_lock_recovered().
+ * acquires add up, however short each call, as long as no two looks are
+ * more than takeover_ns / 4 (at most 256 lease_ns) apart. The node that
+ * took over learns it from loco_lock_recovered().
  *
  * A host that leaves or fails (since loco 0.4): the lock moves to the
  * lowest id among the channel's present members holding it, at a new
