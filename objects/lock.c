@@ -374,7 +374,12 @@ static void backoff(loco_lock_t *lk, int64_t *delay, int64_t deadline)
 
 /*
  * lk_self -- this thread's tag: the address of a thread-local byte, unique
- * among the threads alive (hold_thr: an acquire of the holding thread).
+ * among the threads alive, so that hold_thr tells the holding thread's own
+ * acquire (-EDEADLK) from another thread's (which waits its turn). No
+ * pthread_t: it is not an integer everywhere, and hold_thr is atomic. A
+ * thread that ends while it holds leaves its tag to a later thread, whose
+ * acquire then says -EDEADLK until some thread releases: no worse than
+ * waiting for that release.
  */
 static uintptr_t lk_self(void)
 {
