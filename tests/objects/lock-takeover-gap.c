@@ -10,12 +10,14 @@
  * bridge gaps in which a live holder could renew 65536 times.
  *
  * loco-run -n 3. Channel "lk-gap" holds lock "G" hosted on node 1, with a
- * 2 ms lease (L) and a 6 s takeover time (T): G is 512 ms, where T/4
- * would be 1.5 s.
+ * 5 ms lease (L) and an 8 s takeover time (T): G is 1.28 s, where T/4
+ * would be 2 s. (A shorter lease would make the test quicker, but a grant
+ * must complete within L of its post: 5 ms leaves room for the VM's
+ * emulated verbs.)
  *
  * Node 1 spawns node 9 (role "holder"): it takes G, reports and waits;
  * node 1 SIGKILLs it by PID. Then every base node looks at G with
- * acquire(1 ms) every GAP_MS (800 ms: more than G, less than T/4) for
+ * acquire(1 ms) every GAP_MS (1.6 s: more than G, less than T/4) for
  * LOOK_MS (T + 2 s): every look must time out (no watch survives a gap).
  * Then each acquires with a timeout of T + SLACK: it must get G, no sooner
  * than T after that call began (its watch starts afresh), and exactly one
@@ -34,9 +36,9 @@
 #define LOCK_HOST 1
 #define HOLDER    9
 #define MS        1000000ll
-#define LEASE_NS  (2 * MS)
-#define TAKE_MS   6000
-#define GAP_MS    800 /* between looks: > 256 L = 512 ms, < T/4 = 1500 ms */
+#define LEASE_NS  (5 * MS)
+#define TAKE_MS   8000
+#define GAP_MS    1600 /* between looks: > 256 L = 1280 ms, < T/4 = 2000 ms */
 #define LOOK_MS   (TAKE_MS + 2000)
 #define SLACK_MS  5000
 #define TMO       (10 * SC_NS)
@@ -55,7 +57,7 @@ static noreturn void holder_main(void)
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "lk-gap", 4, &ch));
 	SC_ASSERT_OK(loco_lock_create_config(ch, "G", LOCK_HOST, &lcfg, &lk));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
-	/* a 2 ms lease: a grant that completes later is given back, and tried again */
+	/* a 5 ms lease: a grant that completes later is given back, and tried again */
 	SC_ASSERT_OK(loco_lock_acquire(lk, TMO));
 	sc_log("node %u holds G (pid %d)", loco_node_id(m), (int)getpid());
 	sc_report("held");
@@ -139,7 +141,7 @@ int main(int argc, char **argv)
 	if (loco_lock_recovered(lk) && ms < TAKE_MS)
 		SC_FAIL("G taken over %.1f ms into the call: sooner than T", ms);
 	ret = loco_lock_release(lk);
-	if (ret != 0 && ret != -ETIMEDOUT) /* -ETIMEDOUT: a 2 ms lease ran out */
+	if (ret != 0 && ret != -ETIMEDOUT) /* -ETIMEDOUT: a 5 ms lease ran out */
 		SC_FAIL("release: %s", loco_strerror(ret));
 	sc_sync_wait(&sync, "taken once each", SC_WAIT_MS);
 	for (unsigned i = 1; i <= 3; i++)
