@@ -41,9 +41,31 @@
  * clock before the waiter's takeover CAS is even posted: leases never
  * overlap, and a holder that checks loco_lock_held() before it acts learns
  * that its lease expired before anyone else can be granted the lock. A
- * waiter restarts its count when it has not seen the word for LK_GAP(T):
- * with at most LK_RENEW_MAX renewals per L, the 16-bit renewal counter
- * cannot wrap around unseen (no ABA).
+ * waiter restarts its count when it has not seen the word for lk_gap():
+ * T/4, and never more than LK_GAP_LEASES * L. With at most LK_RENEW_MAX
+ * renewals per L (on the holder's clock), fewer than a quarter of the
+ * 16-bit renewal counter's values go by between two looks, so it cannot
+ * wrap around unseen (no ABA): a word seen the same at both ends of a gap
+ * was that value all along (tokens only grow, and a mark never goes
+ * back). T/4 alone bounded that only while T <= 1024 L, which create does
+ * not check, and a watch that spans calls can meet gaps that long.
+ *
+ * The watch (the value, and the completion times of the first and the
+ * latest operation that returned it) is the handle's, not one acquire's
+ * (struct loco_lock.watch, under the claim): the looks of successive
+ * acquires, by any thread of this node, add up. A waiter that waits in
+ * calls shorter than T (a loop of acquire(500 ms) with T = 3 s) used to
+ * start afresh in each call and never took a dead holder's lock over;
+ * now it does, about T after its first look, as one long call would. The
+ * argument above needs the looks to be continuous, not to be one call's:
+ * a gap of more than lk_gap() between two looks, whether within a call
+ * or between two, restarts the watch, and a takeover CAS is posted only
+ * when the watch's latest look is at most lk_gap() old (ripe()), so
+ * the word cannot have wrapped back to the watched value unseen before
+ * the CAS compares it. Every look is timed by CLOCK_MONOTONIC, one clock
+ * for every thread of the node. A try_acquire's looks are its own (it
+ * never takes over) and do not feed the handle's watch; this node's own
+ * grant, a move of the host and a partition clear it.
  *
  * A dead or stopped holder is recovered by the lease alone: no peer_leave
  * needed, and no lock is freed under a holder that was declared failed
@@ -95,10 +117,10 @@
 #define LK_DEFAULT_TAKEOVR (3 * SEC_NS)
 #define LK_LEASE_MAX       (3600 * SEC_NS)
 /* the clock-rate bound: each clock runs within 1e-3 of real time, so T > L (1 + 2e-3) */
-#define LK_DRIFT_DIV 500
-#define LK_MARGIN_NS (10ll * 1000000ll)
-#define LK_RENEW_MAX 64 /* renewals per lease at most: closer ones are no-ops */
-#define LK_GAP(t)    ((t) / 4)
+#define LK_DRIFT_DIV  500
+#define LK_MARGIN_NS  (10ll * 1000000ll)
+#define LK_RENEW_MAX  64  /* renewals per lease at most: closer ones are no-ops */
+#define LK_GAP_LEASES 256 /* x 64 renewals per L: about 16.4k, a quarter of 2^16 */
 
 /*
  * lk_waiter -- a waiter for @lk's manager: every polling wait of the lock
@@ -178,6 +200,7 @@ int loco_lock_create_config(loco_channel_t *ch, const char *name, uint32_t host,
 	lk->lease_ns = lease;
 	lk->takeover_ns = takeover;
 	lk->rng = inc | 1;
+	lk->watch.takeover = true; /* the acquires' watch; a try has its own */
 	pthread_mutex_init(&lk->query_lock, NULL);
 	pthread_mutex_init(&lk->hold_lock, NULL);
 	pthread_mutex_init(&lk->move_lock, NULL);
@@ -349,25 +372,49 @@ static void backoff(loco_lock_t *lk, int64_t *delay, int64_t deadline)
 	*delay = *delay * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : *delay * 2;
 }
 
-/* what an acquire has seen of a HELD word: the value and since when, unbroken */
-struct lk_watch {
-	uint64_t val;             /* 0: nothing watched (0 is FREE, never watched) */
-	int64_t since;            /* completion time of the first operation that returned val */
-	int64_t last;             /* ... of the latest one */
-	bool may_steal;           /* acquire (not try): a takeover is allowed */
-	int64_t t0;               /* when the acquire began (0: a try, which never marks) */
-	const struct lk_host *hs; /* the host whose word is watched */
-};
-
-/* watch -- note that the word was @v at @now; 1 when it has been so for T. */
-static int watch(const loco_lock_t *lk, struct lk_watch *w, uint64_t v, int64_t now)
+/*
+ * lk_self -- this thread's tag: the address of a thread-local byte, unique
+ * among the threads alive, so that hold_thr tells the holding thread's own
+ * acquire (-EDEADLK) from another thread's (which waits its turn). No
+ * pthread_t: it is not an integer everywhere, and hold_thr is atomic. A
+ * thread that ends while it holds leaves its tag to a later thread, whose
+ * acquire then says -EDEADLK until some thread releases: no worse than
+ * waiting for that release.
+ */
+static uintptr_t lk_self(void)
 {
-	if (v != w->val || now - w->last > LK_GAP(lk->takeover_ns)) {
+	static _Thread_local char tag;
+
+	return (uintptr_t)&tag;
+}
+
+/* lk_gap -- the longest gap between two looks of one watch (the header says why). */
+static int64_t lk_gap(const loco_lock_t *lk)
+{
+	int64_t g = lk->takeover_ns / 4, cap = LK_GAP_LEASES * lk->lease_ns; /* <= 2^50 */
+
+	return g < cap ? g : cap;
+}
+
+/* watch -- note that the word was @v when an operation that returned it completed (@now). */
+static void watch(const loco_lock_t *lk, struct lk_watch *w, uint64_t v, int64_t now)
+{
+	if (v != w->val || now - w->last > lk_gap(lk)) {
 		w->val = v;
 		w->since = now;
 	}
 	w->last = now;
-	return w->may_steal && now - w->since >= lk->takeover_ns;
+}
+
+/*
+ * ripe -- 1 when @w may take @v over at @now: seen unchanged for T, and
+ * last seen at most lk_gap() ago (the watch may span calls: an old look
+ * says nothing of the word now).
+ */
+static int ripe(const loco_lock_t *lk, const struct lk_watch *w, uint64_t v, int64_t now)
+{
+	return w->takeover && v == w->val && w->last - w->since >= lk->takeover_ns &&
+	       now - w->last <= lk_gap(lk);
 }
 
 /* waited -- @w (HELD) as a waiter marks it: the same token and renewal counter */
@@ -394,6 +441,7 @@ static int grant(loco_lock_t *lk, struct lk_host *hs, uint64_t word, int64_t t_p
 	int ret;
 
 	lk->seen = word;
+	lk->watch.val = 0; /* ours now: a watch of the word before says nothing after */
 	ret = lk_op(lk, hs, LK_WRITEO, O_MAKE(W_TOKEN(word), lk->me), 0, RES_OWNER, lk->ack, NULL,
 	            -1);
 	if (ret == 0 && obj_now_ns() - t_post < lk->lease_ns) {
@@ -406,7 +454,8 @@ static int grant(loco_lock_t *lk, struct lk_host *hs, uint64_t word, int64_t t_p
 		__atomic_store_n(&lk->token, lk_user_token(hs, word), __ATOMIC_RELAXED);
 		__atomic_store_n(&lk->lease_end, t_post + lk->lease_ns, __ATOMIC_RELAXED);
 		__atomic_store_n(&lk->recovered, stolen || moved, __ATOMIC_RELAXED);
-		__atomic_store_n(&lk->held, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&lk->hold_thr, lk_self(), __ATOMIC_RELAXED);
+		__atomic_store_n(&lk->held, 1, __ATOMIC_RELEASE); /* after hold_thr: see acquire */
 		return 1;
 	}
 	/* give it back: exactly our word (or it marked WAITED), never someone else's grant */
@@ -424,11 +473,12 @@ static int grant(loco_lock_t *lk, struct lk_host *hs, uint64_t word, int64_t t_p
 
 /*
  * attempt -- one CAS toward a grant on @hs: of *@expect when it is FREE,
- * or, when it has been HELD unchanged for T (@w), a takeover. 1 when
- * taken, 0 when not (*@expect updated to what the word holds), or an
- * error.
+ * or, when it has been HELD unchanged for T (@w), a takeover. @t0: when
+ * the acquire began (0: a try, which never marks the word). 1 when taken,
+ * 0 when not (*@expect updated to what the word holds), or an error.
  */
-static int attempt(loco_lock_t *lk, struct lk_host *hs, uint64_t *expect, struct lk_watch *w)
+static int attempt(loco_lock_t *lk, struct lk_host *hs, uint64_t *expect, struct lk_watch *w,
+                   int64_t t0)
 {
 	for (int i = 0; i < 2; i++) {
 		uint64_t old = 0, guess = *expect, want;
@@ -437,7 +487,7 @@ static int attempt(loco_lock_t *lk, struct lk_host *hs, uint64_t *expect, struct
 		int ret;
 
 		if (!W_FREE(guess)) {
-			steal = watch(lk, w, guess, w->last);
+			steal = ripe(lk, w, guess, obj_now_ns());
 			if (!steal) /* poll: the free word the holder's release leaves */
 				guess = W_MAKE(W_TOKEN(guess), 0, ST_FREE);
 		} else if (guess == lk->passed && lk->passed_hs == hs) {
@@ -481,9 +531,10 @@ static int attempt(loco_lock_t *lk, struct lk_host *hs, uint64_t *expect, struct
 		*expect = old;
 		lk->seen = old;
 		if (!W_FREE(old)) {
-			if (watch(lk, w, old, now))
+			watch(lk, w, old, now);
+			if (ripe(lk, w, old, now))
 				continue; /* unchanged for T: take it over now */
-			if (W_STATE(old) == ST_HELD && w->t0 != 0 && now - w->t0 >= WAIT_MARK_NS) {
+			if (W_STATE(old) == ST_HELD && t0 != 0 && now - t0 >= WAIT_MARK_NS) {
 				uint64_t held = old;
 
 				if (lk_op(lk, hs, LK_CAS, held, waited(held), RES_OP, lk->ack, &old,
@@ -501,11 +552,12 @@ static int attempt(loco_lock_t *lk, struct lk_host *hs, uint64_t *expect, struct
 }
 
 /*
- * try_host -- under the claim: one attempt on the current host. 1 held, 0
- * busy (or the host may not be used yet), or an error. -ECONNRESET from a
- * host the lock has moved away from meanwhile counts as busy.
+ * try_host -- under the claim: one attempt on the current host (@w, @t0:
+ * attempt()'s). 1 held, 0 busy (or the host may not be used yet), or an
+ * error. -ECONNRESET from a host the lock has moved away from meanwhile
+ * counts as busy.
  */
-static int try_host(loco_lock_t *lk, struct lk_watch *w)
+static int try_host(loco_lock_t *lk, struct lk_watch *w, int64_t t0)
 {
 	struct lk_host *hs = lk_host_ready(lk);
 	uint64_t expect;
@@ -518,7 +570,7 @@ static int try_host(loco_lock_t *lk, struct lk_watch *w)
 		w->val = 0;
 	}
 	expect = lk->seen;
-	ret = attempt(lk, hs, &expect, w);
+	ret = attempt(lk, hs, &expect, w, t0);
 	if (ret == -ECONNRESET && lk_host_cur(lk) != hs)
 		return 0;
 	return ret;
@@ -526,12 +578,20 @@ static int try_host(loco_lock_t *lk, struct lk_watch *w)
 
 int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 {
-	int64_t deadline, delay = BACKOFF_MIN_NS;
-	struct lk_watch w = {.may_steal = true, .t0 = obj_now_ns()};
+	int64_t deadline, delay = BACKOFF_MIN_NS, t0 = obj_now_ns();
 	int ret;
 
 	if (lk == NULL)
 		return -EINVAL;
+	/*
+	 * This thread's call took the hold: claim() would wait for a release
+	 * that only this thread was going to make (until the timeout, or for
+	 * ever). Another thread of the node still waits its turn. hold_thr is
+	 * read after held (acquire): it is the tag of the hold held says.
+	 */
+	if (__atomic_load_n(&lk->held, __ATOMIC_ACQUIRE) &&
+	    __atomic_load_n(&lk->hold_thr, __ATOMIC_RELAXED) == lk_self())
+		return -EDEADLK;
 	deadline = obj_deadline(timeout_ns == 0 ? 1 : timeout_ns); /* 0 would mean one try */
 	ret = claim(lk, deadline);
 	if (ret)
@@ -540,10 +600,11 @@ int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 		if (lk_partitioned(lk)) {
 			/* it may be excluded: after the partition, ask the peers first */
 			__atomic_store_n(&lk->need_sync, 2, __ATOMIC_RELEASE);
+			lk->watch.val = 0; /* and watch afresh */
 			ret = -LOCO_EPARTITION;
 			break;
 		}
-		ret = try_host(lk, &w);
+		ret = try_host(lk, &lk->watch, t0);
 		if (ret == 1)
 			return 0; /* the claim stays with the hold */
 		if (ret < 0)
@@ -560,7 +621,7 @@ int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 
 int loco_lock_try_acquire(loco_lock_t *lk)
 {
-	struct lk_watch w = {.may_steal = false};
+	struct lk_watch w = {.takeover = false}; /* a try's own: never the handle's */
 	int ret;
 
 	if (lk == NULL)
@@ -572,7 +633,7 @@ int loco_lock_try_acquire(loco_lock_t *lk)
 		__atomic_store_n(&lk->need_sync, 2, __ATOMIC_RELEASE); /* as in acquire */
 		ret = -LOCO_EPARTITION;
 	} else {
-		ret = try_host(lk, &w);
+		ret = try_host(lk, &w, 0);
 	}
 	if (ret == 1)
 		return 0;
@@ -679,6 +740,7 @@ int loco_lock_release(loco_lock_t *lk)
 	}
 	__atomic_store_n(&lk->lease_end, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&lk->recovered, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&lk->hold_thr, 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&lk->hold_lock);
 	unclaim(lk);
 	return ret;

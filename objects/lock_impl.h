@@ -11,6 +11,7 @@
 #define LOCO_OBJECTS_LOCK_IMPL_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <loco.h>
@@ -35,6 +36,21 @@ enum lk_op {
 	LK_CAS,   /* W: a -> b */
 	LK_READ2, /* W and O, into old[0], old[1] */
 	LK_WRITEO /* O := a */
+};
+
+/*
+ * What this node has seen of a held word: the value and since when,
+ * unbroken (lock.c's header says why that makes a takeover safe). The
+ * acquires' watch belongs to the handle (struct loco_lock.watch), not to
+ * one call, so that waits split into short calls add up; a try's is its
+ * own, thrown away with the call.
+ */
+struct lk_watch {
+	uint64_t val;             /* 0: nothing watched (0 is FREE, never watched) */
+	int64_t since;            /* completion time of the first operation that returned val */
+	int64_t last;             /* ... of the latest one */
+	const struct lk_host *hs; /* the host whose word is watched */
+	bool takeover;            /* the acquires' watch: a takeover is allowed */
 };
 
 /*
@@ -80,6 +96,8 @@ struct loco_lock {
 	int64_t passed_seen;       /* when an acquire here first met it (0: not yet) */
 	struct lk_host *passed_hs; /* the host of @passed */
 	uint64_t rng;              /* back-off jitter (under the claim) */
+	struct lk_watch watch;     /* the acquires' watch of a held word (under the claim) */
+	uintptr_t hold_thr;        /* atomic: lk_self() of the thread whose call took the hold */
 };
 
 static inline uint64_t *res_ptr(const loco_lock_t *lk, unsigned slot)

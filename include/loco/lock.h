@@ -20,8 +20,11 @@
  * renewed after seeing its word unchanged for takeover_ns (default 3 s),
  * which exceeds the lease by more than the clock-drift margin: the
  * holder's lease has ended (loco_lock_held() = 0) before anyone else can
- * be granted the lock, and no two leases overlap. The node that took over
- * learns it from loco_lock_recovered().
+ * be granted the lock, and no two leases overlap. The watch of the word
+ * is the handle's (this node's), not one call's: the looks of successive
+ * acquires add up, however short each call, as long as no two looks are
+ * more than takeover_ns / 4 (at most 256 lease_ns) apart. The node that
+ * took over learns it from loco_lock_recovered().
  *
  * A host that leaves or fails (since loco 0.4): the lock moves to the
  * lowest id among the channel's present members holding it, at a new
@@ -35,6 +38,8 @@
  *
  * Thread safety: MT-safe. The lock is held by the node, not by a thread:
  * threads of one node take turns, and any of them may renew or release it.
+ * The thread whose call took the hold gets -EDEADLK from acquire (it would
+ * wait for its own release).
  */
 #ifndef LOCO_LOCK_H
 #define LOCO_LOCK_H
@@ -81,16 +86,19 @@ void loco_lock_destroy(loco_lock_t *lk);
 /*
  * loco_lock_acquire -- take the lock, trying until @timeout_ns passes
  * (< 0: forever); a lease left unrenewed for the takeover time is taken
- * over. Returns 0 (held, with a fresh lease); -ETIMEDOUT; -ENOENT (the
- * host is not paired, yet); -ECONNRESET (the lock could not move);
- * -LOCO_EPARTITION (this node cannot reach a majority); -ENOTCONN, or the
- * fabric's error of an attempt.
+ * over, also by a caller that waits in several shorter calls. Returns 0
+ * (held, with a fresh lease); -ETIMEDOUT; -EDEADLK (this thread's call
+ * took the hold this node has not released: at once, the hold untouched);
+ * -ENOENT (the host is not paired, yet); -ECONNRESET (the lock could not
+ * move); -LOCO_EPARTITION (this node cannot reach a majority); -ENOTCONN,
+ * or the fabric's error of an attempt.
  */
 int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns);
 
 /*
- * loco_lock_try_acquire -- one attempt, never a takeover: 0 (held), -EBUSY,
- * or acquire's errors.
+ * loco_lock_try_acquire -- one attempt, never a takeover: 0 (held), -EBUSY
+ * (held by another node, or by this one: also when this thread holds it),
+ * or acquire's errors but -EDEADLK.
  */
 int loco_lock_try_acquire(loco_lock_t *lk);
 
