@@ -129,6 +129,41 @@ struct loco_object_ops {
 };
 
 /*
+ * Handles: how a handle that is gone says so (loco(7), MISUSE). Every
+ * handle LOCO gives out -- manager, channel, object, ack key, poller and
+ * each stock object -- is made with loco_handle_alloc() or its liboco
+ * twin. Destroying it marks it dead and keeps its memory in a bounded,
+ * process-wide graveyard instead of freeing it, so a call on it later
+ * returns -EBADF rather than reading freed memory; loco_fini() kills
+ * every handle of its manager still alive, so every call after it gets
+ * -EBADF too. The graveyard holds the last 1024 dead handles (4 MiB at
+ * most): a handle destroyed longer ago is really freed; a check on it
+ * aborts with "loco: misuse: ... is not a live LOCO handle" while the
+ * memory is unused, and cannot tell it from a new handle once malloc
+ * reused it. An object author makes its handle with loco_handle_alloc(),
+ * frees it with loco_handle_free(), and begins every entry point with
+ * loco_handle_check(). Appeared in loco 0.11.
+ */
+
+/*
+ * loco_handle_alloc -- @size zeroed bytes for an object's handle in @ch,
+ * killed by loco_fini() of @ch's manager if still alive then. Returns 0
+ * and sets *@out; -EINVAL (NULL, @size 0), -EBADF (@ch is gone), -ENOMEM.
+ */
+int loco_handle_alloc(loco_channel_t *ch, size_t size, void **out);
+
+/* loco_handle_free -- mark @h dead and park it in the graveyard (never freed at once). NULL-safe. */
+void loco_handle_free(void *h);
+
+/*
+ * loco_handle_check -- whether handle @h may be used: 0; -EINVAL (NULL);
+ * -EBADF (destroyed, or its manager finished). Lock-free: one load. Aborts
+ * with a message naming the misuse when @h is no handle at all (memory
+ * freed past the graveyard, or a pointer LOCO never gave).
+ */
+int loco_handle_check(const void *h);
+
+/*
  * loco_object_create -- register object @name (unique in the channel) in
  * @ch with callbacks @ops (may be NULL) and their @arg.
  * Returns 0 and sets *@out; -EINVAL, -EEXIST, -ENOMEM.
