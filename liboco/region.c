@@ -213,7 +213,7 @@ void loco_object_destroy(loco_object_t *obj)
 
 loco_channel_t *loco_object_channel(const loco_object_t *obj)
 {
-	return obj ? obj->ch : NULL;
+	return lc_handle_ok(obj) == 0 ? obj->ch : NULL;
 }
 
 int loco_object_status(const loco_object_t *obj)

@@ -83,7 +83,8 @@ int loco_channel_join(loco_channel_t *ch, int64_t timeout_ns);
 
 /*
  * loco_channel_destroy -- leave and free the channel. Returns 0, or -EBUSY
- * while objects or child channels remain in it (nothing is changed).
+ * while objects or child channels remain in it (nothing is changed);
+ * -EBADF when it was destroyed already or its manager finished.
  */
 int loco_channel_destroy(loco_channel_t *ch);
 
@@ -142,7 +143,7 @@ struct loco_object_ops {
  * memory is unused, and cannot tell it from a new handle once malloc
  * reused it. An object author makes its handle with loco_handle_alloc(),
  * frees it with loco_handle_free(), and begins every entry point with
- * loco_handle_check(). Appeared in loco 0.11.
+ * loco_handle_check(). Appeared in loco 0.10.
  */
 
 /*
@@ -175,7 +176,8 @@ int loco_object_create(loco_channel_t *ch, const char *name, const struct loco_o
  * loco_object_destroy -- remove the object and tell the channel's peers;
  * its regions are deregistered and freed two failure bounds later (a
  * peer's WRITE that crossed the news lands in them, harmlessly; at most
- * 64 regions and 16 MiB are kept, the oldest go first). NULL-safe.
+ * 64 regions and 16 MiB are kept, the oldest go first). NULL-safe; a
+ * second destroy logs the misuse and does nothing.
  */
 void loco_object_destroy(loco_object_t *obj);
 
@@ -391,7 +393,7 @@ int loco_poller_add(loco_manager_t *m, int (*fn)(void *arg), void *arg, int64_t 
  * return: afterwards the function is neither running nor called again.
  * From inside a poller's function (its own included) it does not wait: a
  * function that removes itself finishes its current call and is not
- * called again. Returns 0; -EINVAL (NULL).
+ * called again. Returns 0; -EINVAL (NULL); -EBADF (removed already).
  */
 int loco_poller_remove(loco_poller_t *p);
 
