@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * handle.c -- handles that say when they are gone (loco(7), MISUSE).
+ * handle.c -- handles that say when they are gone (loco(7), Misuse).
  *
  * A handle's memory starts with a hidden header whose magic word says
  * whether it is alive. Destroying a handle does not free that memory: it
@@ -137,7 +137,7 @@ void lc_handle_bury(void *h)
 	pthread_mutex_unlock(&lc_handles_lock);
 }
 
-void lc_handle_fini_manager(loco_manager_t *m)
+void lc_handle_fini_manager(loco_manager_t *m, int keep)
 {
 	struct lc_handle *hd, *next;
 
@@ -147,6 +147,8 @@ void lc_handle_fini_manager(loco_manager_t *m)
 		if (hd->m != m)
 			continue;
 		__atomic_store_n(&hd->magic, HANDLE_DEAD, __ATOMIC_RELEASE);
+		if (keep) /* stays in the live list, dead: never evicted, never freed */
+			continue;
 		live_unlink(hd);
 		grave_push(hd);
 	}

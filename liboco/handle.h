@@ -19,8 +19,12 @@ void lc_handle_kill(void *h);
 /* lc_handle_bury -- kill @h and give its memory to the graveyard. NULL-safe. */
 void lc_handle_bury(void *h);
 
-/* lc_handle_fini_manager -- at loco_fini(): every handle of @m still alive is killed and buried. */
-void lc_handle_fini_manager(loco_manager_t *m);
+/*
+ * lc_handle_fini_manager -- at loco_fini(): every handle of @m still alive
+ * is killed, and buried unless @keep (then its memory is never freed:
+ * loco_fini() keeps what objects left open may still run on).
+ */
+void lc_handle_fini_manager(loco_manager_t *m, int keep);
 
 /* lc_handle_ok -- loco_handle_check() for liboco: 0, -EINVAL (NULL), -EBADF. */
 #define lc_handle_ok(h) loco_handle_check(h)

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chan.h"
 #include "dial.h"
 #include "handle.h"
 #include "log.h"
@@ -172,8 +173,25 @@ static void manager_free(loco_manager_t *m)
 	 * (handle.c). Their memory is not freed: a call must still read a
 	 * magic word there, and the manager's fields (loco_view()).
 	 */
-	lc_handle_fini_manager(m);
+	lc_handle_fini_manager(m, 0);
 	lc_handle_bury(m);
+}
+
+/*
+ * open_objects -- how many objects the program left in @m's channels, and
+ * the first one's names (for the log). m->lock.
+ */
+static unsigned open_objects(loco_manager_t *m, const char **obj, const char **chan)
+{
+	unsigned n = 0;
+
+	for (loco_channel_t *ch = m->channels; ch != NULL; ch = ch->next)
+		for (loco_object_t *o = ch->objects; o != NULL; o = o->next)
+			if (n++ == 0) {
+				*obj = o->name;
+				*chan = ch->name;
+			}
+	return n;
 }
 
 /* open_endpoints -- the fabric, the control listener, epoll and the wake fd. */
@@ -467,7 +485,9 @@ err_free:
 
 void loco_fini(loco_manager_t *m)
 {
+	const char *obj = NULL, *chan = NULL;
 	uint64_t deadline;
+	unsigned nobj;
 
 	if (m == NULL)
 		return;
@@ -498,7 +518,26 @@ void loco_fini(loco_manager_t *m)
 	while (!lc_members_sent(m) && lc_now_ns() < deadline + LC_IO_TIMEOUT_MS * 1000000ull)
 		usleep(1000);
 	lc_progress_stop(m);
-	manager_free(m);
+	pthread_mutex_lock(&m->lock);
+	nobj = open_objects(m, &obj, &chan);
+	pthread_mutex_unlock(&m->lock);
+	if (nobj > 0) {
+		/*
+		 * An object may run threads of its own (an rpc endpoint's
+		 * servers, a map's) on the fabric, its regions and the wait
+		 * state: freeing them under it would crash it. Only the object
+		 * can stop them, so everything stays allocated: the handles die
+		 * (calls on them return -EBADF) and the manager is leaked.
+		 */
+		lc_log_err("misuse: loco_fini() with %u object(s) still open (the first: '%s' in "
+		           "channel '%s'): destroy objects and channels first; the manager's "
+		           "fabric and memory are kept for them, never freed",
+		           nobj, obj, chan);
+		lc_handle_fini_manager(m, 1);
+		lc_handle_kill(m);
+	} else {
+		manager_free(m);
+	}
 	managers_leave();
 }
 

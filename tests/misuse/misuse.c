@@ -896,6 +896,41 @@ static int graveyard_evicted(void)
 #endif
 }
 
+/* objects with threads of their own left open across loco_fini(): then used */
+static int rpc_threads_after_fini(void)
+{
+	struct timespec pause = {1, 0};
+	loco_rpc_cfg_t cfg;
+	loco_rpc_ep_t *ep;
+
+	chan();
+	loco_rpc_cfg_default(&cfg, NULL, 0);
+	cfg.threads = 2;
+	OK(loco_rpc_create(C, "rpc", &cfg, &ep));
+	joined();
+	loco_fini(M);
+	nanosleep(&pause, NULL); /* its server threads run on meanwhile */
+	return loco_rpc_call(ep, 1, loco_rpc_id("f"), "x", 1, NS);
+}
+
+static int map_after_fini(void)
+{
+	struct timespec pause = {1, 0};
+	uint32_t me = 1, client = 2;
+	loco_map_cfg_t cfg;
+	loco_map_t *mp;
+
+	chan();
+	loco_map_cfg_default(&cfg, &me, 1);
+	cfg.clients = &client;
+	cfg.nclients = 1;
+	OK(loco_map_create(C, "map", &cfg, &mp));
+	joined();
+	loco_fini(M);
+	nanosleep(&pause, NULL);
+	return loco_map_put(mp, "k", 1, "v", 1, NULL, NS);
+}
+
 /* ---- NULL handles ---------------------------------------------- */
 
 static int n_members(void)
@@ -1033,6 +1068,8 @@ static const struct mcase {
     {"ack-destroy-failures", a_failures_after_destroy, EBADF_RET},
     {"object-destroy-channel", o_channel_after_destroy, SURVIVE},
     {"graveyard-evicted", graveyard_evicted, EBADF_RET},
+    {"fini-rpc-threads-call", rpc_threads_after_fini, EBADF_RET},
+    {"fini-map-put", map_after_fini, EBADF_RET},
     {"null-members", n_members, EINVAL_RET},
     {"null-channel-join", n_join, EINVAL_RET},
     {"null-barrier-wait", n_barrier, EINVAL_RET},
