@@ -443,9 +443,14 @@ int lc_ack_complete_node(struct lc_ack_table *t, uint64_t wrid, int status, uint
 
 int lc_ack_keys_check(const struct lc_ack_table *t, loco_ack_key_t *const *keys, unsigned n)
 {
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
+		int ret = keys[i] != NULL ? lc_handle_ok(keys[i]) : 0; /* destroyed: -EBADF */
+
+		if (ret)
+			return ret;
 		if (keys[i] != NULL && keys[i]->table != t)
 			return -EINVAL;
+	}
 	return 0;
 }
 

@@ -940,6 +940,20 @@ static int map_after_fini(void)
 	return loco_map_put(mp, "k", 1, "v", 1, NULL, NS);
 }
 
+/* an operation attached to a destroyed ack key */
+static int a_write_after_destroy(void)
+{
+	loco_shared_region_t *sr;
+	loco_ack_key_t *k;
+
+	chan();
+	OK(loco_shared_region_create(C, "sr", 64, LOCO_ACCESS_WRITE, &sr));
+	joined();
+	OK(loco_ack_key_create(M, &k));
+	loco_ack_key_destroy(k);
+	return loco_shared_region_write(sr, 1, 0, 8, k);
+}
+
 /* ---- NULL handles ---------------------------------------------- */
 
 static int n_members(void)
@@ -1077,6 +1091,7 @@ static const struct mcase {
     {"ack-destroy-failures", a_failures_after_destroy, EBADF_RET},
     {"object-destroy-channel", o_channel_after_destroy, SURVIVE},
     {"graveyard-evicted", graveyard_evicted, EBADF_RET},
+    {"ack-destroy-write", a_write_after_destroy, EBADF_RET},
     {"fini-rpc-threads-call", rpc_threads_after_fini, EBADF_RET},
     {"fini-map-put", map_after_fini, EBADF_RET},
     {"null-members", n_members, EINVAL_RET},
