@@ -160,7 +160,8 @@ void loco_handle_free(void *h);
  * loco_handle_check -- whether handle @h may be used: 0; -EINVAL (NULL);
  * -EBADF (destroyed, or its manager finished). Lock-free: one load. Aborts
  * with a message naming the misuse when @h is no handle at all (memory
- * freed past the graveyard, or a pointer LOCO never gave).
+ * freed past the graveyard; a pointer LOCO never gave, usually: the check
+ * reads the 48 bytes before @h).
  */
 int loco_handle_check(const void *h);
 
