@@ -41,13 +41,15 @@
 #define GRAVE_MAX   1024u
 #define GRAVE_BYTES (4u << 20)
 
-/* 48 bytes: the handle behind it keeps malloc's 16-byte alignment */
+/* 64 bytes: the handle behind it keeps malloc's 16-byte alignment */
 struct lc_handle {
 	uint64_t magic; /* HANDLE_LIVE or HANDLE_DEAD; first: see above */
 	loco_manager_t *m;
 	struct lc_handle *prev, *next; /* live: the live list; dead: the graveyard */
 	size_t size;                   /* of the handle behind, header included */
 	uint64_t buried;               /* 0: in the live list; 1: in the graveyard */
+	void (*fini)(void *h);         /* called when the graveyard frees it (lc_handle_bury_fn) */
+	uint64_t pad;
 };
 _Static_assert(sizeof(struct lc_handle) % 16 == 0, "handles keep malloc's alignment");
 
@@ -111,6 +113,8 @@ static void grave_push(struct lc_handle *hd)
 			lc_grave_tail = NULL;
 		lc_grave_n--;
 		lc_grave_bytes -= old->size;
+		if (old->fini != NULL)
+			old->fini(old + 1);
 		free(old);
 	}
 }
@@ -123,11 +127,17 @@ void lc_handle_kill(void *h)
 
 void lc_handle_bury(void *h)
 {
+	lc_handle_bury_fn(h, NULL);
+}
+
+void lc_handle_bury_fn(void *h, void (*fini)(void *h))
+{
 	struct lc_handle *hd;
 
 	if (h == NULL)
 		return;
 	hd = hdr(h);
+	hd->fini = fini;
 	__atomic_store_n(&hd->magic, HANDLE_DEAD, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&lc_handles_lock);
 	if (!hd->buried) { /* else loco_fini() buried it already */

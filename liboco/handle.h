@@ -20,6 +20,13 @@ void lc_handle_kill(void *h);
 void lc_handle_bury(void *h);
 
 /*
+ * lc_handle_bury_fn -- lc_handle_bury(), and the graveyard calls @fini(@h)
+ * before it frees the memory: what a dead handle's late calls may still
+ * read lives as long as the handle does.
+ */
+void lc_handle_bury_fn(void *h, void (*fini)(void *h));
+
+/*
  * lc_handle_fini_manager -- at loco_fini(): every handle of @m still alive
  * is killed, and buried unless @keep (then its memory is never freed:
  * loco_fini() keeps what objects left open may still run on).

@@ -142,6 +142,19 @@ static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 }
 
 /* manager_free -- undo manager_new() (and whatever of the rest was set up). */
+/*
+ * manager_tomb_fini -- when the graveyard frees a finished manager: its
+ * view state and lock, which the view calls on a finished manager
+ * (loco_view(), loco_manager_partitioned()) still read until then.
+ */
+static void manager_tomb_fini(void *h)
+{
+	loco_manager_t *m = h;
+
+	pthread_mutex_destroy(&m->lock);
+	lc_view_fini(m);
+}
+
 static void manager_free(loco_manager_t *m)
 {
 	lc_dials_stop(m);
@@ -163,8 +176,6 @@ static void manager_free(loco_manager_t *m)
 	pthread_mutex_destroy(&m->poll_lock);
 	pthread_mutex_destroy(&m->mem_lock);
 	pthread_cond_destroy(&m->cond);
-	pthread_mutex_destroy(&m->lock);
-	lc_view_fini(m);
 	free(m->rx_msg);
 	free(m->tx_msg);
 	/*
@@ -174,7 +185,7 @@ static void manager_free(loco_manager_t *m)
 	 * magic word there, and the manager's fields (loco_view()).
 	 */
 	lc_handle_fini_manager(m, 0);
-	lc_handle_bury(m);
+	lc_handle_bury_fn(m, manager_tomb_fini);
 }
 
 /*

@@ -161,7 +161,7 @@ void loco_handle_free(void *h);
  * -EBADF (destroyed, or its manager finished). Lock-free: one load. Aborts
  * with a message naming the misuse when @h is no handle at all (memory
  * freed past the graveyard; a pointer LOCO never gave, usually: the check
- * reads the 48 bytes before @h).
+ * reads memory just before @h).
  */
 int loco_handle_check(const void *h);
 
