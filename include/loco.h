@@ -6,6 +6,8 @@
  * loco(7) lists, a count >= 0) or a negative errno, and write output
  * parameters only on success; library-specific codes are
  * LOCO_E* (above LOCO_ERRNO_BASE) and loco_strerror() names every code.
+ * A handle used after its destroy, or after loco_fini() of its manager,
+ * gives -EBADF (loco(7), Misuse; loco_handle_check() in loco/channel.h).
  *
  * Thread safety: MT-safe (the functions declared here keep no state).
  */

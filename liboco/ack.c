@@ -42,6 +42,7 @@
 
 #include "ack.h"
 #include "clock.h"
+#include "handle.h"
 #include "wait.h"
 
 #define ACK_WORDS      (LC_ACK_SLOTS / 64)
@@ -144,7 +145,7 @@ void lc_ack_table_fini(struct lc_ack_table *t)
 	if (t == NULL || t->keys == NULL)
 		return;
 	for (i = 0; i < t->max_keys; i++)
-		free(t->keys[i]); /* no completion may run any more */
+		lc_handle_bury(t->keys[i]); /* no completion may run any more */
 	free(t->keys);
 	free(t->gens);
 	free(t->fan);
@@ -171,7 +172,8 @@ int lc_ack_key_new(struct lc_ack_table *t, loco_manager_t *manager, loco_ack_key
 		ret = -ENOSPC;
 		goto err_unlock;
 	}
-	key = calloc(1, sizeof(*key)); /* setup path: allocating under the lock is fine */
+	/* setup path: allocating under the lock is fine; a handle (handle.h) for misuse checks */
+	key = lc_handle_alloc(manager, sizeof(*key));
 	if (key == NULL) {
 		ret = -ENOMEM;
 		goto err_unlock;
@@ -215,7 +217,7 @@ void lc_ack_key_free(loco_ack_key_t *key)
 	__atomic_store_n(&t->keys[key->idx], NULL, __ATOMIC_RELEASE);
 	t->nkeys--;
 	pthread_mutex_unlock(&t->lock);
-	free(key);
+	lc_handle_bury(key);
 }
 
 /*
@@ -441,9 +443,14 @@ int lc_ack_complete_node(struct lc_ack_table *t, uint64_t wrid, int status, uint
 
 int lc_ack_keys_check(const struct lc_ack_table *t, loco_ack_key_t *const *keys, unsigned n)
 {
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
+		int ret = keys[i] != NULL ? lc_handle_ok(keys[i]) : 0; /* destroyed: -EBADF */
+
+		if (ret)
+			return ret;
 		if (keys[i] != NULL && keys[i]->table != t)
 			return -EINVAL;
+	}
 	return 0;
 }
 

@@ -137,7 +137,7 @@ void lc_ack_detach(loco_ack_key_t *key, uint64_t wrid);
  */
 int lc_ack_complete(struct lc_ack_table *t, uint64_t wrid, int status);
 
-/* lc_ack_keys_check -- 0 when every non-NULL key of @keys[0 .. @n) is of @t; -EINVAL. */
+/* lc_ack_keys_check -- 0 when every non-NULL key of @keys[0 .. @n) is of @t; -EINVAL; -EBADF (destroyed). */
 int lc_ack_keys_check(const struct lc_ack_table *t, loco_ack_key_t *const *keys, unsigned n);
 
 /* lc_ack_keys_lazy -- whether one of @keys[0 .. @n) is LOCO_ACK_LAZY. */

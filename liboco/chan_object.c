@@ -13,6 +13,7 @@
 
 #include "chan.h"
 #include "conn.h"
+#include "handle.h"
 #include "log.h"
 #include "wait.h"
 
@@ -77,14 +78,15 @@ int loco_object_sync(loco_object_t *obj, int64_t timeout_ns)
 	unsigned delay_us = 50;
 	loco_manager_t *m;
 	uint32_t miss[16];
+	int ret = lc_handle_ok(obj);
 
-	if (obj == NULL)
-		return -EINVAL;
+	if (ret)
+		return ret;
 	m = obj->ch->m;
 	for (;;) {
 		uint32_t held, paired, nmiss, pending;
-		int ret = loco_object_status(obj);
 
+		ret = loco_object_status(obj);
 		if (ret)
 			return ret;
 		if (loco_manager_partitioned(m))
@@ -146,9 +148,10 @@ _Static_assert(LC_CHAN_ENTRIES_MAX % LC_RR_PAGE == 0 && LC_CHAN_ENTRIES_MAX < LC
 int loco_object_on_msg(loco_object_t *obj, loco_object_msg_fn fn, void *arg)
 {
 	loco_manager_t *m;
+	int ret = lc_handle_ok(obj);
 
-	if (obj == NULL)
-		return -EINVAL;
+	if (ret)
+		return ret;
 	m = obj->ch->m;
 	pthread_mutex_lock(&m->lock);
 	obj->msg_fn = fn;
@@ -164,9 +167,11 @@ int loco_object_send(loco_object_t *obj, uint32_t node, const void *msg, size_t 
 	struct lc_member *mb;
 	struct lc_peer *p;
 	struct lc_msg *tx;
-	int ret;
+	int ret = lc_handle_ok(obj);
 
-	if (obj == NULL || (msg == NULL && len > 0))
+	if (ret)
+		return ret;
+	if (msg == NULL && len > 0)
 		return -EINVAL;
 	if (len > LOCO_OBJECT_MSG_MAX)
 		return -EMSGSIZE;

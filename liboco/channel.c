@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "chan.h"
+#include "handle.h"
 #include "log.h"
 #include "wait.h"
 
@@ -693,22 +694,25 @@ int loco_channel_create(loco_manager_t *m, loco_channel_t *parent, const char *n
 {
 	char full[LOCO_NAME_MAX + 2];
 	loco_channel_t *ch;
-	int n;
+	int n = lc_handle_ok(m);
 
-	if (m == NULL || out == NULL || nodes == 0 || !name_ok(name) ||
-	    (parent != NULL && parent->m != m))
+	if (n)
+		return n;
+	if (parent != NULL && (n = lc_handle_ok(parent)) != 0)
+		return n;
+	if (out == NULL || nodes == 0 || !name_ok(name) || (parent != NULL && parent->m != m))
 		return -EINVAL;
 	n = snprintf(full, sizeof(full), "%s%s%s", parent ? parent->name : "", parent ? "/" : "",
 	             name);
 	if (n < 0 || n > LOCO_NAME_MAX)
 		return -EINVAL;
-	ch = calloc(1, sizeof(*ch));
+	ch = lc_handle_alloc(m, sizeof(*ch));
 	if (ch == NULL)
 		return -ENOMEM;
 	pthread_mutex_lock(&m->lock);
 	if (chan_find(m, full) != NULL) {
 		pthread_mutex_unlock(&m->lock);
-		free(ch);
+		lc_handle_bury(ch);
 		return -EEXIST;
 	}
 	ch->m = m;
@@ -784,9 +788,10 @@ int loco_channel_join(loco_channel_t *ch, int64_t timeout_ns)
 	loco_manager_t *m;
 	uint64_t start = lc_now_ns();
 	unsigned delay_us = 50;
+	int ret = lc_handle_ok(ch);
 
-	if (ch == NULL)
-		return -EINVAL;
+	if (ret)
+		return ret;
 	m = ch->m;
 	pthread_mutex_lock(&m->lock);
 	if (!ch->joined) {
@@ -838,9 +843,13 @@ static void chan_leave(loco_manager_t *m, loco_channel_t *ch)
 int loco_channel_destroy(loco_channel_t *ch)
 {
 	loco_manager_t *m;
+	int ret;
 
 	if (ch == NULL)
 		return 0;
+	ret = lc_handle_ok(ch);
+	if (ret)
+		return ret;
 	m = ch->m;
 	pthread_mutex_lock(&m->lock);
 	if (ch->objects != NULL || ch->nchildren > 0) {
@@ -866,7 +875,7 @@ int loco_channel_destroy(loco_channel_t *ch)
 			lc_peer_free(p);
 	}
 	lc_peer_reap(m, ch, 1);
-	free(ch);
+	lc_handle_bury(ch);
 	return 0;
 }
 
@@ -905,8 +914,8 @@ int loco_channel_partitioned(loco_channel_t *ch)
 	uint64_t until;
 	int waiting = 0;
 
-	if (ch == NULL)
-		return 0;
+	if (lc_handle_ok(ch))
+		return 0; /* NULL or gone: no partition to report (an int, not an error code) */
 	if (loco_manager_partitioned(ch->m))
 		return 1;
 	until = __atomic_load_n(&ch->regain_ns, __ATOMIC_ACQUIRE);
@@ -932,20 +941,23 @@ int loco_channel_partitioned(loco_channel_t *ch)
 
 const char *loco_channel_name(const loco_channel_t *ch)
 {
-	return ch ? ch->name : NULL;
+	return lc_handle_ok(ch) == 0 ? ch->name : NULL;
 }
 
 loco_manager_t *loco_channel_manager(const loco_channel_t *ch)
 {
-	return ch ? ch->m : NULL;
+	return lc_handle_ok(ch) == 0 ? ch->m : NULL;
 }
 
 int loco_channel_peers(loco_channel_t *ch, uint32_t *ids, size_t max)
 {
 	uint32_t all[LC_CHAN_PEERS];
 	size_t n = 0;
+	int ret = lc_handle_ok(ch);
 
-	if (ch == NULL || (ids == NULL && max > 0))
+	if (ret)
+		return ret;
+	if (ids == NULL && max > 0)
 		return -EINVAL;
 	/* lock-free: a retired slot stays readable for its grace, and presence is one atomic flag */
 	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {

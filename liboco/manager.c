@@ -14,7 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chan.h"
 #include "dial.h"
+#include "handle.h"
 #include "log.h"
 #include "manager.h"
 #include "pmix_boot.h"
@@ -90,7 +92,7 @@ static void derive_key(loco_manager_t *m)
 /* manager_new -- the manager's memory, locks and identity (nothing started). */
 static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 {
-	loco_manager_t *m = calloc(1, sizeof(*m));
+	loco_manager_t *m = lc_handle_alloc(NULL, sizeof(*m)); /* a handle: loco_fini() kills it */
 	struct timespec ts;
 	int ret;
 
@@ -103,7 +105,7 @@ static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 	if (m->rx_msg == NULL || m->tx_msg == NULL || lc_view_init(m) != 0) {
 		free(m->rx_msg);
 		free(m->tx_msg);
-		free(m);
+		lc_handle_bury(m);
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&m->lock, NULL);
@@ -140,6 +142,19 @@ static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 }
 
 /* manager_free -- undo manager_new() (and whatever of the rest was set up). */
+/*
+ * manager_tomb_fini -- when the graveyard frees a finished manager: its
+ * view state and lock, which the view calls on a finished manager
+ * (loco_view(), loco_manager_partitioned()) still read until then.
+ */
+static void manager_tomb_fini(void *h)
+{
+	loco_manager_t *m = h;
+
+	pthread_mutex_destroy(&m->lock);
+	lc_view_fini(m);
+}
+
 static void manager_free(loco_manager_t *m)
 {
 	lc_dials_stop(m);
@@ -161,11 +176,33 @@ static void manager_free(loco_manager_t *m)
 	pthread_mutex_destroy(&m->poll_lock);
 	pthread_mutex_destroy(&m->mem_lock);
 	pthread_cond_destroy(&m->cond);
-	pthread_mutex_destroy(&m->lock);
-	lc_view_fini(m);
 	free(m->rx_msg);
 	free(m->tx_msg);
-	free(m);
+	/*
+	 * Channels and objects the program left open, and the manager: dead
+	 * handles now, so that calls on them after loco_fini() return -EBADF
+	 * (handle.c). Their memory is not freed: a call must still read a
+	 * magic word there, and the manager's fields (loco_view()).
+	 */
+	lc_handle_fini_manager(m, 0);
+	lc_handle_bury_fn(m, manager_tomb_fini);
+}
+
+/*
+ * open_objects -- how many objects the program left in @m's channels, and
+ * the first one's names (for the log). m->lock.
+ */
+static unsigned open_objects(loco_manager_t *m, const char **obj, const char **chan)
+{
+	unsigned n = 0;
+
+	for (loco_channel_t *ch = m->channels; ch != NULL; ch = ch->next)
+		for (loco_object_t *o = ch->objects; o != NULL; o = o->next)
+			if (n++ == 0) {
+				*obj = o->name;
+				*chan = ch->name;
+			}
+	return n;
 }
 
 /* open_endpoints -- the fabric, the control listener, epoll and the wake fd. */
@@ -460,10 +497,16 @@ err_free:
 
 void loco_fini(loco_manager_t *m)
 {
+	const char *obj = NULL, *chan = NULL;
 	uint64_t deadline;
+	unsigned nobj;
 
 	if (m == NULL)
 		return;
+	if (lc_handle_ok(m)) {
+		lc_log_err("misuse: loco_fini() of a manager finished already: ignored");
+		return;
+	}
 	if (m->channels != NULL)
 		lc_log_warn("manager: loco_fini with channels still open");
 	/*
@@ -487,36 +530,59 @@ void loco_fini(loco_manager_t *m)
 	while (!lc_members_sent(m) && lc_now_ns() < deadline + LC_IO_TIMEOUT_MS * 1000000ull)
 		usleep(1000);
 	lc_progress_stop(m);
-	manager_free(m);
+	pthread_mutex_lock(&m->lock);
+	nobj = open_objects(m, &obj, &chan);
+	pthread_mutex_unlock(&m->lock);
+	if (nobj > 0) {
+		/*
+		 * An object may run threads of its own (an rpc endpoint's
+		 * servers, a map's) on the fabric, its regions and the wait
+		 * state: freeing them under it would crash it. Only the object
+		 * can stop them, so everything stays allocated: the handles die
+		 * (calls on them return -EBADF) and the manager is leaked.
+		 */
+		lc_log_err("misuse: loco_fini() with %u object(s) still open (the first: '%s' in "
+		           "channel '%s'): destroy objects and channels first; the manager's "
+		           "fabric and memory are kept for them, never freed",
+		           nobj, obj, chan);
+		lc_handle_fini_manager(m, 1);
+		lc_handle_kill(m);
+	} else {
+		manager_free(m);
+	}
 	managers_leave();
 }
 
+/* the accessors that cannot return an error give 0 or NULL for NULL or a finished manager */
 uint32_t loco_node_id(const loco_manager_t *m)
 {
-	return m->node_id;
+	return lc_handle_ok(m) == 0 ? m->node_id : 0;
 }
 
 const char *loco_addr(const loco_manager_t *m)
 {
-	return m->ctrl_addr;
+	return lc_handle_ok(m) == 0 ? m->ctrl_addr : NULL;
 }
 
 uint32_t loco_job_size(const loco_manager_t *m)
 {
-	return m != NULL ? m->cfg.nodes : 0;
+	return lc_handle_ok(m) == 0 ? m->cfg.nodes : 0;
 }
 
 uint64_t loco_incarnation(const loco_manager_t *m)
 {
-	return m->inc;
+	return lc_handle_ok(m) == 0 ? m->inc : 0;
 }
 
 int loco_members(loco_manager_t *m, uint32_t *ids, size_t max)
 {
 	uint32_t all[LC_MAX_NODES + 1];
 	size_t n = 0;
+	int ret = lc_handle_ok(m);
 
-	if (m == NULL || (ids == NULL && max > 0))
+	if (ret)
+		return ret;
+	if (ids == NULL && max > 0)
 		return -EINVAL;
 	pthread_mutex_lock(&m->lock);
 	all[n++] = m->node_id;
@@ -532,10 +598,13 @@ int loco_members(loco_manager_t *m, uint32_t *ids, size_t max)
 
 int loco_member_fabric(loco_manager_t *m, uint32_t node, const char **name)
 {
-	int ret = -ENOENT;
+	int ret = lc_handle_ok(m);
 
-	if (m == NULL || name == NULL)
+	if (ret)
+		return ret;
+	if (name == NULL)
 		return -EINVAL;
+	ret = -ENOENT;
 	pthread_mutex_lock(&m->lock);
 	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next)
 		if (mb->info.node == node && mb->up && mb->link != NULL) {
@@ -550,8 +619,11 @@ int loco_member_fabric(loco_manager_t *m, uint32_t node, const char **name)
 int loco_member_incarnation(loco_manager_t *m, uint32_t node, uint64_t *inc)
 {
 	uint64_t v;
+	int ret = lc_handle_ok(m);
 
-	if (m == NULL || inc == NULL)
+	if (ret)
+		return ret;
+	if (inc == NULL)
 		return -EINVAL;
 	pthread_mutex_lock(&m->lock);
 	v = lc_ms_inc(m->ms, node);
@@ -573,9 +645,11 @@ int loco_ack_key_create(loco_manager_t *m, loco_ack_key_t **out)
 int loco_ack_key_create_flags(loco_manager_t *m, unsigned flags, loco_ack_key_t **out)
 {
 	loco_ack_key_t *key;
-	int ret;
+	int ret = lc_handle_ok(m);
 
-	if (m == NULL || out == NULL || (flags & ~(LOCO_ACK_IGNORE_LEFT | LOCO_ACK_LAZY)) != 0)
+	if (ret)
+		return ret;
+	if (out == NULL || (flags & ~(LOCO_ACK_IGNORE_LEFT | LOCO_ACK_LAZY)) != 0)
 		return -EINVAL;
 	ret = lc_ack_key_new(&m->acks, m, &key);
 	if (ret)
@@ -588,7 +662,11 @@ int loco_ack_key_create_flags(loco_manager_t *m, unsigned flags, loco_ack_key_t 
 int loco_ack_failures(const loco_ack_key_t *key, struct loco_ack_failure *out, size_t max,
                       size_t *dropped)
 {
-	if (key == NULL || (out == NULL && max > 0))
+	int ret = lc_handle_ok(key);
+
+	if (ret)
+		return ret;
+	if (out == NULL && max > 0)
 		return -EINVAL;
 	return lc_ack_failures(key, out, max, dropped);
 }
@@ -597,6 +675,11 @@ void loco_ack_key_destroy(loco_ack_key_t *key)
 {
 	if (key == NULL)
 		return;
+	if (lc_handle_ok(key)) {
+		lc_log_err("misuse: loco_ack_key_destroy() of a key destroyed already (or of a "
+		           "finished manager's): ignored");
+		return;
+	}
 	/* every attached operation completes within the fabric's dead-peer bound */
 	while (lc_ack_wait(key, 1000000000ll) == -ETIMEDOUT)
 		lc_log_warn("manager: ack key destroy waits for %zu operation(s)",
@@ -607,10 +690,10 @@ void loco_ack_key_destroy(loco_ack_key_t *key)
 int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 {
 	loco_manager_t *m;
-	int ret, block;
+	int ret = lc_handle_ok(key), block;
 
-	if (key == NULL)
-		return -EINVAL;
+	if (ret)
+		return ret;
 	m = key->manager;
 	if (timeout_ns == 0) {
 		/*
@@ -656,5 +739,5 @@ int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 
 size_t loco_ack_outstanding(const loco_ack_key_t *key)
 {
-	return key ? lc_ack_outstanding(key) : 0;
+	return lc_handle_ok(key) == 0 ? lc_ack_outstanding(key) : 0;
 }

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "handle.h"
 #include "log.h"
 #include "manager.h"
 
@@ -74,7 +75,7 @@ void lc_pollers_fini(struct lc_pollers *ps)
 		struct loco_poller *p = ps->head;
 
 		ps->head = p->next;
-		free(p);
+		lc_handle_bury(p);
 		left++;
 	}
 	if (left)
@@ -117,15 +118,18 @@ int loco_poller_add(loco_manager_t *m, int (*fn)(void *arg), void *arg, int64_t 
 {
 	struct lc_pollers *ps;
 	struct loco_poller *p;
+	int ret = lc_handle_ok(m);
 
-	if (m == NULL || fn == NULL || out == NULL || period_ns < 0)
+	if (ret)
+		return ret;
+	if (fn == NULL || out == NULL || period_ns < 0)
 		return -EINVAL;
 	ps = m->pollers;
 	if (period_ns == 0)
 		period_ns = LOCO_POLLER_PERIOD_NS;
 	else if (period_ns < LOCO_POLLER_PERIOD_MIN_NS)
 		period_ns = LOCO_POLLER_PERIOD_MIN_NS;
-	p = calloc(1, sizeof(*p));
+	p = lc_handle_alloc(m, sizeof(*p));
 	if (p == NULL)
 		return -ENOMEM;
 	p->ps = ps;
@@ -150,10 +154,12 @@ int loco_poller_add(loco_manager_t *m, int (*fn)(void *arg), void *arg, int64_t 
 int loco_poller_remove(loco_poller_t *p)
 {
 	struct lc_pollers *ps;
+	int ret = lc_handle_ok(p);
 
-	if (p == NULL)
-		return -EINVAL;
+	if (ret)
+		return ret;
 	ps = p->ps;
+	lc_handle_kill(p); /* a second remove is -EBADF, even before the walk buries it */
 	pthread_mutex_lock(&ps->lock);
 	if (ps->running == p && pthread_equal(pthread_self(), *ps->progress)) {
 		/* from inside its own call: the walk frees it when the call returns */
@@ -172,7 +178,7 @@ int loco_poller_remove(loco_poller_t *p)
 	}
 	unlink_poller(ps, p);
 	pthread_mutex_unlock(&ps->lock);
-	free(p);
+	lc_handle_bury(p);
 	return 0;
 }
 
@@ -204,7 +210,7 @@ int lc_pollers_run(struct lc_pollers *ps, int64_t *period_ns)
 		next = p->next;
 		if (p->state == P_SELF_REMOVED) {
 			unlink_poller(ps, p);
-			free(p);
+			lc_handle_bury(p);
 		} else if (p->state == P_ACTIVE && r == LOCO_POLLER_DONE) {
 			p->state = P_DONE;
 			period_update(ps);

@@ -11,6 +11,7 @@
 
 #include "chan.h"
 #include "clock.h"
+#include "handle.h"
 #include "log.h"
 
 /*
@@ -36,18 +37,21 @@ int loco_object_create(loco_channel_t *ch, const char *name, const struct loco_o
 {
 	loco_object_t *o;
 	loco_manager_t *m;
+	int ret = lc_handle_ok(ch);
 
-	if (ch == NULL || out == NULL || !name_ok(name))
+	if (ret)
+		return ret;
+	if (out == NULL || !name_ok(name))
 		return -EINVAL;
 	m = ch->m;
-	o = calloc(1, sizeof(*o));
+	o = lc_handle_alloc(m, sizeof(*o));
 	if (o == NULL)
 		return -ENOMEM;
 	pthread_mutex_lock(&m->lock);
 	for (loco_object_t *x = ch->objects; x != NULL; x = x->next) {
 		if (strcmp(x->name, name) == 0) {
 			pthread_mutex_unlock(&m->lock);
-			free(o);
+			lc_handle_bury(o);
 			return -EEXIST;
 		}
 	}
@@ -166,6 +170,11 @@ void loco_object_destroy(loco_object_t *obj)
 
 	if (obj == NULL)
 		return;
+	if (lc_handle_ok(obj)) {
+		lc_log_err("misuse: loco_object_destroy() of an object destroyed already (or of a "
+		           "finished manager's): ignored");
+		return;
+	}
 	ch = obj->ch;
 	m = ch->m;
 	pthread_mutex_lock(&m->lock);
@@ -199,20 +208,20 @@ void loco_object_destroy(loco_object_t *obj)
 		regions = r->next;
 		region_free(m, r);
 	}
-	free(obj);
+	lc_handle_bury(obj);
 }
 
 loco_channel_t *loco_object_channel(const loco_object_t *obj)
 {
-	return obj ? obj->ch : NULL;
+	return lc_handle_ok(obj) == 0 ? obj->ch : NULL;
 }
 
 int loco_object_status(const loco_object_t *obj)
 {
-	int bad;
+	int bad = lc_handle_ok(obj);
 
-	if (obj == NULL)
-		return -EINVAL;
+	if (bad)
+		return bad;
 	/* pairs with the release store of loco_channel_join() */
 	if (!__atomic_load_n(&obj->ch->joined, __ATOMIC_ACQUIRE))
 		return -LOCO_ENOTJOINED;
@@ -225,8 +234,11 @@ int loco_object_agree(loco_object_t *obj, const char *key, uint64_t value)
 	loco_channel_t *ch;
 	loco_manager_t *m;
 	unsigned k;
+	int ret = lc_handle_ok(obj);
 
-	if (obj == NULL || !name_ok(key) || strlen(obj->name) + 1 + strlen(key) > LOCO_NAME_MAX)
+	if (ret)
+		return ret;
+	if (!name_ok(key) || strlen(obj->name) + 1 + strlen(key) > LOCO_NAME_MAX)
 		return -EINVAL;
 	ch = obj->ch;
 	m = ch->m;
@@ -320,9 +332,11 @@ int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigne
 {
 	loco_manager_t *m;
 	struct loco_region *r;
-	int ret, n;
+	int ret = lc_handle_ok(obj), n;
 
-	if (obj == NULL || out == NULL || !name_ok(name) || len == 0 || len > LC_REGION_MAX ||
+	if (ret)
+		return ret;
+	if (out == NULL || !name_ok(name) || len == 0 || len > LC_REGION_MAX ||
 	    (access & ~(unsigned)(LOCO_ACCESS_READ | LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC |
 	                          LOCO_ACCESS_UNLISTED)))
 		return -EINVAL;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "chan.h"
+#include "handle.h"
 #include "log.h"
 #include "member.h"
 
@@ -55,9 +56,10 @@ static void fence_untake(loco_channel_t *ch, struct lc_peer *p)
 int loco_channel_fence(loco_channel_t *ch)
 {
 	uint32_t n = 0;
+	int ret = lc_handle_ok(ch);
 
-	if (ch == NULL)
-		return -EINVAL;
+	if (ret)
+		return ret;
 	pthread_mutex_lock(&ch->m->lock);
 	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
 		struct lc_peer *p = lc_peer_at(ch, i);

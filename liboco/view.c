@@ -15,6 +15,7 @@
 #include "auth.h"
 #include "conn.h"
 #include "dial.h"
+#include "handle.h"
 #include "log.h"
 #include "manager.h"
 
@@ -246,8 +247,10 @@ void lc_view_dispatch(loco_manager_t *m)
 
 int loco_manager_set_event_fn(loco_manager_t *m, loco_event_fn *fn, void *arg)
 {
-	if (m == NULL)
-		return -EINVAL;
+	int ret = lc_handle_ok(m);
+
+	if (ret)
+		return ret;
 	pthread_mutex_lock(&m->lock);
 	m->vw->fn = fn;
 	m->vw->fn_arg = arg;
@@ -269,8 +272,8 @@ int loco_manager_partitioned(loco_manager_t *m)
 {
 	uint64_t start = 0, f;
 
-	if (m == NULL)
-		return 0;
+	if (lc_handle_ok(m))
+		return 0; /* NULL or finished: no partition to report */
 	f = fail_ns(m);
 	for (;;) {
 		int part = __atomic_load_n(&m->ms_part, __ATOMIC_ACQUIRE);
@@ -294,7 +297,7 @@ uint64_t loco_view(loco_manager_t *m)
 {
 	uint64_t id;
 
-	if (m == NULL)
+	if (lc_handle_ok(m))
 		return 0;
 	pthread_mutex_lock(&m->lock);
 	id = m->view_id;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "handle.h"
 #include "manager.h"
 #include "wait.h"
 
@@ -76,7 +77,8 @@ void loco_waiter_init(loco_waiter_t *w, loco_manager_t *m)
 {
 	if (w == NULL)
 		return;
-	lc_waiter_init(w, m != NULL ? &m->wait : NULL);
+	/* a finished manager's waiter sleeps, as for NULL: its wait state is gone */
+	lc_waiter_init(w, lc_handle_ok(m) == 0 ? &m->wait : NULL);
 }
 
 void loco_waiter_reset(loco_waiter_t *w)
@@ -181,6 +183,6 @@ int loco_waiter_policy(const loco_waiter_t *w)
 
 void loco_waiter_wake(loco_manager_t *m)
 {
-	if (m != NULL)
+	if (lc_handle_ok(m) == 0)
 		lc_wait_signal(&m->wait);
 }

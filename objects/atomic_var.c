@@ -80,9 +80,9 @@ int loco_atomic_var_create(loco_channel_t *ch, const char *name, uint32_t host,
 
 	if (ch == NULL || name == NULL || host == 0 || out == NULL)
 		return -EINVAL;
-	av = calloc(1, sizeof(*av));
-	if (av == NULL)
-		return -ENOMEM;
+	ret = loco_handle_alloc(ch, sizeof(*av), (void **)&av);
+	if (ret)
+		return ret;
 	av->host = host;
 	av->me = loco_node_id(loco_channel_manager(ch));
 	pthread_mutex_init(&av->sync_lock, NULL);
@@ -114,24 +114,24 @@ err_destroy_ack:
 err_free:
 	host_path_fini(&av->hp);
 	pthread_mutex_destroy(&av->sync_lock);
-	free(av);
+	loco_handle_free(av);
 	return ret;
 }
 
 void loco_atomic_var_destroy(loco_atomic_var_t *av)
 {
-	if (av == NULL)
-		return;
+	OBJ_DESTROY_CHECK(av);
 	loco_ack_key_destroy(av->ack); /* waits for a timed-out operation */
 	loco_object_destroy(av->obj);
 	host_path_fini(&av->hp);
 	pthread_mutex_destroy(&av->sync_lock);
-	free(av);
+	loco_handle_free(av);
 }
 
 uint32_t loco_atomic_var_host(const loco_atomic_var_t *av)
 {
-	return av ? av->host : 0;
+	OBJ_CHECK_OR(av, 0);
+	return av->host;
 }
 
 static uint64_t *slot_ptr(const loco_atomic_var_t *av, unsigned slot)
@@ -195,7 +195,8 @@ static int av_post(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, unsign
 static int av_async(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, unsigned slot,
                     loco_ack_key_t *ack)
 {
-	if (av == NULL || slot >= LOCO_ATOMIC_VAR_SLOTS)
+	OBJ_CHECK(av);
+	if (slot >= LOCO_ATOMIC_VAR_SLOTS)
 		return -EINVAL;
 	if (op == AV_WRITE)
 		*slot_ptr(av, slot) = a;
@@ -227,7 +228,8 @@ int loco_atomic_var_cas_async(loco_atomic_var_t *av, uint64_t expected, uint64_t
 
 uint64_t loco_atomic_var_slot(const loco_atomic_var_t *av, unsigned slot)
 {
-	if (av == NULL || slot >= LOCO_ATOMIC_VAR_SLOTS)
+	OBJ_CHECK_OR(av, 0);
+	if (slot >= LOCO_ATOMIC_VAR_SLOTS)
 		return 0;
 	return __atomic_load_n(slot_ptr(av, slot), __ATOMIC_ACQUIRE);
 }
@@ -271,8 +273,7 @@ static int av_sync(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, uint64
 	loco_waiter_t w;
 	int ret;
 
-	if (av == NULL)
-		return -EINVAL;
+	OBJ_CHECK(av);
 	ret = sync_lock(av, deadline);
 	if (ret)
 		return ret;

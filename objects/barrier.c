@@ -91,9 +91,9 @@ int loco_barrier_create(loco_channel_t *ch, const char *name, loco_barrier_t **o
 
 	if (ch == NULL || name == NULL || out == NULL)
 		return -EINVAL;
-	b = calloc(1, sizeof(*b));
-	if (b == NULL)
-		return -ENOMEM;
+	ret = loco_handle_alloc(ch, sizeof(*b), (void **)&b);
+	if (ret)
+		return ret;
 	b->me = loco_node_id(loco_channel_manager(ch));
 	b->ch = ch;
 	ret = loco_sst_create(ch, name, sizeof(uint64_t), LOCO_BARRIER_MAX_NODE, &b->sst);
@@ -111,17 +111,16 @@ int loco_barrier_create(loco_channel_t *ch, const char *name, loco_barrier_t **o
 err_destroy_sst:
 	loco_sst_destroy(b->sst);
 err_free:
-	free(b);
+	loco_handle_free(b);
 	return ret;
 }
 
 void loco_barrier_destroy(loco_barrier_t *b)
 {
-	if (b == NULL)
-		return;
+	OBJ_DESTROY_CHECK(b);
 	loco_ack_key_destroy(b->ack); /* waits for the pushes in flight */
 	loco_sst_destroy(b->sst);
-	free(b);
+	loco_handle_free(b);
 }
 
 /* participants -- the nodes whose rows are present now, this node excluded. */
@@ -292,13 +291,13 @@ int loco_barrier_wait(loco_barrier_t *b, int64_t timeout_ns)
 {
 	int ret;
 
-	if (b == NULL)
-		return -EINVAL;
+	OBJ_CHECK(b);
 	ret = wait_once(b, timeout_ns);
 	return ret == -LOCO_EPARTITION ? partitioned(b) : ret;
 }
 
 uint64_t loco_barrier_episode(const loco_barrier_t *b)
 {
-	return b ? b->count : 0;
+	OBJ_CHECK_OR(b, 0);
+	return b->count;
 }

@@ -183,12 +183,12 @@ int loco_lock_create_config(loco_channel_t *ch, const char *name, uint32_t host,
 		    takeover < lease + lease / LK_DRIFT_DIV + LK_MARGIN_NS)
 			return -EINVAL;
 	}
-	lk = calloc(1, sizeof(*lk));
-	if (lk == NULL)
-		return -ENOMEM;
+	ret = loco_handle_alloc(ch, sizeof(*lk), (void **)&lk);
+	if (ret)
+		return ret;
 	lk->hs = calloc(1, sizeof(*lk->hs));
 	if (lk->hs == NULL) {
-		free(lk);
+		loco_handle_free(lk);
 		return -ENOMEM;
 	}
 	m = loco_channel_manager(ch);
@@ -247,7 +247,7 @@ err_free:
 	pthread_mutex_destroy(&lk->hold_lock);
 	pthread_mutex_destroy(&lk->query_lock);
 	free(lk->hs);
-	free(lk);
+	loco_handle_free(lk);
 	return ret;
 }
 
@@ -581,8 +581,7 @@ int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 	int64_t deadline, delay = BACKOFF_MIN_NS, t0 = obj_now_ns();
 	int ret;
 
-	if (lk == NULL)
-		return -EINVAL;
+	OBJ_CHECK(lk);
 	/*
 	 * This thread's call took the hold: claim() would wait for a release
 	 * that only this thread was going to make (until the timeout, or for
@@ -624,8 +623,7 @@ int loco_lock_try_acquire(loco_lock_t *lk)
 	struct lk_watch w = {.takeover = false}; /* a try's own: never the handle's */
 	int ret;
 
-	if (lk == NULL)
-		return -EINVAL;
+	OBJ_CHECK(lk);
 	ret = claim(lk, 0);
 	if (ret)
 		return ret;
@@ -647,8 +645,7 @@ int loco_lock_renew(loco_lock_t *lk)
 	int64_t t_post;
 	int ret;
 
-	if (lk == NULL)
-		return -EINVAL;
+	OBJ_CHECK(lk);
 	pthread_mutex_lock(&lk->hold_lock);
 	if (!__atomic_load_n(&lk->held, __ATOMIC_ACQUIRE)) {
 		ret = -EPERM;
@@ -701,8 +698,7 @@ int loco_lock_release(loco_lock_t *lk)
 	bool expired;
 	int ret;
 
-	if (lk == NULL)
-		return -EINVAL;
+	OBJ_CHECK(lk);
 	pthread_mutex_lock(&lk->hold_lock);
 	/* the claim is ours while held: another thread of the node waits in claim() */
 	if (!__atomic_exchange_n(&lk->held, 0, __ATOMIC_ACQ_REL)) {
@@ -748,7 +744,7 @@ int loco_lock_release(loco_lock_t *lk)
 
 int loco_lock_held(const loco_lock_t *lk)
 {
-	return lk != NULL && __atomic_load_n(&lk->held, __ATOMIC_ACQUIRE) &&
+	return loco_handle_check(lk) == 0 && __atomic_load_n(&lk->held, __ATOMIC_ACQUIRE) &&
 	       obj_now_ns() < __atomic_load_n(&lk->lease_end, __ATOMIC_RELAXED);
 }
 
@@ -756,7 +752,7 @@ int64_t loco_lock_lease_left(const loco_lock_t *lk)
 {
 	int64_t left;
 
-	if (lk == NULL || !__atomic_load_n(&lk->held, __ATOMIC_ACQUIRE))
+	if (loco_handle_check(lk) || !__atomic_load_n(&lk->held, __ATOMIC_ACQUIRE))
 		return 0;
 	left = __atomic_load_n(&lk->lease_end, __ATOMIC_RELAXED) - obj_now_ns();
 	return left > 0 ? left : 0;
@@ -764,7 +760,8 @@ int64_t loco_lock_lease_left(const loco_lock_t *lk)
 
 int loco_lock_token(const loco_lock_t *lk, uint64_t *token)
 {
-	if (lk == NULL || token == NULL)
+	OBJ_CHECK(lk);
+	if (token == NULL)
 		return -EINVAL;
 	if (!__atomic_load_n(&lk->held, __ATOMIC_ACQUIRE))
 		return -EPERM;
@@ -774,18 +771,20 @@ int loco_lock_token(const loco_lock_t *lk, uint64_t *token)
 
 int loco_lock_recovered(const loco_lock_t *lk)
 {
-	return lk != NULL && __atomic_load_n(&lk->held, __ATOMIC_ACQUIRE) &&
+	return loco_handle_check(lk) == 0 && __atomic_load_n(&lk->held, __ATOMIC_ACQUIRE) &&
 	       __atomic_load_n(&lk->recovered, __ATOMIC_RELAXED);
 }
 
 int loco_lock_holder(loco_lock_t *lk, uint32_t *node, int64_t timeout_ns)
 {
 	/* an owner word that never comes (its holder died first) waits for no more than T */
-	int64_t deadline = obj_deadline(timeout_ns), owner_by = obj_deadline(lk->takeover_ns);
+	int64_t deadline = obj_deadline(timeout_ns),
+	        owner_by = obj_deadline(lk != NULL ? lk->takeover_ns : 0);
 	uint64_t v[2] = {0, 0};
 	int ret;
 
-	if (lk == NULL || node == NULL)
+	OBJ_CHECK(lk);
+	if (node == NULL)
 		return -EINVAL;
 	pthread_mutex_lock(&lk->query_lock);
 	for (;;) {
@@ -823,8 +822,7 @@ int loco_lock_holder(loco_lock_t *lk, uint32_t *node, int64_t timeout_ns)
 
 void loco_lock_destroy(loco_lock_t *lk)
 {
-	if (lk == NULL)
-		return;
+	OBJ_DESTROY_CHECK(lk);
 	if (__atomic_load_n(&lk->held, __ATOMIC_ACQUIRE))
 		loco_lock_release(lk); /* best effort: -ECONNRESET when the host is gone */
 	loco_ack_key_destroy(lk->sack);
@@ -839,5 +837,5 @@ void loco_lock_destroy(loco_lock_t *lk)
 	pthread_mutex_destroy(&lk->move_lock);
 	pthread_mutex_destroy(&lk->hold_lock);
 	pthread_mutex_destroy(&lk->query_lock);
-	free(lk);
+	loco_handle_free(lk);
 }

@@ -162,7 +162,7 @@ static void map_free(loco_map_t *map)
 	pthread_cond_destroy(&map->tcond);
 	pthread_mutex_destroy(&map->tlock);
 	pthread_mutex_destroy(&map->lock);
-	free(map);
+	loco_handle_free(map);
 }
 
 /* ---- create / destroy ----------------------------------------------------- */
@@ -267,15 +267,15 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 		c.replicas = 1;
 	if (snprintf(rname, sizeof(rname), "%s.rpc", name) >= (int)sizeof(rname))
 		return -EINVAL;
-	map = calloc(1, sizeof(*map));
-	if (map == NULL)
-		return -ENOMEM;
+	ret = loco_handle_alloc(ch, sizeof(*map), (void **)&map);
+	if (ret)
+		return ret;
 	map->m = loco_channel_manager(ch);
 	map->ch = ch;
 	map->me = loco_node_id(map->m);
 	ret = cfg_check(&c);
 	if (ret) {
-		free(map);
+		loco_handle_free(map);
 		return ret;
 	}
 	map->nnodes = c.nnodes;
@@ -430,8 +430,7 @@ err:
 
 void loco_map_destroy(loco_map_t *map)
 {
-	if (map == NULL)
-		return;
+	OBJ_DESTROY_CHECK(map);
 	if (map->thr_started) {
 		pthread_mutex_lock(&map->tlock);
 		__atomic_store_n(&map->stop, 1, __ATOMIC_RELEASE);
@@ -448,8 +447,7 @@ int loco_map_sync(loco_map_t *map, int64_t timeout_ns)
 	loco_waiter_t w;
 	int ret;
 
-	if (map == NULL)
-		return -EINVAL;
+	OBJ_CHECK(map);
 	ret = loco_object_sync(map->obj, timeout_ns);
 	if (ret < 0)
 		return ret;
@@ -576,7 +574,8 @@ int loco_map_get(loco_map_t *map, const void *key, size_t klen, void *val, size_
 	unsigned r;
 	int ret;
 
-	if (map == NULL || key == NULL || (val == NULL && cap))
+	OBJ_CHECK(map);
+	if (key == NULL || (val == NULL && cap))
 		return -EINVAL;
 	if (klen == 0 || klen > map->key_max)
 		return -EMSGSIZE;
@@ -680,7 +679,8 @@ static int write_op(loco_map_t *map, int op, const void *key, size_t klen, uint6
 	size_t len;
 	int ret;
 
-	if (map == NULL || key == NULL || (val == NULL && vlen))
+	OBJ_CHECK(map);
+	if (key == NULL || (val == NULL && vlen))
 		return -EINVAL;
 	if (klen == 0 || klen > map->key_max || vlen > map->value_max)
 		return -EMSGSIZE;
@@ -751,7 +751,8 @@ int loco_map_cas(loco_map_t *map, const void *key, size_t klen, uint64_t expect,
 
 uint32_t loco_map_owner(loco_map_t *map, const void *key, size_t klen)
 {
-	if (map == NULL || key == NULL || klen == 0)
+	OBJ_CHECK_OR(map, 0);
+	if (key == NULL || klen == 0)
 		return 0;
 	return map_owner_of(map, map_key_hash(key, klen));
 }
@@ -762,7 +763,7 @@ void loco_map_stats(loco_map_t *map, loco_map_stats_t *st)
 	map_set_t a;
 	uint8_t *tab;
 
-	if (map == NULL || st == NULL)
+	if (loco_handle_check(map) || st == NULL)
 		return;
 	memset(st, 0, sizeof(*st));
 	st->gets = __atomic_load_n(&map->gets, __ATOMIC_RELAXED);

@@ -436,8 +436,7 @@ int loco_map_leave(loco_map_t *map, int64_t timeout_ns)
 	uint32_t idle = 0;
 	int ret = 0;
 
-	if (map == NULL)
-		return -EINVAL;
+	OBJ_CHECK(map);
 	if (map_node_index(map, map->me) < 0 || __atomic_load_n(&map->leaving, __ATOMIC_ACQUIRE))
 		return 0;
 	tab = loco_region_ptr(map->tab);

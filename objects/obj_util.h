@@ -10,6 +10,41 @@
 #include <stdint.h>
 #include <time.h>
 
+#include <loco/channel.h>
+
+/*
+ * OBJ_CHECK -- the first line of an entry point: return -EINVAL for a
+ * NULL handle, -EBADF for one destroyed or of a finished manager
+ * (loco_handle_check(); loco(7), MISUSE). OBJ_CHECK_OR returns @v instead,
+ * for the calls that have no error to return (an accessor, a count).
+ */
+#define OBJ_CHECK(h)                                   \
+	do {                                           \
+		int obj_check_ = loco_handle_check(h); \
+		if (obj_check_)                        \
+			return obj_check_;             \
+	} while (0)
+#define OBJ_CHECK_OR(h, v)                \
+	do {                              \
+		if (loco_handle_check(h)) \
+			return v;         \
+	} while (0)
+
+/*
+ * OBJ_DESTROY_CHECK -- the first line of a destroy: NULL does nothing, as
+ * free(); a handle destroyed already (or of a finished manager) is left
+ * alone: loco_handle_free() logs the misuse and ignores it.
+ */
+#define OBJ_DESTROY_CHECK(h)                 \
+	do {                                 \
+		if ((h) == NULL)             \
+			return;              \
+		if (loco_handle_check(h)) {  \
+			loco_handle_free(h); \
+			return;              \
+		}                            \
+	} while (0)
+
 /* obj_cpu_relax -- a spin-wait hint to the CPU. */
 static inline void obj_cpu_relax(void)
 {

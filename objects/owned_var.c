@@ -18,6 +18,7 @@
 #include <loco.h>
 #include <loco/owned_var.h>
 
+#include "obj_util.h"
 #include "value.h"
 
 struct loco_owned_var {
@@ -44,9 +45,9 @@ int loco_owned_var_create(loco_channel_t *ch, const char *name, uint32_t owner, 
 	if (ch == NULL || name == NULL || out == NULL || owner == 0 || size == 0 ||
 	    size > LOCO_OWNED_VAR_MAX_SIZE)
 		return -EINVAL;
-	ov = calloc(1, sizeof(*ov));
-	if (ov == NULL)
-		return -ENOMEM;
+	ret = loco_handle_alloc(ch, sizeof(*ov), (void **)&ov);
+	if (ret)
+		return ret;
 	ov->ch = ch;
 	ov->owner = owner;
 	ov->me = loco_node_id(loco_channel_manager(ch));
@@ -85,25 +86,23 @@ err_destroy_obj:
 err_scratch:
 	value_scratch_fini(&ov->big);
 err_free:
-	free(ov);
+	loco_handle_free(ov);
 	return ret;
 }
 
 void loco_owned_var_destroy(loco_owned_var_t *ov)
 {
-	if (ov == NULL)
-		return;
+	OBJ_DESTROY_CHECK(ov);
 	if (ov->staged)
 		value_stage_fini(&ov->stage); /* waits for the pushes in flight */
 	loco_object_destroy(ov->obj);
 	value_scratch_fini(&ov->big);
-	free(ov);
+	loco_handle_free(ov);
 }
 
 int loco_owned_var_sync(loco_owned_var_t *ov, int64_t timeout_ns)
 {
-	if (ov == NULL)
-		return -EINVAL;
+	OBJ_CHECK(ov);
 	return loco_object_sync(ov->obj, timeout_ns);
 }
 
@@ -111,7 +110,8 @@ int loco_owned_var_store(loco_owned_var_t *ov, const void *val)
 {
 	int ret;
 
-	if (ov == NULL || val == NULL)
+	OBJ_CHECK(ov);
+	if (val == NULL)
 		return -EINVAL;
 	if (ov->me != ov->owner)
 		return -EPERM;
@@ -141,8 +141,7 @@ int loco_owned_var_push_to(loco_owned_var_t *ov, uint32_t node, loco_ack_key_t *
 	unsigned slot;
 	int ret;
 
-	if (ov == NULL)
-		return -EINVAL;
+	OBJ_CHECK(ov);
 	if (ov->me != ov->owner)
 		return -EPERM;
 	if (node == ov->me)
@@ -162,8 +161,7 @@ int loco_owned_var_push_broadcast(loco_owned_var_t *ov, loco_ack_key_t *ack)
 	unsigned slot;
 	int n, ret, posted = 0;
 
-	if (ov == NULL)
-		return -EINVAL;
+	OBJ_CHECK(ov);
 	if (ov->me != ov->owner)
 		return -EPERM;
 	ret = loco_object_status(ov->obj); /* also with no peer to push to */
@@ -193,7 +191,8 @@ int loco_owned_var_load(loco_owned_var_t *ov, void *val)
 {
 	int ret;
 
-	if (ov == NULL || val == NULL)
+	OBJ_CHECK(ov);
+	if (val == NULL)
 		return -EINVAL;
 	ret = loco_object_status(ov->obj); /* local: allowed before the join, not on a mismatch */
 	if (ret == -LOCO_EMISMATCH)
@@ -203,16 +202,18 @@ int loco_owned_var_load(loco_owned_var_t *ov, void *val)
 
 size_t loco_owned_var_size(const loco_owned_var_t *ov)
 {
-	return ov ? ov->codec.size : 0;
+	OBJ_CHECK_OR(ov, 0);
+	return ov->codec.size;
 }
 
 uint32_t loco_owned_var_owner(const loco_owned_var_t *ov)
 {
-	return ov ? ov->owner : 0;
+	OBJ_CHECK_OR(ov, 0);
+	return ov->owner;
 }
 
 void loco_owned_var_stats(const loco_owned_var_t *ov, loco_value_stats_t *st)
 {
-	if (ov != NULL && st != NULL)
+	if (loco_handle_check(ov) == 0 && st != NULL)
 		value_stats(&ov->ctr, st);
 }

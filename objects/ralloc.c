@@ -301,9 +301,9 @@ int loco_ralloc_create(loco_channel_t *ch, const char *name, const loco_ralloc_c
 	    cfg->heap_len / slice > INT32_MAX / 2 || cfg->batch > LOCO_RALLOC_BATCH_MAX ||
 	    heap_numa_ok(cfg->numa_node))
 		return -EINVAL;
-	ra = calloc(1, sizeof(*ra));
-	if (ra == NULL)
-		return -ENOMEM;
+	ret = loco_handle_alloc(ch, sizeof(*ra), (void **)&ra);
+	if (ret)
+		return ret;
 	ra->m = loco_channel_manager(ch);
 	ra->me = loco_node_id(ra->m);
 	ra->heap_len = cfg->heap_len;
@@ -370,7 +370,7 @@ err_free:
 	free(ra->pend.idx);
 	pthread_mutex_destroy(&ra->refill_lock);
 	pthread_mutex_destroy(&ra->lock);
-	free(ra);
+	loco_handle_free(ra);
 	return ret;
 }
 
@@ -408,7 +408,8 @@ int loco_ralloc_alloc(loco_ralloc_t *ra, uint32_t node, size_t len, loco_rptr_t 
 	unsigned cls;
 	int ret, first;
 
-	if (ra == NULL || out == NULL || len == 0)
+	OBJ_CHECK(ra);
+	if (out == NULL || len == 0)
 		return -EINVAL;
 	if (len > ra->heap_len)
 		return -EMSGSIZE;
@@ -480,7 +481,8 @@ int loco_ralloc_free(loco_ralloc_t *ra, const loco_rptr_t *p)
 	uint32_t i, blk;
 	int ret = -EINVAL;
 
-	if (ra == NULL || p == NULL)
+	OBJ_CHECK(ra);
+	if (p == NULL)
 		return -EINVAL;
 	pthread_mutex_lock(&ra->lock);
 	h = host_find(ra, p->rref.node);
@@ -575,8 +577,7 @@ int loco_ralloc_trim(loco_ralloc_t *ra, int64_t timeout_ns)
 	int64_t deadline = obj_deadline(timeout_ns);
 	int ret;
 
-	if (ra == NULL)
-		return -EINVAL;
+	OBJ_CHECK(ra);
 	for (;;) {
 		bool left = false;
 
@@ -597,7 +598,8 @@ int loco_ralloc_stats(loco_ralloc_t *ra, loco_ralloc_stats_t *out)
 	loco_ralloc_stats_t s;
 	int node = -1;
 
-	if (ra == NULL || out == NULL)
+	OBJ_CHECK(ra);
+	if (out == NULL)
 		return -EINVAL;
 	pthread_mutex_lock(&ra->lock);
 	s = ra->st;
@@ -620,8 +622,7 @@ void loco_ralloc_destroy(loco_ralloc_t *ra)
 {
 	int64_t deadline;
 
-	if (ra == NULL)
-		return;
+	OBJ_DESTROY_CHECK(ra);
 	deadline = obj_deadline(RA_DESTROY_NS);
 	pthread_mutex_lock(&ra->refill_lock);
 	if (ra_pend_settle(ra, deadline) == 0) {
@@ -641,5 +642,5 @@ void loco_ralloc_destroy(loco_ralloc_t *ra)
 	free(ra->pend.idx);
 	pthread_mutex_destroy(&ra->refill_lock);
 	pthread_mutex_destroy(&ra->lock);
-	free(ra);
+	loco_handle_free(ra);
 }

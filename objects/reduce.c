@@ -248,9 +248,9 @@ int loco_reduce_create(loco_channel_t *ch, const char *name, size_t value_size, 
 	    snprintf(odd, sizeof(odd), "%s.1", name) >= (int)sizeof(odd) ||
 	    snprintf(results, sizeof(results), "%s.2", name) >= (int)sizeof(results))
 		return -EINVAL;
-	r = calloc(1, sizeof(*r));
-	if (r == NULL)
-		return -ENOMEM;
+	ret = loco_handle_alloc(ch, sizeof(*r), (void **)&r);
+	if (ret)
+		return ret;
 	r->ch = ch;
 	r->me = loco_node_id(loco_channel_manager(ch));
 	r->turn_n = -1;
@@ -300,14 +300,13 @@ err_free:
 	free(r->res);
 	free(r->row[1]);
 	free(r->row[0]);
-	free(r);
+	loco_handle_free(r);
 	return ret;
 }
 
 void loco_reduce_destroy(loco_reduce_t *r)
 {
-	if (r == NULL)
-		return;
+	OBJ_DESTROY_CHECK(r);
 	loco_ack_key_destroy(r->ack); /* waits for the pushes in flight */
 	loco_sst_destroy(r->sst[RES]);
 	loco_sst_destroy(r->sst[1]);
@@ -317,12 +316,13 @@ void loco_reduce_destroy(loco_reduce_t *r)
 	free(r->res);
 	free(r->row[1]);
 	free(r->row[0]);
-	free(r);
+	loco_handle_free(r);
 }
 
 uint64_t loco_reduce_round(const loco_reduce_t *r)
 {
-	return r ? __atomic_load_n(&r->done, __ATOMIC_ACQUIRE) : 0;
+	OBJ_CHECK_OR(r, 0);
+	return __atomic_load_n(&r->done, __ATOMIC_ACQUIRE);
 }
 
 /* send -- push this node's row of sst @t to @node, or to every present row when @node is 0. */
@@ -894,7 +894,8 @@ int loco_reduce_run(loco_reduce_t *r, const void *in, void *out, struct loco_red
 {
 	int ret;
 
-	if (r == NULL || in == NULL || out == NULL)
+	OBJ_CHECK(r);
+	if (in == NULL || out == NULL)
 		return -EINVAL;
 	ret = run_once(r, in, out, info, timeout_ns);
 	return ret == -LOCO_EPARTITION ? reset(r) : ret;

@@ -367,9 +367,9 @@ int loco_rpc_create(loco_channel_t *ch, const char *name, const loco_rpc_cfg_t *
 	if (c.ret_max > (1u << 20) || c.inline_max > (1u << 20) || c.ret_slots > 65536 ||
 	    c.agg_bytes > (1u << 20) || c.pull_bytes > (1u << 30))
 		return -EINVAL;
-	ep = calloc(1, sizeof(*ep));
-	if (ep == NULL)
-		return -ENOMEM;
+	ret = loco_handle_alloc(ch, sizeof(*ep), (void **)&ep);
+	if (ret)
+		return ret;
 	ep->ch = ch;
 	ep->m = loco_channel_manager(ch);
 	ep->me = loco_node_id(ep->m);
@@ -509,8 +509,7 @@ void rpc_out_free(struct rpc_peer *p)
 
 void loco_rpc_destroy(loco_rpc_ep_t *ep)
 {
-	if (ep == NULL)
-		return;
+	OBJ_DESTROY_CHECK(ep);
 	__atomic_store_n(&ep->stop, 1, __ATOMIC_RELEASE); /* pairs with rpc_server_start() */
 	for (unsigned i = 0; i < ep->nlanes; i++)
 		if (ep->lanes[i].started)
@@ -544,7 +543,7 @@ void loco_rpc_destroy(loco_rpc_ep_t *ep)
 	pthread_mutex_destroy(&ep->slock);
 	pthread_mutex_destroy(&ep->hlock);
 	pthread_mutex_destroy(&ep->tlock);
-	free(ep);
+	loco_handle_free(ep);
 }
 
 /* ---- set-up on first use: OPEN and GRANT -------------------------------------------- */
@@ -709,8 +708,7 @@ int loco_rpc_sync(loco_rpc_ep_t *ep, int64_t timeout_ns)
 	loco_waiter_t w;
 	int ret;
 
-	if (ep == NULL)
-		return -EINVAL;
+	OBJ_CHECK(ep);
 	if (ep->nodes == NULL) {
 		ret = loco_object_sync(ep->obj, timeout_ns);
 		return ret < 0 ? ret : 0;
@@ -750,7 +748,8 @@ int loco_rpc_register(loco_rpc_ep_t *ep, const char *name, loco_rpc_fn fn, void 
 	uint32_t hid = loco_rpc_id(name);
 	int ret = 0;
 
-	if (ep == NULL || name == NULL || fn == NULL || name[0] == '\0')
+	OBJ_CHECK(ep);
+	if (name == NULL || fn == NULL || name[0] == '\0')
 		return -EINVAL;
 	pthread_mutex_lock(&ep->hlock);
 	for (unsigned i = 0; i < ep->nh; i++)
@@ -771,7 +770,8 @@ int loco_rpc_register(loco_rpc_ep_t *ep, const char *name, loco_rpc_fn fn, void 
 
 loco_region_t *loco_rpc_send_region(loco_rpc_ep_t *ep)
 {
-	return ep ? ep->send : NULL;
+	OBJ_CHECK_OR(ep, NULL);
+	return ep->send;
 }
 
 void loco_rpc_stats(const loco_rpc_ep_t *ep, loco_rpc_stats_t *st)
@@ -782,7 +782,7 @@ void loco_rpc_stats(const loco_rpc_ep_t *ep, loco_rpc_stats_t *st)
 	uint64_t *d;
 	unsigned n;
 
-	if (ep == NULL || st == NULL)
+	if (loco_handle_check(ep) || st == NULL)
 		return;
 	s = (const uint64_t *)&ep->st;
 	d = (uint64_t *)st;

@@ -319,7 +319,8 @@ int loco_rpc_call(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *arg
 	struct pl_iov pl = pl_one(args, len);
 	struct rpc_peer *p;
 
-	if (ep == NULL || (p = callee(ep, node)) == NULL || (len && args == NULL))
+	OBJ_CHECK(ep);
+	if ((p = callee(ep, node)) == NULL || (len && args == NULL))
 		return -EINVAL;
 	if (len > ep->cfg.inline_max)
 		return -EMSGSIZE;
@@ -384,7 +385,8 @@ int loco_rpc_call_all(loco_rpc_ep_t *ep, uint32_t id, const void *args, size_t l
 	uint32_t peers[RPC_TAB / 2], n = 0;
 	int np;
 
-	if (ep == NULL || (len && args == NULL))
+	OBJ_CHECK(ep);
+	if (len && args == NULL)
 		return -EINVAL;
 	if (len > ep->cfg.inline_max)
 		return -EMSGSIZE;
@@ -519,7 +521,8 @@ int loco_rpc_call_return(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const vo
 	struct rf_hdr h = {.kind = RF_RET, .hid = id, .plen = (uint32_t)len};
 	struct rpc_peer *p;
 
-	if (ep == NULL || (p = callee(ep, node)) == NULL || (len && args == NULL))
+	OBJ_CHECK(ep);
+	if ((p = callee(ep, node)) == NULL || (len && args == NULL))
 		return -EINVAL;
 	if (len > ep->cfg.inline_max || ret_cap > ep->cfg.ret_max)
 		return -EMSGSIZE;
@@ -534,7 +537,8 @@ int loco_rpc_call_buffer(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const vo
 	struct rf_pull pl;
 	struct rpc_peer *p;
 
-	if (ep == NULL || (p = callee(ep, node)) == NULL || (len && buf == NULL))
+	OBJ_CHECK(ep);
+	if ((p = callee(ep, node)) == NULL || (len && buf == NULL))
 		return -EINVAL;
 	if (ret_cap > ep->cfg.ret_max || len > ep->cfg.pull_bytes)
 		return -EMSGSIZE;
@@ -559,7 +563,8 @@ int loco_rpc_call_buffer_to(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const
 	struct rf_dest d;
 	struct rpc_peer *p;
 
-	if (ep == NULL || dst == NULL || len == 0 || buf == NULL || dst->node != node ||
+	OBJ_CHECK(ep);
+	if (dst == NULL || len == 0 || buf == NULL || dst->node != node ||
 	    (p = callee(ep, node)) == NULL)
 		return -EINVAL;
 	if (ret_cap > ep->cfg.ret_max)
@@ -581,7 +586,8 @@ int loco_rpc_dest_add(loco_rpc_ep_t *ep, loco_region_t *r)
 
 	loco_rref_t self;
 
-	if (ep == NULL || r == NULL || loco_region_rref(r, &self) != 0 || self.node != ep->me)
+	OBJ_CHECK(ep);
+	if (r == NULL || loco_region_rref(r, &self) != 0 || self.node != ep->me)
 		return -EINVAL; /* NULL, or a region of another manager */
 	pthread_mutex_lock(&ep->hlock);
 	for (unsigned i = 0; i < ep->ndest; i++)
@@ -608,7 +614,8 @@ int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *
 	loco_waiter_t w;
 	int ret;
 
-	if (ep == NULL || t == NULL || t->tag == 0 || t->slot >= ep->cfg.ret_slots ||
+	OBJ_CHECK(ep);
+	if (t == NULL || t->tag == 0 || t->slot >= ep->cfg.ret_slots ||
 	    ep->slots[t->slot].tag != t->tag || ep->slots[t->slot].node != t->node)
 		return -EINVAL;
 	p = rpc_peer_find(ep, t->node);
@@ -669,7 +676,8 @@ int loco_rpc_flush(loco_rpc_ep_t *ep, uint32_t node, int64_t timeout_ns)
 	int64_t deadline = obj_deadline(timeout_ns);
 	loco_waiter_t w;
 
-	if (ep == NULL || (node != 0 && !rpc_is_member(ep, node)))
+	OBJ_CHECK(ep);
+	if (node != 0 && !rpc_is_member(ep, node))
 		return -EINVAL;
 	loco_waiter_init(&w, ep->m);
 	for (unsigned i = 0, n = rpc_npeers(ep); i < n; i++) {

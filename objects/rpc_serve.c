@@ -290,7 +290,8 @@ int loco_rpc_progress(loco_rpc_ep_t *ep, int max)
 	struct rpc_lane *l;
 	int n;
 
-	if (ep == NULL || max <= 0)
+	OBJ_CHECK(ep);
+	if (max <= 0)
 		return -EINVAL;
 	if (ep->cfg.threads)
 		return -EPERM;

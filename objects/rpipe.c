@@ -42,9 +42,9 @@ static int rp_new(loco_channel_t *ch, uint32_t writer, uint32_t reader, size_t r
 	me = loco_node_id(loco_channel_manager(ch));
 	if (me != writer && me != reader)
 		return -EINVAL;
-	p = calloc(1, sizeof(*p));
-	if (p == NULL)
-		return -ENOMEM;
+	ret = loco_handle_alloc(ch, sizeof(*p), (void **)&p);
+	if (ret)
+		return ret;
 	p->ch = ch;
 	p->m = loco_channel_manager(ch);
 	p->size = ring_bytes;
@@ -68,7 +68,7 @@ err_dack:
 	loco_ack_key_destroy(p->dack);
 err_free:
 	XXH3_freeState(p->xs);
-	free(p);
+	loco_handle_free(p);
 	return ret;
 }
 
@@ -78,7 +78,7 @@ static void rp_free(loco_rpipe_t *p)
 	loco_ack_key_destroy(p->dack); /* waits for the WRITEs in flight */
 	loco_ack_key_destroy(p->cack);
 	XXH3_freeState(p->xs);
-	free(p);
+	loco_handle_free(p);
 }
 
 int rpipe_open_unlisted(loco_object_t *obj, const char *prefix, uint32_t writer, uint32_t reader,
@@ -183,8 +183,7 @@ err_new:
 
 void loco_rpipe_destroy(loco_rpipe_t *p)
 {
-	if (p == NULL)
-		return;
+	OBJ_DESTROY_CHECK(p);
 	/*
 	 * Only one data WRITE at a time is signaled: the unsignaled ones
 	 * after it may still be queued, from the shadow about to be freed.
@@ -207,12 +206,13 @@ void loco_rpipe_destroy(loco_rpipe_t *p)
 
 size_t loco_rpipe_max_msg(const loco_rpipe_t *p)
 {
-	return p ? (size_t)p->size - LOCO_RPIPE_OVERHEAD : 0;
+	OBJ_CHECK_OR(p, 0);
+	return (size_t)p->size - LOCO_RPIPE_OVERHEAD;
 }
 
 void loco_rpipe_stats(const loco_rpipe_t *p, loco_rpipe_stats_t *st)
 {
-	if (p != NULL && st != NULL)
+	if (loco_handle_check(p) == 0 && st != NULL)
 		*st = p->st;
 }
 
@@ -293,8 +293,7 @@ int rp_sess(loco_rpipe_t *p)
 
 int loco_rpipe_reset(loco_rpipe_t *p)
 {
-	if (p == NULL)
-		return -EINVAL;
+	OBJ_CHECK(p);
 	if (!is_lost(p))
 		return -EBUSY;
 	if (p->is_writer) {
@@ -331,8 +330,7 @@ int loco_rpipe_sync(loco_rpipe_t *p, int64_t timeout_ns)
 	loco_waiter_t w;
 	int ret;
 
-	if (p == NULL)
-		return -EINVAL;
+	OBJ_CHECK(p);
 	loco_waiter_init(&w, p->m);
 	while ((ret = rp_sess(p)) == -ENOENT) {
 		if (loco_channel_partitioned(p->ch))

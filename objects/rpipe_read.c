@@ -183,7 +183,8 @@ int loco_rpipe_read(loco_rpipe_t *p, void *buf, size_t cap, size_t *len, int64_t
 	size_t off, n;
 	int ret;
 
-	if (p == NULL || buf == NULL || len == NULL)
+	OBJ_CHECK(p);
+	if (buf == NULL || len == NULL)
 		return -EINVAL;
 	ret = wait_msg(p, timeout_ns, &off, &n);
 	if (ret)
@@ -202,7 +203,8 @@ int loco_rpipe_peek(loco_rpipe_t *p, const void **ptr, size_t *len, int64_t time
 	size_t off, n;
 	int ret;
 
-	if (p == NULL || ptr == NULL || len == NULL)
+	OBJ_CHECK(p);
+	if (ptr == NULL || len == NULL)
 		return -EINVAL;
 	ret = wait_msg(p, timeout_ns, &off, &n);
 	if (ret)
@@ -217,7 +219,8 @@ int loco_rpipe_release(loco_rpipe_t *p)
 {
 	size_t n;
 
-	if (p == NULL || p->is_writer || p->peek_rec == 0)
+	OBJ_CHECK(p);
+	if (p->is_writer || p->peek_rec == 0)
 		return -EINVAL;
 	n = p->peek_rec;
 	p->peek_rec = 0;

@@ -185,7 +185,8 @@ int loco_rpipe_write(loco_rpipe_t *p, const void *buf, size_t len, int64_t timeo
 	size_t off;
 	int ret;
 
-	if (p == NULL || buf == NULL || len == 0)
+	OBJ_CHECK(p);
+	if (buf == NULL || len == 0)
 		return -EINVAL;
 	ret = writer_args(p, len);
 	if (ret)
@@ -211,7 +212,8 @@ int loco_rpipe_reserve(loco_rpipe_t *p, size_t len, void **ptr, int64_t timeout_
 	size_t off;
 	int ret;
 
-	if (p == NULL || ptr == NULL || len == 0)
+	OBJ_CHECK(p);
+	if (ptr == NULL || len == 0)
 		return -EINVAL;
 	ret = writer_args(p, len);
 	if (ret)
@@ -230,7 +232,8 @@ int loco_rpipe_commit(loco_rpipe_t *p, size_t len)
 	uint64_t rec;
 	int ret;
 
-	if (p == NULL || !p->is_writer || p->resv_len == 0 || len == 0 || len > p->resv_len)
+	OBJ_CHECK(p);
+	if (!p->is_writer || p->resv_len == 0 || len == 0 || len > p->resv_len)
 		return -EINVAL;
 	rec = seal(p, p->resv_off, len);
 	ret = post(p, p->resv_off, rec, -1, 0); /* a full queue drains: no deadline */

@@ -9,6 +9,8 @@
 #include <loco.h>
 #include <loco/shared_region.h>
 
+#include "obj_util.h"
+
 struct loco_shared_region {
 	loco_object_t *obj;
 	loco_region_t *mem;
@@ -22,9 +24,9 @@ int loco_shared_region_create(loco_channel_t *ch, const char *name, size_t len, 
 
 	if (ch == NULL || name == NULL || len == 0 || out == NULL)
 		return -EINVAL;
-	sr = calloc(1, sizeof(*sr));
-	if (sr == NULL)
-		return -ENOMEM;
+	ret = loco_handle_alloc(ch, sizeof(*sr), (void **)&sr);
+	if (ret)
+		return ret;
 	ret = loco_object_create(ch, name, NULL, NULL, &sr->obj);
 	if (ret)
 		goto err_free;
@@ -37,26 +39,27 @@ int loco_shared_region_create(loco_channel_t *ch, const char *name, size_t len, 
 err_destroy_obj:
 	loco_object_destroy(sr->obj);
 err_free:
-	free(sr);
+	loco_handle_free(sr);
 	return ret;
 }
 
 void loco_shared_region_destroy(loco_shared_region_t *sr)
 {
-	if (sr == NULL)
-		return;
+	OBJ_DESTROY_CHECK(sr);
 	loco_object_destroy(sr->obj); /* frees its regions too */
-	free(sr);
+	loco_handle_free(sr);
 }
 
 void *loco_shared_region_ptr(const loco_shared_region_t *sr)
 {
-	return sr ? loco_region_ptr(sr->mem) : NULL;
+	OBJ_CHECK_OR(sr, NULL);
+	return loco_region_ptr(sr->mem);
 }
 
 size_t loco_shared_region_len(const loco_shared_region_t *sr)
 {
-	return sr ? loco_region_len(sr->mem) : 0;
+	OBJ_CHECK_OR(sr, 0);
+	return loco_region_len(sr->mem);
 }
 
 int loco_shared_region_write(loco_shared_region_t *sr, uint32_t node, size_t off, size_t len,
@@ -65,8 +68,7 @@ int loco_shared_region_write(loco_shared_region_t *sr, uint32_t node, size_t off
 	loco_rref_t peer;
 	int ret;
 
-	if (sr == NULL)
-		return -EINVAL;
+	OBJ_CHECK(sr);
 	ret = loco_region_remote(sr->mem, node, &peer);
 	return ret ? ret : loco_write(sr->mem, off, &peer, off, len, ack);
 }
@@ -77,8 +79,7 @@ int loco_shared_region_read(loco_shared_region_t *sr, uint32_t node, size_t off,
 	loco_rref_t peer;
 	int ret;
 
-	if (sr == NULL)
-		return -EINVAL;
+	OBJ_CHECK(sr);
 	ret = loco_region_remote(sr->mem, node, &peer);
 	return ret ? ret : loco_read(sr->mem, off, &peer, off, len, ack);
 }

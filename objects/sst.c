@@ -34,6 +34,7 @@
 #include <loco.h>
 #include <loco/sst.h>
 
+#include "obj_util.h"
 #include "value.h"
 
 enum row_state {
@@ -211,9 +212,9 @@ int loco_sst_create(loco_channel_t *ch, const char *name, size_t row_size, uint3
 	me = loco_node_id(loco_channel_manager(ch));
 	if (me == 0 || me > max_rows)
 		return -ERANGE;
-	sst = calloc(1, sizeof(*sst));
-	if (sst == NULL)
-		return -ENOMEM;
+	ret = loco_handle_alloc(ch, sizeof(*sst), (void **)&sst);
+	if (ret)
+		return ret;
 	sst->ch = ch;
 	sst->me = me;
 	sst->max_rows = max_rows;
@@ -281,7 +282,7 @@ err_free_state:
 	free(sst->bits);
 	free(sst->state);
 err_free:
-	free(sst);
+	loco_handle_free(sst);
 	return ret;
 }
 
@@ -289,8 +290,7 @@ void loco_sst_destroy(loco_sst_t *sst)
 {
 	struct loco_sst_predicate *p, *next;
 
-	if (sst == NULL)
-		return;
+	OBJ_DESTROY_CHECK(sst);
 	pthread_mutex_lock(&sst->pred_lock);
 	p = sst->preds;
 	sst->preds = NULL;
@@ -298,7 +298,7 @@ void loco_sst_destroy(loco_sst_t *sst)
 	for (; p != NULL; p = next) {
 		next = p->next;
 		loco_poller_remove(p->poller); /* waits for a call in progress */
-		free(p);
+		loco_handle_free(p);
 	}
 	if (sst->staged)
 		value_stage_fini(&sst->stage); /* waits for the pushes in flight */
@@ -309,13 +309,12 @@ void loco_sst_destroy(loco_sst_t *sst)
 	free(sst->gen);
 	free(sst->bits);
 	free(sst->state);
-	free(sst);
+	loco_handle_free(sst);
 }
 
 int loco_sst_sync(loco_sst_t *sst, int64_t timeout_ns)
 {
-	if (sst == NULL)
-		return -EINVAL;
+	OBJ_CHECK(sst);
 	return loco_object_sync(sst->obj, timeout_ns);
 }
 
@@ -323,7 +322,8 @@ int loco_sst_store_mine(loco_sst_t *sst, const void *row)
 {
 	int ret;
 
-	if (sst == NULL || row == NULL)
+	OBJ_CHECK(sst);
+	if (row == NULL)
 		return -EINVAL;
 	/*
 	 * Refused before the join too: a row stored then is what a joiner's
@@ -392,7 +392,8 @@ int loco_sst_push_to(loco_sst_t *sst, uint32_t node, loco_ack_key_t *ack)
 	loco_rref_t rr;
 	int slot = -1, ret;
 
-	if (sst == NULL || node == sst->me)
+	OBJ_CHECK(sst);
+	if (node == sst->me)
 		return -EINVAL;
 	ret = loco_region_remote(sst->rows, node, &rr);
 	return ret ? ret : sst_push(sst, &slot, 1, &rr, ack);
@@ -405,8 +406,7 @@ int loco_sst_push_broadcast(loco_sst_t *sst, loco_ack_key_t *ack)
 	loco_rref_t rr;
 	int ret, posted = 0, slot = -1;
 
-	if (sst == NULL)
-		return -EINVAL;
+	OBJ_CHECK(sst);
 	ret = loco_object_status(sst->obj); /* also with no peer to push to */
 	if (ret)
 		return ret;
@@ -429,7 +429,8 @@ int loco_sst_read(loco_sst_t *sst, uint32_t node, void *row)
 {
 	int ret;
 
-	if (sst == NULL || row == NULL)
+	OBJ_CHECK(sst);
+	if (row == NULL)
 		return -EINVAL;
 	ret = loco_object_status(sst->obj); /* local: allowed before the join, not on a mismatch */
 	if (ret == -LOCO_EMISMATCH)
@@ -444,7 +445,8 @@ int loco_sst_row_tag(const loco_sst_t *sst, uint32_t node, uint64_t *tag)
 	uint64_t gen, t;
 	int ret;
 
-	if (sst == NULL || tag == NULL)
+	OBJ_CHECK(sst);
+	if (tag == NULL)
 		return -EINVAL;
 	ret = loco_object_status(sst->obj); /* as loco_sst_read() */
 	if (ret == -LOCO_EMISMATCH)
@@ -470,7 +472,7 @@ int loco_sst_row_tag(const loco_sst_t *sst, uint32_t node, uint64_t *tag)
 
 int loco_sst_row_present(const loco_sst_t *sst, uint32_t node)
 {
-	return sst != NULL && row_state(sst, node) == ROW_PRESENT;
+	return loco_handle_check(sst) == 0 && row_state(sst, node) == ROW_PRESENT;
 }
 
 int loco_sst_rows(const loco_sst_t *sst, uint32_t *ids, size_t max)
@@ -478,7 +480,8 @@ int loco_sst_rows(const loco_sst_t *sst, uint32_t *ids, size_t max)
 	uint32_t words;
 	int n = 0;
 
-	if (sst == NULL || (ids == NULL && max > 0))
+	OBJ_CHECK(sst);
+	if (ids == NULL && max > 0)
 		return -EINVAL;
 	/* rows_next()'s walk, written out: every poll of a reduce or a barrier lists the rows */
 	words = (sst->max_rows + 63) / 64;
@@ -499,17 +502,19 @@ int loco_sst_rows(const loco_sst_t *sst, uint32_t *ids, size_t max)
 
 size_t loco_sst_row_size(const loco_sst_t *sst)
 {
-	return sst ? sst->codec.size : 0;
+	OBJ_CHECK_OR(sst, 0);
+	return sst->codec.size;
 }
 
 uint32_t loco_sst_max_rows(const loco_sst_t *sst)
 {
-	return sst ? sst->max_rows : 0;
+	OBJ_CHECK_OR(sst, 0);
+	return sst->max_rows;
 }
 
 void loco_sst_stats(const loco_sst_t *sst, loco_value_stats_t *st)
 {
-	if (sst != NULL && st != NULL)
+	if (loco_handle_check(sst) == 0 && st != NULL)
 		value_stats(&sst->ctr, st);
 }
 
@@ -564,9 +569,9 @@ int loco_sst_predicate_add(loco_sst_t *sst, int (*test)(loco_sst_t *sst, void *a
 	if (sst == NULL || test == NULL || trigger == NULL || out == NULL ||
 	    (mode != LOCO_SST_ONE_SHOT && mode != LOCO_SST_RECURRING))
 		return -EINVAL;
-	p = calloc(1, sizeof(*p));
-	if (p == NULL)
-		return -ENOMEM;
+	ret = loco_handle_alloc(sst->ch, sizeof(*p), (void **)&p);
+	if (ret)
+		return ret;
 	p->sst = sst;
 	p->test = test;
 	p->trigger = trigger;
@@ -584,7 +589,7 @@ int loco_sst_predicate_add(loco_sst_t *sst, int (*test)(loco_sst_t *sst, void *a
 	ret = loco_poller_add(loco_channel_manager(sst->ch), pred_poll, p, 0, &p->poller);
 	if (ret) {
 		pred_unlist(sst, p);
-		free(p);
+		loco_handle_free(p);
 		return ret;
 	}
 	*out = p;
@@ -594,12 +599,11 @@ int loco_sst_predicate_add(loco_sst_t *sst, int (*test)(loco_sst_t *sst, void *a
 
 int loco_sst_predicate_remove(loco_sst_predicate_t *pred)
 {
-	if (pred == NULL)
-		return -EINVAL;
+	OBJ_CHECK(pred);
 	pred_unlist(pred->sst, pred);
 	/* not under pred_lock: this waits for a trigger, which may add or remove predicates */
 	loco_poller_remove(pred->poller);
-	free(pred);
+	loco_handle_free(pred);
 	return 0;
 }
 
@@ -609,7 +613,8 @@ int loco_sst_predicate_remove(loco_sst_predicate_t *pred)
 /* loco_sst_set_direct -- push from the master row from now on; the unused ring's keys go. */
 int loco_sst_set_direct(loco_sst_t *sst)
 {
-	if (sst == NULL || sst->codec.kind != VALUE_WORD)
+	OBJ_CHECK(sst);
+	if (sst->codec.kind != VALUE_WORD)
 		return -EINVAL;
 	if (sst->direct)
 		return 0;
@@ -632,7 +637,8 @@ int loco_sst_fetch(loco_sst_t *sst, uint32_t node, loco_ack_key_t *ack)
 	loco_rref_t rr;
 	int ret;
 
-	if (sst == NULL || ack == NULL || sst->fetch == NULL || node == 0 || node > sst->max_rows ||
+	OBJ_CHECK(sst);
+	if (ack == NULL || sst->fetch == NULL || node == 0 || node > sst->max_rows ||
 	    node == sst->me)
 		return -EINVAL;
 	__atomic_store_n(&sst->fetched[node - 1], 0, __ATOMIC_RELAXED);
@@ -652,7 +658,8 @@ int loco_sst_fetch_result(loco_sst_t *sst, uint32_t node, void *row)
 {
 	struct value_counters uncounted = {0}; /* a fetch result is not a read of the table */
 
-	if (sst == NULL || row == NULL || sst->fetch == NULL || node == 0 || node > sst->max_rows)
+	OBJ_CHECK(sst);
+	if (row == NULL || sst->fetch == NULL || node == 0 || node > sst->max_rows)
 		return -EINVAL;
 	if (!__atomic_load_n(&sst->fetched[node - 1], __ATOMIC_ACQUIRE))
 		return -ENODATA;

@@ -36,7 +36,8 @@ int loco_ack_key_create(loco_manager_t *manager, loco_ack_key_t **out);
 
 /*
  * loco_ack_key_destroy -- wait for the key's outstanding operations (each
- * completes within the fabric's dead-peer bound), then free it. NULL-safe.
+ * completes within the fabric's dead-peer bound), then free it. NULL-safe;
+ * a second destroy logs the misuse and does nothing.
  */
 void loco_ack_key_destroy(loco_ack_key_t *key);
 

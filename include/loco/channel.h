@@ -83,7 +83,8 @@ int loco_channel_join(loco_channel_t *ch, int64_t timeout_ns);
 
 /*
  * loco_channel_destroy -- leave and free the channel. Returns 0, or -EBUSY
- * while objects or child channels remain in it (nothing is changed).
+ * while objects or child channels remain in it (nothing is changed);
+ * -EBADF when it was destroyed already or its manager finished.
  */
 int loco_channel_destroy(loco_channel_t *ch);
 
@@ -129,6 +130,42 @@ struct loco_object_ops {
 };
 
 /*
+ * Handles: how a handle that is gone says so (loco(7), MISUSE). Every
+ * handle LOCO gives out -- manager, channel, object, ack key, poller and
+ * each stock object -- is made with loco_handle_alloc() or its liboco
+ * twin. Destroying it marks it dead and keeps its memory in a bounded,
+ * process-wide graveyard instead of freeing it, so a call on it later
+ * returns -EBADF rather than reading freed memory; loco_fini() kills
+ * every handle of its manager still alive, so every call after it gets
+ * -EBADF too. The graveyard holds the last 1024 dead handles (4 MiB at
+ * most): a handle destroyed longer ago is really freed; a check on it
+ * aborts with "loco: misuse: ... is not a live LOCO handle" while the
+ * memory is unused, and cannot tell it from a new handle once malloc
+ * reused it. An object author makes its handle with loco_handle_alloc(),
+ * frees it with loco_handle_free(), and begins every entry point with
+ * loco_handle_check(). Appeared in loco 0.10.
+ */
+
+/*
+ * loco_handle_alloc -- @size zeroed bytes for an object's handle in @ch,
+ * killed by loco_fini() of @ch's manager if still alive then. Returns 0
+ * and sets *@out; -EINVAL (NULL, @size 0), -EBADF (@ch is gone), -ENOMEM.
+ */
+int loco_handle_alloc(loco_channel_t *ch, size_t size, void **out);
+
+/* loco_handle_free -- mark @h dead and park it in the graveyard (never freed at once). NULL-safe. */
+void loco_handle_free(void *h);
+
+/*
+ * loco_handle_check -- whether handle @h may be used: 0; -EINVAL (NULL);
+ * -EBADF (destroyed, or its manager finished). Lock-free: one load. Aborts
+ * with a message naming the misuse when @h is no handle at all (memory
+ * freed past the graveyard; a pointer LOCO never gave, usually: the check
+ * reads memory just before @h).
+ */
+int loco_handle_check(const void *h);
+
+/*
  * loco_object_create -- register object @name (unique in the channel) in
  * @ch with callbacks @ops (may be NULL) and their @arg.
  * Returns 0 and sets *@out; -EINVAL, -EEXIST, -ENOMEM.
@@ -140,7 +177,8 @@ int loco_object_create(loco_channel_t *ch, const char *name, const struct loco_o
  * loco_object_destroy -- remove the object and tell the channel's peers;
  * its regions are deregistered and freed two failure bounds later (a
  * peer's WRITE that crossed the news lands in them, harmlessly; at most
- * 64 regions and 16 MiB are kept, the oldest go first). NULL-safe.
+ * 64 regions and 16 MiB are kept, the oldest go first). NULL-safe; a
+ * second destroy logs the misuse and does nothing.
  */
 void loco_object_destroy(loco_object_t *obj);
 
@@ -356,7 +394,7 @@ int loco_poller_add(loco_manager_t *m, int (*fn)(void *arg), void *arg, int64_t 
  * return: afterwards the function is neither running nor called again.
  * From inside a poller's function (its own included) it does not wait: a
  * function that removes itself finishes its current call and is not
- * called again. Returns 0; -EINVAL (NULL).
+ * called again. Returns 0; -EINVAL (NULL); -EBADF (removed already).
  */
 int loco_poller_remove(loco_poller_t *p);
 

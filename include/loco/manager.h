@@ -64,6 +64,11 @@ int loco_init(const loco_config_t *cfg, loco_manager_t **out);
 /*
  * loco_fini -- leave the cluster gracefully (peers see a leave, not a
  * failure) and free the manager. Channels must be destroyed first. NULL-safe.
+ * Every handle of @m still alive, and @m, die: later calls on them return
+ * -EBADF (0 or NULL from the accessors), and a second loco_fini() of @m
+ * logs the misuse and does nothing (loco(7), Misuse). With objects still
+ * open it logs that misuse and leaks the manager rather than free it under
+ * their threads.
  */
 void loco_fini(loco_manager_t *m);
 
