@@ -204,3 +204,19 @@ out:
 	pthread_mutex_unlock(&m->lock);
 	return ret;
 }
+
+int loco_handle_alloc(loco_channel_t *ch, size_t size, void **out)
+{
+	int ret = loco_handle_check(ch);
+	void *h;
+
+	if (ret)
+		return ret;
+	if (out == NULL || size == 0)
+		return -EINVAL;
+	h = lc_handle_alloc(ch->m, size);
+	if (h == NULL)
+		return -ENOMEM;
+	*out = h;
+	return 0;
+}

@@ -187,22 +187,6 @@ int loco_handle_check(const void *h)
 	abort();
 }
 
-int loco_handle_alloc(loco_channel_t *ch, size_t size, void **out)
-{
-	int ret = loco_handle_check(ch);
-	void *h;
-
-	if (ret)
-		return ret;
-	if (out == NULL || size == 0)
-		return -EINVAL;
-	h = lc_handle_alloc(loco_channel_manager(ch), size);
-	if (h == NULL)
-		return -ENOMEM;
-	*out = h;
-	return 0;
-}
-
 void loco_handle_free(void *h)
 {
 	if (h == NULL)

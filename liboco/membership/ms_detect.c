@@ -101,6 +101,13 @@ uint64_t ms_detect_max(const struct lc_ms *ms)
 	return b;
 }
 
+uint64_t lc_ms_bound(const struct lc_ms *ms, uint32_t node)
+{
+	int i = ms_idx(ms, node);
+
+	return i == NO_INDEX ? ms->cfg.fail_ns : ms_detect_bound(ms, &ms->v[i]);
+}
+
 int ms_detect_unsure(struct lc_ms *ms)
 {
 	return ms->resumed != 0;

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * ms_impl.h -- the machine's state, shared by ms.c (views, installing,
- * exclusion and rejoin, messages, timers), ms_paxos.c (the rounds that
- * agree on the next view), ms_probe.c (suspicion confirmed by probes) and
- * ms_detect.c (the adaptive bound and our own lateness).
+ * ms_impl.h -- the machine's state, shared by its files, which call each
+ * other one way only, from the top:
+ *
+ *   ms_input.c  the inputs and the tick
+ *   ms_paxos.c  the rounds that agree on the next view
+ *   ms_probe.c  suspicion confirmed by probes
+ *   ms_view.c   installing a view, exclusion, the partition check
+ *   ms_detect.c the adaptive bound and our own lateness
+ *   ms_base.c   making it, messages and sending, questions
  */
 #ifndef LOCO_LC_MS_IMPL_H
 #define LOCO_LC_MS_IMPL_H
@@ -135,18 +140,25 @@ static inline int ms_has(const struct lc_ms *ms, uint32_t node, uint64_t inc)
 	return i != NO_INDEX && ms->v[i].info.inc == inc;
 }
 
-/* ms.c */
+/* ms_base.c */
 void ms_send_to(struct lc_ms *ms, uint32_t node, struct lc_msg *msg);
 void ms_broadcast(struct lc_ms *ms, struct lc_msg *msg);
 struct lc_msg *ms_msg(struct lc_ms *ms, uint32_t kind, uint64_t view);
-void ms_install(struct lc_ms *ms, uint64_t id, const struct lc_member_info *list, uint32_t n);
 void ms_tell_gone(struct lc_ms *ms, uint32_t to, uint64_t since);
+void ms_send_view(struct lc_ms *ms, uint32_t node);
+uint32_t ms_coordinator(const struct lc_ms *ms);
 void ms_event(struct lc_ms *ms, int type, uint64_t view, uint32_t n);
 void ms_set_part(struct lc_ms *ms, int part);
 uint64_t ms_random(struct lc_ms *ms, uint64_t below);
+int ms_rem_has(const struct lc_ms *ms, uint32_t node, uint64_t inc);
+void ms_rem_add(struct lc_ms *ms, const struct lc_member_info *mi, int left);
+
+/* ms_view.c */
+void ms_install(struct lc_ms *ms, uint64_t id, const struct lc_member_info *list, uint32_t n);
+void ms_partition_check(struct lc_ms *ms);
+void ms_pending_prune(struct lc_ms *ms);
 
 /* ms_paxos.c: the proposer (coordinator) and the acceptor */
-int ms_rem_has(const struct lc_ms *ms, uint32_t node, uint64_t inc);
 void ms_backoff(struct lc_ms *ms);
 void ms_start_round(struct lc_ms *ms);
 int ms_acc_prepare(struct lc_ms *ms, uint64_t t, uint64_t b);
@@ -159,7 +171,6 @@ void ms_on_accepted(struct lc_ms *ms, uint32_t from, uint64_t t, uint64_t b);
 /* ms_probe.c: suspicion and probes */
 void ms_suspect_idx(struct lc_ms *ms, int i);
 void ms_coord_suspect(struct lc_ms *ms, int i);
-void ms_rem_add(struct lc_ms *ms, const struct lc_member_info *mi, int left);
 void ms_probes_decide(struct lc_ms *ms);
 void ms_probes_answer(struct lc_ms *ms);
 

@@ -10,14 +10,6 @@
 #include "../log.h"
 #include "ms_impl.h"
 
-int ms_rem_has(const struct lc_ms *ms, uint32_t node, uint64_t inc)
-{
-	for (uint32_t i = 0; i < ms->nr; i++)
-		if (ms->rems[i].info.node == node && ms->rems[i].info.inc == inc)
-			return 1;
-	return 0;
-}
-
 /* proposal -- the next view we want: ours minus removals, plus joins. Its length. */
 static uint32_t proposal(struct lc_ms *ms, struct lc_member_info *out)
 {

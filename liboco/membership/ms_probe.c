@@ -55,13 +55,6 @@ void ms_coord_suspect(struct lc_ms *ms, int i)
 	            asked);
 }
 
-void ms_rem_add(struct lc_ms *ms, const struct lc_member_info *mi, int left)
-{
-	if (ms_rem_has(ms, mi->node, mi->inc) || ms->nr >= LC_MAX_MEMBERS)
-		return;
-	ms->rems[ms->nr++] = (struct change){.info = *mi, .since = ms->now, .left = left};
-}
-
 /* probes_decide -- the coordinator's probes that are done: confirmed, or cleared. */
 void ms_probes_decide(struct lc_ms *ms)
 {
