@@ -781,6 +781,7 @@ static void join_timeout_log(loco_manager_t *m, loco_channel_t *ch)
 		lc_log_warn("manager: channel %s: (the nodes above are members of view %llu: did "
 		            "they create and join channel %s?)",
 		            ch->name, (unsigned long long)m->view_id, ch->name);
+	lc_view_late_hint(m, "join timed out");
 }
 
 int loco_channel_join(loco_channel_t *ch, int64_t timeout_ns)
@@ -811,8 +812,14 @@ int loco_channel_join(loco_channel_t *ch, int64_t timeout_ns)
 			lc_spread(m); /* the spin policy's start: the thread spins from here */
 			return 0;
 		}
-		if (loco_manager_partitioned(m))
+		if (loco_manager_partitioned(m)) {
+			pthread_mutex_lock(&m->lock);
+			lc_log_warn("manager: channel %s: join stopped: this node is partitioned",
+			            ch->name);
+			lc_view_late_hint(m, "partitioned");
+			pthread_mutex_unlock(&m->lock);
 			return -LOCO_EPARTITION;
+		}
 		if (timeout_ns >= 0 && lc_now_ns() - start >= (uint64_t)timeout_ns) {
 			pthread_mutex_lock(&m->lock);
 			join_timeout_log(m, ch);

@@ -327,6 +327,9 @@ static int join_any(loco_manager_t *m, const char *contacts, uint64_t deadline)
 	}
 	lc_log_err("manager: no member answered at %s within %u ms", contacts,
 	           m->cfg.join_timeout_ms);
+	pthread_mutex_lock(&m->lock);
+	lc_view_late_hint(m, "joining the cluster");
+	pthread_mutex_unlock(&m->lock);
 	return -ETIMEDOUT;
 }
 

@@ -225,6 +225,20 @@ int lc_view_members(loco_manager_t *m, struct lc_member_info *out, uint32_t max)
 	return (int)lc_ms_members(m->ms, out, max);
 }
 
+void lc_view_late_hint(loco_manager_t *m, const char *what)
+{
+	uint64_t late = lc_ms_late(m->ms);
+
+	if (late < fail_ns(m) / 4)
+		return;
+	lc_log_warn("manager: %s: this node's own progress thread ran up to %llu ms late lately "
+	            "(a busy host, or the process was paused): the peers may be fine; a longer "
+	            "failure bound (LOCO_FAIL_TIMEOUT_MS, %u ms now) or join timeout "
+	            "(LOCO_JOIN_TIMEOUT_MS, %u ms) rides it out",
+	            what, (unsigned long long)(late / 1000000), m->cfg.fail_timeout_ms,
+	            m->cfg.join_timeout_ms);
+}
+
 void lc_view_dispatch(loco_manager_t *m)
 {
 	struct lc_view *vw = m->vw;

@@ -39,6 +39,13 @@ void lc_view_start_alone(loco_manager_t *m);
 /* lc_view_members -- the installed view's members into @out (at most @max); the count. */
 int lc_view_members(loco_manager_t *m, struct lc_member_info *out, uint32_t max);
 
+/*
+ * lc_view_late_hint -- m->lock held: after a timeout or partition message
+ * about @what, say so if this node's own thread was late lately (the
+ * cause may be here, not in the network), naming the settings.
+ */
+void lc_view_late_hint(loco_manager_t *m, const char *what);
+
 /* lc_view_dispatch -- progress thread, no lock: run the application's event function. */
 void lc_view_dispatch(loco_manager_t *m);
 

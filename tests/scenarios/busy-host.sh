@@ -5,8 +5,8 @@
 # rounds beside 16 CPU hogs (busy shell loops, ended by PID) on this machine's cores for 120 s
 # (LOCO_HOG_SECONDS), with the library's defaults (LOCO_FAIL_TIMEOUT_MS unset). Passes only
 # when no node was excluded, no barrier wait returned -LOCO_EPARTITION, rounds went on, and
-# the 4 are in one view at the end. cpu-hogs.sh is the lenient form (4 hogs: excluded nodes
-# may rejoin); this one is what a user on a shared machine needs.
+# the 4 are in one view at the end. It replaces cpu-hogs.sh (4 hogs, excluded nodes were
+# allowed to rejoin): this is what a user on a shared machine needs.
 #
 #   bash busy-host.sh VIEW-NODE
 # shellcheck source=tests/scenarios/driver.sh

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * view-node.c -- one node of the membership-view scenarios (partition-*.sh,
- * stop-rejoin.sh, cpu-hogs.sh, duplicate-id.sh, leave-unheard.sh start several, each with
+ * stop-rejoin.sh, busy-host.sh, host-pause.sh, duplicate-id.sh, leave-unheard.sh start several, each with
  * LOCO_ADDR, LOCO_NODE_ID, LOCO_JOIN and LOCO_NODES set).
  *
  *   view-node DIR           run barrier rounds until DIR/stop or DIR/leave.ID exists

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # SPDX-License-Identifier: BSD-2-Clause
 # views-lib.sh -- shared by the membership-view drivers (partition-*.sh, stop-rejoin.sh,
-# cpu-hogs.sh, duplicate-id.sh, leave-unheard.sh), sourced after driver.sh. Nodes are view-node
+# busy-host.sh, host-pause.sh, duplicate-id.sh, leave-unheard.sh), sourced after driver.sh. Nodes are view-node
 # programs, each writing $T/state.ID (see view-node.c); either each in its own network
 # namespace behind a bridge (vl_netns, 10.99.0.ID/24, like netns.sh) or all on loopback. Every
 # node is started in the background and recorded in PIDS (the EXIT trap SIGKILLs it); vl_stop
