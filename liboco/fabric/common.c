@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * common.c -- provider lookup, default attributes, -EOPNOTSUPP stubs for
+ * common.c -- default attributes, -EOPNOTSUPP stubs for
  * ops a provider leaves unset (rdma-core's verbs_set_ops habit: the data
  * path never checks for NULL), and address helpers shared by providers.
  */
@@ -15,29 +15,6 @@
 #include "fabric.h"
 #include "names.h"
 #include "provider.h"
-
-static const struct fab_ops *const providers[] = {
-    &fab_tcp_ops,
-    &fab_shm_ops,
-#ifdef LOCO_HAVE_VERBS
-    &fab_verbs_ops,
-#endif
-    &fab_auto_ops,
-};
-
-#define NPROVIDERS (sizeof(providers) / sizeof(providers[0]))
-
-const char *const *fab_provider_names(void)
-{
-	return fab_names_built();
-}
-
-bool fab_uses_device(struct fab *fab)
-{
-	if (fab != NULL && strcmp(fab->ops->name, "auto") == 0)
-		fab = fab_auto_remote(fab);
-	return fab != NULL && strcmp(fab->ops->name, "verbs") == 0;
-}
 
 void fab_attr_defaults(struct fab_attr *a)
 {
@@ -175,36 +152,6 @@ void fab_ops_fill(struct fab_ops *dst, const struct fab_ops *src)
 	    .wait_fd = src->wait_fd ? src->wait_fd : stub_fab,
 	    .post_now = src->post_now ? src->post_now : stub_post_now,
 	};
-}
-
-int fab_open(const char *name, const struct fab_attr *attr, struct fab **out)
-{
-	struct fab_attr a = {0};
-	char built[64];
-
-	if (out == NULL)
-		return -EINVAL;
-	if (name == NULL || *name == '\0')
-		name = getenv("LOCO_FABRIC");
-	if (name == NULL || *name == '\0')
-		name = "auto";
-	if (attr != NULL)
-		a = *attr;
-	fab_attr_defaults(&a);
-
-	for (size_t i = 0; i < NPROVIDERS; i++) {
-		if (strcmp(providers[i]->name, name) != 0)
-			continue;
-		if (providers[i]->size != sizeof(struct fab_ops) || providers[i]->open == NULL) {
-			lc_log_err("fabric %s: ops table of size %zu, expected %zu", name,
-			           providers[i]->size, sizeof(struct fab_ops));
-			return -EPROTO;
-		}
-		return providers[i]->open(&a, out);
-	}
-	lc_log_err("fabric %s: no such provider in this build, which has: %s", name,
-	           fab_names_list(built, sizeof(built)));
-	return -ENOENT;
 }
 
 void fab_close(struct fab *fab)

@@ -94,14 +94,14 @@ static int open_remote(const struct fab_attr *attr, bool keyed, struct fab **out
 	int ret;
 
 #ifdef LOCO_HAVE_VERBS
-	ret = fab_open("verbs", &a, out);
+	ret = fab_verbs_ops.open(&a, out);
 	if (ret == 0)
 		return 0;
 	lc_log_info("auto: no usable RDMA device (%s): tcp to other hosts", strerror(-ret));
 #endif
 	if (keyed)
 		a.flags |= FAB_ATTR_KEYS_GIVEN;
-	ret = fab_open("tcp", &a, out);
+	ret = fab_tcp_ops.open(&a, out);
 	return ret;
 }
 
@@ -119,7 +119,7 @@ static int open_shm(struct auto_fab *f, const struct fab_attr *attr, bool keyed)
 		return ret;
 	a.listen_addr = where;
 	a.flags |= FAB_ATTR_ADDR_OWNED | (keyed ? FAB_ATTR_KEYS_GIVEN : 0);
-	return fab_open("shm", &a, &f->sub[AUTO_SHM]);
+	return fab_shm_ops.open(&a, &f->sub[AUTO_SHM]);
 }
 
 /*
