@@ -132,6 +132,12 @@ static void op_part(void *ctx, int part)
 	__atomic_store_n(&m->ms_part, part, __ATOMIC_RELEASE);
 }
 
+static void op_log(void *ctx, int level, const char *line)
+{
+	(void)ctx;
+	lc_log((enum lc_log_level)level, "%s", line);
+}
+
 static int op_connected(void *ctx, uint32_t node)
 {
 	struct lc_member *mb = lc_member_find(ctx, node);
@@ -166,6 +172,7 @@ static const struct lc_ms_ops ms_ops = {
     .join_done = op_join_done,
     .mark_joiner = op_mark_joiner,
     .part = op_part,
+    .log = op_log,
     .connected = op_connected,
     .up = op_up,
     .dialing = op_dialing,
@@ -177,6 +184,10 @@ static const struct lc_ms_ops ms_ops = {
 int lc_view_init(loco_manager_t *m)
 {
 	struct lc_ms_cfg cfg = {
+	    .log_level = lc_log_enabled(LC_LOG_DEBUG)  ? LC_LOG_DEBUG
+	                 : lc_log_enabled(LC_LOG_INFO) ? LC_LOG_INFO
+	                 : lc_log_enabled(LC_LOG_WARN) ? LC_LOG_WARN
+	                                               : LC_LOG_ERROR,
 	    .fail_ns = fail_ns(m),
 	    .join_ns = (uint64_t)m->cfg.join_timeout_ms * 1000000ull,
 	    .rejoin = m->cfg.rejoin,

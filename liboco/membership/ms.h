@@ -31,9 +31,9 @@
  * not count the silence it slept through against others: it is "unsure"
  * (acts on nothing, blames nobody) until it heard a majority again.
  *
- * The machine reads no clock and does no I/O: every input carries the
- * time (CLOCK_MONOTONIC of its driver, or the simulator's), and every
- * effect goes out through struct lc_ms_ops, called synchronously from
+ * The machine reads no clock and does no I/O, not even its log lines:
+ * every input carries the time (CLOCK_MONOTONIC of its driver, or the
+ * simulator's), and every effect goes out through struct lc_ms_ops, called synchronously from
  * inside an input. Its driver is liboco/view.c on the progress thread in
  * production and tests/sim/ in the simulator. One thread at a time: the
  * driver serialises inputs (m->lock in production).
@@ -44,6 +44,7 @@
 #include <stdint.h>
 
 #include "../ctrl_wire.h"
+#include "../log.h" /* enum lc_log_level only */
 
 enum lc_vc_kind {
 	LC_VC_HB = 1,    /* heartbeat: view = the sender's installed view id */
@@ -79,6 +80,7 @@ enum lc_ms_part {
 struct lc_ms;
 
 struct lc_ms_cfg {
+	int log_level;    /* lines above this level (enum lc_log_level) are not even formatted */
 	uint64_t fail_ns; /* the failure bound's floor (LOCO_FAIL_TIMEOUT_MS) */
 	uint64_t join_ns; /* how long a join may take (LOCO_JOIN_TIMEOUT_MS) */
 	int rejoin;       /* excluded: rejoin as a new incarnation */
@@ -109,6 +111,8 @@ struct lc_ms_ops {
 	void (*mark_joiner)(void *ctx, uint32_t node);
 	/* what lc_ms_partitioned() says changed to @part (enum lc_ms_part): publish it */
 	void (*part)(void *ctx, int part);
+	/* a line for the log (@level: enum lc_log_level): the machine writes nothing itself */
+	void (*log)(void *ctx, int level, const char *line);
 	/* whether an authenticated control connection to @node is up */
 	int (*connected)(void *ctx, uint32_t node);
 	/* whether @node is visible to channels (in the view, authenticated and linked) */

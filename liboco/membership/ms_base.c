@@ -5,6 +5,8 @@
  * the questions its driver asks, the pending removals. It calls no other
  * file of the machine.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,6 +83,19 @@ uint64_t ms_random(struct lc_ms *ms, uint64_t below)
 	x ^= x >> 27;
 	ms->rng = x;
 	return below == 0 ? 0 : (x * 0x2545f4914f6cdd1dull) % below;
+}
+
+void ms_log(struct lc_ms *ms, int level, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	if (level > ms->cfg.log_level)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	ms->ops->log(ms->ctx, level, line);
 }
 
 void ms_event(struct lc_ms *ms, int type, uint64_t view, uint32_t n)

@@ -27,7 +27,6 @@
  *   What we heard before the pause may be old news: a view without us may
  *   wait in the socket, which is why we do not act until we heard again.
  */
-#include "../log.h"
 #include "ms_impl.h"
 
 #define DET_K          4  /* deviations over the mean */
@@ -156,9 +155,10 @@ void ms_detect_clock(struct lc_ms *ms, uint64_t now)
 	}
 	if (ms->state != LC_VS_NORMAL)
 		return;
-	lc_log_info("manager: this node's progress thread ran %llu ms late (a busy host, or "
-	            "the process was stopped): nobody is blamed for that silence",
-	            (unsigned long long)(late / 1000000));
+	ms_log(ms, LC_LOG_INFO,
+	       "manager: this node's progress thread ran %llu ms late (a busy host, or "
+	       "the process was stopped): nobody is blamed for that silence",
+	       (unsigned long long)(late / 1000000));
 	credit(ms, late);
 	ms->resumed = now;
 	if (ms->n > 1 && ms->part == LC_MS_ACT)

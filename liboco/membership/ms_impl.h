@@ -150,6 +150,8 @@ uint32_t ms_coordinator(const struct lc_ms *ms);
 void ms_event(struct lc_ms *ms, int type, uint64_t view, uint32_t n);
 void ms_set_part(struct lc_ms *ms, int part);
 uint64_t ms_random(struct lc_ms *ms, uint64_t below);
+void ms_log(struct lc_ms *ms, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 int ms_rem_has(const struct lc_ms *ms, uint32_t node, uint64_t inc);
 void ms_rem_add(struct lc_ms *ms, const struct lc_member_info *mi, int left);
 

@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include "../log.h"
 #include "ms_impl.h"
 
 /* forward_join -- a join for the coordinator: ours to propose, or sent on. */
@@ -53,7 +52,7 @@ void lc_ms_heard(struct lc_ms *ms, uint64_t now, uint32_t node, uint64_t inc)
 	x->heard_ns = now;
 	x->rx_ns = now;
 	if (x->susp_ns != 0 && now > x->susp_ns) {
-		lc_log_info("manager: node %u heard again: no longer suspected", node);
+		ms_log(ms, LC_LOG_INFO, "manager: node %u heard again: no longer suspected", node);
 		x->susp_ns = 0;
 	}
 	if (ms->part == LC_MS_UNSURE)
@@ -78,11 +77,12 @@ void lc_ms_msg(struct lc_ms *ms, uint64_t now, const struct lc_member_info *peer
 
 	ms_detect_clock(ms, now);
 	if (in->u.vc.kind != LC_VC_HB)
-		lc_log_debug("manager: VC %u from node %u: view %llu ballot %llx abal %llx node %u "
-		             "n %u",
-		             in->u.vc.kind, from, (unsigned long long)t,
-		             (unsigned long long)in->u.vc.ballot, (unsigned long long)in->u.vc.abal,
-		             in->u.vc.node, in->u.vc.n);
+		ms_log(ms, LC_LOG_DEBUG,
+		       "manager: VC %u from node %u: view %llu ballot %llx abal %llx node %u "
+		       "n %u",
+		       in->u.vc.kind, from, (unsigned long long)t,
+		       (unsigned long long)in->u.vc.ballot, (unsigned long long)in->u.vc.abal,
+		       in->u.vc.node, in->u.vc.n);
 	switch (in->u.vc.kind) {
 	case LC_VC_HB:
 		/*
@@ -223,15 +223,15 @@ int lc_ms_admit_check(struct lc_ms *ms, uint64_t now, uint32_t node, uint64_t in
 	}
 	if (!ms_rem_has(ms, node, ms->v[i].info.inc) && ms->ops->connected(ms->ctx, node) &&
 	    now - ms->v[i].heard_ns < ms_detect_bound(ms, &ms->v[i])) {
-		lc_log_warn("manager: refused a second node with id %u (incarnation %llx): "
-		            "node %u (incarnation %llx) is a live member",
-		            node, (unsigned long long)inc, node,
-		            (unsigned long long)ms->v[i].info.inc);
+		ms_log(ms, LC_LOG_WARN,
+		       "manager: refused a second node with id %u (incarnation %llx): "
+		       "node %u (incarnation %llx) is a live member",
+		       node, (unsigned long long)inc, node, (unsigned long long)ms->v[i].info.inc);
 		*why = "node id in use by a live member";
 		return -EEXIST;
 	}
-	lc_log_info("manager: node %u restarted? its old incarnation is not confirmed gone yet",
-	            node);
+	ms_log(ms, LC_LOG_INFO,
+	       "manager: node %u restarted? its old incarnation is not confirmed gone yet", node);
 	ms_suspect_idx(ms, i);
 	*why = "the old incarnation of this node id is not confirmed gone yet";
 	return -EAGAIN;
@@ -280,7 +280,7 @@ static void rejoin(struct lc_ms *ms)
 	contact = ms->contacts[ms->next_contact++ % ms->ncontacts];
 	contact.node = 0;
 	contact.inc = 0;
-	lc_log_info("manager: rejoining through %s", contact.ctrl_addr);
+	ms_log(ms, LC_LOG_INFO, "manager: rejoining through %s", contact.ctrl_addr);
 	ms->ops->dial(ms->ctx, &contact, 1);
 	ms->next_rejoin = ms->now + ms->cfg.fail_ns / 2;
 }
@@ -333,7 +333,7 @@ uint64_t lc_ms_tick(struct lc_ms *ms, uint64_t now)
 		if (!ms->ops->connected(ms->ctx, x->info.node) &&
 		    (ms->self.node < x->info.node || ms->part != LC_MS_ACT) && !ms->leaving &&
 		    now >= x->redial_ns && !ms->ops->dialing(ms->ctx, x->info.node)) {
-			lc_log_debug("manager: redialling node %u", x->info.node);
+			ms_log(ms, LC_LOG_DEBUG, "manager: redialling node %u", x->info.node);
 			ms->ops->dial(ms->ctx, &x->info, 0);
 			x->redial_ns = now + f / 4;
 		}
@@ -351,8 +351,9 @@ uint64_t lc_ms_tick(struct lc_ms *ms, uint64_t now)
 	}
 	ms_probes_decide(ms);
 	if (ms->phase != 0 && now > ms->deadline) {
-		lc_log_info("manager: view %llu: no majority answered ballot %llx in time",
-		            (unsigned long long)ms->target, (unsigned long long)ms->ballot);
+		ms_log(ms, LC_LOG_INFO,
+		       "manager: view %llu: no majority answered ballot %llx in time",
+		       (unsigned long long)ms->target, (unsigned long long)ms->ballot);
 		ms_backoff(ms);
 	}
 	if (ms->phase == 0 && now >= ms->backoff && (ms->nj > 0 || ms->nr > 0) &&

@@ -7,7 +7,6 @@
  */
 #include <string.h>
 
-#include "../log.h"
 #include "ms_impl.h"
 
 /* proposal -- the next view we want: ours minus removals, plus joins. Its length. */
@@ -108,8 +107,8 @@ void ms_start_round(struct lc_ms *ms)
 	ms->best_ab = 0;
 	memset(ms->got, 0, sizeof(ms->got));
 	ms->deadline = ms->now + ms->cfg.fail_ns;
-	lc_log_info("manager: proposing view %llu (%u member(s), ballot %llx)",
-	            (unsigned long long)ms->target, ms->pn, (unsigned long long)ms->ballot);
+	ms_log(ms, LC_LOG_INFO, "manager: proposing view %llu (%u member(s), ballot %llx)",
+	       (unsigned long long)ms->target, ms->pn, (unsigned long long)ms->ballot);
 	msg = ms_msg(ms, LC_VC_PREPARE, ms->target);
 	msg->u.vc.ballot = ms->ballot;
 	ms_broadcast(ms, msg);

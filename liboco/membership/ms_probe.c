@@ -4,7 +4,6 @@
  * asks up to PROBERS other members whether they heard a suspect within
  * its detection bound; it is removed only when none did.
  */
-#include "../log.h"
 #include "ms_impl.h"
 
 /* ms_suspect_idx -- we suspect member @i (silence, a lost connection, a failed link). */
@@ -15,7 +14,7 @@ void ms_suspect_idx(struct lc_ms *ms, int i)
 	if (x->info.node == ms->self.node || x->susp_ns != 0 || ms->leaving)
 		return;
 	x->susp_ns = ms->now;
-	lc_log_info("manager: suspecting node %u", x->info.node);
+	ms_log(ms, LC_LOG_INFO, "manager: suspecting node %u", x->info.node);
 }
 
 /* coord_suspect -- as coordinator: have @i probed (or decided: it left). */
@@ -51,8 +50,8 @@ void ms_coord_suspect(struct lc_ms *ms, int i)
 	                    .start = ms->now,
 	                    .deadline = ms->now + 3 * ms_detect_bound(ms, x) / 2,
 	                    .asked = asked};
-	lc_log_info("manager: node %u suspected: %d member(s) asked to probe it", x->info.node,
-	            asked);
+	ms_log(ms, LC_LOG_INFO, "manager: node %u suspected: %d member(s) asked to probe it",
+	       x->info.node, asked);
 }
 
 /* probes_decide -- the coordinator's probes that are done: confirmed, or cleared. */
@@ -71,7 +70,7 @@ void ms_probes_decide(struct lc_ms *ms)
 			continue;
 		}
 		if (p->alive || ms->v[i].heard_ns > p->start) {
-			lc_log_info("manager: node %u answered a probe: kept", p->node);
+			ms_log(ms, LC_LOG_INFO, "manager: node %u answered a probe: kept", p->node);
 			ms->v[i].susp_ns = 0;
 			/* others hear it: no new probe for a while */
 			ms->v[i].quiet_ns = ms->now + ms_detect_bound(ms, &ms->v[i]);
@@ -91,10 +90,11 @@ void ms_probes_decide(struct lc_ms *ms)
 			p->node = 0;
 			continue;
 		}
-		lc_log_warn("manager: node %u confirmed failed: nothing heard from it for %llu "
-		            "ms by us or %d prober(s)",
-		            p->node, (unsigned long long)((ms->now - ms->v[i].heard_ns) / 1000000),
-		            p->answers);
+		ms_log(ms, LC_LOG_WARN,
+		       "manager: node %u confirmed failed: nothing heard from it for %llu "
+		       "ms by us or %d prober(s)",
+		       p->node, (unsigned long long)((ms->now - ms->v[i].heard_ns) / 1000000),
+		       p->answers);
 		ms_rem_add(ms, &ms->v[i].info, 0);
 		p->node = 0;
 	}

@@ -8,7 +8,6 @@
 
 #include <loco/manager.h>
 
-#include "../log.h"
 #include "ms_impl.h"
 
 static void contacts_add(struct lc_ms *ms, const struct lc_member_info *mi)
@@ -26,10 +25,11 @@ static void excluded(struct lc_ms *ms, uint64_t id, const struct lc_member_info 
 {
 	uint64_t inc = ms->self.inc + 1 + ms_random(ms, 0x1000);
 
-	lc_log_warn("manager: excluded: view %llu (%u members) does not have node %u "
-	            "(incarnation %llx)%s",
-	            (unsigned long long)id, n, ms->self.node, (unsigned long long)ms->self.inc,
-	            ms->cfg.rejoin ? "; rejoining as a new incarnation" : "");
+	ms_log(ms, LC_LOG_WARN,
+	       "manager: excluded: view %llu (%u members) does not have node %u "
+	       "(incarnation %llx)%s",
+	       (unsigned long long)id, n, ms->self.node, (unsigned long long)ms->self.inc,
+	       ms->cfg.rejoin ? "; rejoining as a new incarnation" : "");
 	ms_event(ms, LOCO_EVENT_EXCLUDED, id, n);
 	ms->ncontacts = 0;
 	for (uint32_t i = 0; i < n; i++)
@@ -149,7 +149,8 @@ void ms_install(struct lc_ms *ms, uint64_t id, const struct lc_member_info *list
 	ms->phase = 0;
 	ms->state = LC_VS_NORMAL;
 	ms_pending_prune(ms);
-	lc_log_info("manager: view %llu installed: %u member(s)", (unsigned long long)id, n);
+	ms_log(ms, LC_LOG_INFO, "manager: view %llu installed: %u member(s)",
+	       (unsigned long long)id, n);
 	if (was == LC_VS_REJOINING) {
 		ms->settle_start = ms->now;
 		ms->settle_up = 0;
@@ -179,8 +180,8 @@ void ms_install(struct lc_ms *ms, uint64_t id, const struct lc_member_info *list
 	ms_partition_check(ms);
 	ms->ops->installed(ms->ctx, id, n, was);
 	if (was == LC_VS_REJOINING) {
-		lc_log_warn("manager: rejoined in view %llu as incarnation %llx",
-		            (unsigned long long)id, (unsigned long long)ms->self.inc);
+		ms_log(ms, LC_LOG_WARN, "manager: rejoined in view %llu as incarnation %llx",
+		       (unsigned long long)id, (unsigned long long)ms->self.inc);
 		ms_event(ms, LOCO_EVENT_REJOINED, id, n);
 	}
 	ms_event(ms, LOCO_EVENT_VIEW, id, n);
@@ -249,26 +250,27 @@ void ms_partition_check(struct lc_ms *ms)
 		uint64_t late = lc_ms_late(ms);
 
 		if (late >= ms->cfg.fail_ns / 4)
-			lc_log_warn(
-			    "manager: partitioned: %u of %u member(s) of view %llu heard "
-			    "within %llu ms; stopped acting. This node's own progress thread "
-			    "ran up to %llu ms late: the host is busy or the process was "
-			    "paused; a longer bound (LOCO_FAIL_TIMEOUT_MS, %llu ms now) "
-			    "rides it out",
-			    heard, ms->n, (unsigned long long)ms->id,
-			    (unsigned long long)(ms_detect_max(ms) / 1000000),
-			    (unsigned long long)(late / 1000000),
-			    (unsigned long long)(ms->cfg.fail_ns / 1000000));
+			ms_log(ms, LC_LOG_WARN,
+			       "manager: partitioned: %u of %u member(s) of view %llu heard "
+			       "within %llu ms; stopped acting. This node's own progress thread "
+			       "ran up to %llu ms late: the host is busy or the process was "
+			       "paused; a longer bound (LOCO_FAIL_TIMEOUT_MS, %llu ms now) "
+			       "rides it out",
+			       heard, ms->n, (unsigned long long)ms->id,
+			       (unsigned long long)(ms_detect_max(ms) / 1000000),
+			       (unsigned long long)(late / 1000000),
+			       (unsigned long long)(ms->cfg.fail_ns / 1000000));
 		else
-			lc_log_warn("manager: partitioned: %u of %u member(s) of view %llu heard "
-			            "within %llu ms; stopped acting",
-			            heard, ms->n, (unsigned long long)ms->id,
-			            (unsigned long long)(ms_detect_max(ms) / 1000000));
+			ms_log(ms, LC_LOG_WARN,
+			       "manager: partitioned: %u of %u member(s) of view %llu heard "
+			       "within %llu ms; stopped acting",
+			       heard, ms->n, (unsigned long long)ms->id,
+			       (unsigned long long)(ms_detect_max(ms) / 1000000));
 		ms_event(ms, LOCO_EVENT_PARTITIONED, ms->id, ms->n);
 		ms->part_logged = 1;
 	} else if (part == LC_MS_ACT && was != LC_MS_ACT && ms->part_logged) {
 		ms->part_logged = 0;
-		lc_log_warn("manager: a majority of view %llu is in reach again",
-		            (unsigned long long)ms->id);
+		ms_log(ms, LC_LOG_WARN, "manager: a majority of view %llu is in reach again",
+		       (unsigned long long)ms->id);
 	}
 }

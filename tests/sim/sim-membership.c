@@ -389,6 +389,15 @@ static void op_part(void *ctx, int part)
 	(void)part;
 }
 
+static void op_log(void *ctx, int level, const char *line)
+{
+	struct snode *s = ctx;
+
+	(void)level;
+	if (verbose)
+		printf("[%9.3f] node %u: %s\n", (double)now_sim / 1e9, s->id, line);
+}
+
 static int op_connected(void *ctx, uint32_t node)
 {
 	struct snode *s = ctx;
@@ -420,6 +429,7 @@ static const struct lc_ms_ops ops = {
     .join_done = op_join_done,
     .mark_joiner = op_mark_joiner,
     .part = op_part,
+    .log = op_log,
     .connected = op_connected,
     .up = op_up,
     .dialing = op_dialing,
@@ -474,7 +484,11 @@ static uint32_t live_contact(uint32_t not )
 
 static int node_start(struct snode *s, int alone)
 {
-	struct lc_ms_cfg cfg = {.fail_ns = F, .join_ns = 30 * F, .rejoin = 1, .seed = rnd()};
+	struct lc_ms_cfg cfg = {.log_level = verbose ? 2 : -1,
+	                        .fail_ns = F,
+	                        .join_ns = 30 * F,
+	                        .rejoin = 1,
+	                        .seed = rnd()};
 	struct lc_member_info self;
 
 	lc_ms_destroy(s->ms);
@@ -1015,7 +1029,6 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	setenv("LOCO_LOG", verbose ? "info" : "error", 1);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	q = calloc(QMAX, sizeof(*q));
 	if (q == NULL)
