@@ -18,6 +18,7 @@ SECS=${LOCO_HOG_SECONDS:-120}
 NHOGS=${LOCO_HOGS:-16}
 HOGS=()
 unset LOCO_FAIL_TIMEOUT_MS
+export VIEW_ALARM_S=$((SECS + 120)) # the nodes' own time limit: the load, start and stop
 vl_start 4
 r0=$(vl_get 1 rounds)
 for ((h = 0; h < NHOGS; h++)); do
