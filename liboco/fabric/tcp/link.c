@@ -114,31 +114,96 @@ void tcp_link_free(struct tcp_link *l)
 }
 
 /*
- * admission_full -- under the lock: whether a new connection from @peer
- * would pass the caps on links not admitted yet. NULL, or why not.
+ * Admission under a flood. Nothing tells a member's connection from a
+ * stranger's before the caller checked its proof (after fab_accept()), so
+ * the caps on links not admitted yet cannot sort them, and refusing
+ * newcomers once the caps were met let a stranger who keeps them full
+ * (reopening what we close) refuse every member for as long as it liked.
+ * So a newcomer always comes in, and room is made by closing the link
+ * that has least to show for itself: one that sent no HELLO yet (silent),
+ * then one whose HELLO waits in the accept queue; the oldest of those;
+ * from the newcomer's address when that cap is the one met. A connector
+ * sends its HELLO right after connect() and it is read as the connection
+ * is accepted (tcp_nic_accept()), and the caller takes held links on its
+ * next turn: a member's link is closed only if the cap's worth of newer
+ * connections (from its own address, for that cap) came in before that,
+ * not however long the flood lasts. The links the caller took are its to
+ * bound (the core's pending links, linkin.h) and count no more here. One
+ * in, one out: memory and fds stay within the caps, and the cost is the
+ * scan the caps already made.
  */
-static const char *admission_full(struct tcp_fab *f, const struct fab_addr *peer)
+
+/* unadmitted -- whether @x counts against the caps: accepted, not admitted, and still ours. */
+static int unadmitted(const struct tcp_link *x)
 {
+	return x->passive &&
+	       (x->state == TCP_LINK_HANDSHAKE || (x->state == TCP_LINK_HELD && x->pending.queued));
+}
+
+/* gives_way -- whether @x goes before @v (NULL: none chosen): silent first, then older. */
+static int gives_way(const struct tcp_link *x, const struct tcp_link *v)
+{
+	int xs = x->state == TCP_LINK_HANDSHAKE, vs;
+
+	if (v == NULL)
+		return 1;
+	vs = v->state == TCP_LINK_HANDSHAKE;
+	/* link ids grow with each link published: a smaller one is older */
+	return xs != vs ? xs : x->base.id < v->base.id;
+}
+
+/*
+ * admission_room -- under the lock: the link to close so that a new
+ * connection from @peer fits the caps on links not admitted yet, or
+ * NULL when it fits as it is.
+ */
+static struct tcp_link *admission_room(struct tcp_fab *f, const struct fab_addr *peer)
+{
+	struct tcp_link *any = NULL, *same = NULL;
 	unsigned total = 0, host = 0;
 
 	for (unsigned i = 0; i < f->nlinks; i++) {
-		const struct tcp_link *x = f->links[i];
+		struct tcp_link *x = f->links[i];
 
-		if (!x->passive || (x->state != TCP_LINK_HANDSHAKE && x->state != TCP_LINK_HELD))
+		if (!unadmitted(x))
 			continue;
 		total++;
-		host += fab_same_host(&x->peer, peer);
+		if (gives_way(x, any))
+			any = x;
+		if (!fab_same_host(&x->peer, peer))
+			continue;
+		host++;
+		if (gives_way(x, same))
+			same = x;
 	}
-	if (total >= FAB_MAX_UNADMITTED)
-		return "too many connections not admitted yet";
 	if (host >= FAB_MAX_UNADMITTED_HOST)
-		return "too many connections not admitted yet from that address";
-	return NULL;
+		return same; /* it counts in the total too */
+	return total >= FAB_MAX_UNADMITTED ? any : NULL;
+}
+
+/*
+ * make_room -- the NIC, under the lock: close what admission_room() names
+ * for a new connection from @peer. The closed link is freed by nic_sync(),
+ * or, when the caller took it meanwhile, by the caller (its admission
+ * fails).
+ */
+static void make_room(struct tcp_fab *f, const struct fab_addr *peer)
+{
+	struct tcp_link *v = admission_room(f, peer);
+
+	if (v == NULL)
+		return;
+	fab_refuse_log(&f->refuse_log, "tcp", &v->peer,
+	               v->state == TCP_LINK_HANDSHAKE
+	                   ? "closed to make room: silent, and too many not admitted yet"
+	                   : "closed to make room: too many not admitted yet");
+	tcp_link_fail(v, -ECONNREFUSED, -ECONNREFUSED, NULL);
 }
 
 /*
  * link_publish -- add @l to the fab's links; the NIC picks it up. A
- * passive link must pass the caps (*@why says which refused it: -EBUSY).
+ * passive link is published by the NIC and makes room for itself within
+ * the caps. 0, or -ENOSPC / -errno with *@why.
  */
 static int link_publish(struct tcp_fab *f, struct tcp_link *l, const char **why)
 {
@@ -150,10 +215,8 @@ static int link_publish(struct tcp_fab *f, struct tcp_link *l, const char **why)
 		*why = "the link table is full";
 		return -ENOSPC;
 	}
-	if (l->passive && (*why = admission_full(f, &l->peer)) != NULL) {
-		pthread_mutex_unlock(&f->lock);
-		return -EBUSY;
-	}
+	if (l->passive)
+		make_room(f, &l->peer); /* one in, one out */
 	l->base.id = ++f->next_link_id;
 	/* input may be handled before the NIC's view has the link: it is complete here */
 	if (epoll_ctl(f->epfd, EPOLL_CTL_ADD, l->fd, &ev) < 0) {
@@ -287,7 +350,14 @@ void tcp_nic_accept(struct tcp_fab *f)
 		if (link_publish(f, l, &why) != 0) {
 			fab_refuse_log(&f->refuse_log, "tcp", &peer, why);
 			tcp_link_free(l); /* closes fd */
+			continue;
 		}
+		/*
+		 * The connector's HELLO is usually here already: read it now, so
+		 * that the link is past the first to go (gives_way()) before
+		 * the next newcomer needs room.
+		 */
+		tcp_nic_input(l);
 	}
 }
 

@@ -131,6 +131,11 @@ static void link_input(struct tcp_link *l)
 	}
 }
 
+void tcp_nic_input(struct tcp_link *l)
+{
+	link_input(l);
+}
+
 /*
  * nic_sync -- refresh the private view of links[], serve close and admit
  * requests, and free the links that went down before anyone owned them.

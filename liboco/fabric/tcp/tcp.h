@@ -20,7 +20,8 @@
  * held and not read at all until fab_link_admit() makes the NIC answer
  * HELLO_ACK (link.c); the connector's fab_connect() waits for that answer.
  * Connections that fail before anyone accepted them are freed by the NIC
- * (nic_sync()), and those not admitted yet are capped (provider.h).
+ * (nic_sync()), and those not admitted yet are capped (provider.h): a
+ * newcomer makes room by closing the one with least to show (link.c).
  *
  * Per link (one TCP connection), each direction carries frames
  * (wire.h) of two kinds: requests, numbered by a PSN equal to their
@@ -296,6 +297,8 @@ int tcp_nic_reap(struct tcp_fab *f, struct tcp_link *l);
 
 /* nic.c */
 void *tcp_nic_main(void *arg);
+/* tcp_nic_input -- the NIC: read what @l's socket has and act on it (a HELLO, frames). */
+void tcp_nic_input(struct tcp_link *l);
 int tcp_progress(struct fab *fab, int64_t timeout_ns);
 
 /* mr.c */
