@@ -19,6 +19,19 @@
  * nodes' rounds go on all along. And the bounds hold: the stranger never
  * reads a byte, the descriptors the nodes hold for it stay within the
  * caps, and they all come back when it stops.
+ *
+ * flood-join-hello (LOCO_TEST_FLOOD_HELLO=1): the same, but every
+ * connection of the stranger sends a HELLO as soon as it is connected (a
+ * data HELLO whose random proof claims one of 50 made-up nodes, a control
+ * HELLO from one), so that its connections are not silent ones, the
+ * first to give way; then it waits. The control ports may answer it (a
+ * CHALLENGE or a refusal), the data ports nothing. (This one passed
+ * before the fix too, node 1 joining in 3.7 s: the core refuses a link
+ * whose HELLO it can check at once, which freed the caps now and then.)
+ *
+ * Before the fix (commit 2cbc0d0 on the code of b15b5b3), node 1 "joined"
+ * only when its 15 s join timeout ran out, its data links to nodes 3 and
+ * 4 refused again and again ("too many connections not admitted yet").
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -32,19 +45,23 @@
 
 #include <loco/barrier.h>
 
+#include "ctrl_wire.h"
 #include "manager.h"
+#include "provider.h"
 #include "sec.h"
+#include "tcp/wire.h"
 
-#define SECRET    "flood-join secret"
-#define MEMBERS   3
-#define SRCS      12 /* 127.0.0.2 .. 127.0.0.13 */
-#define PER_SRC   16
-#define OWN       20 /* from the members' own address */
-#define PER_PORT  (SRCS * PER_SRC + OWN)
-#define PORTS     (2 * MEMBERS) /* each member's data and control port */
-#define NSLOTS    (PORTS * PER_PORT)
-#define HOLD_CAPS (128 + 128) /* FAB_MAX_UNADMITTED + LC_CTRL_UNAUTH_MAX, per node */
-#define FD_MARGIN 64          /* the nodes' own descriptors that come and go */
+#define SECRET   "flood-join secret"
+#define MEMBERS  3
+#define SRCS     12 /* 127.0.0.2 .. 127.0.0.13 */
+#define PER_SRC  16
+#define OWN      20 /* from the members' own address */
+#define PER_PORT (SRCS * PER_SRC + OWN)
+#define PORTS    (2 * MEMBERS) /* each member's data and control port */
+#define NSLOTS   (PORTS * PER_PORT)
+/* per node: links the fabric holds, links waiting for a session, control connections */
+#define HOLD_CAPS (FAB_MAX_UNADMITTED + LC_PENDING_MAX + LC_CTRL_UNAUTH_MAX)
+#define FD_MARGIN 64 /* the nodes' own descriptors that come and go */
 #define WAIT_NS   5000000000ll
 #define FLOOD_MS  45000 /* the stranger's own bound */
 
@@ -67,13 +84,64 @@ struct stranger {
 	int fd[NSLOTS];
 	struct pollfd pfd[NSLOTS];
 	pthread_t t;
+	int speak;          /* each connection sends a HELLO (flood-join-hello) */
 	int stop;           /* atomic */
 	int open;           /* atomic: connections open now */
 	uint64_t opened;    /* atomic: connections made */
 	uint64_t closed;    /* atomic: connections a node closed */
-	uint64_t bytes;     /* atomic: bytes a node sent it (must stay 0) */
+	uint64_t bytes;     /* atomic: bytes a data port sent it (must stay 0) */
+	uint64_t ctrl;      /* atomic: bytes a control port sent it (0 unless it speaks) */
 	uint64_t open_fail; /* atomic: socket/bind/connect failures */
 };
+
+/* data_hello -- a tcp HELLO frame whose random proof claims made-up node @node. */
+static size_t data_hello(uint8_t *buf, uint32_t node)
+{
+	struct tcp_hello h = {.magic = TCP_MAGIC, .version = TCP_VERSION, .sq_depth = 16};
+	struct tcp_frame f = {.type = TCP_F_HELLO, .len = TCP_HELLO_LEN};
+
+	h.read_window = 1u << 20;
+	h.priv_len = 40;
+	sec_random(h.priv, sizeof(h.priv));
+	h.priv[0] = 1;
+	h.priv[1] = h.priv[2] = h.priv[3] = 0;
+	memcpy(h.priv + 4, &node, 4);
+	tcp_wire_encode(&f, buf);
+	tcp_hello_encode(&h, buf + TCP_HDR_LEN);
+	return TCP_HDR_LEN + TCP_HELLO_LEN;
+}
+
+/* ctrl_hello -- a control-plane HELLO from made-up node @node (@msg: scratch). */
+static size_t ctrl_hello(uint8_t *buf, size_t cap, uint32_t node, struct lc_msg *msg)
+{
+	long n;
+
+	memset(msg, 0, sizeof(*msg));
+	msg->type = LC_MSG_HELLO;
+	msg->src_node = node;
+	msg->src_inc = 1;
+	sec_random(msg->u.hello.nonce, LC_NONCE_LEN);
+	snprintf(msg->u.hello.fabric, sizeof(msg->u.hello.fabric), "%s", t_provider());
+	msg->u.hello.self.node = node;
+	msg->u.hello.self.inc = 1;
+	n = lc_ctrl_encode(msg, buf, cap);
+	T_ASSERT(n > 0);
+	return (size_t)n;
+}
+
+/* slot_speak -- slot @i is connected: send its HELLO, then only watch it. */
+static void slot_speak(struct stranger *s, unsigned i, struct lc_msg *msg)
+{
+	uint8_t buf[1024];
+	uint32_t node = 100 + i % 50;
+	size_t n =
+	    i / PER_PORT % 2 == 0 ? data_hello(buf, node) : ctrl_hello(buf, sizeof(buf), node, msg);
+
+	if (send(s->fd[i], buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+		/* closed meanwhile: the next poll says so */
+	}
+	s->pfd[i].events = POLLIN | POLLRDHUP;
+}
 
 /* slot_src -- the source address of slot @i (network order). */
 static uint32_t slot_src(const struct stranger *s, unsigned i)
@@ -99,7 +167,8 @@ static int slot_open(struct stranger *s, unsigned i)
 	    errno != EINPROGRESS)
 		goto err_close;
 	s->fd[i] = fd;
-	s->pfd[i] = (struct pollfd){.fd = fd, .events = POLLIN | POLLRDHUP};
+	/* one that speaks waits until it is connected (POLLOUT), then sends its HELLO */
+	s->pfd[i] = (struct pollfd){.fd = fd, .events = s->speak ? POLLOUT : POLLIN | POLLRDHUP};
 	__atomic_add_fetch(&s->opened, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&s->open, 1, __ATOMIC_RELAXED);
 	return 0;
@@ -126,7 +195,10 @@ static void *stranger_main(void *arg)
 {
 	struct stranger *s = arg;
 	int64_t end = t_now_ms() + FLOOD_MS;
+	struct lc_msg *msg = calloc(1, sizeof(*msg));
 	uint8_t b[256];
+
+	T_ASSERT(msg != NULL);
 
 	for (unsigned i = 0; i < NSLOTS; i++)
 		slot_open(s, i);
@@ -139,10 +211,20 @@ static void *stranger_main(void *arg)
 			if (s->fd[i] < 0 || s->pfd[i].revents == 0)
 				continue;
 			n--;
+			if ((s->pfd[i].events & POLLOUT) &&
+			    !(s->pfd[i].revents & (POLLERR | POLLHUP))) {
+				slot_speak(s, i, msg);
+				continue;
+			}
 			got = recv(s->fd[i], b, sizeof(b), MSG_DONTWAIT);
 			if (got > 0) {
-				/* a silent stranger is owed nothing: anything is a leak */
-				__atomic_add_fetch(&s->bytes, (uint64_t)got, __ATOMIC_RELAXED);
+				/*
+				 * A data port owes a stranger nothing; a control port
+				 * answers a HELLO (a CHALLENGE, a refusal) and nothing
+				 * else: silent strangers get nothing at all.
+				 */
+				__atomic_add_fetch(i / PER_PORT % 2 == 0 ? &s->bytes : &s->ctrl,
+				                   (uint64_t)got, __ATOMIC_RELAXED);
 				continue;
 			}
 			if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -159,6 +241,7 @@ static void *stranger_main(void *arg)
 	for (unsigned i = 0; i < NSLOTS; i++)
 		if (s->fd[i] >= 0)
 			slot_close(s, i);
+	free(msg);
 	return NULL;
 }
 
@@ -308,7 +391,8 @@ int main(void)
 	int fd0, most = 0, h;
 	int64_t t0, t_join;
 
-	t_init("flood-join", 60);
+	s.speak = getenv("LOCO_TEST_FLOOD_HELLO") != NULL;
+	t_init(s.speak ? "flood-join-hello" : "flood-join", 60);
 	if (strcmp(t_provider(), "tcp") != 0)
 		t_skip("the flood is against tcp data ports");
 	memset(n, 0, sizeof(n));
@@ -388,11 +472,14 @@ int main(void)
 	/* the stranger stops: what it was owed, and what the nodes held for it */
 	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(s.t, NULL);
-	printf("stranger: %llu connections made, %llu closed by the nodes, %llu bytes read; "
+	printf("stranger: %llu connections made, %llu closed by the nodes, %llu bytes read "
+	       "from data ports, %llu from control ports; "
 	       "the nodes held at most %d descriptors for it (caps %d)\n",
 	       (unsigned long long)s.opened, (unsigned long long)s.closed,
-	       (unsigned long long)s.bytes, most, MEMBERS * HOLD_CAPS);
+	       (unsigned long long)s.bytes, (unsigned long long)s.ctrl, most, MEMBERS * HOLD_CAPS);
 	T_ASSERT_EQ(s.bytes, 0);
+	if (!s.speak)
+		T_ASSERT_EQ(s.ctrl, 0);
 	if (most > MEMBERS * HOLD_CAPS + FD_MARGIN)
 		T_FAIL("the nodes held %d descriptors for the stranger; the caps are %d", most,
 		       MEMBERS * HOLD_CAPS);
