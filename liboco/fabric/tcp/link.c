@@ -458,10 +458,46 @@ err_close:
 	return ret;
 }
 
+/*
+ * tcp_accept -- fab_accept(). A held link that went down while it waited
+ * in the queue (its peer left, the hold bound passed, it was closed to
+ * make room) stays there until the NIC's next sync takes it out: until
+ * then it is closed here and the next one taken, rather than handed to
+ * the caller, whose admission would only fail, and which might take it
+ * for the live connection that came after it.
+ */
 int tcp_accept(struct fab *fab, uint64_t ctx, int timeout_ms, struct fab_link **out, void *priv,
                size_t *priv_len)
 {
-	return fab_acceptq_accept(&to_tcp_fab(fab)->acceptq, ctx, timeout_ms, out, priv, priv_len);
+	struct tcp_fab *f = to_tcp_fab(fab);
+	uint64_t deadline = fab_deadline_ns(timeout_ms);
+	uint8_t p[FAB_PRIV_MAX];
+	struct fab_link *link;
+	size_t plen;
+
+	if (out == NULL)
+		return -EINVAL;
+	/* each turn takes one link out of the queue, which the caps bound */
+	for (int i = 0; i <= FAB_MAX_UNADMITTED; i++) {
+		uint64_t now = lc_now_ns();
+		int tmo = timeout_ms <= 0   ? timeout_ms
+		          : now >= deadline ? 0
+		                            : (int)((deadline - now + 999999) / 1000000ull);
+		int ret = fab_acceptq_accept(&f->acceptq, ctx, tmo, &link, p, &plen);
+
+		if (ret)
+			return ret;
+		if (tcp_link_state(link) == 0) {
+			if (priv != NULL)
+				memcpy(priv, p, plen);
+			if (priv_len != NULL)
+				*priv_len = plen;
+			*out = link;
+			return 0;
+		}
+		tcp_link_close(link);
+	}
+	return -EAGAIN;
 }
 
 int tcp_link_close(struct fab_link *link)
