@@ -140,64 +140,70 @@ static int unadmitted(const struct tcp_link *x)
 	       (x->state == TCP_LINK_HANDSHAKE || (x->state == TCP_LINK_HELD && x->pending.queued));
 }
 
-/* gives_way -- whether @x goes before @v (NULL: none chosen): silent first, then older. */
+/* gives_way -- whether @x goes before @v: silent first, then older. */
 static int gives_way(const struct tcp_link *x, const struct tcp_link *v)
 {
-	int xs = x->state == TCP_LINK_HANDSHAKE, vs;
+	int xs = x->state == TCP_LINK_HANDSHAKE, vs = v->state == TCP_LINK_HANDSHAKE;
 
-	if (v == NULL)
-		return 1;
-	vs = v->state == TCP_LINK_HANDSHAKE;
 	/* link ids grow with each link published: a smaller one is older */
 	return xs != vs ? xs : x->base.id < v->base.id;
 }
 
 /*
- * admission_room -- under the lock: the link to close so that a new
- * connection from @peer fits the caps on links not admitted yet, or
- * NULL when it fits as it is.
+ * admission_room -- under the lock: the index in links[] of the link to
+ * close so that a new connection from @peer fits the caps on links not
+ * admitted yet, or -1 when it fits as it is.
  */
-static struct tcp_link *admission_room(struct tcp_fab *f, const struct fab_addr *peer)
+static int admission_room(struct tcp_fab *f, const struct fab_addr *peer)
 {
-	struct tcp_link *any = NULL, *same = NULL;
 	unsigned total = 0, host = 0;
+	int any = -1, same = -1;
 
 	for (unsigned i = 0; i < f->nlinks; i++) {
-		struct tcp_link *x = f->links[i];
+		const struct tcp_link *x = f->links[i];
 
 		if (!unadmitted(x))
 			continue;
 		total++;
-		if (gives_way(x, any))
-			any = x;
+		if (any < 0 || gives_way(x, f->links[any]))
+			any = (int)i;
 		if (!fab_same_host(&x->peer, peer))
 			continue;
 		host++;
-		if (gives_way(x, same))
-			same = x;
+		if (same < 0 || gives_way(x, f->links[same]))
+			same = (int)i;
 	}
 	if (host >= FAB_MAX_UNADMITTED_HOST)
 		return same; /* it counts in the total too */
-	return total >= FAB_MAX_UNADMITTED ? any : NULL;
+	return total >= FAB_MAX_UNADMITTED ? any : -1;
 }
 
 /*
- * make_room -- the NIC, under the lock: close what admission_room() names
- * for a new connection from @peer. The closed link is freed by nic_sync(),
- * or, when the caller took it meanwhile, by the caller (its admission
- * fails).
+ * make_room -- the NIC, under the lock: close the link admission_room()
+ * names for a new connection from @peer, and take it out of links[] and
+ * the accept queue at once, so that the table too stays within the caps;
+ * it is freed at the NIC's next sync (nic_sync()): the events of this
+ * turn may still name it.
  */
 static void make_room(struct tcp_fab *f, const struct fab_addr *peer)
 {
-	struct tcp_link *v = admission_room(f, peer);
+	int i = admission_room(f, peer);
+	struct tcp_link *v;
 
-	if (v == NULL)
+	if (i < 0)
 		return;
+	v = f->links[i];
 	fab_refuse_log(&f->refuse_log, "tcp", &v->peer,
 	               v->state == TCP_LINK_HANDSHAKE
 	                   ? "closed to make room: silent, and too many not admitted yet"
 	                   : "closed to make room: too many not admitted yet");
+	if (v->state == TCP_LINK_HELD)
+		fab_acceptq_remove(&f->acceptq, &v->pending); /* queued: unadmitted() */
 	tcp_link_fail(v, -ECONNREFUSED, -ECONNREFUSED, NULL);
+	v->reap = 0; /* nobody's: freed with the evicted */
+	f->links[i] = f->links[--f->nlinks];
+	v->evicted_next = f->evicted;
+	f->evicted = v;
 }
 
 /*
@@ -460,11 +466,11 @@ err_close:
 
 /*
  * tcp_accept -- fab_accept(). A held link that went down while it waited
- * in the queue (its peer left, the hold bound passed, it was closed to
- * make room) stays there until the NIC's next sync takes it out: until
- * then it is closed here and the next one taken, rather than handed to
- * the caller, whose admission would only fail, and which might take it
- * for the live connection that came after it.
+ * in the queue (its peer left, the hold bound passed) stays there until
+ * the NIC's next sync takes it out: until then it is closed here and the
+ * next one taken, rather than handed to the caller, whose admission would
+ * only fail, and which might take it for the live connection that came
+ * after it.
  */
 int tcp_accept(struct fab *fab, uint64_t ctx, int timeout_ms, struct fab_link **out, void *priv,
                size_t *priv_len)

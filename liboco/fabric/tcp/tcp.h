@@ -165,7 +165,8 @@ struct tcp_link {
 	size_t tx_cap, tx_off, tx_len; /* bytes [tx_off, tx_len) are pending */
 	size_t tx_reserve;             /* room kept for responses */
 	uint64_t last_rx_ns;
-	struct fab_pending pending; /* in the accept queue; the connector's private data */
+	struct fab_pending pending;    /* in the accept queue; the connector's private data */
+	struct tcp_link *evicted_next; /* on tcp_fab.evicted */
 };
 
 struct tcp_fab {
@@ -187,6 +188,7 @@ struct tcp_fab {
 	unsigned links_gen; /* atomic: bumped when links[] changes */
 	struct fab_acceptq acceptq;
 	uint32_t next_link_id;
+	struct tcp_link *evicted; /* closed to make room, out of links[]: nic_sync() frees them */
 
 	struct fab_ratelog refuse_log; /* NIC: connections refused by the caps */
 
