@@ -12,7 +12,10 @@
  * still be handshaking) waits, held, on a pending list: at most
  * LC_PENDING_MAX links in all and LC_PENDING_PER_NODE per claimed node
  * (more are refused), each at most the handshake bound (max(2 s, the
- * failure bound)); it is checked when the session comes up
+ * failure bound)); on tcp these are the only bounds on them (its caps
+ * count only the links it has not handed over, fabric/tcp/link.c, so
+ * that strangers' waiting links cannot keep a member's out); it is
+ * checked when the session comes up
  * (lc_linkin_take()), and closed and freed when the bound passes, when
  * its member is removed (lc_linkin_forget()) and at fini.
  *

@@ -280,25 +280,66 @@ void lc_member_handoffs(loco_manager_t *m)
 /* the acceptor's side                                                */
 
 /*
- * ctrl_room -- whether a new unauthenticated control connection from
- * @ip fits the caps (in total and per address): a stranger cannot take
- * every fd of the node. m->lock held.
+ * The caps on control connections not authenticated yet cannot tell a
+ * member from a stranger: only the AUTH proves who connects. Refusing
+ * newcomers once the caps are met let a stranger who keeps them full
+ * (reopening what we close) refuse every joiner for as long as it
+ * liked. So a newcomer always comes in, and room is made by closing the
+ * unauthenticated connection that has least to show for itself: one
+ * already dead, then one that has not sent its HELLO, then one that has
+ * not answered our CHALLENGE; the oldest of those; from the newcomer's
+ * address when that cap is the one met. A connector sends its HELLO at
+ * once and answers the CHALLENGE within a round trip, and the HELLO is
+ * read as the connection is accepted (lc_member_accept()): a joiner's
+ * connection is closed only if the cap's worth of newer ones from its
+ * address, all past their HELLO, came in within that round trip, however
+ * long the flood lasts. The caps still bound what strangers hold (one
+ * in, one out), and the cost is the scan the caps already made.
  */
-static int ctrl_room(loco_manager_t *m, uint32_t ip)
+
+/* ctrl_rank -- how readily an unauthenticated connection @c gives way: lower first. */
+static int ctrl_rank(const struct lc_conn *c)
 {
-	unsigned total = 0, same = 0;
+	return lc_conn_is_dead(c) ? 0 : c->state == LC_CONN_HELLO ? 1 : 2;
+}
+
+/* ctrl_before -- whether @c gives way before @v (NULL: nothing chosen yet). */
+static int ctrl_before(const struct lc_conn *c, const struct lc_conn *v)
+{
+	return v == NULL || ctrl_rank(c) < ctrl_rank(v) ||
+	       (ctrl_rank(c) == ctrl_rank(v) && c->accepted_ns < v->accepted_ns);
+}
+
+/*
+ * ctrl_room -- make room for a new unauthenticated control connection
+ * from @ip within the caps (in total and per address): a stranger cannot
+ * take every fd of the node, nor keep a member out. Returns the
+ * connection to close for it, or NULL when there is room. m->lock held.
+ */
+static struct lc_conn *ctrl_room(loco_manager_t *m, uint32_t ip)
+{
+	struct lc_conn *any = NULL, *same = NULL;
+	unsigned total = 0, nsame = 0;
 
 	for (struct lc_conn *c = m->conns; c != NULL; c = c->next) {
 		if (c->initiator || c->state == LC_CONN_UP)
 			continue;
 		total++;
-		same += c->src_ip == ip;
+		if (ctrl_before(c, any))
+			any = c;
+		if (c->src_ip != ip)
+			continue;
+		nsame++;
+		if (ctrl_before(c, same))
+			same = c;
 	}
-	return total < LC_CTRL_UNAUTH_MAX && same < LC_CTRL_UNAUTH_PER_SRC;
+	if (nsame >= LC_CTRL_UNAUTH_PER_SRC)
+		return same; /* it counts in the total too */
+	return total >= LC_CTRL_UNAUTH_MAX ? any : NULL;
 }
 
-/* ctrl_refused -- log the refusals by the caps, at most once a second. m->lock held. */
-static void ctrl_refused(loco_manager_t *m, uint32_t ip)
+/* ctrl_evicted -- log the connections closed for room, at most once a second. m->lock held. */
+static void ctrl_evicted(loco_manager_t *m, const struct lc_conn *c)
 {
 	uint64_t now = lc_now_ns();
 	char a[INET_ADDRSTRLEN];
@@ -306,13 +347,15 @@ static void ctrl_refused(loco_manager_t *m, uint32_t ip)
 	m->ctrl_refused++;
 	if (now - m->ctrl_refused_log_ns < 1000000000ull)
 		return;
-	inet_ntop(AF_INET, &ip, a, sizeof(a));
-	lc_log_warn("manager: control connection from %s refused: too many not authenticated "
-	            "(%u refused in the last second; caps %d, %d per address)",
+	inet_ntop(AF_INET, &c->src_ip, a, sizeof(a));
+	lc_log_warn("manager: control connection from %s closed to make room: too many not "
+	            "authenticated (%u closed in the last second; caps %d, %d per address)",
 	            a, m->ctrl_refused, LC_CTRL_UNAUTH_MAX, LC_CTRL_UNAUTH_PER_SRC);
 	m->ctrl_refused_log_ns = now;
 	m->ctrl_refused = 0;
 }
+
+static void input(loco_manager_t *m, struct lc_conn *c);
 
 void lc_member_accept(loco_manager_t *m)
 {
@@ -327,10 +370,10 @@ void lc_member_accept(loco_manager_t *m)
 
 		if (fd < 0)
 			break;
-		if (!ctrl_room(m, sin.sin_addr.s_addr)) {
-			ctrl_refused(m, sin.sin_addr.s_addr);
-			close(fd);
-			continue;
+		/* one in, one out: the caps are met at most once per newcomer */
+		if ((c = ctrl_room(m, sin.sin_addr.s_addr)) != NULL) {
+			ctrl_evicted(m, c);
+			conn_drop(m, c);
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c = lc_conn_new(fd, 0, m->node_id, m->inc);
@@ -340,8 +383,16 @@ void lc_member_accept(loco_manager_t *m)
 		}
 		c->src_ip = sin.sin_addr.s_addr;
 		c->state = LC_CONN_HELLO;
-		if (conn_adopt(m, c) != 0)
+		if (conn_adopt(m, c) != 0) {
 			lc_conn_free(c);
+			continue;
+		}
+		/*
+		 * A connector's HELLO is usually here already: read it now, so
+		 * that its connection is past the first to go (ctrl_rank())
+		 * before the next newcomer needs room.
+		 */
+		input(m, c);
 	}
 	pthread_mutex_unlock(&m->lock);
 }

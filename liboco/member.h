@@ -33,7 +33,7 @@
 
 #define LC_MAX_NODES      256 /* members one node holds */
 #define LC_LINK_ERR_SLOTS 64  /* link failures reported by other threads, queued */
-/* control connections not authenticated yet, at most (beyond: closed at once) */
+/* control connections not authenticated yet, at most (beyond: the least advanced goes, member.c) */
 #define LC_CTRL_UNAUTH_MAX     128
 #define LC_CTRL_UNAUTH_PER_SRC 16 /* from one IPv4 address */
 

@@ -77,8 +77,11 @@ static inline bool fab_acceptq_ready(const struct fab_acceptq *q)
  * Bounds against strangers (fab_accept() in fabric.h): a held link waits
  * at most fab_hold_ms() for fab_link_admit() or fab_link_close(); a fab
  * holds at most FAB_MAX_UNADMITTED links not admitted yet (before their
- * handshake or held), FAB_MAX_UNADMITTED_HOST of them from one IP address;
- * beyond that a new connection is refused at once.
+ * handshake or held), FAB_MAX_UNADMITTED_HOST of them from one IP address.
+ * Beyond that, verbs refuses a new connection at once; tcp, whose
+ * strangers can hold connections that never speak, makes room for it by
+ * closing the link that has least to show (tcp/link.c): a member's link
+ * is admitted however many unproven ones strangers keep open.
  */
 #define FAB_HOLD_MIN_MS         2000
 #define FAB_MAX_UNADMITTED      128

@@ -147,6 +147,12 @@ static void tcp_close(struct fab *fab)
 		lc_log_warn("tcp: closing the fabric with %u link(s) open", f->nlinks);
 	for (unsigned i = 0; i < f->nlinks; i++)
 		tcp_link_free(f->links[i]);
+	while (f->evicted != NULL) {
+		struct tcp_link *l = f->evicted;
+
+		f->evicted = l->evicted_next;
+		tcp_link_free(l);
+	}
 	if (f->lfd >= 0)
 		close(f->lfd);
 	if (f->epfd >= 0)

@@ -114,31 +114,102 @@ void tcp_link_free(struct tcp_link *l)
 }
 
 /*
- * admission_full -- under the lock: whether a new connection from @peer
- * would pass the caps on links not admitted yet. NULL, or why not.
+ * Admission under a flood. Nothing tells a member's connection from a
+ * stranger's before the caller checked its proof (after fab_accept()), so
+ * the caps on links not admitted yet cannot sort them, and refusing
+ * newcomers once the caps were met let a stranger who keeps them full
+ * (reopening what we close) refuse every member for as long as it liked.
+ * So a newcomer always comes in, and room is made by closing the link
+ * that has least to show for itself: one that sent no HELLO yet (silent),
+ * then one whose HELLO waits in the accept queue; the oldest of those;
+ * from the newcomer's address when that cap is the one met. A connector
+ * sends its HELLO right after connect() and it is read as the connection
+ * is accepted (tcp_nic_accept()), and the caller takes held links on its
+ * next turn: a member's link is closed only if the cap's worth of newer
+ * connections (from its own address, for that cap) came in before that,
+ * not however long the flood lasts. The links the caller took are its to
+ * bound (the core's pending links, linkin.h) and count no more here. One
+ * in, one out: memory and fds stay within the caps, and the cost is the
+ * scan the caps already made.
  */
-static const char *admission_full(struct tcp_fab *f, const struct fab_addr *peer)
+
+/* unadmitted -- whether @x counts against the caps: accepted, not admitted, and still ours. */
+static int unadmitted(const struct tcp_link *x)
+{
+	return x->passive &&
+	       (x->state == TCP_LINK_HANDSHAKE || (x->state == TCP_LINK_HELD && x->pending.queued));
+}
+
+/* gives_way -- whether @x goes before @v: silent first, then older. */
+static int gives_way(const struct tcp_link *x, const struct tcp_link *v)
+{
+	int xs = x->state == TCP_LINK_HANDSHAKE, vs = v->state == TCP_LINK_HANDSHAKE;
+
+	/* link ids grow with each link published: a smaller one is older */
+	return xs != vs ? xs : x->base.id < v->base.id;
+}
+
+/*
+ * admission_room -- under the lock: the index in links[] of the link to
+ * close so that a new connection from @peer fits the caps on links not
+ * admitted yet, or -1 when it fits as it is.
+ */
+static int admission_room(struct tcp_fab *f, const struct fab_addr *peer)
 {
 	unsigned total = 0, host = 0;
+	int any = -1, same = -1;
 
 	for (unsigned i = 0; i < f->nlinks; i++) {
 		const struct tcp_link *x = f->links[i];
 
-		if (!x->passive || (x->state != TCP_LINK_HANDSHAKE && x->state != TCP_LINK_HELD))
+		if (!unadmitted(x))
 			continue;
 		total++;
-		host += fab_same_host(&x->peer, peer);
+		if (any < 0 || gives_way(x, f->links[any]))
+			any = (int)i;
+		if (!fab_same_host(&x->peer, peer))
+			continue;
+		host++;
+		if (same < 0 || gives_way(x, f->links[same]))
+			same = (int)i;
 	}
-	if (total >= FAB_MAX_UNADMITTED)
-		return "too many connections not admitted yet";
 	if (host >= FAB_MAX_UNADMITTED_HOST)
-		return "too many connections not admitted yet from that address";
-	return NULL;
+		return same; /* it counts in the total too */
+	return total >= FAB_MAX_UNADMITTED ? any : -1;
+}
+
+/*
+ * make_room -- the NIC, under the lock: close the link admission_room()
+ * names for a new connection from @peer, and take it out of links[] and
+ * the accept queue at once, so that the table too stays within the caps;
+ * it is freed at the NIC's next sync (nic_sync()): the events of this
+ * turn may still name it.
+ */
+static void make_room(struct tcp_fab *f, const struct fab_addr *peer)
+{
+	int i = admission_room(f, peer);
+	struct tcp_link *v;
+
+	if (i < 0)
+		return;
+	v = f->links[i];
+	fab_refuse_log(&f->refuse_log, "tcp", &v->peer,
+	               v->state == TCP_LINK_HANDSHAKE
+	                   ? "closed to make room: silent, and too many not admitted yet"
+	                   : "closed to make room: too many not admitted yet");
+	if (v->state == TCP_LINK_HELD)
+		fab_acceptq_remove(&f->acceptq, &v->pending); /* queued: unadmitted() */
+	tcp_link_fail(v, -ECONNREFUSED, -ECONNREFUSED, NULL);
+	v->reap = 0; /* nobody's: freed with the evicted */
+	f->links[i] = f->links[--f->nlinks];
+	v->evicted_next = f->evicted;
+	f->evicted = v;
 }
 
 /*
  * link_publish -- add @l to the fab's links; the NIC picks it up. A
- * passive link must pass the caps (*@why says which refused it: -EBUSY).
+ * passive link is published by the NIC and makes room for itself within
+ * the caps. 0, or -ENOSPC / -errno with *@why.
  */
 static int link_publish(struct tcp_fab *f, struct tcp_link *l, const char **why)
 {
@@ -150,10 +221,8 @@ static int link_publish(struct tcp_fab *f, struct tcp_link *l, const char **why)
 		*why = "the link table is full";
 		return -ENOSPC;
 	}
-	if (l->passive && (*why = admission_full(f, &l->peer)) != NULL) {
-		pthread_mutex_unlock(&f->lock);
-		return -EBUSY;
-	}
+	if (l->passive)
+		make_room(f, &l->peer); /* one in, one out */
 	l->base.id = ++f->next_link_id;
 	/* input may be handled before the NIC's view has the link: it is complete here */
 	if (epoll_ctl(f->epfd, EPOLL_CTL_ADD, l->fd, &ev) < 0) {
@@ -287,7 +356,14 @@ void tcp_nic_accept(struct tcp_fab *f)
 		if (link_publish(f, l, &why) != 0) {
 			fab_refuse_log(&f->refuse_log, "tcp", &peer, why);
 			tcp_link_free(l); /* closes fd */
+			continue;
 		}
+		/*
+		 * The connector's HELLO is usually here already: read it now, so
+		 * that the link is past the first to go (gives_way()) before
+		 * the next newcomer needs room.
+		 */
+		tcp_nic_input(l);
 	}
 }
 
@@ -388,10 +464,46 @@ err_close:
 	return ret;
 }
 
+/*
+ * tcp_accept -- fab_accept(). A held link that went down while it waited
+ * in the queue (its peer left, the hold bound passed) stays there until
+ * the NIC's next sync takes it out: until then it is closed here and the
+ * next one taken, rather than handed to the caller, whose admission would
+ * only fail, and which might take it for the live connection that came
+ * after it.
+ */
 int tcp_accept(struct fab *fab, uint64_t ctx, int timeout_ms, struct fab_link **out, void *priv,
                size_t *priv_len)
 {
-	return fab_acceptq_accept(&to_tcp_fab(fab)->acceptq, ctx, timeout_ms, out, priv, priv_len);
+	struct tcp_fab *f = to_tcp_fab(fab);
+	uint64_t deadline = fab_deadline_ns(timeout_ms);
+	uint8_t p[FAB_PRIV_MAX];
+	struct fab_link *link;
+	size_t plen;
+
+	if (out == NULL)
+		return -EINVAL;
+	/* each turn takes one link out of the queue, which the caps bound */
+	for (int i = 0; i <= FAB_MAX_UNADMITTED; i++) {
+		uint64_t now = lc_now_ns();
+		int tmo = timeout_ms <= 0   ? timeout_ms
+		          : now >= deadline ? 0
+		                            : (int)((deadline - now + 999999) / 1000000ull);
+		int ret = fab_acceptq_accept(&f->acceptq, ctx, tmo, &link, p, &plen);
+
+		if (ret)
+			return ret;
+		if (tcp_link_state(link) == 0) {
+			if (priv != NULL)
+				memcpy(priv, p, plen);
+			if (priv_len != NULL)
+				*priv_len = plen;
+			*out = link;
+			return 0;
+		}
+		tcp_link_close(link);
+	}
+	return -EAGAIN;
 }
 
 int tcp_link_close(struct fab_link *link)

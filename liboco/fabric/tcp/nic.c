@@ -131,6 +131,11 @@ static void link_input(struct tcp_link *l)
 	}
 }
 
+void tcp_nic_input(struct tcp_link *l)
+{
+	link_input(l);
+}
+
 /*
  * nic_sync -- refresh the private view of links[], serve close and admit
  * requests, and free the links that went down before anyone owned them.
@@ -142,6 +147,16 @@ static void nic_sync(struct tcp_fab *f)
 	if (gen == f->nic_gen)
 		return;
 	pthread_mutex_lock(&f->lock);
+	if (f->evicted != NULL) {
+		/* out of links[] since link.c's make_room(): this turn's events are done */
+		__atomic_add_fetch(&f->free_gen, 1, __ATOMIC_RELEASE);
+		while (f->evicted != NULL) {
+			struct tcp_link *l = f->evicted;
+
+			f->evicted = l->evicted_next;
+			tcp_link_free(l);
+		}
+	}
 	for (unsigned i = 0; i < f->nlinks;) {
 		struct tcp_link *l = f->links[i];
 

@@ -20,7 +20,8 @@
  * held and not read at all until fab_link_admit() makes the NIC answer
  * HELLO_ACK (link.c); the connector's fab_connect() waits for that answer.
  * Connections that fail before anyone accepted them are freed by the NIC
- * (nic_sync()), and those not admitted yet are capped (provider.h).
+ * (nic_sync()), and those not admitted yet are capped (provider.h): a
+ * newcomer makes room by closing the one with least to show (link.c).
  *
  * Per link (one TCP connection), each direction carries frames
  * (wire.h) of two kinds: requests, numbered by a PSN equal to their
@@ -164,7 +165,8 @@ struct tcp_link {
 	size_t tx_cap, tx_off, tx_len; /* bytes [tx_off, tx_len) are pending */
 	size_t tx_reserve;             /* room kept for responses */
 	uint64_t last_rx_ns;
-	struct fab_pending pending; /* in the accept queue; the connector's private data */
+	struct fab_pending pending;    /* in the accept queue; the connector's private data */
+	struct tcp_link *evicted_next; /* on tcp_fab.evicted */
 };
 
 struct tcp_fab {
@@ -186,6 +188,7 @@ struct tcp_fab {
 	unsigned links_gen; /* atomic: bumped when links[] changes */
 	struct fab_acceptq acceptq;
 	uint32_t next_link_id;
+	struct tcp_link *evicted; /* closed to make room, out of links[]: nic_sync() frees them */
 
 	struct fab_ratelog refuse_log; /* NIC: connections refused by the caps */
 
@@ -296,6 +299,8 @@ int tcp_nic_reap(struct tcp_fab *f, struct tcp_link *l);
 
 /* nic.c */
 void *tcp_nic_main(void *arg);
+/* tcp_nic_input -- the NIC: read what @l's socket has and act on it (a HELLO, frames). */
+void tcp_nic_input(struct tcp_link *l);
 int tcp_progress(struct fab *fab, int64_t timeout_ns);
 
 /* mr.c */
