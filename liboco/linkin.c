@@ -80,7 +80,7 @@ static int admit(struct fab_link *link, const struct lc_link_priv *priv)
 /* session -- @node/@inc's authenticated session, or NULL. m->lock held. */
 static struct lc_conn *session(loco_manager_t *m, uint32_t node, uint64_t inc)
 {
-	struct lc_member *mb = lc_member_find(m, node);
+	struct lc_member *mb = lc_members_find(m->members, node);
 
 	if (mb == NULL || mb->info.inc != inc || mb->conn == NULL || !mb->conn->link_key_set ||
 	    mb->conn->state != LC_CONN_UP || lc_conn_is_dead(mb->conn))
@@ -287,6 +287,36 @@ static void accept_self(loco_manager_t *m, struct fab_link *link, const struct l
 	}
 }
 
+/*
+ * ready_add -- an admitted link for (@node, @inc): the member table takes
+ * it (lc_linkin_ready(), from lc_member_handoffs()) in this same progress
+ * turn. Without room (LC_READY_MAX admitted in one turn) it is closed: its
+ * connector sees the link fail and dials again.
+ */
+static void ready_add(loco_manager_t *m, uint32_t node, uint64_t inc, struct fab_link *link)
+{
+	struct lc_linkin *li = &m->linkin;
+
+	if (li->nready >= LC_READY_MAX) {
+		fab_link_close(link);
+		return;
+	}
+	li->ready[li->nready++] = (struct lc_ready_link){.node = node, .inc = inc, .link = link};
+}
+
+struct fab_link *lc_linkin_ready(loco_manager_t *m, uint32_t *node, uint64_t *inc)
+{
+	struct lc_linkin *li = &m->linkin;
+	struct lc_ready_link r;
+
+	if (li->nready == 0)
+		return NULL;
+	r = li->ready[--li->nready];
+	*node = r.node;
+	*inc = r.inc;
+	return r.link;
+}
+
 /* accept_one -- check a link just accepted: admit and bind it, hold it, or refuse it. */
 static void accept_one(loco_manager_t *m, struct fab_link *link, const void *buf, size_t len)
 {
@@ -303,7 +333,7 @@ static void accept_one(loco_manager_t *m, struct fab_link *link, const void *buf
 		accept_self(m, link, &priv);
 		return;
 	}
-	mb = lc_member_find(m, priv.node);
+	mb = lc_members_find(m->members, priv.node);
 	if (priv.node == 0 || (mb != NULL && mb->info.inc > priv.inc)) {
 		refuse(m, link, priv.node, priv.inc, "a stale incarnation");
 		return;
@@ -330,10 +360,10 @@ static void accept_one(loco_manager_t *m, struct fab_link *link, const void *buf
 	if (admit(link, &priv) != 0)
 		return;
 	link->ctx = priv.node; /* completions name the node */
-	lc_member_attach_link(m, mb, link);
+	ready_add(m, priv.node, priv.inc, link);
 }
 
-void lc_member_accept_links(loco_manager_t *m)
+void lc_linkin_accept(loco_manager_t *m)
 {
 	uint8_t priv[FAB_PRIV_MAX];
 	struct fab_link *link;

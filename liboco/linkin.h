@@ -49,10 +49,21 @@ struct lc_pending_link {
 	struct lc_pending_link *next;
 };
 
+#define LC_READY_MAX 32 /* links admitted in one progress turn, for the member table to take */
+
+/* An admitted link the member table takes (lc_linkin_ready()). */
+struct lc_ready_link {
+	uint32_t node;
+	uint64_t inc;
+	struct fab_link *link;
+};
+
 /* The manager's part (m->linkin). */
 struct lc_linkin {
 	struct lc_pending_link *pending;
 	unsigned npending;
+	struct lc_ready_link ready[LC_READY_MAX];
+	unsigned nready;
 	uint8_t self_key[LC_LINK_KEY_LEN]; /* the self link's key, drawn at start */
 	int self_ready;     /* atomic: self_key drawn (before: self claims refused) */
 	uint64_t self_seen; /* highest counter admitted on the self link */
@@ -62,8 +73,19 @@ struct lc_linkin {
 	unsigned log_n, log_quiet;
 };
 
-/* lc_member_accept_links -- progress thread: check, admit or hold new links; expire held ones. */
-void lc_member_accept_links(loco_manager_t *m);
+/*
+ * lc_linkin_accept -- progress thread: check, admit or hold new
+ * links; expire held ones. Admitted links wait for the member table,
+ * which takes them with lc_linkin_ready() (lc_member_handoffs(), called
+ * next): this file looks entries up (members.h) but never calls member.c.
+ */
+void lc_linkin_accept(loco_manager_t *m);
+
+/*
+ * lc_linkin_ready -- m->lock held: an admitted link and whom it is from
+ * (*@node, *@inc), or NULL when none waits. The caller binds or closes it.
+ */
+struct fab_link *lc_linkin_ready(loco_manager_t *m, uint32_t *node, uint64_t *inc);
 
 /*
  * lc_linkin_take -- m->lock held: @node/@inc's session is authenticated

@@ -36,10 +36,7 @@
 
 struct lc_member *lc_member_find(loco_manager_t *m, uint32_t node)
 {
-	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next)
-		if (mb->info.node == node)
-			return mb;
-	return NULL;
+	return lc_members_find(m->members, node);
 }
 
 /*
@@ -262,10 +259,20 @@ static void attach_dialed(loco_manager_t *m, struct lc_dial_done *d)
 void lc_member_handoffs(loco_manager_t *m)
 {
 	struct lc_dial_done *d = lc_dial_take(m);
+	struct fab_link *link;
+	uint32_t node;
+	uint64_t inc;
 
-	if (d == NULL)
-		return;
 	pthread_mutex_lock(&m->lock);
+	/* the links others opened to us, admitted by linkin.c this turn */
+	while ((link = lc_linkin_ready(m, &node, &inc)) != NULL) {
+		struct lc_member *mb = lc_member_find(m, node);
+
+		if (mb != NULL && mb->info.inc == inc && mb->link == NULL)
+			lc_member_attach_link(m, mb, link);
+		else
+			fab_link_close(link);
+	}
 	while (d != NULL) {
 		struct lc_dial_done *next = d->next;
 
@@ -824,7 +831,7 @@ void lc_member_link_errors(loco_manager_t *m)
  * link_rebuild -- @mb's data link went down (a refused access puts an RC
  * link in the error state) while the member itself is alive: drop the
  * link; the side that opened the control connection opens a new one, the
- * other side takes it in lc_member_accept_links() (linkin.c). m->lock held.
+ * other side takes it in lc_linkin_accept() (linkin.c). m->lock held.
  */
 static void link_rebuild(loco_manager_t *m, struct lc_member *mb, int cause)
 {

@@ -30,23 +30,13 @@
 #include "conn.h"
 #include "ctrl_wire.h"
 #include "fabric/fabric.h"
+#include "members.h"
 
 #define LC_MAX_NODES      256 /* members one node holds */
 #define LC_LINK_ERR_SLOTS 64  /* link failures reported by other threads, queued */
 /* control connections not authenticated yet, at most (beyond: the least advanced goes, member.c) */
 #define LC_CTRL_UNAUTH_MAX     128
 #define LC_CTRL_UNAUTH_PER_SRC 16 /* from one IPv4 address */
-
-/* A member of the cluster as this node sees it. */
-struct lc_member {
-	struct lc_member_info info;
-	struct lc_conn *conn;
-	struct fab_link *link;
-	int up;     /* in the installed view, authenticated and linked: visible to channels */
-	int joiner; /* it asked us, its contact, to join (view.c) */
-	uint64_t since_ns; /* when its connection was admitted */
-	struct lc_member *next;
-};
 
 /* What membership raises, on the progress thread with m->lock held. */
 struct lc_member_events {

@@ -187,8 +187,8 @@ static void *progress_main(void *arg)
 		pthread_mutex_unlock(&m->poll_lock);
 		lc_member_link_errors(m);
 		lc_graves_reap(m, 0);
-		lc_member_handoffs(m);
-		lc_member_accept_links(m);
+		lc_linkin_accept(m);   /* links others opened to us: checked, admitted */
+		lc_member_handoffs(m); /* ... and those the dialer opened: bound to members */
 		now = lc_now_ns();
 		wake = lc_member_timers(m, now);
 		lc_chan_dispatch(m);

@@ -329,42 +329,27 @@ int tcp_nic_reap(struct tcp_fab *f, struct tcp_link *l)
 	return reap == TCP_LINK_HANDSHAKE || fab_acceptq_remove(&f->acceptq, &l->pending);
 }
 
-void tcp_nic_accept(struct tcp_fab *f)
+struct tcp_link *tcp_link_accepted(struct tcp_fab *f, int fd, const struct fab_addr *peer)
 {
-	for (int i = 0; i < 16; i++) {
-		struct fab_addr peer = {.len = sizeof(peer.ss)};
-		int fd = accept4(f->lfd, (struct sockaddr *)&peer.ss, &peer.len,
-		                 SOCK_NONBLOCK | SOCK_CLOEXEC);
-		const char *why = NULL;
-		struct tcp_link *l;
+	const char *why = NULL;
+	struct tcp_link *l;
 
-		if (fd < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-				lc_log_warn("tcp: accept failed: %s", strerror(errno));
-			return;
-		}
-		set_sock_opts(fd);
-		l = link_new(f, fd, 1);
-		if (l == NULL) {
-			lc_log_err("tcp: out of memory accepting a link");
-			close(fd);
-			continue;
-		}
-		l->peer = peer;
-		l->state = TCP_LINK_HANDSHAKE;
-		l->hs_deadline = lc_now_ns() + TCP_HELLO_MS * 1000000ull;
-		if (link_publish(f, l, &why) != 0) {
-			fab_refuse_log(&f->refuse_log, "tcp", &peer, why);
-			tcp_link_free(l); /* closes fd */
-			continue;
-		}
-		/*
-		 * The connector's HELLO is usually here already: read it now, so
-		 * that the link is past the first to go (gives_way()) before
-		 * the next newcomer needs room.
-		 */
-		tcp_nic_input(l);
+	set_sock_opts(fd);
+	l = link_new(f, fd, 1);
+	if (l == NULL) {
+		lc_log_err("tcp: out of memory accepting a link");
+		close(fd);
+		return NULL;
 	}
+	l->peer = *peer;
+	l->state = TCP_LINK_HANDSHAKE;
+	l->hs_deadline = lc_now_ns() + TCP_HELLO_MS * 1000000ull;
+	if (link_publish(f, l, &why) != 0) {
+		fab_refuse_log(&f->refuse_log, "tcp", peer, why);
+		tcp_link_free(l); /* closes fd */
+		return NULL;
+	}
+	return l;
 }
 
 int tcp_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, const void *priv,

@@ -131,6 +131,30 @@ static void link_input(struct tcp_link *l)
 	}
 }
 
+void tcp_nic_accept(struct tcp_fab *f)
+{
+	for (int i = 0; i < 16; i++) {
+		struct fab_addr peer = {.len = sizeof(peer.ss)};
+		int fd = accept4(f->lfd, (struct sockaddr *)&peer.ss, &peer.len,
+		                 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct tcp_link *l;
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+				lc_log_warn("tcp: accept failed: %s", strerror(errno));
+			return;
+		}
+		l = tcp_link_accepted(f, fd, &peer);
+		/*
+		 * The connector's HELLO is usually here already: read it now, so
+		 * that the link is past the first to go (gives_way()) before
+		 * the next newcomer needs room.
+		 */
+		if (l != NULL)
+			tcp_nic_input(l);
+	}
+}
+
 void tcp_nic_input(struct tcp_link *l)
 {
 	link_input(l);

@@ -285,7 +285,8 @@ void tcp_drain(struct tcp_link *l, int timed_out);
 /* link.c */
 void tcp_link_free(struct tcp_link *l);
 void tcp_on_hello(struct tcp_link *l, const struct tcp_frame *fr, const uint8_t *data);
-void tcp_nic_accept(struct tcp_fab *f);
+/* tcp_link_accepted -- a socket the listener accepted: a held link in the table, or NULL */
+struct tcp_link *tcp_link_accepted(struct tcp_fab *f, int fd, const struct fab_addr *peer);
 int tcp_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, const void *priv,
                 size_t priv_len, int timeout_ms, struct fab_link **out);
 int tcp_accept(struct fab *fab, uint64_t ctx, int timeout_ms, struct fab_link **out, void *priv,
@@ -301,6 +302,8 @@ int tcp_nic_reap(struct tcp_fab *f, struct tcp_link *l);
 void *tcp_nic_main(void *arg);
 /* tcp_nic_input -- the NIC: read what @l's socket has and act on it (a HELLO, frames). */
 void tcp_nic_input(struct tcp_link *l);
+/* tcp_nic_accept -- the NIC: take new connections, read their HELLO if it is there */
+void tcp_nic_accept(struct tcp_fab *f);
 int tcp_progress(struct fab *fab, int64_t timeout_ns);
 
 /* mr.c */
