@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * link.c -- the life of an shm link: the socket messages (HELLO, ACK, FDS,
- * ARENA, with SCM_RIGHTS), connect (HELLO, then the ACK that admission
+ * link.c -- the life of an shm link: its making and freeing, its pages
+ * (ours made, the peer's mapped), the fab's table of links (links[], the
+ * provider thread's epoll), connect (HELLO, then the ACK that admission
  * sends), the provider thread's side of accepting (same uid, caps, HELLO,
- * hold bounds, a peer's death or hang-up), admission, close and free.
+ * hold bounds, a peer's death or hang-up), admission, close, state and
+ * peer. The socket and its messages are msg.c's; taking a link down and
+ * running what waited for admission, post.c's; waking the poller, cq.c's.
  */
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -26,134 +27,6 @@
 
 #define EV_SOCK  1ull
 #define EV_PIDFD 2ull
-
-/*
- * shm_abstract_name -- the abstract unix name of the fab at @a:
- * "loco-shm-<uid>-<ip>:<port>/<tag>". Only the tag's random bits make it
- * unguessable (the rest is for ss -x): a fab that listened on a name made
- * of uid and ip:port alone could be stopped by anyone on the host who bound
- * it first. -EHOSTUNREACH when @a has no tag (no shm endpoint: e.g. a
- * tcp-only node), -EINVAL when the name does not fit.
- */
-int shm_abstract_name(const struct fab_addr *a, uid_t uid, void *sun_, socklen_t *len)
-{
-	struct sockaddr_un *sun = sun_;
-	char where[FAB_ADDR_STRLEN];
-	const char *host;
-	int n;
-
-	if (!fab_addr_has_tag(a))
-		return -EHOSTUNREACH;
-	if (fab_addr_format(a, where, sizeof(where)) != 0)
-		return -EINVAL;
-	memset(sun, 0, sizeof(*sun));
-	sun->sun_family = AF_UNIX;
-	/* LOCO_SHM_HOST (tests): fabs with different values act as if on different hosts */
-	host = getenv("LOCO_SHM_HOST");
-	if (host != NULL && *host != '\0')
-		n = snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1, "loco-shm-%u-%s-%s",
-		             (unsigned)uid, host, where);
-	else
-		n = snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1, "loco-shm-%u-%s",
-		             (unsigned)uid, where);
-	if (n < 0 || (size_t)n >= sizeof(sun->sun_path) - 1)
-		return -EINVAL;
-	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
-	return 0;
-}
-
-/* send_msg -- one message with up to SHM_NFDS fds; waits up to 1 s for room. 0 or -errno. */
-static int send_msg(int fd, const struct shm_msg *m, const int *fds, int nfds)
-{
-	union {
-		char buf[CMSG_SPACE(SHM_NFDS * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {.iov_base = (void *)m, .iov_len = sizeof(*m)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	uint64_t deadline = lc_now_ns() + 1000000000ull;
-
-	if (nfds) {
-		struct cmsghdr *c;
-
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.buf;
-		mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
-	}
-	for (;;) {
-		struct pollfd p = {.fd = fd, .events = POLLOUT};
-
-		if (sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(*m))
-			return 0;
-		if (errno == EINTR)
-			continue;
-		if ((errno != EAGAIN && errno != EWOULDBLOCK) || lc_now_ns() > deadline)
-			return errno == EPIPE ? -ECONNRESET : -errno;
-		poll(&p, 1, 10);
-	}
-}
-
-/*
- * recv_msg -- one message, non-blocking, with its fds (up to SHM_NFDS; others
- * closed). Returns 1, 0 at EOF, -EAGAIN, -EPROTO (wrong size or magic).
- */
-static int recv_msg(int fd, struct shm_msg *m, int *fds, int *nfds)
-{
-	union {
-		char buf[CMSG_SPACE(8 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {.iov_base = m, .iov_len = sizeof(*m)};
-	struct msghdr mh = {.msg_iov = &iov,
-	                    .msg_iovlen = 1,
-	                    .msg_control = u.buf,
-	                    .msg_controllen = sizeof(u.buf)};
-	ssize_t n;
-
-	*nfds = 0;
-	do
-		n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : 0;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
-		int k;
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		for (int i = 0; i < k; i++) {
-			int x;
-
-			memcpy(&x, CMSG_DATA(c) + (size_t)i * sizeof(int), sizeof(int));
-			if (*nfds < SHM_NFDS)
-				fds[(*nfds)++] = x;
-			else
-				close(x);
-		}
-	}
-	if (n == 0)
-		return 0;
-	if ((size_t)n != sizeof(*m) || m->magic != SHM_MAGIC || m->version != SHM_VERSION ||
-	    (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-		for (int i = 0; i < *nfds; i++)
-			close(fds[i]);
-		*nfds = 0;
-		return -EPROTO;
-	}
-	return 1;
-}
-
-static void close_fds(int *fds, int n)
-{
-	for (int i = 0; i < n; i++)
-		close(fds[i]);
-}
 
 static struct shm_link *link_new(struct shm_fab *f, int fd, int passive)
 {
@@ -250,7 +123,7 @@ static int map_peer(struct shm_link *l, int *fds)
 	if (fstat(fds[0], &st) < 0 || (size_t)st.st_size < sizeof(struct shm_fpage) ||
 	    fstat(fds[1], &st) < 0 || (size_t)st.st_size < sizeof(struct shm_lpage) ||
 	    fstat(fds[4], &st) < 0 || (size_t)st.st_size < sizeof(struct shm_bpage)) {
-		close_fds(fds, SHM_NFDS);
+		shm_close_fds(fds, SHM_NFDS);
 		return -EPROTO;
 	}
 	fp = mmap(NULL, sizeof(struct shm_fpage), PROT_READ, MAP_SHARED, fds[0], 0);
@@ -281,17 +154,6 @@ static int map_peer(struct shm_link *l, int *fds)
 	return 0;
 }
 
-int shm_send_arena(struct shm_link *l, unsigned id)
-{
-	struct shm_msg m = {.magic = SHM_MAGIC,
-	                    .version = SHM_VERSION,
-	                    .type = SHM_M_ARENA,
-	                    .id = id,
-	                    .size = l->fab->arenas[id].size};
-
-	return send_msg(l->fd, &m, &l->fab->arenas[id].fd, 1);
-}
-
 /* announce -- under fab->lock: send our pages (as @type) and every arena to the peer. */
 static int announce(struct shm_link *l, uint32_t type)
 {
@@ -301,86 +163,12 @@ static int announce(struct shm_link *l, uint32_t type)
 	int ret;
 
 	m.id = f->narenas; /* the ARENA messages that follow at once */
-	ret = send_msg(l->fd, &m, fds, SHM_NFDS);
+	ret = shm_send_msg(l->fd, &m, fds, SHM_NFDS);
 
 	for (unsigned i = 0; ret == 0 && i < f->narenas; i++)
 		ret = shm_send_arena(l, i);
 	if (ret == 0)
 		l->announced = 1;
-	return ret;
-}
-
-/* map_arena -- an ARENA message (@m, its fd): map the peer's arena. 0 or -EPROTO. */
-static int map_arena(struct shm_link *l, const struct shm_msg *m, int *fds, int nfds)
-{
-	struct stat st;
-	void *p;
-
-	if (m->type != SHM_M_ARENA || nfds != 1 || m->id >= SHM_MAX_ARENAS ||
-	    __atomic_load_n(&l->maps[m->id].base, __ATOMIC_RELAXED) != NULL ||
-	    fstat(fds[0], &st) < 0 || (uint64_t)st.st_size < m->size || m->size == 0) {
-		close_fds(fds, nfds);
-		return -EPROTO;
-	}
-	p = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
-	close(fds[0]);
-	if (p == MAP_FAILED) {
-		lc_log_warn("shm: link %u: cannot map arena %u of %llu bytes: %s", l->base.id,
-		            m->id, (unsigned long long)m->size, strerror(errno));
-		return 0;
-	}
-	l->maps[m->id].size = m->size;
-	/* pairs with the load of base in remote_ptr() */
-	__atomic_store_n(&l->maps[m->id].base, (uint8_t *)p, __ATOMIC_RELEASE);
-	return 0;
-}
-
-/* read_arenas -- the @n ARENA messages that follow ACK or FDS, by @deadline. */
-static int read_arenas(struct shm_link *l, uint32_t n, uint64_t deadline)
-{
-	int ret = 0;
-
-	pthread_mutex_lock(&l->sock_lock);
-	for (uint32_t got = 0; got < n && ret == 0;) {
-		struct pollfd p = {.fd = l->fd, .events = POLLIN};
-		struct shm_msg m;
-		int fds[SHM_NFDS], nfds, r = recv_msg(l->fd, &m, fds, &nfds);
-		uint64_t now = lc_now_ns();
-
-		if (r == 1) {
-			ret = map_arena(l, &m, fds, nfds);
-			got++;
-		} else if (r == 0) {
-			ret = -ECONNRESET;
-		} else if (r != -EAGAIN) {
-			ret = r;
-		} else if (now >= deadline) {
-			ret = -ETIMEDOUT;
-		} else {
-			poll(&p, 1, (int)((deadline - now) / 1000000ull) + 1);
-		}
-	}
-	pthread_mutex_unlock(&l->sock_lock);
-	return ret;
-}
-
-int shm_link_drain(struct shm_link *l)
-{
-	int ret = 0;
-
-	pthread_mutex_lock(&l->sock_lock);
-	for (int i = 0; i < 256 && ret == 0; i++) {
-		struct shm_msg m;
-		int fds[SHM_NFDS], nfds, r = recv_msg(l->fd, &m, fds, &nfds);
-
-		if (r == -EAGAIN)
-			break;
-		if (r <= 0)
-			ret = r == 0 ? -ECONNRESET : r;
-		else
-			ret = map_arena(l, &m, fds, nfds);
-	}
-	pthread_mutex_unlock(&l->sock_lock);
 	return ret;
 }
 
@@ -496,7 +284,7 @@ int shm_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, cons
 	m.priv_len = (uint32_t)priv_len;
 	if (priv_len)
 		memcpy(m.priv, priv, priv_len);
-	ret = send_msg(fd, &m, NULL, 0);
+	ret = shm_send_msg(fd, &m, NULL, 0);
 	if (ret)
 		goto err;
 	/* the ACK comes at admission; a close is a refusal */
@@ -504,7 +292,7 @@ int shm_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, cons
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		uint64_t now = lc_now_ns();
 
-		ret = recv_msg(fd, &m, fds, &nfds);
+		ret = shm_recv_msg(fd, &m, fds, &nfds);
 		if (ret == 1)
 			break;
 		if (ret == 0) {
@@ -520,13 +308,13 @@ int shm_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, cons
 		poll(&p, 1, (int)((deadline - now) / 1000000ull) + 1);
 	}
 	if (m.type != SHM_M_ACK || nfds != SHM_NFDS) {
-		close_fds(fds, nfds);
+		shm_close_fds(fds, nfds);
 		ret = -EPROTO;
 		goto err;
 	}
 	l = link_new(f, fd, 0);
 	if (l == NULL) {
-		close_fds(fds, nfds);
+		shm_close_fds(fds, nfds);
 		ret = -ENOMEM;
 		goto err;
 	}
@@ -535,7 +323,7 @@ int shm_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, cons
 	l->peer_addr = *peer;
 	ret = map_peer(l, fds);
 	if (ret == 0)
-		ret = read_arenas(l, m.id, deadline);
+		ret = shm_read_arenas(l, m.id, deadline);
 	if (ret == 0)
 		ret = make_page(l);
 	if (ret)
@@ -661,10 +449,10 @@ void shm_thread_input(struct shm_fab *f, struct shm_link *l)
 	}
 	if (st != SHM_LINK_HANDSHAKE)
 		return;
-	r = recv_msg(l->fd, &m, fds, &nfds);
+	r = shm_recv_msg(l->fd, &m, fds, &nfds);
 	if (r == -EAGAIN)
 		return;
-	close_fds(fds, nfds);
+	shm_close_fds(fds, nfds);
 	if (r != 1 || m.type != SHM_M_HELLO || m.priv_len > FAB_PRIV_MAX) {
 		if (r != 0)
 			fab_refuse_log(&f->refuse_log, "shm", &f->addr, "bad HELLO");
@@ -748,14 +536,14 @@ int shm_link_admit(struct fab_link *link)
 		uint64_t now = lc_now_ns();
 
 		pthread_mutex_lock(&l->sock_lock);
-		ret = recv_msg(l->fd, &m, fds, &nfds);
+		ret = shm_recv_msg(l->fd, &m, fds, &nfds);
 		pthread_mutex_unlock(&l->sock_lock);
 		if (ret == 1) {
 			ret = m.type == SHM_M_FDS && nfds == SHM_NFDS ? map_peer(l, fds) : -EPROTO;
 			if (ret == -EPROTO && !(m.type == SHM_M_FDS && nfds == SHM_NFDS))
-				close_fds(fds, nfds);
+				shm_close_fds(fds, nfds);
 			if (ret == 0)
-				ret = read_arenas(l, m.id, deadline);
+				ret = shm_read_arenas(l, m.id, deadline);
 			break;
 		}
 		if (ret == 0)

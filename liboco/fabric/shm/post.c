@@ -5,8 +5,11 @@
  * against the target's published table; SEND and WRITE_IMM go through the
  * ring in the target's link page when a RECV is posted there, else wait
  * (with every later request of the link) in the link's deferred queue,
- * which fab_poll() retries; the receiver's fab_poll() delivers records
- * into its RECVs. A failure takes the link down (shm_link_fail()).
+ * which fab_poll() retries (shm_link_progress()); the receiver's
+ * fab_poll() delivers records into its RECVs. A failure takes the link
+ * down (shm_link_fail()): its waiting requests and RECVs complete with
+ * errors. Completions and bells are cq.c's; an arena a key names and that
+ * is not mapped yet is taken in from the socket by msg.c.
  */
 #include <errno.h>
 #include <stdbool.h>

@@ -311,6 +311,17 @@ static inline struct shm_fab *to_shm_fab(struct fab *f)
 	return container_of(f, struct shm_fab, base);
 }
 
+/*
+ * The files call one way, from the top down (none calls a file above it):
+ *   fab.c   open, close, the provider thread's loop, the ops table
+ *   mr.c    registration: the key table, arenas (msg.c, post.c)
+ *   link.c  a link's life: connect, accept, admit, close (msg.c, post.c, cq.c)
+ *   poll.c  the CQ's consumer: fab_poll(), arm, wait, fab_progress() (post.c)
+ *   post.c  the data path, delivery, a link taken down (msg.c, cq.c)
+ *   msg.c   the socket: its name, the messages, the peer's arenas mapped
+ *   cq.c    the CQ's producers, waking our poller and drivers, peers' bells
+ */
+
 /* cq.c */
 void shm_cq_push(struct shm_fab *f, struct shm_link *l, uint64_t wrid, int opcode, int status,
                  uint32_t len, uint32_t imm, int has_imm);
@@ -318,12 +329,15 @@ void shm_cq_wake(struct shm_fab *f);
 void shm_landed(struct shm_link *l);
 void shm_bell(struct shm_link *l);
 void shm_rnr_bell(struct shm_link *l);
-int shm_poll(struct fab *fab, struct fab_wc *wc, int max);
-int shm_wait_fd(struct fab *fab);
-int shm_arm(struct fab *fab);
-int shm_wait(struct fab *fab, int timeout_ms);
-int shm_progress(struct fab *fab, int64_t timeout_ns);
-void shm_disarm(struct shm_fab *f);
+
+/* msg.c */
+int shm_abstract_name(const struct fab_addr *a, uid_t uid, void *sun, socklen_t *len);
+int shm_send_msg(int fd, const struct shm_msg *m, const int *fds, int nfds);
+int shm_recv_msg(int fd, struct shm_msg *m, int *fds, int *nfds);
+void shm_close_fds(int *fds, int n);
+int shm_send_arena(struct shm_link *l, unsigned id);
+int shm_read_arenas(struct shm_link *l, uint32_t n, uint64_t deadline);
+int shm_link_drain(struct shm_link *l);
 
 /* post.c */
 int shm_post(struct fab_link *link, const struct fab_wr *wr, int n);
@@ -332,6 +346,14 @@ int shm_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, int n);
 int shm_link_progress(struct shm_link *l);
 int shm_link_ready(struct shm_link *l);
 void shm_link_fail(struct shm_link *l, int first_err, int err, const char *why);
+
+/* poll.c */
+int shm_poll(struct fab *fab, struct fab_wc *wc, int max);
+int shm_wait_fd(struct fab *fab);
+int shm_arm(struct fab *fab);
+int shm_wait(struct fab *fab, int timeout_ms);
+int shm_progress(struct fab *fab, int64_t timeout_ns);
+void shm_disarm(struct shm_fab *f);
 
 /* link.c */
 int shm_connect(struct fab *fab, const struct fab_addr *peer, uint64_t ctx, const void *priv,
@@ -348,9 +370,6 @@ void shm_thread_input(struct shm_fab *f, struct shm_link *l);
 void shm_thread_sock(struct shm_fab *f, struct shm_link *l, uint32_t events);
 void shm_thread_pid(struct shm_fab *f, struct shm_link *l);
 void shm_thread_timers(struct shm_fab *f);
-int shm_link_drain(struct shm_link *l);
-int shm_send_arena(struct shm_link *l, unsigned id);
-int shm_abstract_name(const struct fab_addr *a, uid_t uid, void *sun, socklen_t *len);
 
 /* mr.c */
 int shm_mr_reg(struct fab *fab, void *addr, size_t len, unsigned access, struct fab_mr **out);

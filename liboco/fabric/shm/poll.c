@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * poll.c -- the consumer side of an shm fab's completion queue (its
+ * producers and the bells are cq.c's): fab_poll(), which first walks the
+ * links to move peers' SEND records into posted RECVs and retry requests
+ * waiting for a RECV at the peer (post.c), then takes the completions;
+ * the wait fd (arm, wait, clearing the doorbell); fab_progress(), a
+ * driver that walks the links and sleeps on the bell page; and the
+ * provider thread's disarm of an idle fab.
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../clock.h"
+#include "../../log.h"
+#include "shm.h"
+
+/*
+ * disarm -- the poller took completions after arming: clear the flags and
+ * the wait fd. A ring that came meanwhile would leave the eventfd readable
+ * for good (the core watches it level-triggered and arms again only when
+ * nobody waits on an ack key), and every epoll_wait() of its progress
+ * thread would return at once: a spin.
+ */
+static void disarm(struct shm_fab *f)
+{
+	if (__atomic_load_n(&f->poll_waiting, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&f->poll_waiting, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&f->fpage->waiting, 0, __ATOMIC_SEQ_CST);
+	}
+}
+
+/*
+ * clear_bell -- the poller, not armed: clear the doorbell when it was rung
+ * since we last cleared it (every ringer bumps bpage->rings after its
+ * write). A ring that came after a poll took its completions, or from a
+ * peer that saw the flag just before we lowered it, would otherwise leave
+ * the eventfd readable for good: the core watches it level-triggered and
+ * arms again (which clears it) only when nobody waits on an ack key, so
+ * every epoll_wait() of its progress thread would return at once -- a
+ * spin that took a core from the waiters (4 nodes on 2 cores: barrier
+ * rounds of 3.2 ms under LOCO_WAIT=spin, 11 us without it).
+ */
+static void clear_bell(struct shm_fab *f)
+{
+	uint32_t r = __atomic_load_n(&f->bpage->rings, __ATOMIC_ACQUIRE);
+	uint64_t v;
+
+	if (r == f->rings_seen || __atomic_load_n(&f->poll_waiting, __ATOMIC_RELAXED))
+		return;
+	f->rings_seen = r;
+	if (read(f->cq_evfd, &v, sizeof(v)) < 0) {
+		if (errno != EAGAIN)
+			lc_log_debug("shm: cannot clear the wait fd: %s", strerror(errno));
+		return;
+	}
+	/* fab_arm() in another thread armed meanwhile: what we took may be its wake-up */
+	if (__atomic_load_n(&f->poll_waiting, __ATOMIC_SEQ_CST) &&
+	    write(f->cq_evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		lc_log_warn("shm: cannot wake the poller: %s", strerror(errno));
+}
+
+/*
+ * links_walk -- progress (or, with @check, test readiness of) every link;
+ * @busy: the walker's mark (poll_busy: the poller; drive_busy: a driver).
+ */
+static int links_walk(struct shm_fab *f, unsigned *busy, int check)
+{
+	unsigned n;
+	int any = 0;
+
+	__atomic_add_fetch(busy, 1, __ATOMIC_SEQ_CST); /* odd: close waits */
+	n = __atomic_load_n(&f->nlinks, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < n && i < SHM_MAX_LINKS; i++) {
+		struct shm_link *l = __atomic_load_n(&f->links[i], __ATOMIC_ACQUIRE);
+
+		if (l == NULL)
+			continue;
+		if (check ? shm_link_ready(l) : shm_link_progress(l) > 0)
+			any = 1;
+		if (check && any)
+			break;
+	}
+	__atomic_add_fetch(busy, 1, __ATOMIC_RELEASE);
+	return any;
+}
+
+int shm_poll(struct fab *fab, struct fab_wc *wc, int max)
+{
+	struct shm_fab *f = to_shm_fab(fab);
+	uint64_t head, tail;
+	int n = 0;
+
+	if (wc == NULL || max <= 0)
+		return -EINVAL;
+	links_walk(f, &f->poll_busy, 0);
+	head = __atomic_load_n(&f->cq_head, __ATOMIC_RELAXED);
+	tail = __atomic_load_n(&f->cq_tail, __ATOMIC_ACQUIRE);
+	for (; head != tail && n < max; head++, n++)
+		wc[n] = f->cq[head & f->cq_mask];
+	if (n) {
+		__atomic_store_n(&f->cq_head, head, __ATOMIC_RELEASE);
+		fab_credits_give(&f->cq_credits, n);
+		disarm(f); /* one-shot, as ibv_req_notify_cq() */
+	}
+	clear_bell(f);
+	return n;
+}
+
+int shm_wait_fd(struct fab *fab)
+{
+	return to_shm_fab(fab)->cq_evfd;
+}
+
+/* anything_ready -- after announcing the sleep: whether the poller should poll instead. */
+static int anything_ready(struct shm_fab *f)
+{
+	return __atomic_load_n(&f->cq_head, __ATOMIC_RELAXED) !=
+	           __atomic_load_n(&f->cq_tail, __ATOMIC_ACQUIRE) ||
+	       fab_acceptq_ready(&f->acceptq) || links_walk(f, &f->poll_busy, 1);
+}
+
+static void announce(struct shm_fab *f)
+{
+	__atomic_store_n(&f->poll_waiting, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&f->fpage->waiting, 1, __ATOMIC_SEQ_CST);
+	/* the flags, then the rings: pairs with the fence in shm_bell() */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+int shm_arm(struct fab *fab)
+{
+	struct shm_fab *f = to_shm_fab(fab);
+	uint64_t v;
+
+	if (read(f->cq_evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return -errno;
+	announce(f);
+	if (anything_ready(f)) {
+		__atomic_store_n(&f->poll_waiting, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&f->fpage->waiting, 0, __ATOMIC_RELAXED);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+int shm_wait(struct fab *fab, int timeout_ms)
+{
+	struct shm_fab *f = to_shm_fab(fab);
+	struct pollfd pfd = {.fd = f->cq_evfd, .events = POLLIN};
+	uint64_t v;
+	int r;
+
+	announce(f);
+	if (anything_ready(f)) {
+		disarm(f);
+		return 0;
+	}
+	r = poll(&pfd, 1, timeout_ms);
+	disarm(f);
+	if (r > 0 && read(f->cq_evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return -errno;
+	if (r == 0)
+		return -ETIMEDOUT;
+	return r < 0 && errno != EINTR ? -errno : 0;
+}
+
+static int cq_ready(struct shm_fab *f)
+{
+	return __atomic_load_n(&f->cq_head, __ATOMIC_RELAXED) !=
+	       __atomic_load_n(&f->cq_tail, __ATOMIC_ACQUIRE);
+}
+
+/* (out of line: the spinning driver's check below pushes no registers and loads no page) */
+static int progress_slow(struct shm_fab *f, int64_t timeout_ns) __attribute__((noinline));
+
+/*
+ * shm_progress -- fab_progress(): the data path needs no thread here (the
+ * initiator executes), so a driver delivers the peers' SEND records,
+ * retries requests waiting for the peers' RECVs, and sleeps until a peer
+ * lands a WRITE, atomic or SEND here, or another thread of ours makes a
+ * completion: on the bell page's seq, a process-shared futex that peers
+ * bump while this fab is armed (shm_landed()). The first call after a
+ * quiet spell arms and returns 1: what landed before peers bumped was not
+ * counted, so the caller looks again before anyone sleeps. A call with
+ * timeout 0 (a spinning waiter: LOCO_WAIT=spin) never sleeps, so it
+ * neither arms nor keeps the fab armed: it only does the work, and its
+ * peers' landings cost them one load, not an atomic add on a line this
+ * node reads on every call (4 nodes on 2 cores, reduce 8 B: 4.6 -> 4.3
+ * us). Returns 1 (a landing while armed, a completion ready, work done),
+ * 0, -EBUSY (another thread drives), -EINVAL.
+ */
+int shm_progress(struct fab *fab, int64_t timeout_ns)
+{
+	struct shm_fab *f = to_shm_fab(fab);
+
+	if (timeout_ns < 0)
+		return -EINVAL;
+	/*
+	 * A spinning waiter (LOCO_WAIT=spin) drives on every pause, and after each yield the lines
+	 * it reads are cold. With no RECV posted and no request deferred on any link, a walk could
+	 * only skip a peer's pad records or find a bad one early (the next walk with work does, or
+	 * the thread's); a landing while armed only wakes drivers that sleep. So look at the CQ
+	 * alone: no lock, no link's lines, one line of the fab (4 nodes on 2 cores, reduce 8 B: see
+	 * bench/peers/README.md).
+	 */
+	if (timeout_ns == 0 && __atomic_load_n(&f->walk_work, __ATOMIC_ACQUIRE) == 0)
+		return cq_ready(f);
+	return progress_slow(f, timeout_ns);
+}
+
+/* progress_slow -- shm_progress() with the driver lock: walks, arms, sleeps. */
+static int progress_slow(struct shm_fab *f, int64_t timeout_ns)
+{
+	struct shm_fpage *fp = f->fpage;
+	uint32_t seq;
+	int ret = 0;
+
+	if (pthread_mutex_trylock(&f->drive_mu) != 0)
+		return -EBUSY; /* (the thread disarms only with it held: no clock read before) */
+	if (timeout_ns == 0 && !__atomic_load_n(&fp->armed, __ATOMIC_RELAXED)) {
+		ret = links_walk(f, &f->drive_busy, 0) || cq_ready(f); /* no sleep: no bell */
+		pthread_mutex_unlock(&f->drive_mu);
+		return ret;
+	}
+	if (!__atomic_load_n(&fp->armed, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&fp->armed, 1, __ATOMIC_SEQ_CST);
+		f->drive_seen = __atomic_load_n(&f->bpage->seq, __ATOMIC_SEQ_CST);
+		links_walk(f, &f->drive_busy, 0);
+		__atomic_store_n(&f->drive_ns, lc_coarse_ns(), __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&f->drive_mu);
+		return 1;
+	}
+	seq = __atomic_load_n(&f->bpage->seq, __ATOMIC_ACQUIRE);
+	if (links_walk(f, &f->drive_busy, 0) || seq != f->drive_seen || cq_ready(f)) {
+		ret = 1;
+	} else if (timeout_ns > 0) {
+		struct timespec ts = {.tv_sec = timeout_ns / 1000000000,
+		                      .tv_nsec = timeout_ns % 1000000000};
+
+		/* the flag, then the count: pairs with shm_landed() (the count, then the flag) */
+		__atomic_store_n(&fp->sleepers, 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&f->bpage->seq, __ATOMIC_SEQ_CST) == seq && !cq_ready(f))
+			syscall(SYS_futex, &f->bpage->seq, FUTEX_WAIT, seq, &ts, NULL, 0);
+		__atomic_store_n(&fp->sleepers, 0, __ATOMIC_RELAXED);
+		seq = __atomic_load_n(&f->bpage->seq, __ATOMIC_ACQUIRE);
+		ret = links_walk(f, &f->drive_busy, 0) || seq != f->drive_seen || cq_ready(f);
+	}
+	f->drive_seen = seq;
+	if (timeout_ns > 0) /* only a driver that may sleep keeps the fab armed */
+		__atomic_store_n(&f->drive_ns, lc_coarse_ns(), __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&f->drive_mu);
+	return ret;
+}
+
+/*
+ * shm_disarm -- the provider thread: when no driver ran for SHM_DISARM_NS,
+ * peers stop bumping the bell page (a landing costs them one load again).
+ * Under drive_mu: no driver is between its look at armed and its sleep.
+ */
+void shm_disarm(struct shm_fab *f)
+{
+	if (!__atomic_load_n(&f->fpage->armed, __ATOMIC_RELAXED) ||
+	    lc_coarse_ns() - __atomic_load_n(&f->drive_ns, __ATOMIC_RELAXED) <
+	        (uint64_t)SHM_DISARM_NS ||
+	    pthread_mutex_trylock(&f->drive_mu) != 0)
+		return;
+	__atomic_store_n(&f->fpage->armed, 0, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&f->drive_mu);
+}
