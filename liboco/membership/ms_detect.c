@@ -13,9 +13,10 @@
  *   Its bound is the largest of: the floor (LOCO_FAIL_TIMEOUT_MS), mean +
  *   4 deviations, 3/2 of the longest recent gap; at most 8 floors, so that
  *   a dead member still goes. A member that just entered the view has no
- *   history yet: its bound is at least 1.5 floors for its first 4 floors
- *   and 8 gaps (a joiner's start-up, its first page faults and
- *   allocations), which still drops a joiner killed at once within 2 s.
+ *   history yet: until 8 gaps were seen, its bound is the floor plus
+ *   500 ms (at most half a floor) for its start-up (process start, first
+ *   page faults and allocations: a fixed cost, not a multiple of the
+ *   floor), which still drops a joiner killed at once within 2 s.
  *
  * - We are late. Our driver promised to call lc_ms_tick() by ms->wake; an
  *   input that comes a quarter floor or more after that means this
@@ -32,8 +33,8 @@
 #define DET_K          4  /* deviations over the mean */
 #define DET_CAP        8  /* floors, at most */
 #define DET_MAX_HALF   16 /* floors: the longest gap seen halves every this many */
-#define DET_GRACE      4  /* floors: a new member's bound is at least 1.5 floors this long */
-#define DET_GRACE_SEEN 8  /* ... and until this many gaps were seen */
+#define DET_GRACE_NS   500000000ull /* a new member's start-up: this much more, half a floor at most */
+#define DET_GRACE_SEEN 8            /* ... until this many gaps between its messages were seen */
 
 static uint64_t u64max(uint64_t a, uint64_t b)
 {
@@ -84,8 +85,8 @@ uint64_t ms_detect_bound(const struct lc_ms *ms, const struct vmember *x)
 	if (d->samples >= 2)
 		b = u64max(b, d->mean + DET_K * d->dev);
 	b = u64max(b, max_gap(ms, d) / 2 * 3);
-	if (d->samples < DET_GRACE_SEEN || ms->now - d->since < DET_GRACE * f)
-		b = u64max(b, f + f / 2);
+	if (d->samples < DET_GRACE_SEEN)
+		b = u64max(b, f + (f / 2 < DET_GRACE_NS ? f / 2 : DET_GRACE_NS));
 	return b < DET_CAP * f ? b : DET_CAP * f;
 }
 
