@@ -30,11 +30,12 @@
  */
 #include "ms_impl.h"
 
-#define DET_K          4  /* deviations over the mean */
-#define DET_CAP        8  /* floors, at most */
-#define DET_MAX_HALF   16 /* floors: the longest gap seen halves every this many */
-#define DET_GRACE_NS   500000000ull /* a new member's start-up: this much more, half a floor at most */
-#define DET_GRACE_SEEN 8            /* ... until this many gaps between its messages were seen */
+#define DET_K        4  /* deviations over the mean */
+#define DET_CAP      8  /* floors, at most */
+#define DET_MAX_HALF 16 /* floors: the longest gap seen halves every this many */
+#define DET_GRACE_NS \
+	500000000ull     /* a new member's start-up: this much more, half a floor at most */
+#define DET_GRACE_SEEN 8 /* ... until this many gaps between its messages were seen */
 
 static uint64_t u64max(uint64_t a, uint64_t b)
 {
