@@ -46,8 +46,17 @@
 #include "../ctrl_wire.h"
 #include "../log.h" /* enum lc_log_level only */
 
+/*
+ * A heartbeat's flag: LC_HB_ECHO_ASK (ballot = a nonce) asks every member
+ * to answer at once with LC_HB_ECHO (the same nonce, its view id): a node
+ * that was late counts only answers to a question it asked after it
+ * resumed, not the old news waiting in its sockets.
+ */
+#define LC_HB_ECHO_ASK 1u
+#define LC_HB_ECHO     2u
+
 enum lc_vc_kind {
-	LC_VC_HB = 1,    /* heartbeat: view = the sender's installed view id */
+	LC_VC_HB = 1,    /* heartbeat: view = the sender's installed view id; flag: LC_HB_* */
 	LC_VC_PREPARE,   /* view = target id, ballot */
 	LC_VC_PROMISE,   /* view, ballot, abal + members (the value accepted at abal; 0: none) */
 	LC_VC_ACCEPT,    /* view, ballot, members */

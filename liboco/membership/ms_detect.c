@@ -24,9 +24,11 @@
  *   VM). The silence we slept through is not the others': every member's
  *   last-heard time moves forward by our lateness, and we are "unsure"
  *   (LC_MS_UNSURE: act on nothing, suspect nobody, confirm no probe)
- *   until a majority of the view was heard since, or one floor passed.
- *   What we heard before the pause may be old news: a view without us may
- *   wait in the socket, which is why we do not act until we heard again.
+ *   until a majority of the view answered an echo request sent after we
+ *   resumed (partitioned, not unsure, after one floor without it). What
+ *   waits in our sockets may be old news (heartbeats of members that
+ *   excluded us while we slept, a VIEW since replaced): only answers to a
+ *   question asked now prove that a majority still has us in its view.
  */
 #include "ms_impl.h"
 
@@ -111,7 +113,18 @@ uint64_t lc_ms_bound(const struct lc_ms *ms, uint32_t node)
 
 int ms_detect_unsure(struct lc_ms *ms)
 {
-	return ms->resumed != 0;
+	return ms->nonce != 0 && ms->now - ms->resumed <= ms->cfg.fail_ns;
+}
+
+/* ms_echo_ask -- ask every member of the view to answer our nonce now */
+void ms_echo_ask(struct lc_ms *ms)
+{
+	struct lc_msg *msg = ms_msg(ms, LC_VC_HB, ms->id);
+
+	msg->u.vc.flag = LC_HB_ECHO_ASK;
+	msg->u.vc.ballot = ms->nonce;
+	ms_broadcast(ms, msg);
+	ms->echo_asked = ms->now;
 }
 
 uint64_t lc_ms_late(const struct lc_ms *ms)
@@ -155,6 +168,12 @@ void ms_detect_clock(struct lc_ms *ms, uint64_t now)
 		ms->late_max = late;
 		ms->late_at = now;
 	}
+	if (ms->state == LC_VS_JOINING || ms->state == LC_VS_REJOINING) {
+		/* a VIEW waiting for us may be old news too: the first view needs echoes */
+		ms->resumed = now;
+		ms->nonce = ms_random(ms, UINT64_MAX) | 1;
+		return;
+	}
 	if (ms->state != LC_VS_NORMAL)
 		return;
 	ms_log(ms, LC_LOG_INFO,
@@ -163,6 +182,15 @@ void ms_detect_clock(struct lc_ms *ms, uint64_t now)
 	       (unsigned long long)(late / 1000000));
 	credit(ms, late);
 	ms->resumed = now;
-	if (ms->n > 1 && ms->part == LC_MS_ACT)
-		ms_set_part(ms, LC_MS_UNSURE); /* until a majority is heard again */
+	if (ms->n <= 1)
+		return;
+	/*
+	 * What waits in our sockets was sent while we slept, and may be old
+	 * news: heartbeats of members that excluded us since, a VIEW that a
+	 * newer one replaced. Only answers to a question asked now count.
+	 */
+	ms->nonce = ms_random(ms, UINT64_MAX) | 1;
+	ms_echo_ask(ms);
+	if (ms->part == LC_MS_ACT)
+		ms_set_part(ms, LC_MS_UNSURE); /* until a majority answered */
 }

@@ -39,6 +39,7 @@ struct vmember {
 	uint64_t redial_ns; /* when we may redial it next */
 	uint64_t quiet_ns;  /* a probe found it alive: not suspected again before */
 	int left;           /* it said LEAVE */
+	uint64_t echo;      /* the last of our echo requests (ms->nonce) it answered */
 	struct detect det;
 };
 
@@ -84,7 +85,9 @@ struct lc_ms {
 	/* our own lateness (ms_detect.c) */
 	uint64_t last_input; /* the time of the last input (0: none yet) */
 	uint64_t wake;       /* when the driver was told to tick next */
-	uint64_t resumed;    /* unsure since (0: not) */
+	uint64_t resumed;    /* late, and waiting for echoes since (0: not) */
+	uint64_t nonce;      /* the echo we asked for after being late (0: none) */
+	uint64_t echo_asked; /* when we last asked */
 	uint64_t late_max;   /* the longest lateness seen, decaying */
 	uint64_t late_at;    /* when it was seen */
 
@@ -183,5 +186,6 @@ void ms_detect_reset(struct lc_ms *ms, struct vmember *x);
 uint64_t ms_detect_bound(const struct lc_ms *ms, const struct vmember *x);
 uint64_t ms_detect_max(const struct lc_ms *ms);
 int ms_detect_unsure(struct lc_ms *ms);
+void ms_echo_ask(struct lc_ms *ms);
 
 #endif /* LOCO_LC_MS_IMPL_H */

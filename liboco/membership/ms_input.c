@@ -56,7 +56,7 @@ void lc_ms_heard(struct lc_ms *ms, uint64_t now, uint32_t node, uint64_t inc)
 		x->susp_ns = 0;
 	}
 	if (ms->part == LC_MS_UNSURE)
-		ms_partition_check(ms); /* a majority heard since we resumed: act again */
+		ms_partition_check(ms); /* one floor passed: partitioned */
 }
 
 void lc_ms_suspect(struct lc_ms *ms, uint64_t now, uint32_t node)
@@ -94,6 +94,18 @@ void lc_ms_msg(struct lc_ms *ms, uint64_t now, const struct lc_member_info *peer
 		 */
 		if (ms->state == LC_VS_NORMAL && t < ms->id && (!joiner || member))
 			ms_send_view(ms, from);
+		if (in->u.vc.flag == LC_HB_ECHO_ASK && member && ms->state == LC_VS_NORMAL &&
+		    t == ms->id) {
+			struct lc_msg *msg = ms_msg(ms, LC_VC_HB, ms->id);
+
+			msg->u.vc.flag = LC_HB_ECHO;
+			msg->u.vc.ballot = in->u.vc.ballot;
+			ms_send_to(ms, from, msg);
+		} else if (in->u.vc.flag == LC_HB_ECHO && member && ms->nonce != 0 &&
+		           in->u.vc.ballot == ms->nonce && t == ms->id) {
+			ms->v[ms_idx(ms, from)].echo = ms->nonce;
+			ms_partition_check(ms); /* a majority answered: act again */
+		}
 		break;
 	case LC_VC_PREPARE:
 		if (!member)
@@ -303,6 +315,8 @@ uint64_t lc_ms_tick(struct lc_ms *ms, uint64_t now)
 	}
 	if (ms->state != LC_VS_NORMAL)
 		return ms->wake;
+	if (ms->nonce != 0 && now - ms->echo_asked >= f / 4)
+		ms_echo_ask(ms); /* not answered yet (lost, or the view moved on): ask again */
 	if (!ms_detect_unsure(ms))
 		for (uint32_t i = 0; i < ms->n; i++) {
 			struct vmember *x = &ms->v[i];

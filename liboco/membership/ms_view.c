@@ -44,6 +44,7 @@ static void excluded(struct lc_ms *ms, uint64_t id, const struct lc_member_info 
 	memset(ms->preq, 0, sizeof(ms->preq));
 	ms_set_part(ms, LC_MS_PART); /* before the members go */
 	ms->resumed = 0;
+	ms->nonce = 0;
 	if (!ms->cfg.rejoin)
 		inc = ms->self.inc;
 	ms->ops->excluded(ms->ctx, id, inc);
@@ -207,21 +208,24 @@ void ms_partition_check(struct lc_ms *ms)
 		/* as the messages came: our own lateness is no reason to act */
 		if (ms->now - x->rx_ns <= ms_detect_bound(ms, x))
 			heard++;
-		if (ms->resumed != 0 && x->rx_ns >= ms->resumed)
+		if (ms->nonce != 0 && x->echo == ms->nonce)
 			fresh++;
 	}
 	part = heard < ms_majority(ms->n) ? LC_MS_PART : LC_MS_ACT;
-	if (ms->resumed != 0) {
+	if (ms->nonce != 0) {
 		/*
-		 * Our own inputs came late: what we heard before may be old news
-		 * (a view without us may be waiting in the socket). Act again once
-		 * a majority was heard since; blame nobody until then, or until
-		 * one bound passed.
+		 * Our own inputs came late: what we heard since may be old news
+		 * (ms_detect.c). Act again once a majority answered our echo
+		 * request; until then we are unsure (blame nobody) for one floor,
+		 * then partitioned.
 		 */
-		if (fresh >= ms_majority(ms->n) || ms->now - ms->resumed > ms->cfg.fail_ns)
+		if (fresh >= ms_majority(ms->n)) {
+			ms->nonce = 0;
 			ms->resumed = 0;
-		else
-			part = LC_MS_UNSURE;
+			ms->nonce = 0;
+		} else {
+			part = ms->now - ms->resumed <= ms->cfg.fail_ns ? LC_MS_UNSURE : LC_MS_PART;
+		}
 	}
 	if (ms->settle_start != 0) {
 		/*

@@ -134,6 +134,7 @@ static struct {
 	uint32_t n;
 	uint32_t node[MAXN];
 	uint64_t inc[MAXN];
+	uint64_t at; /* simulated time it was first installed */
 } views[MAXVIEWS];
 static uint32_t nviews;
 
@@ -294,6 +295,7 @@ static void view_record(struct snode *s, uint64_t id)
 		}
 		views[k].id = id;
 		views[k].n = n;
+		views[k].at = now_sim;
 		for (uint32_t i = 0; i < n && i < MAXN; i++) {
 			views[k].node[i] = list[i].node;
 			views[k].inc[i] = list[i].inc;
@@ -586,6 +588,29 @@ static void check_acting(struct snode *s)
 		if (rx_of(s, j, list[i].inc) != 0 &&
 		    node_now(s) - rx_of(s, j, list[i].inc) <= lc_ms_bound(s->ms, j))
 			heard++;
+	}
+	/*
+	 * ... and no newer view that leaves it out was installed long before:
+	 * a node cut off stops acting within its members' bounds of its last
+	 * news; one that was paused must not act on the old news waiting in
+	 * its sockets when it resumes (lock leases count on this).
+	 */
+	for (uint32_t k = 0; k < nviews; k++) {
+		uint64_t slack = F;
+		int has = 0;
+
+		if (views[k].id <= lc_ms_view(s->ms))
+			continue;
+		for (uint32_t i = 0; i < views[k].n; i++)
+			has |= views[k].node[i] == s->id && views[k].inc[i] == s->inc;
+		for (uint32_t i = 0; i < n; i++)
+			if (list[i].node != s->id && lc_ms_bound(s->ms, list[i].node) > slack)
+				slack = lc_ms_bound(s->ms, list[i].node);
+		if (!has && now_sim - views[k].at > slack + F)
+			fail("node %u acts in view %" PRIu64 " %.3f s after view %" PRIu64
+			     " left it out",
+			     s->id, lc_ms_view(s->ms), (double)(now_sim - views[k].at) / 1e9,
+			     views[k].id);
 	}
 	if (heard < n / 2 + 1 && n > 1 && verbose)
 		for (uint32_t i = 0; i < s->ms->n; i++)
