@@ -358,7 +358,7 @@ static int join_cluster(loco_manager_t *m, const char *contacts)
 		uint32_t missing = 0;
 
 		pthread_mutex_lock(&m->lock);
-		n = (uint32_t)lc_view_members(m, list, LC_MAX_MEMBERS);
+		n = lc_ms_members(m->ms, list, LC_MAX_MEMBERS);
 		for (uint32_t i = 0; i < n; i++) {
 			struct lc_member *mb = lc_member_find(m, list[i].node);
 

@@ -231,11 +231,6 @@ void lc_view_start_alone(loco_manager_t *m)
 	pthread_mutex_unlock(&m->lock);
 }
 
-int lc_view_members(loco_manager_t *m, struct lc_member_info *out, uint32_t max)
-{
-	return (int)lc_ms_members(m->ms, out, max);
-}
-
 void lc_view_late_hint(loco_manager_t *m, const char *what)
 {
 	uint64_t late = lc_ms_late(m->ms);

@@ -36,9 +36,6 @@ void lc_view_self(loco_manager_t *m);
 /* lc_view_start_alone -- install view 1 = {this node}. */
 void lc_view_start_alone(loco_manager_t *m);
 
-/* lc_view_members -- the installed view's members into @out (at most @max); the count. */
-int lc_view_members(loco_manager_t *m, struct lc_member_info *out, uint32_t max);
-
 /*
  * lc_view_late_hint -- m->lock held: after a timeout or partition message
  * about @what, say so if this node's own thread was late lately (the

@@ -191,7 +191,6 @@ int lc_ms_in(const struct lc_ms *ms, uint32_t node, uint64_t inc);
 int lc_ms_said_leave(const struct lc_ms *ms, uint32_t node, uint64_t inc);
 uint64_t lc_ms_inc(const struct lc_ms *ms, uint32_t node); /* in the view, or 0 */
 uint32_t lc_ms_members(const struct lc_ms *ms, struct lc_member_info *out, uint32_t max);
-const struct lc_member_info *lc_ms_self(const struct lc_ms *ms);
 /* lc_ms_bound -- @node's detection bound now (ns): the floor, or more on a jittery host */
 uint64_t lc_ms_bound(const struct lc_ms *ms, uint32_t node);
 /* lc_ms_late -- how late our own inputs came, at most, in the last while (ns; 0: never) */

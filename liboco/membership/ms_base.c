@@ -146,11 +146,6 @@ uint32_t lc_ms_members(const struct lc_ms *ms, struct lc_member_info *out, uint3
 	return n;
 }
 
-const struct lc_member_info *lc_ms_self(const struct lc_ms *ms)
-{
-	return &ms->self;
-}
-
 int lc_ms_left(const struct lc_ms *ms)
 {
 	if (ms->left || ms->state != LC_VS_NORMAL || ms->n <= 1)
