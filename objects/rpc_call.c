@@ -337,12 +337,24 @@ static uint32_t sub_at(const uint8_t *sub, uint32_t i)
 	return v;
 }
 
-int rpc_tree_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8_t *sub, uint32_t n,
-                  const void *args, size_t alen, int64_t deadline)
+/* tree_ms -- a wait as an RF_TREE frame carries it: ms, rounded up; UINT32_MAX: forever */
+static uint32_t tree_ms(int64_t timeout_ns)
 {
-	int first = 0;
+	if (timeout_ns < 0 || timeout_ns / 1000000 >= UINT32_MAX - 1)
+		return UINT32_MAX;
+	return (uint32_t)((timeout_ns + 999999) / 1000000);
+}
 
+int64_t rpc_tree_wait_ns(uint32_t ms)
+{
+	return ms == UINT32_MAX ? -1 : (int64_t)ms * 1000000;
+}
+
+int rpc_tree_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8_t *sub, uint32_t n,
+                  const void *args, size_t alen, int64_t timeout_ns)
+{
 	uint32_t groups = n < RPC_TREE_FANOUT ? n : RPC_TREE_FANOUT;
+	int first = 0;
 
 	for (uint32_t g = 0; g < groups; g++) {
 		/* group g: [lo, hi); its first reachable member takes the call and passes it on */
@@ -351,7 +363,7 @@ int rpc_tree_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8_
 
 		for (uint32_t c = lo; c < hi; c++) {
 			uint32_t node = sub_at(sub, c), th[2] = {origin, 0};
-			struct rf_hdr h = {.kind = RF_TREE, .hid = hid};
+			struct rf_hdr h = {.kind = RF_TREE, .hid = hid, .ret_cap = tree_ms(timeout_ns)};
 			struct pl_iov pl;
 			struct rpc_peer *p;
 			int ret;
@@ -365,11 +377,13 @@ int rpc_tree_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8_
 			pl.len = pl.n[0] + pl.n[1] + pl.n[2];
 			if (rf_r8(RF_HDR + pl.len) > ep->rec_max) {
 				/* the list does not fit a ring message: this one gets a plain call */
-				h.kind = RF_CALL;
+				h = (struct rf_hdr){.kind = RF_CALL, .hid = hid};
 				pl = pl_one(args, alen);
 			}
 			h.plen = (uint32_t)pl.len;
-			ret = post(ep, p, node, &h, &pl, 0, deadline == 0, deadline, NULL, NULL);
+			/* each post waits its own @timeout_ns: a slow ring set-up costs no other */
+			ret = post(ep, p, node, &h, &pl, 0, timeout_ns == 0, deadline_lazy(timeout_ns),
+			           NULL, NULL);
 			if (ret == 0 && h.kind == RF_TREE)
 				break; /* it passes the call on to the rest of the group */
 			if (ret && !first)
@@ -404,8 +418,7 @@ int loco_rpc_call_all(loco_rpc_ep_t *ep, uint32_t id, const void *args, size_t l
 				peers[n++] = peers[i];
 		}
 	}
-	return rpc_tree_send(ep, ep->me, id, (const uint8_t *)peers, n, args, len,
-	                     timeout_ns == 0 ? 0 : obj_deadline(timeout_ns));
+	return rpc_tree_send(ep, ep->me, id, (const uint8_t *)peers, n, args, len, timeout_ns);
 }
 
 /* landed -- whether the reply of @tag is whole in slot @s; its header into *@hd */

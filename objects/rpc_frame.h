@@ -13,7 +13,9 @@
  *   u8  rsv[3]   0
  *   u32 hid      handler id
  *   u32 slot     the caller's reply slot (RF_RET, RF_PULL)
- *   u32 ret_cap  bytes of result the caller takes
+ *   u32 ret_cap  bytes of result the caller takes; RF_TREE: how long, in
+ *                ms, each node may wait to pass the call on (the first
+ *                caller's timeout; UINT32_MAX: as long as the next lives)
  *   u32 rsv2     0
  *   u64 tag      the reply slot's tag (unique per call on that node)
  *   payload      plen bytes (RF_PULL: struct rf_pull), padded to 8

@@ -87,7 +87,6 @@
 #define RPC_REUSE_AT      32u   /* records made before those of nodes that left are reused */
 #define RPC_OPEN_RETRY_NS (20ll * 1000000ll)
 #define RPC_TREE_FANOUT   4u                   /* children of a node in call_all's tree */
-#define RPC_TREE_FWD_NS   (1000ll * 1000000ll) /* how long a node waits to pass a call on */
 
 enum {
 	SLOT_FREE = 0,
@@ -308,12 +307,17 @@ int rpc_out_fresh(loco_rpc_ep_t *ep, struct rpc_peer *p);
  * rpc_tree_send -- pass a one-way call of @origin (handler @hid, @alen
  * bytes of @args) on to the @n nodes of @sub (u32 ids, unaligned):
  * RPC_TREE_FANOUT groups, each reached through its first member that
- * takes it, which passes it on to the rest of its group. Waits until
- * @deadline (0: not at all) for ring room. Returns 0 or the first error
- * met (the others were still reached).
+ * takes it, which passes it on to the rest of its group. Each call
+ * waits up to @timeout_ns (< 0: forever; 0: not at all) for its ring and
+ * ring room, and the frame carries that wait on (rf_hdr.ret_cap, ms) for
+ * each node that passes it further. Returns 0 or the first error met
+ * (the others were still reached).
  */
 int rpc_tree_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8_t *sub, uint32_t n,
-                  const void *args, size_t alen, int64_t deadline);
+                  const void *args, size_t alen, int64_t timeout_ns);
+
+/* rpc_tree_wait_ns -- the wait an RF_TREE frame carries (ms; UINT32_MAX: forever), in ns */
+int64_t rpc_tree_wait_ns(uint32_t ms);
 
 /* rpc_flush_peer -- post @p's batch (wlock held): 0, -EAGAIN (no room), or an error. */
 int rpc_flush_peer(loco_rpc_ep_t *ep, struct rpc_peer *p);

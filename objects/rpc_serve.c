@@ -158,9 +158,13 @@ static void run_frame(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p,
 	if (cap > ep->cfg.ret_max)
 		cap = ep->cfg.ret_max;
 	if (f->h.kind == RF_TREE) {
-		/* pass it on first (its subtree waits for us), then run it here */
+		/*
+		 * pass it on first (its subtree waits for us), then run it here;
+		 * each child waits as long as the first caller's call would
+		 * (a first call to a node waits for its ring to be made there)
+		 */
 		if (f->nsub != 0 && rpc_tree_send(ep, f->origin, f->h.hid, f->sub, f->nsub, f->args,
-		                                  f->alen, obj_deadline(RPC_TREE_FWD_NS)) != 0)
+		                                  f->alen, rpc_tree_wait_ns(f->h.ret_cap)) != 0)
 			ST_ADD(ep, dropped, 1);
 		msg.caller = f->origin;
 	}

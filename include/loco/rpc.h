@@ -179,8 +179,12 @@ int loco_rpc_call(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *arg
 
 /*
  * loco_rpc_call_all -- loco_rpc_call() to every other member (without a
- * member list: every paired peer whose endpoint is known here). Returns
- * 0, or the first error (the call still went to the other members).
+ * member list: every paired peer whose endpoint is known here), down a
+ * tree: each call on the way, here and at the members that pass it on,
+ * waits up to @timeout_ns as loco_rpc_call() does (< 0: as long as the
+ * next member lives; 0: not at all, so a member whose ring is not made
+ * yet is skipped). Returns 0, or the first error of this node's calls
+ * (the call still went to the other members).
  */
 int loco_rpc_call_all(loco_rpc_ep_t *ep, uint32_t id, const void *args, size_t len,
                       int64_t timeout_ns);

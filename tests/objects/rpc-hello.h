@@ -18,7 +18,8 @@
 
 static unsigned hellos[SC_MAX_NODES]; /* by the id of the first caller */
 
-static int hello(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl)
+__attribute__((unused)) static int hello(void *arg, const loco_rpc_msg_t *msg, void *ret,
+                                         size_t cap, size_t *rl)
 {
 	uint32_t from;
 
@@ -31,7 +32,8 @@ static int hello(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, si
 	return 0;
 }
 
-static int echo(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl)
+__attribute__((unused)) static int echo(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap,
+                                        size_t *rl)
 {
 	(void)arg;
 	if (msg->len > cap)

@@ -88,11 +88,22 @@ int main(int argc, char **argv)
 			got += __atomic_load_n(&hellos[q], __ATOMIC_RELAXED);
 		if (got >= n - 1)
 			break;
-		if (sc_now_ms() > dl)
-			SC_FAIL("%u hellos of %u after 60 s", got, n - 1);
+		if (sc_now_ms() > dl) {
+			sc_log("%u hellos of %u after 60 s", got, n - 1);
+			break;
+		}
 		sc_sleep_ms(1);
 	}
-	sc_sync_wait(&sync, "hellos", 60000);
+	/* every node says what it did before any fails: the lost call is a forwarder's */
+	loco_rpc_stats(ep, &st);
+	sc_log("broadcast: %llu calls, %llu handled, %llu dropped, %llu full, %llu timeouts",
+	       (unsigned long long)st.calls, (unsigned long long)st.handled,
+	       (unsigned long long)st.dropped, (unsigned long long)st.full,
+	       (unsigned long long)st.timeouts);
+	for (uint32_t q = 1; q <= n; q++)
+		if (q != me && __atomic_load_n(&hellos[q], __ATOMIC_RELAXED) != 1)
+			sc_log("hellos from %u: %u", q, __atomic_load_n(&hellos[q], __ATOMIC_RELAXED));
+	sc_sync_wait(&sync, "hellos", 90000);
 	for (uint32_t q = 1; q <= n; q++)
 		SC_ASSERT_EQ(__atomic_load_n(&hellos[q], __ATOMIC_RELAXED), q == me ? 0u : 1u);
 	loco_rpc_stats(ep, &st);
