@@ -363,7 +363,8 @@ int rpc_tree_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8_
 
 		for (uint32_t c = lo; c < hi; c++) {
 			uint32_t node = sub_at(sub, c), th[2] = {origin, 0};
-			struct rf_hdr h = {.kind = RF_TREE, .hid = hid, .ret_cap = tree_ms(timeout_ns)};
+			struct rf_hdr h = {
+			    .kind = RF_TREE, .hid = hid, .ret_cap = tree_ms(timeout_ns)};
 			struct pl_iov pl;
 			struct rpc_peer *p;
 			int ret;
@@ -382,8 +383,8 @@ int rpc_tree_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8_
 			}
 			h.plen = (uint32_t)pl.len;
 			/* each post waits its own @timeout_ns: a slow ring set-up costs no other */
-			ret = post(ep, p, node, &h, &pl, 0, timeout_ns == 0, deadline_lazy(timeout_ns),
-			           NULL, NULL);
+			ret = post(ep, p, node, &h, &pl, 0, timeout_ns == 0,
+			           deadline_lazy(timeout_ns), NULL, NULL);
 			if (ret == 0 && h.kind == RF_TREE)
 				break; /* it passes the call on to the rest of the group */
 			if (ret && !first)

@@ -86,7 +86,7 @@
 #define RPC_TAB           4096u /* peer records of one endpoint (distinct nodes it met) */
 #define RPC_REUSE_AT      32u   /* records made before those of nodes that left are reused */
 #define RPC_OPEN_RETRY_NS (20ll * 1000000ll)
-#define RPC_TREE_FANOUT   4u                   /* children of a node in call_all's tree */
+#define RPC_TREE_FANOUT   4u /* children of a node in call_all's tree */
 
 enum {
 	SLOT_FREE = 0,

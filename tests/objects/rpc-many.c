@@ -102,7 +102,8 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.timeouts);
 	for (uint32_t q = 1; q <= n; q++)
 		if (q != me && __atomic_load_n(&hellos[q], __ATOMIC_RELAXED) != 1)
-			sc_log("hellos from %u: %u", q, __atomic_load_n(&hellos[q], __ATOMIC_RELAXED));
+			sc_log("hellos from %u: %u", q,
+			       __atomic_load_n(&hellos[q], __ATOMIC_RELAXED));
 	sc_sync_wait(&sync, "hellos", 90000);
 	for (uint32_t q = 1; q <= n; q++)
 		SC_ASSERT_EQ(__atomic_load_n(&hellos[q], __ATOMIC_RELAXED), q == me ? 0u : 1u);
