@@ -74,9 +74,10 @@ int main(int argc, char **argv)
 			idle_ms = strtol(optarg, NULL, 10);
 			break;
 		default:
-			fprintf(c == 'h' ? stdout : stderr, "usage: [LOCO_WAIT=spin|sleep|block] "
-			                                    "loco-run -n N wait-cpu [--rounds N] "
-			                                    "[--idle-ms MS]\n");
+			fprintf(c == 'h' ? stdout : stderr,
+			        "usage: [LOCO_WAIT=adaptive|spin|sleep|block] "
+			        "loco-run -n N wait-cpu [--rounds N] "
+			        "[--idle-ms MS]\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}

@@ -580,8 +580,10 @@ int lc_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 	for (i = 1;; i++) {
 		if (key->table->progress != NULL)
 			key->table->progress(key->table->progress_arg);
-		if (lc_ack_idle(key))
+		if (lc_ack_idle(key)) {
+			loco_waiter_done(&w);
 			return ack_idle_result(key);
+		}
 		if (timeout_ns > 0 &&
 		    (i % ACK_SPIN_CLOCK == 0 || w.sleep_ns > LC_WAIT_SLEEP_MIN_NS) &&
 		    (int64_t)lc_now_ns() >= deadline)

@@ -39,9 +39,11 @@ const struct lc_config_entry lc_config_table[] = {
      "largest payload a WRITE may carry inline (copied at post; verbs: at most what the device "
      "takes)"},
     {"LOCO_MANY_MANAGERS", NULL, "test knob: 1 lets one process run several managers at once"},
-    {"LOCO_WAIT", "sleep",
-     "how waits wait: spin (never sleep), sleep (spin 5 us, then sleep 50 us growing to 1 ms), "
-     "block (as sleep, woken by completions and the progress thread)"},
+    {"LOCO_WAIT", "adaptive",
+     "how waits wait: adaptive (spin a window learnt from recent waits, 2-100 us, yielding "
+     "while the host is oversubscribed, then sleep), spin (never sleep), sleep (spin 5 us, then "
+     "sleep 50 us growing to 1 ms), block (as sleep, woken by completions and the progress "
+     "thread)"},
     {"LOCO_TCP_SPIN_US", NULL,
      "tcp: NIC thread busy-poll before blocking (default: 0 unless LOCO_WAIT=spin, then "
      "automatic)"},
@@ -155,17 +157,21 @@ int lc_config_read(const loco_config_t *cfg, struct lc_config *out)
 	c.rejoin = !cfg->no_rejoin;
 	if (getenv("LOCO_REJOIN") != NULL && *getenv("LOCO_REJOIN") != '\0')
 		c.rejoin = strcmp(getenv("LOCO_REJOIN"), "0") != 0;
-	c.wait = cfg->wait <= LOCO_WAIT_BLOCK ? (int)cfg->wait : -1;
+	c.wait = cfg->wait <= LOCO_WAIT_ADAPTIVE ? (int)cfg->wait : -1;
 	if (getenv("LOCO_WAIT") != NULL && *getenv("LOCO_WAIT") != '\0' &&
 	    lc_wait_parse(getenv("LOCO_WAIT"), &c.wait) != 0)
 		c.wait = -1;
 	if (c.wait < 0) {
-		lc_log_err("manager: LOCO_WAIT=%s: say spin, sleep or block",
-		           getenv("LOCO_WAIT") != NULL ? getenv("LOCO_WAIT") : "(cfg->wait)");
+		if (getenv("LOCO_WAIT") != NULL && *getenv("LOCO_WAIT") != '\0')
+			lc_log_err("manager: LOCO_WAIT=%s: say adaptive, spin, sleep or block",
+			           getenv("LOCO_WAIT"));
+		else
+			lc_log_err("manager: cfg->wait %u: not an enum loco_wait_policy (0-%d)",
+			           cfg->wait, LOCO_WAIT_ADAPTIVE);
 		return -EINVAL;
 	}
 	if (c.wait == LOCO_WAIT_DEFAULT)
-		c.wait = LOCO_WAIT_SLEEP;
+		c.wait = LOCO_WAIT_ADAPTIVE;
 	if (c.fail_timeout_ms < FAIL_TIMEOUT_MIN_MS)
 		c.fail_timeout_ms = FAIL_TIMEOUT_MIN_MS;
 	/* the node id defaults to 1 only for a node that starts alone */

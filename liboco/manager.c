@@ -168,6 +168,7 @@ static void manager_free(loco_manager_t *m)
 	if (m->evfd >= 0)
 		close(m->evfd);
 	fab_close(m->fab);
+	lc_wait_fini(&m->wait); /* the progress thread, its only reader, has stopped */
 	lc_ack_table_fini(&m->acks);
 	lc_pollers_fini(m->pollers);
 	lc_mem_fini(m);
@@ -220,11 +221,12 @@ static int open_endpoints(loco_manager_t *m)
 	fattr.max_inline = m->cfg.max_inline;
 	/*
 	 * The NIC thread's busy-poll follows the wait policy: only spin makes
-	 * it spin (automatic: when the machine has cores to spare); sleep and
-	 * block leave it blocking in epoll (LOCO_TCP_SPIN_US still wins).
+	 * it spin (automatic: when the machine has cores to spare); adaptive,
+	 * sleep and block leave it blocking in epoll (LOCO_TCP_SPIN_US still
+	 * wins).
 	 */
 	fattr.spin_us = m->cfg.wait == LOCO_WAIT_SPIN ? FAB_SPIN_AUTO : FAB_SPIN_NONE;
-	if (m->cfg.wait == LOCO_WAIT_BLOCK) {
+	if (m->cfg.wait == LOCO_WAIT_BLOCK || m->cfg.wait == LOCO_WAIT_ADAPTIVE) {
 		/* remote WRITEs and atomics wake blocked waiters where the provider can tell */
 		fattr.landed = landed_fn;
 		fattr.landed_arg = m;

@@ -190,6 +190,7 @@ static void *progress_main(void *arg)
 		lc_linkin_accept(m);   /* links others opened to us: checked, admitted */
 		lc_member_handoffs(m); /* ... and those the dialer opened: bound to members */
 		now = lc_now_ns();
+		lc_wait_look(&m->wait, now); /* adaptive: is the host oversubscribed */
 		wake = lc_member_timers(m, now);
 		lc_chan_dispatch(m);
 		if (lc_pollers_run(m->pollers, &period))

@@ -5,8 +5,22 @@
  * loco/channel.h; its functions are in wait.c.
  *
  * Policies (enum loco_wait_policy):
+ *   adaptive (the default) spin for a window, then wait as sleep does
+ *          (on the fabric when a software fabric can be driven, else on
+ *          the event count as block does). The window follows how long
+ *          this manager's recent waits took (lc_wait_done(): a decaying
+ *          histogram of durations, log2 buckets from 1 us): the bucket
+ *          bound that 90 % of them ended within, between
+ *          LC_WAIT_WINDOW_MIN_NS and LC_WAIT_WINDOW_MAX_NS; when most
+ *          waits outlast the cap, spinning does not pay and the window is
+ *          the minimum. One wait in 64 spins the cap whatever the window,
+ *          so durations stay measured where a short window would hide
+ *          them behind a sleep. While more threads are runnable than the
+ *          process may use CPUs (the progress thread looks every
+ *          LC_WAIT_LOOK_NS at /proc/loadavg), each spin step yields
+ *          instead of pausing: the thread waited for may need this CPU.
  *   spin   spin, then sched_yield() on every pause: never sleeps.
- *   sleep  (the default) spin LC_WAIT_SPIN_NS, then nanosleep() with a
+ *   sleep  spin LC_WAIT_SPIN_NS, then nanosleep() with a
  *          growing interval, LC_WAIT_SLEEP_MIN_NS doubling up to
  *          LC_WAIT_SLEEP_MAX_NS. 50 us is about the kernel's default
  *          timer slack (a shorter sleep costs the same); a 1 ms cap keeps
@@ -36,6 +50,16 @@
 #define LC_WAIT_SPIN_NS      5000ll    /* spin this long before the first sleep */
 #define LC_WAIT_SLEEP_MIN_NS 50000ll   /* the first sleep */
 #define LC_WAIT_SLEEP_MAX_NS 1000000ll /* the longest sleep (the poller period) */
+/*
+ * adaptive's spin window: at least 2 us (a shared-memory round trip and
+ * a wake's system calls), at most 100 us: past that a timed sleep (50 us
+ * timer slack) or a futex wake costs less than the CPU a spin burns, and
+ * an idle waiter spends at most 100 us of CPU per wait before it sleeps.
+ */
+#define LC_WAIT_WINDOW_MIN_NS 20000ll
+#define LC_WAIT_WINDOW_MAX_NS 100000ll
+#define LC_WAIT_HIST          12         /* buckets: < 1 us << i; one more: longer */
+#define LC_WAIT_LOOK_NS       10000000ll /* how often the progress thread looks at the load */
 
 struct lc_wait {
 	int policy;   /* enum loco_wait_policy, never LOCO_WAIT_DEFAULT */
@@ -48,16 +72,39 @@ struct lc_wait {
 	 */
 	int (*drive)(void *arg, int64_t ns);
 	void *drive_arg;
+	/* adaptive */
+	int64_t window_ns;               /* atomic: the spin window */
+	uint32_t hist[LC_WAIT_HIST + 1]; /* atomic: recent wait durations, decaying */
+	uint32_t samples;                /* atomic: lc_wait_done() calls */
+	int oversub;                     /* atomic: more runnable threads than our CPUs */
+	int ncpu;                        /* CPUs this process may use */
+	int loadfd;                      /* /proc/loadavg, or -1 */
+	uint64_t looked_ns;              /* progress thread: the last look at the load */
 };
 
-/* lc_wait_parse -- "spin", "sleep" or "block" into *@policy. 0, -EINVAL. */
+/* lc_wait_parse -- "adaptive", "spin", "sleep" or "block" into *@policy. 0, -EINVAL. */
 int lc_wait_parse(const char *s, int *policy);
 
 /* lc_wait_name -- the name of @policy. */
 const char *lc_wait_name(int policy);
 
-/* lc_wait_init -- @policy (LOCO_WAIT_DEFAULT: sleep). */
+/* lc_wait_init -- @policy (LOCO_WAIT_DEFAULT: adaptive). */
 void lc_wait_init(struct lc_wait *w, int policy);
+
+/* lc_wait_fini -- close what lc_wait_init() opened. */
+void lc_wait_fini(struct lc_wait *w);
+
+/*
+ * lc_wait_look -- (progress thread) every LC_WAIT_LOOK_NS, whether more
+ * threads are runnable on the host than this process may use CPUs.
+ */
+void lc_wait_look(struct lc_wait *w, uint64_t now);
+
+/* lc_wait_done -- a wait of @ns ended: adaptive's histogram and window. */
+void lc_wait_done(struct lc_wait *w, int64_t ns);
+
+/* lc_wait_window -- adaptive's window for the histogram @hist (pure: unit-tested). */
+int64_t lc_wait_window(const uint32_t *hist);
 
 /* lc_wait_signal -- something happened: bump the event count, wake blocked waiters. NULL-safe. */
 void lc_wait_signal(struct lc_wait *w);

@@ -272,6 +272,7 @@ static int wait_once(loco_barrier_t *b, int64_t timeout_ns)
 		}
 		loco_waiter_pause(&w);
 	}
+	loco_waiter_done(&w);
 	/*
 	 * Rows that vanished because this node was just excluded (it drops
 	 * every member) look like participants that left: the partition flag,

@@ -872,6 +872,7 @@ static int run_once(loco_reduce_t *r, const void *in, void *out, struct loco_red
 		}
 		loco_waiter_pause(&w);
 	}
+	loco_waiter_done(&w);
 	/* rows that vanished because this node was excluded look like members that left: never
 	 * complete as a smaller cluster of our own */
 	if (loco_channel_partitioned(r->ch))

@@ -642,6 +642,8 @@ int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *
 	for (;;) {
 		if (landed(ep, t->slot, t->tag, &hd)) {
 			size_t n = hd.len < t->ret_cap ? hd.len : t->ret_cap;
+
+			loco_waiter_done(&w);
 			const uint8_t *b = (const uint8_t *)loco_region_ptr(ep->rets) +
 			                   (size_t)t->slot * ep->slot_bytes + SLOT_HDR;
 

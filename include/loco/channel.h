@@ -406,6 +406,7 @@ int loco_poller_remove(loco_poller_t *p);
  *	loco_waiter_init(&w, m);        (or loco_waiter_reset() to reuse it)
  *	while (!condition())
  *		loco_waiter_pause(&w);  (check deadlines between pauses)
+ *	loco_waiter_done(&w);           (optional: the policy learns)
  *
  * Each pause is one step of the policy: a spin, a yield, a sleep (at most
  * 1 ms) or a block on the manager's event count, which the completion
@@ -434,6 +435,14 @@ void loco_waiter_reset(loco_waiter_t *w);
 
 /* loco_waiter_pause -- one step of the policy: spin, yield, sleep or block (<= 1 ms). */
 void loco_waiter_pause(loco_waiter_t *w);
+
+/*
+ * loco_waiter_done -- the condition held: under the adaptive policy the
+ * manager learns how long the wait took, and sizes its spin window by
+ * the waits of its threads (waits never marked done do not count).
+ * Nothing for other policies or NULL. Appeared in loco 0.11.
+ */
+void loco_waiter_done(loco_waiter_t *w);
 
 /* loco_waiter_policy -- @w's policy (enum loco_wait_policy); -EINVAL for NULL. */
 int loco_waiter_policy(const loco_waiter_t *w);

@@ -24,10 +24,11 @@ typedef struct loco_manager loco_manager_t;
  * and the progress thread signal). Appeared in loco 0.4.
  */
 enum loco_wait_policy {
-	LOCO_WAIT_DEFAULT = 0, /* sleep */
+	LOCO_WAIT_DEFAULT = 0, /* adaptive (sleep before loco 0.11) */
 	LOCO_WAIT_SPIN = 1,
 	LOCO_WAIT_SLEEP = 2,
 	LOCO_WAIT_BLOCK = 3,
+	LOCO_WAIT_ADAPTIVE = 4, /* loco 0.11 */
 };
 
 /*
@@ -44,7 +45,7 @@ typedef struct loco_config {
 	uint32_t fail_timeout_ms; /* LOCO_FAIL_TIMEOUT_MS: failure detection bound (1000) */
 	uint32_t join_timeout_ms; /* LOCO_JOIN_TIMEOUT_MS: how long to retry joining (10000) */
 	uint32_t no_rejoin;       /* LOCO_REJOIN=0: an excluded node does not rejoin by itself */
-	uint32_t wait;            /* LOCO_WAIT: enum loco_wait_policy (0: sleep); loco 0.4 */
+	uint32_t wait;            /* LOCO_WAIT: enum loco_wait_policy (0: adaptive); loco 0.4 */
 } loco_config_t;
 
 /*

@@ -2,10 +2,14 @@
 /*
  * wait-policy.c -- LOCO_WAIT and the waiter (liboco/wait.c, config.c): the
  * policy names parse and nothing else does; the environment wins over
- * loco_config_t.wait, which wins over the default (sleep); a waiter
+ * loco_config_t.wait, which wins over the default (adaptive); a waiter
  * follows its state's policy; a block-policy pause after an event returns
  * having seen it (the snapshot logic) and leaves nobody counted blocked;
- * a signal with nobody blocked only bumps the count.
+ * a signal with nobody blocked only bumps the count. Adaptive: the window
+ * follows the histogram of wait durations (90 % bound, clamped; the cap
+ * when most waits outlast it but half end within; the minimum when
+ * spinning does not pay); lc_wait_done() moves it and decays; the load
+ * look parses /proc/loadavg's runnable count.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +20,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "config.h"
 #include "wait.h"
@@ -31,6 +36,8 @@ static void parse__names_and_garbage(void **state)
 	assert_int_equal(p, LOCO_WAIT_SLEEP);
 	assert_int_equal(lc_wait_parse("block", &p), 0);
 	assert_int_equal(p, LOCO_WAIT_BLOCK);
+	assert_int_equal(lc_wait_parse("adaptive", &p), 0);
+	assert_int_equal(p, LOCO_WAIT_ADAPTIVE);
 	p = 7;
 	assert_int_equal(lc_wait_parse("Spin", &p), -EINVAL);
 	assert_int_equal(lc_wait_parse("", &p), -EINVAL);
@@ -45,7 +52,7 @@ static void config__env_wins_over_field_over_default(void **state)
 	(void)state;
 	unsetenv("LOCO_WAIT");
 	assert_int_equal(lc_config_read(&cfg, &c), 0);
-	assert_int_equal(c.wait, LOCO_WAIT_SLEEP); /* 0: the default */
+	assert_int_equal(c.wait, LOCO_WAIT_ADAPTIVE); /* 0: the default */
 	cfg.wait = LOCO_WAIT_BLOCK;
 	assert_int_equal(lc_config_read(&cfg, &c), 0);
 	assert_int_equal(c.wait, LOCO_WAIT_BLOCK);
@@ -103,7 +110,8 @@ static void waiter__follows_policy(void **state)
 	lc_waiter_init(&w, NULL);
 	assert_int_equal(loco_waiter_policy(&w), LOCO_WAIT_SLEEP);
 	lc_wait_init(&s, LOCO_WAIT_DEFAULT);
-	assert_int_equal(s.policy, LOCO_WAIT_SLEEP);
+	assert_int_equal(s.policy, LOCO_WAIT_ADAPTIVE);
+	lc_wait_fini(&s);
 	lc_wait_init(&s, LOCO_WAIT_SPIN);
 	lc_waiter_init(&w, &s);
 	assert_int_equal(loco_waiter_policy(&w), LOCO_WAIT_SPIN);
@@ -138,6 +146,98 @@ static void block__event_seen_nobody_left_blocked(void **state)
 	printf("block: %d pauses before the first block step\n", i);
 }
 
+static void window__from_histogram(void **state)
+{
+	uint32_t h[LC_WAIT_HIST + 1] = {0};
+
+	(void)state;
+	assert_int_equal(lc_wait_window(h), LC_WAIT_WINDOW_MAX_NS); /* nothing measured yet */
+	h[0] = 100; /* every wait under 1 us: the minimum */
+	assert_int_equal(lc_wait_window(h), LC_WAIT_WINDOW_MIN_NS);
+	h[0] = 0;
+	h[4] = 95; /* 8-16 us */
+	h[12] = 5; /* a few very long ones do not move the 90 % bound */
+	assert_int_equal(lc_wait_window(h), 16000);
+	h[5] = 200; /* most now 16-32 us */
+	assert_int_equal(lc_wait_window(h), 32000);
+	memset(h, 0, sizeof(h));
+	h[3] = 60; /* 60 % short, 40 % past the cap: spin the cap */
+	h[9] = 40;
+	assert_int_equal(lc_wait_window(h), LC_WAIT_WINDOW_MAX_NS);
+	h[3] = 30; /* most past the cap: spinning does not pay */
+	h[9] = 70;
+	assert_int_equal(lc_wait_window(h), LC_WAIT_WINDOW_MIN_NS);
+	memset(h, 0, sizeof(h));
+	h[7] = 100; /* 64-128 us: past the 100 us cap, none within it */
+	assert_int_equal(lc_wait_window(h), LC_WAIT_WINDOW_MIN_NS);
+}
+
+static void window__done_moves_and_decays(void **state)
+{
+	struct lc_wait s;
+	uint32_t total = 0;
+
+	(void)state;
+	lc_wait_init(&s, LOCO_WAIT_ADAPTIVE);
+	assert_int_equal(s.window_ns, LC_WAIT_WINDOW_MAX_NS);
+	for (int i = 0; i < 64; i++)
+		lc_wait_done(&s, 3000); /* 3 us waits: bucket 2-4 us */
+	assert_int_equal(s.window_ns, 4000);
+	for (int i = 0; i < 2000; i++)
+		lc_wait_done(&s, 5000000); /* then only 5 ms waits */
+	assert_int_equal(s.window_ns, LC_WAIT_WINDOW_MIN_NS);
+	for (int i = 0; i <= LC_WAIT_HIST; i++)
+		total += s.hist[i];
+	assert_true(total <= 512); /* decayed: the last few hundred count */
+	for (int i = 0; i < 2000; i++)
+		lc_wait_done(&s, 20000); /* and back to 20 us waits */
+	assert_int_equal(s.window_ns, 32000);
+	lc_wait_fini(&s);
+	assert_int_equal(s.loadfd, -1);
+}
+
+static void adaptive__spins_then_blocks(void **state)
+{
+	struct lc_wait s;
+	loco_waiter_t w;
+	int i;
+
+	(void)state;
+	lc_wait_init(&s, LOCO_WAIT_ADAPTIVE);
+	s.window_ns = LC_WAIT_WINDOW_MIN_NS;
+	lc_waiter_init(&w, &s);
+	loco_waiter_pause(&w);
+	assert_true(w.t0_ns != 0); /* the clock from the first pause */
+	for (i = 0; i < 10000000 && w.sleep_ns == LC_WAIT_SLEEP_MIN_NS; i++)
+		loco_waiter_pause(&w);
+	assert_true(w.sleep_ns > LC_WAIT_SLEEP_MIN_NS); /* past the window: a block step */
+	assert_int_equal(s.blocked, 0);
+	loco_waiter_done(&w);
+	assert_int_equal(s.samples, 1);
+	loco_waiter_done(NULL);
+	lc_wait_fini(&s);
+}
+
+static void look__parses_the_load(void **state)
+{
+	struct lc_wait s;
+
+	(void)state;
+	lc_wait_init(&s, LOCO_WAIT_ADAPTIVE);
+	if (s.loadfd < 0)
+		skip();  /* no /proc */
+	s.ncpu = 100000; /* no host runs this many threads: never oversubscribed */
+	lc_wait_look(&s, (uint64_t)LC_WAIT_LOOK_NS * 2);
+	assert_int_equal(s.oversub, 0);
+	assert_int_equal(s.looked_ns, (uint64_t)LC_WAIT_LOOK_NS * 2);
+	s.ncpu = -1; /* the reader itself runs: with "no" CPUs that is too many */
+	lc_wait_look(&s, (uint64_t)LC_WAIT_LOOK_NS * 2 + 1); /* too soon: not looked */
+	assert_int_equal(s.oversub, 0);
+	lc_wait_look(&s, (uint64_t)LC_WAIT_LOOK_NS * 4);
+	assert_int_equal(s.oversub, 1);
+	lc_wait_fini(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -146,6 +246,10 @@ int main(void)
 	    cmocka_unit_test(spread__env_and_round_robin),
 	    cmocka_unit_test(waiter__follows_policy),
 	    cmocka_unit_test(block__event_seen_nobody_left_blocked),
+	    cmocka_unit_test(window__from_histogram),
+	    cmocka_unit_test(window__done_moves_and_decays),
+	    cmocka_unit_test(adaptive__spins_then_blocks),
+	    cmocka_unit_test(look__parses_the_load),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
