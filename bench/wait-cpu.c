@@ -87,7 +87,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (policy == NULL || *policy == '\0')
-		policy = "sleep";
+		policy = "adaptive"; /* the default */
 	ret = loco_init(NULL, &m);
 	if (ret)
 		bench_die("loco_init", ret);

@@ -262,9 +262,10 @@ void loco_waiter_pause(loco_waiter_t *w)
 		 * nodes on 2 cores, barrier: 118 us a round sleeping after 20 us,
 		 * against 4.5 us spinning with yields).
 		 */
-		if (((w->t0_ns >> 10) & 63) == 0 ||
-		    (s != NULL && __atomic_load_n(&s->oversub, __ATOMIC_RELAXED)))
+		if (((w->t0_ns >> 10) & 63) == 0)
 			win = LC_WAIT_WINDOW_MAX_NS;
+		if (s != NULL && __atomic_load_n(&s->oversub, __ATOMIC_RELAXED))
+			win = LC_WAIT_WINDOW_OVERSUB_NS;
 		if ((int64_t)(now - w->t0_ns) < win) {
 			spin_step(s);
 			return;

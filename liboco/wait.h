@@ -58,8 +58,10 @@
  */
 #define LC_WAIT_WINDOW_MIN_NS 20000ll
 #define LC_WAIT_WINDOW_MAX_NS 100000ll
-#define LC_WAIT_HIST          12         /* buckets: < 1 us << i; one more: longer */
-#define LC_WAIT_LOOK_NS       10000000ll /* how often the progress thread looks at the load */
+/* adaptive, while the host is oversubscribed: a spin that yields at every step, up to 1 ms */
+#define LC_WAIT_WINDOW_OVERSUB_NS 1000000ll
+#define LC_WAIT_HIST              12         /* buckets: < 1 us << i; one more: longer */
+#define LC_WAIT_LOOK_NS           10000000ll /* how often the progress thread looks at the load */
 
 struct lc_wait {
 	int policy;   /* enum loco_wait_policy, never LOCO_WAIT_DEFAULT */
