@@ -2,7 +2,6 @@
 /* wait.c -- wait policies and the object-author waiter (wait.h, loco/channel.h). */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
@@ -70,13 +69,6 @@ void lc_wait_init(struct lc_wait *w, int policy)
 
 void lc_wait_fini(struct lc_wait *w)
 {
-	if (getenv("LOCO_WAIT_DEBUG")) {
-		fprintf(stderr, "DBG wait: window %lld samples %u oversub %d ncpu %d hist",
-		        (long long)w->window_ns, w->samples, w->oversub, w->ncpu);
-		for (int i = 0; i <= LC_WAIT_HIST; i++)
-			fprintf(stderr, " %u", w->hist[i]);
-		fprintf(stderr, "\n");
-	}
 	if (w->loadfd >= 0)
 		close(w->loadfd);
 	w->loadfd = -1;

@@ -13,7 +13,11 @@
  *          bound that 90 % of them ended within, between
  *          LC_WAIT_WINDOW_MIN_NS and LC_WAIT_WINDOW_MAX_NS; when most
  *          waits outlast the cap, spinning does not pay and the window is
- *          the minimum. One wait in 64 spins the cap whatever the window,
+ *          the minimum (LC_WAIT_WINDOW_OVERSUB_NS while oversubscribed,
+ *          below). No fab_attr.landed wake-ups: a landing that must wake
+ *          someone costs its writer a system call, and these waiters
+ *          sleep in the fabric where they can. One wait in 64 spins the
+ *          cap whatever the window,
  *          so durations stay measured where a short window would hide
  *          them behind a sleep. While more threads are runnable than the
  *          process may use CPUs (the progress thread looks every

@@ -155,11 +155,13 @@ static void window__from_histogram(void **state)
 	h[0] = 100; /* every wait under 1 us: the minimum */
 	assert_int_equal(lc_wait_window(h), LC_WAIT_WINDOW_MIN_NS);
 	h[0] = 0;
-	h[4] = 95; /* 8-16 us */
+	h[4] = 95; /* 8-16 us: under the minimum */
 	h[12] = 5; /* a few very long ones do not move the 90 % bound */
-	assert_int_equal(lc_wait_window(h), 16000);
+	assert_int_equal(lc_wait_window(h), LC_WAIT_WINDOW_MIN_NS);
 	h[5] = 200; /* most now 16-32 us */
 	assert_int_equal(lc_wait_window(h), 32000);
+	h[6] = 2000; /* most now 32-64 us */
+	assert_int_equal(lc_wait_window(h), 64000);
 	memset(h, 0, sizeof(h));
 	h[3] = 60; /* 60 % short, 40 % past the cap: spin the cap */
 	h[9] = 40;
@@ -181,8 +183,11 @@ static void window__done_moves_and_decays(void **state)
 	lc_wait_init(&s, LOCO_WAIT_ADAPTIVE);
 	assert_int_equal(s.window_ns, LC_WAIT_WINDOW_MAX_NS);
 	for (int i = 0; i < 64; i++)
-		lc_wait_done(&s, 3000); /* 3 us waits: bucket 2-4 us */
-	assert_int_equal(s.window_ns, 4000);
+		lc_wait_done(&s, 3000); /* 3 us waits: bucket 2-4 us, under the minimum */
+	assert_int_equal(s.window_ns, LC_WAIT_WINDOW_MIN_NS);
+	for (int i = 0; i < 2000; i++)
+		lc_wait_done(&s, 40000); /* 40 us waits: bucket 32-64 us */
+	assert_int_equal(s.window_ns, 64000);
 	for (int i = 0; i < 2000; i++)
 		lc_wait_done(&s, 5000000); /* then only 5 ms waits */
 	assert_int_equal(s.window_ns, LC_WAIT_WINDOW_MIN_NS);
