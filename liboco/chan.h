@@ -84,7 +84,9 @@ struct loco_channel {
 	uint64_t regain_ns; /* atomic */
 	struct loco_object *objects;
 	struct lc_peer *peer[LC_CHAN_PEERS]; /* atomic pointers; open-addressed by node */
-	struct lc_peer *peer_graves;         /* m->lock: retired peers, freed when due */
+	/* atomic bits: position i holds a peer (not free, not a tombstone): lc_peer_next() */
+	uint64_t peer_used[LC_CHAN_PEERS / 64];
+	struct lc_peer *peer_graves; /* m->lock: retired peers, freed when due */
 	loco_channel_t *next;
 };
 
@@ -127,6 +129,17 @@ struct lc_peer *lc_peer_get(loco_channel_t *ch, uint32_t node);
 
 /* lc_peer_at -- the peer at position @i of @ch's table, or NULL (free or tombstone). Lock-free. */
 struct lc_peer *lc_peer_at(loco_channel_t *ch, uint32_t i);
+
+/*
+ * lc_peer_next -- the first peer at a position >= *@pos of @ch's table,
+ * with *@pos moved past it; NULL when there is none. Walks the bitmap of
+ * taken positions (a data-path walk costs the peers, not the table's 512
+ * positions). Lock-free: a peer paired or retired meanwhile may be seen
+ * or not, as with lc_peer_at().
+ *
+ *   for (uint32_t i = 0; (p = lc_peer_next(ch, &i)) != NULL;)
+ */
+struct lc_peer *lc_peer_next(loco_channel_t *ch, uint32_t *pos);
 
 /* lc_peer_rref -- @p's reference for local index @idx, or NULL (never written). Lock-free. */
 struct lc_rref *lc_peer_rref(struct lc_peer *p, uint32_t idx);

@@ -59,10 +59,10 @@ static void obj_sync_count(const loco_object_t *o, uint32_t *held, uint32_t *pai
                            uint32_t nmiss_max, uint32_t *nmiss)
 {
 	*held = *paired = *nmiss = 0;
-	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
-		const struct lc_peer *p = lc_peer_at(o->ch, i);
+	struct lc_peer *p;
 
-		if (p == NULL || !__atomic_load_n(&p->present, __ATOMIC_RELAXED))
+	for (uint32_t i = 0; (p = lc_peer_next(o->ch, &i)) != NULL;) {
+		if (!__atomic_load_n(&p->present, __ATOMIC_RELAXED))
 			continue;
 		(*paired)++;
 		if (obj_held_by(o, p))

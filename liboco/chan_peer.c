@@ -47,6 +47,30 @@ struct lc_peer *lc_peer_at(loco_channel_t *ch, uint32_t i)
 	return p == &peer_tomb ? NULL : p;
 }
 
+struct lc_peer *lc_peer_next(loco_channel_t *ch, uint32_t *pos)
+{
+	uint32_t i = *pos;
+
+	while (i < LC_CHAN_PEERS) {
+		/* pairs with the release OR in lc_peer_slot(): the pointer was stored first */
+		uint64_t w = __atomic_load_n(&ch->peer_used[i / 64], __ATOMIC_ACQUIRE) >> (i % 64);
+		struct lc_peer *p;
+
+		if (w == 0) {
+			i = (i / 64 + 1) * 64;
+			continue;
+		}
+		i += (uint32_t)__builtin_ctzll(w);
+		p = lc_peer_at(ch, i++);
+		if (p != NULL) {
+			*pos = i;
+			return p;
+		}
+	}
+	*pos = LC_CHAN_PEERS;
+	return NULL;
+}
+
 struct lc_rref *lc_peer_rref(struct lc_peer *p, uint32_t idx)
 {
 	struct lc_rref *page;
@@ -127,6 +151,7 @@ void lc_peer_retire(loco_manager_t *m, loco_channel_t *ch, struct lc_peer *p)
 	}
 	if (at == LC_CHAN_PEERS)
 		return; /* not in the table: never */
+	__atomic_and_fetch(&ch->peer_used[at / 64], ~(1ull << (at % 64)), __ATOMIC_RELEASE);
 	__atomic_store_n(&ch->peer[at], &peer_tomb, __ATOMIC_RELEASE);
 	/* a tombstone followed by a free position ends its chains: free it too, and so on back */
 	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
@@ -157,7 +182,8 @@ struct lc_peer *lc_peer_slot(loco_manager_t *m, loco_channel_t *ch, uint32_t nod
 		return p;
 	lc_peer_reap(m, ch, 0);
 	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
-		struct lc_peer **slot = &ch->peer[(h + i) % LC_CHAN_PEERS];
+		uint32_t k = (h + i) % LC_CHAN_PEERS;
+		struct lc_peer **slot = &ch->peer[k];
 
 		/* lc_peer_get() said @node is not in the chain: the first free or dead position */
 		if (*slot != NULL && *slot != &peer_tomb)
@@ -167,6 +193,7 @@ struct lc_peer *lc_peer_slot(loco_manager_t *m, loco_channel_t *ch, uint32_t nod
 			return NULL;
 		p->node = node;
 		__atomic_store_n(slot, p, __ATOMIC_RELEASE);
+		__atomic_or_fetch(&ch->peer_used[k / 64], 1ull << (k % 64), __ATOMIC_RELEASE);
 		return p;
 	}
 	lc_log_err("manager: channel %s: no room for node %u (%u peers at once)", ch->name, node,

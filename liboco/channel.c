@@ -732,11 +732,10 @@ int loco_channel_create(loco_manager_t *m, loco_channel_t *parent, const char *n
 static uint32_t chan_npeers(loco_channel_t *ch)
 {
 	uint32_t n = 0;
+	struct lc_peer *p;
 
-	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
-		struct lc_peer *p = lc_peer_at(ch, i);
-
-		if (p != NULL && __atomic_load_n(&p->present, __ATOMIC_ACQUIRE))
+	for (uint32_t i = 0; (p = lc_peer_next(ch, &i)) != NULL;) {
+		if (__atomic_load_n(&p->present, __ATOMIC_ACQUIRE))
 			n++;
 	}
 	return n;
@@ -875,12 +874,10 @@ int loco_channel_destroy(loco_channel_t *ch)
 		ch->parent->nchildren--;
 	pthread_mutex_unlock(&m->lock);
 	/* no object is left, so no one posts through these slots any more */
-	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
-		struct lc_peer *p = lc_peer_at(ch, i);
+	struct lc_peer *p;
 
-		if (p != NULL)
-			lc_peer_free(p);
-	}
+	for (uint32_t i = 0; (p = lc_peer_next(ch, &i)) != NULL;)
+		lc_peer_free(p);
 	lc_peer_reap(m, ch, 1);
 	lc_handle_bury(ch);
 	return 0;
@@ -891,11 +888,10 @@ static void on_excluded(loco_manager_t *m)
 {
 	for (loco_channel_t *ch = m->channels; ch != NULL; ch = ch->next) {
 		uint32_t n = 0;
+		struct lc_peer *p;
 
-		for (uint32_t i = 0; i < LC_CHAN_PEERS && n < LC_CHAN_REGAIN; i++) {
-			struct lc_peer *p = lc_peer_at(ch, i);
-
-			if (p != NULL && __atomic_load_n(&p->present, __ATOMIC_RELAXED))
+		for (uint32_t i = 0; n < LC_CHAN_REGAIN && (p = lc_peer_next(ch, &i)) != NULL;) {
+			if (__atomic_load_n(&p->present, __ATOMIC_RELAXED))
 				__atomic_store_n(&ch->regain[n++], p->node, __ATOMIC_RELAXED);
 		}
 		__atomic_store_n(&ch->regain_ns, 0, __ATOMIC_RELEASE);
@@ -967,10 +963,10 @@ int loco_channel_peers(loco_channel_t *ch, uint32_t *ids, size_t max)
 	if (ids == NULL && max > 0)
 		return -EINVAL;
 	/* lock-free: a retired slot stays readable for its grace, and presence is one atomic flag */
-	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
-		struct lc_peer *p = lc_peer_at(ch, i);
+	struct lc_peer *p;
 
-		if (p != NULL && __atomic_load_n(&p->present, __ATOMIC_ACQUIRE))
+	for (uint32_t i = 0; (p = lc_peer_next(ch, &i)) != NULL;) {
+		if (__atomic_load_n(&p->present, __ATOMIC_ACQUIRE))
 			all[n++] = p->node;
 	}
 	lc_sort_u32(all, n);

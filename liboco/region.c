@@ -73,12 +73,10 @@ static void region_unpublish(loco_channel_t *ch, struct loco_region *r)
 {
 	if (r->idx == LC_IDX_NONE)
 		return; /* unlisted: never had one */
-	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
-		struct lc_peer *p = lc_peer_at(ch, i);
+	struct lc_peer *p;
 
-		if (p != NULL)
-			lc_peer_rref_set(p, r->idx, 0, 0, 0);
-	}
+	for (uint32_t i = 0; (p = lc_peer_next(ch, &i)) != NULL;)
+		lc_peer_rref_set(p, r->idx, 0, 0, 0);
 	ch->region_used[r->idx / 64] &= ~(1ull << (r->idx % 64));
 	ch->nentries--;
 }
@@ -259,12 +257,10 @@ int loco_object_agree(loco_object_t *obj, const char *key, uint64_t value)
 	obj->nparams++;
 	ch->nentries++;
 	/* peers that announced the object before us: check now; later ones, when they do */
-	for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
-		struct lc_peer *p = lc_peer_at(ch, i);
+	struct lc_peer *p;
 
-		if (p != NULL)
-			lc_chan_agree_check(ch, p, obj);
-	}
+	for (uint32_t i = 0; (p = lc_peer_next(ch, &i)) != NULL;)
+		lc_chan_agree_check(ch, p, obj);
 	if (ch->joined) /* they check it against theirs */
 		lc_chan_announce(m, ch, NULL, 0, 1);
 	pthread_mutex_unlock(&m->lock);
@@ -306,10 +302,10 @@ static void region_publish(loco_channel_t *ch, struct loco_region *r)
 	ch->nentries += r->idx != LC_IDX_NONE;
 	r->next = r->obj->regions;
 	r->obj->regions = r;
-	for (uint32_t i = 0; i < LC_CHAN_PEERS && r->idx != LC_IDX_NONE; i++) {
-		struct lc_peer *p = lc_peer_at(ch, i);
+	struct lc_peer *p;
 
-		if (p != NULL && __atomic_load_n(&p->present, __ATOMIC_RELAXED))
+	for (uint32_t i = 0; r->idx != LC_IDX_NONE && (p = lc_peer_next(ch, &i)) != NULL;) {
+		if (__atomic_load_n(&p->present, __ATOMIC_RELAXED))
 			lc_rref_resolve(p, r);
 	}
 }
@@ -387,12 +383,10 @@ int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigne
 	region_publish(obj->ch, r);
 	if (r->idx != LC_IDX_NONE) {
 		/* peers that announced the object before us: check its length now */
-		for (uint32_t i = 0; i < LC_CHAN_PEERS; i++) {
-			struct lc_peer *p = lc_peer_at(obj->ch, i);
+		struct lc_peer *p;
 
-			if (p != NULL)
-				lc_chan_agree_check(obj->ch, p, obj);
-		}
+		for (uint32_t i = 0; (p = lc_peer_next(obj->ch, &i)) != NULL;)
+			lc_chan_agree_check(obj->ch, p, obj);
 		if (obj->ch->joined) /* late region: tell the peers */
 			lc_chan_announce(m, obj->ch, NULL, 0, 1);
 	}
