@@ -513,10 +513,16 @@ size_t lc_ack_outstanding(const loco_ack_key_t *key)
  */
 static int ack_idle_result(loco_ack_key_t *key)
 {
-	/* the error was written before the release AND that lc_ack_idle() observed */
-	int err = __atomic_exchange_n(&key->first_err, 0, __ATOMIC_ACQ_REL);
+	/*
+	 * The error was written before the release AND that lc_ack_idle()
+	 * observed. Taken with an exchange only when there is one: a locked
+	 * instruction on every wait cost more than the test.
+	 */
+	int err = __atomic_load_n(&key->first_err, __ATOMIC_ACQUIRE);
 	struct lc_ack_table *t = key->table;
 
+	if (err != 0)
+		err = __atomic_exchange_n(&key->first_err, 0, __ATOMIC_ACQ_REL);
 	if (err == 0 && key->nlast == 0 && key->last_dropped == 0 &&
 	    __atomic_load_n(&key->npend, __ATOMIC_RELAXED) == 0)
 		return 0; /* the common case: nothing failed, nothing to forget */
@@ -567,10 +573,6 @@ int lc_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 		return ack_idle_result(key);
 	if (timeout_ns == 0)
 		return -ETIMEDOUT;
-	if (timeout_ns > 0) {
-		deadline = (int64_t)lc_now_ns();
-		deadline = timeout_ns > INT64_MAX - deadline ? INT64_MAX : deadline + timeout_ns;
-	}
 	lc_waiter_init(&w, key->table->wait);
 	/*
 	 * Bounded by the deadline; with timeout_ns < 0 by the completions
@@ -583,6 +585,12 @@ int lc_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 		if (lc_ack_idle(key)) {
 			loco_waiter_done(&w);
 			return ack_idle_result(key);
+		}
+		if (timeout_ns > 0 && deadline == 0) {
+			/* from the first test that found work in flight: no clock for a quick one */
+			deadline = (int64_t)lc_now_ns();
+			deadline =
+			    timeout_ns > INT64_MAX - deadline ? INT64_MAX : deadline + timeout_ns;
 		}
 		if (timeout_ns > 0 &&
 		    (i % ACK_SPIN_CLOCK == 0 || w.sleep_ns > LC_WAIT_SLEEP_MIN_NS) &&

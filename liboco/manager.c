@@ -720,6 +720,8 @@ int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 	}
 	if (loco_manager_partitioned(m))
 		return -LOCO_EPARTITION;
+	if (lc_ack_idle(key))
+		return lc_ack_wait(key, 0); /* nothing in flight: no waiter to count, no clock */
 	/*
 	 * A waiter that reaps itself keeps the progress thread from arming
 	 * the completion queue (it looks every millisecond instead). Under
@@ -742,7 +744,8 @@ int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 		}
 	}
 	if (!block) {
-		__atomic_store_n(&m->last_wait_ns, lc_now_ns(), __ATOMIC_RELAXED);
+		/* coarse: the progress thread only asks whether waiters left in the last 5 ms */
+		__atomic_store_n(&m->last_wait_ns, lc_coarse_ns(), __ATOMIC_RELAXED);
 		__atomic_sub_fetch(&m->waiters, 1, __ATOMIC_ACQ_REL);
 	}
 	return ret;

@@ -115,7 +115,7 @@ struct loco_manager {
 	/* progress.c */
 	pthread_mutex_t poll_lock; /* fab_poll() is serialized: who holds it reaps */
 	int waiters;               /* atomic: threads in loco_ack_wait(), reaping themselves */
-	uint64_t last_wait_ns;     /* atomic: when the last of them left */
+	uint64_t last_wait_ns;     /* atomic: when the last of them left (lc_coarse_ns()) */
 	int no_pwait2;             /* progress thread: the kernel has no epoll_pwait2() */
 	int fab_watched;           /* progress thread: the fab's wait fd is in epfd (armed) */
 	struct lc_ack_table acks;

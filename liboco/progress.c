@@ -125,7 +125,7 @@ static int64_t sleep_for(loco_manager_t *m, uint64_t now, uint64_t wake, int64_t
 	int64_t t;
 
 	if (__atomic_load_n(&m->waiters, __ATOMIC_ACQUIRE) > 0 ||
-	    now - __atomic_load_n(&m->last_wait_ns, __ATOMIC_RELAXED) < 5000000ull) {
+	    lc_coarse_ns() - __atomic_load_n(&m->last_wait_ns, __ATOMIC_RELAXED) < 5000000ull) {
 		/*
 		 * Threads are waiting on ack keys and reap completions
 		 * themselves: do not arm the CQ (each completion would wake us
