@@ -4,7 +4,7 @@
 # run.sh -- loco_reduce_run against Open MPI's MPI_Allreduce (sum, 8 B and 4 KiB, 4 processes
 # on this host), RUNS times in turn, each on both links: MPI over tcp (--mca btl tcp,self) and
 # over shared memory (--mca btl vader,self); LOCO on its tcp fabric and on its shm fabric, each
-# with LOCO_WAIT=spin (MPI polls too) and with the default wait policy (sleep). Prints every
+# with the default wait policy (adaptive), with LOCO_WAIT=spin (MPI polls too) and sleep. Prints every
 # run's median and p99 (us per allreduce, timed on rank 0 / node 1) and the median of the
 # medians. Unbound first (mpirun does not bind oversubscribed ranks by default, nor does
 # loco-run; but LOCO's spinning nodes start spread over the CPUs, LOCO_SPREAD=1, the default:
@@ -33,7 +33,7 @@ for _ in $(seq 1 "$RUNS"); do
 			sed 's/^mpi/mpi-shm/' >>"$OUT"
 	fi
 	for fabric in tcp shm; do
-		for wait in spin sleep; do
+		for wait in adaptive spin sleep; do
 			LOCO_WAIT=$wait LOCO_FABRIC=$fabric "$BUILD/tools/loco-run" -n 4 --no-prefix \
 				--timeout 300 "$BUILD/bench/peers/loco-reduce" "$ITERS" |
 				sed "s/^loco/loco-$fabric-$wait/" >>"$OUT"
