@@ -8,7 +8,9 @@
  * address, rkey and its endpoint through a pipe, accepts the link and then
  * idles: the provider (on tcp, its NIC thread) serves every request. The
  * parent connects and measures, one operation at a time, 8-byte WRITE,
- * READ, CAS and FAA (post signaled, busy-poll for the completion), then
+ * READ, CAS and FAA (post signaled, busy-poll for the completion, doing
+ * the provider's work between polls as LOCO's waiters do: fab_progress()
+ * without a wait, on tcp the socket read from this thread), then
  * the rate of pipelined 8-byte WRITEs, every 64th signaled, with at most
  * sq_depth requests outstanding. It prints a table and writes JSON.
  * With --poll wait, an empty poll blocks in fab_wait() instead of spinning.
@@ -285,12 +287,23 @@ static void wrid_idle(void *arg)
 	idle(((struct wrid_wait *)arg)->b);
 }
 
+/*
+ * wrid_drive -- busy-poll: between polls, do the provider's work from this
+ * thread (fab_progress() without a wait: tcp reads its sockets here, no
+ * thread hop to its NIC thread), as LOCO's waiting threads do. Providers
+ * whose hardware does it say -EOPNOTSUPP; -EBUSY: another thread does it.
+ */
+static void wrid_drive(void *arg)
+{
+	(void)fab_progress(((struct wrid_wait *)arg)->b->fab, 0);
+}
+
 /* wait_wrid -- poll until the completion of @wrid; returns 0 or the failed status. */
 static int wait_wrid(struct bench *b, uint64_t wrid)
 {
 	struct wrid_wait w = {.b = b, .wrid = wrid};
-	int ret =
-	    bench_poll(wrid_seen, b->o->block ? wrid_idle : NULL, &w, 0, OP_TIMEOUT_NS / 1000000);
+	int ret = bench_poll(wrid_seen, b->o->block ? wrid_idle : wrid_drive, &w, 0,
+	                     OP_TIMEOUT_NS / 1000000);
 
 	if (ret == 0) {
 		fprintf(stderr, "fabric-lat: no completion for wrid %" PRIu64 " in 10 s\n", wrid);
@@ -590,16 +603,16 @@ static int write_json(const struct opts *o, int argc, char **argv, const struct 
 
 static void usage(FILE *f)
 {
-	fprintf(
-	    f, "usage: fabric-lat [--iters N] [--warmup N] [--rate-ops N] [--poll spin|wait]\n"
-	       "                  [--provider NAME] [--json FILE]\n"
-	       "  --iters N       measured operations per op type (default 20000)\n"
-	       "  --warmup N      unmeasured operations first (default 1000)\n"
-	       "  --rate-ops N    WRITEs in the op-rate test (default 1000000)\n"
-	       "  --poll MODE     spin: busy-poll fab_poll() (default); wait: block in fab_wait()\n"
-	       "  --provider P    fabric provider (default $LOCO_FABRIC, else tcp)\n"
-	       "  --json FILE     results (default RESULTS/fabric-<provider>.json; RESULTS is\n"
-	       "                  $LOCO_BENCH_OUT, else results/ beside this program)\n");
+	fprintf(f, "usage: fabric-lat [--iters N] [--warmup N] [--rate-ops N] [--poll spin|wait]\n"
+	           "                  [--provider NAME] [--json FILE]\n"
+	           "  --iters N       measured operations per op type (default 20000)\n"
+	           "  --warmup N      unmeasured operations first (default 1000)\n"
+	           "  --rate-ops N    WRITEs in the op-rate test (default 1000000)\n"
+	           "  --poll MODE     spin: busy-poll fab_poll(), fab_progress() between "
+	           "(default); wait: block in fab_wait()\n"
+	           "  --provider P    fabric provider (default $LOCO_FABRIC, else tcp)\n"
+	           "  --json FILE     results (default RESULTS/fabric-<provider>.json; RESULTS is\n"
+	           "                  $LOCO_BENCH_OUT, else results/ beside this program)\n");
 }
 
 static long parse_count(const char *s, const char *what)
