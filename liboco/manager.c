@@ -225,7 +225,10 @@ static int open_endpoints(loco_manager_t *m)
 	 * sleep and block leave it blocking in epoll (LOCO_TCP_SPIN_US still
 	 * wins).
 	 */
-	fattr.spin_us = m->cfg.wait == LOCO_WAIT_SPIN ? FAB_SPIN_AUTO : FAB_SPIN_NONE;
+	/* the provider's own spin (tcp: its NIC thread's) with the policies that spin */
+	fattr.spin_us = m->cfg.wait == LOCO_WAIT_SPIN || m->cfg.wait == LOCO_WAIT_ADAPTIVE
+	                    ? FAB_SPIN_AUTO
+	                    : FAB_SPIN_NONE;
 	/*
 	 * Not under adaptive: a landing that must wake someone costs its
 	 * writer a system call, and adaptive's waiters sleep in the fabric

@@ -232,6 +232,7 @@ void loco_waiter_pause(loco_waiter_t *w)
 	struct lc_wait *s;
 	uint32_t n;
 	uint64_t now;
+	int64_t cap;
 
 	if (w == NULL)
 		return;
@@ -318,9 +319,10 @@ rest:
 		nanosleep(&ts, NULL);
 	}
 grow:
-	if (w->sleep_ns < LC_WAIT_SLEEP_MAX_NS)
-		w->sleep_ns =
-		    w->sleep_ns * 2 < LC_WAIT_SLEEP_MAX_NS ? w->sleep_ns * 2 : LC_WAIT_SLEEP_MAX_NS;
+	cap = (int64_t)(now - w->t0_ns) >= LC_WAIT_LONG_NS ? LC_WAIT_SLEEP_LONG_NS
+	                                                   : LC_WAIT_SLEEP_MAX_NS;
+	if (w->sleep_ns < cap)
+		w->sleep_ns = w->sleep_ns * 2 < cap ? w->sleep_ns * 2 : cap;
 }
 
 void loco_waiter_done(loco_waiter_t *w)

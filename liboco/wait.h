@@ -28,8 +28,9 @@
  *          growing interval, LC_WAIT_SLEEP_MIN_NS doubling up to
  *          LC_WAIT_SLEEP_MAX_NS. 50 us is about the kernel's default
  *          timer slack (a shorter sleep costs the same); a 1 ms cap keeps
- *          the latency a long wait adds under ~1 ms while an idle waiter
- *          wakes at most ~1000 times a second (~1-2 % of a core).
+ *          the latency a wait adds under ~1 ms while an idle waiter
+ *          wakes at most ~1000 times a second; after LC_WAIT_LONG_NS
+ *          the sleeps grow on to LC_WAIT_SLEEP_LONG_NS (below).
  *   block  spin as sleep does, then sleep on a futex (the event count
  *          below) with the same growing timeout. Completions reaped by any
  *          thread, progress-thread turns that did work, pollers that call
@@ -54,6 +55,16 @@
 #define LC_WAIT_SPIN_NS      5000ll    /* spin this long before the first sleep */
 #define LC_WAIT_SLEEP_MIN_NS 50000ll   /* the first sleep */
 #define LC_WAIT_SLEEP_MAX_NS 1000000ll /* the longest sleep (the poller period) */
+/*
+ * A wait that lasted LC_WAIT_LONG_NS lets its sleeps grow on to
+ * LC_WAIT_SLEEP_LONG_NS: an idle waiter then wakes 250 times a second,
+ * not 1000, and a wake-up is not free (a 1 ms nanosleep() loop takes
+ * 4.4 % of a virtual CPU here: the Step 7 bound of 5 % for an idle
+ * waiter went in wake-ups alone). What it adds, at most 4 ms, comes after
+ * 20 ms of waiting already.
+ */
+#define LC_WAIT_LONG_NS       20000000ll
+#define LC_WAIT_SLEEP_LONG_NS 4000000ll
 /*
  * adaptive's spin window: at least 2 us (a shared-memory round trip and
  * a wake's system calls), at most 100 us: past that a timed sleep (50 us
