@@ -220,12 +220,10 @@ static int open_endpoints(loco_manager_t *m)
 	fattr.timeout_ms = m->cfg.fail_timeout_ms;
 	fattr.max_inline = m->cfg.max_inline;
 	/*
-	 * The NIC thread's busy-poll follows the wait policy: only spin makes
-	 * it spin (automatic: when the machine has cores to spare); adaptive,
-	 * sleep and block leave it blocking in epoll (LOCO_TCP_SPIN_US still
-	 * wins).
+	 * The provider's own spin (tcp: its NIC thread's, yielding, after
+	 * work) follows the wait policy: adaptive and spin spin, sleep and
+	 * block leave it blocking in epoll (LOCO_TCP_SPIN_US still wins).
 	 */
-	/* the provider's own spin (tcp: its NIC thread's) with the policies that spin */
 	fattr.spin_us = m->cfg.wait == LOCO_WAIT_SPIN || m->cfg.wait == LOCO_WAIT_ADAPTIVE
 	                    ? FAB_SPIN_AUTO
 	                    : FAB_SPIN_NONE;

@@ -63,6 +63,13 @@
  * waiter went in wake-ups alone). What it adds, at most 4 ms, comes after
  * 20 ms of waiting already.
  */
+/*
+ * adaptive: after a sleep that work ended (the fabric's drive did some:
+ * a peer's request served, its WRITE taken) the waiter spins, driving and
+ * yielding, for LC_WAIT_BURST_NS before it sleeps again: the next request
+ * of a burst needs no wake-up (sleep_ns < 0 holds the burst's end).
+ */
+#define LC_WAIT_BURST_NS      50000ll
 #define LC_WAIT_LONG_NS       20000000ll
 #define LC_WAIT_SLEEP_LONG_NS 4000000ll
 /*
