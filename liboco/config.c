@@ -40,13 +40,16 @@ const struct lc_config_entry lc_config_table[] = {
      "takes)"},
     {"LOCO_MANY_MANAGERS", NULL, "test knob: 1 lets one process run several managers at once"},
     {"LOCO_WAIT", "adaptive",
-     "how waits wait: adaptive (spin a window learnt from recent waits, 2-100 us, yielding "
+     "how waits wait: adaptive (spin a window learnt from recent waits, 20-100 us, yielding "
      "while the host is oversubscribed, then sleep), spin (never sleep), sleep (spin 5 us, then "
-     "sleep 50 us growing to 1 ms), block (as sleep, woken by completions and the progress "
-     "thread)"},
+     "sleep 50 us growing to 1 ms, 4 ms after 20 ms of waiting), block (as sleep, woken by "
+     "completions and the progress thread)"},
+    {"LOCO_WAIT_WINDOW_US", NULL,
+     "adaptive: spin this fixed window (1-1000 us) instead of the one learnt from recent "
+     "waits"},
     {"LOCO_TCP_SPIN_US", NULL,
-     "tcp: NIC thread busy-poll before blocking (default: 0 unless LOCO_WAIT=spin, then "
-     "automatic)"},
+     "tcp: how long the NIC thread keeps looking, yielding, after work before it blocks "
+     "(default: 50 with LOCO_WAIT adaptive or spin, else 0)"},
     {"LOCO_SPREAD", "1",
      "spin: the first join moves the joining thread to CPU (its index among this host's nodes) "
      "mod (CPUs it may use), mask unchanged; 0: leave placement to the scheduler"},
@@ -90,6 +93,39 @@ static int u32(const char *name, uint32_t field, uint32_t *out)
 		return -EINVAL;
 	}
 	*out = x ? (uint32_t)x : (uint32_t)strtoul(def, NULL, 10);
+	return 0;
+}
+
+/*
+ * wait_window -- LOCO_WAIT_WINDOW_US into *@ns: 0 when unset (the window
+ * is learnt), else a whole number of microseconds from
+ * LC_WAIT_WINDOW_FIXED_MIN_US to _MAX_US, for the adaptive policy only.
+ */
+static int wait_window(int policy, int64_t *ns)
+{
+	const char *v = getenv("LOCO_WAIT_WINDOW_US");
+	unsigned long x;
+	char *end;
+
+	*ns = 0;
+	if (v == NULL || *v == '\0')
+		return 0;
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	if (errno || *end != '\0' || *v < '0' || *v > '9' || x < LC_WAIT_WINDOW_FIXED_MIN_US ||
+	    x > LC_WAIT_WINDOW_FIXED_MAX_US) {
+		lc_log_err("manager: LOCO_WAIT_WINDOW_US=%s: say a whole number of microseconds "
+		           "from %d to %d (the adaptive policy's spin window; unset: learnt)",
+		           v, LC_WAIT_WINDOW_FIXED_MIN_US, LC_WAIT_WINDOW_FIXED_MAX_US);
+		return -EINVAL;
+	}
+	if (policy != LOCO_WAIT_ADAPTIVE) {
+		lc_log_err("manager: LOCO_WAIT_WINDOW_US=%s is the adaptive policy's window: "
+		           "unset it, or say LOCO_WAIT=adaptive",
+		           v);
+		return -EINVAL;
+	}
+	*ns = (int64_t)x * 1000;
 	return 0;
 }
 
@@ -172,6 +208,9 @@ int lc_config_read(const loco_config_t *cfg, struct lc_config *out)
 	}
 	if (c.wait == LOCO_WAIT_DEFAULT)
 		c.wait = LOCO_WAIT_ADAPTIVE;
+	ret = wait_window(c.wait, &c.wait_window_ns);
+	if (ret)
+		return ret;
 	if (c.fail_timeout_ms < FAIL_TIMEOUT_MIN_MS)
 		c.fail_timeout_ms = FAIL_TIMEOUT_MIN_MS;
 	/* the node id defaults to 1 only for a node that starts alone */

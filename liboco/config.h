@@ -35,10 +35,11 @@ struct lc_config {
 	uint32_t nodes; /* LOCO_NODES (or the PMIx job size): the job's node count; 0 unknown */
 	uint32_t fail_timeout_ms;
 	uint32_t join_timeout_ms;
-	uint32_t max_inline; /* LOCO_MAX_INLINE: inline payloads asked of the fabric */
-	int rejoin;          /* LOCO_REJOIN: an excluded node rejoins by itself (default 1) */
-	int wait;            /* LOCO_WAIT: enum loco_wait_policy, never LOCO_WAIT_DEFAULT */
-	int spread;          /* LOCO_SPREAD: spinning nodes of a host start on different CPUs */
+	uint32_t max_inline;    /* LOCO_MAX_INLINE: inline payloads asked of the fabric */
+	int rejoin;             /* LOCO_REJOIN: an excluded node rejoins by itself (default 1) */
+	int wait;               /* LOCO_WAIT: enum loco_wait_policy, never LOCO_WAIT_DEFAULT */
+	int spread;             /* LOCO_SPREAD: spinning nodes of a host start on different CPUs */
+	int64_t wait_window_ns; /* LOCO_WAIT_WINDOW_US: adaptive's window, fixed (0: learnt) */
 };
 
 /*

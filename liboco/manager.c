@@ -132,6 +132,8 @@ static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 		return ret;
 	}
 	lc_wait_init(&m->wait, cfg->wait);
+	if (cfg->wait_window_ns > 0) /* LOCO_WAIT_WINDOW_US: fixed, not learnt */
+		m->wait.window_ns = m->wait.window_fixed_ns = cfg->wait_window_ns;
 	m->acks.progress = lc_progress_reap;
 	m->acks.progress_arg = m;
 	m->acks.in_view = ack_in_view;

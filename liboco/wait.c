@@ -133,7 +133,7 @@ void lc_wait_done(struct lc_wait *w, int64_t ns)
 		i++;
 	__atomic_add_fetch(&w->hist[i], 1, __ATOMIC_RELAXED);
 	n = __atomic_add_fetch(&w->samples, 1, __ATOMIC_RELAXED);
-	if (n % 16 == 0) {
+	if (n % 16 == 0 && w->window_fixed_ns == 0) {
 		uint32_t h[LC_WAIT_HIST + 1], total = 0;
 
 		for (i = 0; i <= LC_WAIT_HIST; i++)
@@ -255,7 +255,7 @@ void loco_waiter_pause(loco_waiter_t *w)
 		 * nodes on 2 cores, barrier: 118 us a round sleeping after 20 us,
 		 * against 4.5 us spinning with yields).
 		 */
-		if (((w->t0_ns >> 10) & 63) == 0)
+		if (((w->t0_ns >> 10) & 63) == 0 && (s == NULL || s->window_fixed_ns == 0))
 			win = LC_WAIT_WINDOW_MAX_NS;
 		if (s != NULL && __atomic_load_n(&s->oversub, __ATOMIC_RELAXED))
 			win = LC_WAIT_WINDOW_OVERSUB_NS;

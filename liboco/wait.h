@@ -69,9 +69,12 @@
  * yielding, for LC_WAIT_BURST_NS before it sleeps again: the next request
  * of a burst needs no wake-up (sleep_ns < 0 holds the burst's end).
  */
-#define LC_WAIT_BURST_NS      50000ll
-#define LC_WAIT_LONG_NS       20000000ll
-#define LC_WAIT_SLEEP_LONG_NS 4000000ll
+#define LC_WAIT_BURST_NS 50000ll
+/* LOCO_WAIT_WINDOW_US: a fixed window instead of the learnt one, 1 us to 1 ms */
+#define LC_WAIT_WINDOW_FIXED_MIN_US 1
+#define LC_WAIT_WINDOW_FIXED_MAX_US 1000
+#define LC_WAIT_LONG_NS             20000000ll
+#define LC_WAIT_SLEEP_LONG_NS       4000000ll
 /*
  * adaptive's spin window: at least 2 us (a shared-memory round trip and
  * a wake's system calls), at most 100 us: past that a timed sleep (50 us
@@ -97,7 +100,8 @@ struct lc_wait {
 	int (*drive)(void *arg, int64_t ns);
 	void *drive_arg;
 	/* adaptive */
-	int64_t window_ns;               /* atomic: the spin window */
+	int64_t window_ns;       /* atomic: the spin window */
+	int64_t window_fixed_ns; /* LOCO_WAIT_WINDOW_US: window_ns, not learnt (0: learnt) */
 	uint32_t hist[LC_WAIT_HIST + 1]; /* atomic: recent wait durations, decaying */
 	uint32_t samples;                /* atomic: lc_wait_done() calls */
 	int oversub;                     /* atomic: more runnable threads than our CPUs */

@@ -66,6 +66,47 @@ static void config__env_wins_over_field_over_default(void **state)
 	assert_int_equal(lc_config_read(&cfg, &c), -EINVAL);
 }
 
+static void config__window_within_bounds_for_adaptive_only(void **state)
+{
+	loco_config_t cfg = {0};
+	struct lc_config c;
+	static const char *bad[] = {"0", "1001", "-5", "50us", "1e3", " 50"};
+
+	(void)state;
+	unsetenv("LOCO_WAIT");
+	unsetenv("LOCO_WAIT_WINDOW_US");
+	assert_int_equal(lc_config_read(&cfg, &c), 0);
+	assert_int_equal(c.wait_window_ns, 0); /* unset: learnt */
+	setenv("LOCO_WAIT_WINDOW_US", "50", 1);
+	assert_int_equal(lc_config_read(&cfg, &c), 0);
+	assert_int_equal(c.wait_window_ns, 50000);
+	setenv("LOCO_WAIT_WINDOW_US", "1000", 1);
+	assert_int_equal(lc_config_read(&cfg, &c), 0);
+	assert_int_equal(c.wait_window_ns, 1000000);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv("LOCO_WAIT_WINDOW_US", bad[i], 1);
+		assert_int_equal(lc_config_read(&cfg, &c), -EINVAL);
+	}
+	setenv("LOCO_WAIT_WINDOW_US", "50", 1);
+	setenv("LOCO_WAIT", "sleep", 1); /* the window is adaptive's */
+	assert_int_equal(lc_config_read(&cfg, &c), -EINVAL);
+	unsetenv("LOCO_WAIT");
+	unsetenv("LOCO_WAIT_WINDOW_US");
+}
+
+static void window__fixed_is_not_learnt(void **state)
+{
+	struct lc_wait s;
+
+	(void)state;
+	lc_wait_init(&s, LOCO_WAIT_ADAPTIVE);
+	s.window_ns = s.window_fixed_ns = 7000;
+	for (int i = 0; i < 64; i++)
+		lc_wait_done(&s, 500000); /* long waits would move a learnt window to the minimum */
+	assert_int_equal(s.window_ns, 7000);
+	lc_wait_fini(&s);
+}
+
 static void spread__env_and_round_robin(void **state)
 {
 	struct lc_config c;
@@ -262,6 +303,8 @@ int main(void)
 	    cmocka_unit_test(window__from_histogram),
 	    cmocka_unit_test(window__done_moves_and_decays),
 	    cmocka_unit_test(adaptive__spins_then_blocks),
+	    cmocka_unit_test(config__window_within_bounds_for_adaptive_only),
+	    cmocka_unit_test(window__fixed_is_not_learnt),
 	    cmocka_unit_test(look__parses_the_load),
 	};
 
