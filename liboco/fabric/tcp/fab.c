@@ -70,15 +70,17 @@ static int tcp_open(const struct fab_attr *attr, struct fab **out)
 	if (slow != NULL && *slow != '\0')
 		f->slow_ns = strtoull(slow, NULL, 10);
 	/*
-	 * After work the NIC thread looks again for TCP_SPIN_US, yielding
+	 * After work the NIC thread looks again for spin_us, yielding
 	 * whenever nothing came (nic.c), before it sleeps in epoll: the next
-	 * request of a burst then needs no wake-up. Without the yield such a
-	 * spin stole the CPU the application waited on (2 cores, 8 B READ
-	 * 18 us with no spin, 115 us with 50 us); with it, 2 vCPUs: 38-42 us
-	 * with no spin (a halted vCPU's wake-up), 10-11 us with 50 us.
+	 * request of a burst then needs no wake-up (2 vCPUs, 8 B READ: 38-42
+	 * us with no spin, a halted vCPU's wake-up; 10-11 us with 50 us). Only
+	 * with cores to spare: on 2 cores even a yielding spin takes CPU from
+	 * the threads beside it (owned_var-torn under ASan: a reader that met
+	 * 21k-33k half-landed values met 110-14k, once none; a fresh clone
+	 * failed on it). LOCO_TCP_SPIN_US=50 asks for it on a small machine.
 	 */
 	if (attr->spin_us == FAB_SPIN_AUTO)
-		f->base.attr.spin_us = TCP_SPIN_US;
+		f->base.attr.spin_us = sysconf(_SC_NPROCESSORS_ONLN) > 4 ? TCP_SPIN_US : 0;
 	else if (attr->spin_us == FAB_SPIN_NONE) /* the manager's wait policy sleeps */
 		f->base.attr.spin_us = 0;
 	if (getenv("LOCO_TCP_SPIN_US") != NULL)

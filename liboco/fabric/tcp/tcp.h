@@ -72,7 +72,7 @@
 #define TCP_LEASE_NS        1000000ull /* a driver holds off the NIC thread this long after it */
 #define TCP_INLINE_INFLIGHT 4          /* post_inline(): a link with this many in flight streams */
 #define TCP_ACK_DELAY_NS    200000ull  /* default of tcp_fab.ack_delay_ns */
-#define TCP_SPIN_US         50         /* spin_us FAB_SPIN_AUTO: the NIC thread's yielding spin */
+#define TCP_SPIN_US         50 /* spin_us FAB_SPIN_AUTO, more than 4 CPUs: NIC thread's spin */
 
 /* who holds the NIC role (tcp_fab.role, written with it) */
 enum tcp_role {
