@@ -49,7 +49,7 @@ const struct lc_config_entry lc_config_table[] = {
      "waits"},
     {"LOCO_TCP_SPIN_US", NULL,
      "tcp: how long the NIC thread keeps looking, yielding, after work before it blocks "
-     "(default: 50 with LOCO_WAIT adaptive or spin on more than 4 CPUs, else 0)"},
+     "(default: 50 with LOCO_WAIT adaptive or spin while the host has CPUs to spare, else 0)"},
     {"LOCO_SPREAD", "1",
      "spin: the first join moves the joining thread to CPU (its index among this host's nodes) "
      "mod (CPUs it may use), mask unchanged; 0: leave placement to the scheduler"},

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* wait.c -- wait policies and the object-author waiter (wait.h, loco/channel.h). */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
@@ -50,52 +49,25 @@ const char *lc_wait_name(int policy)
 
 void lc_wait_init(struct lc_wait *w, int policy)
 {
-	cpu_set_t set;
-
 	memset(w, 0, sizeof(*w));
 	w->policy =
 	    policy == LOCO_WAIT_SPIN || policy == LOCO_WAIT_SLEEP || policy == LOCO_WAIT_BLOCK
 	        ? policy
 	        : LOCO_WAIT_ADAPTIVE;
 	w->window_ns = LC_WAIT_WINDOW_MAX_NS; /* until waits were measured */
-	w->ncpu = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-	if (w->ncpu < 1)
-		w->ncpu = 1;
-	w->loadfd = -1;
-	if (w->policy == LOCO_WAIT_ADAPTIVE)
-		w->loadfd =
-		    open("/proc/loadavg", O_RDONLY | O_CLOEXEC); /* none: never oversubscribed */
+	lc_hostload_init(&w->load);
+	if (w->policy != LOCO_WAIT_ADAPTIVE)
+		lc_hostload_fini(&w->load); /* only adaptive asks: never busy */
 }
 
 void lc_wait_fini(struct lc_wait *w)
 {
-	if (w->loadfd >= 0)
-		close(w->loadfd);
-	w->loadfd = -1;
+	lc_hostload_fini(&w->load);
 }
 
 void lc_wait_look(struct lc_wait *w, uint64_t now)
 {
-	char b[128], *p = b;
-	unsigned long running;
-	ssize_t n;
-
-	if (w->loadfd < 0 || now - w->looked_ns < (uint64_t)LC_WAIT_LOOK_NS)
-		return;
-	w->looked_ns = now;
-	/* "0.52 0.58 0.59 3/517 12345": the fourth field counts the runnable threads */
-	n = pread(w->loadfd, b, sizeof(b) - 1, 0);
-	if (n <= 0)
-		return;
-	b[n] = '\0';
-	for (int field = 0; field < 3 && p != NULL; field++)
-		if ((p = strchr(p, ' ')) != NULL)
-			p++;
-	if (p == NULL)
-		return;
-	running = strtoul(p, NULL, 10);
-	/* this thread, reading, is one of them */
-	__atomic_store_n(&w->oversub, running > (unsigned long)w->ncpu + 1, __ATOMIC_RELAXED);
+	(void)lc_hostload_look(&w->load, now);
 }
 
 int64_t lc_wait_window(const uint32_t *hist)
@@ -221,7 +193,7 @@ static void spin_step(struct lc_wait *s)
 			sched_yield();
 		return;
 	}
-	if (__atomic_load_n(&s->oversub, __ATOMIC_RELAXED))
+	if (lc_hostload_busy(&s->load))
 		sched_yield();
 	else
 		lc_cpu_relax();
@@ -257,7 +229,7 @@ void loco_waiter_pause(loco_waiter_t *w)
 		 */
 		if (((w->t0_ns >> 10) & 63) == 0 && (s == NULL || s->window_fixed_ns == 0))
 			win = LC_WAIT_WINDOW_MAX_NS;
-		if (s != NULL && __atomic_load_n(&s->oversub, __ATOMIC_RELAXED))
+		if (s != NULL && lc_hostload_busy(&s->load))
 			win = LC_WAIT_WINDOW_OVERSUB_NS;
 		if ((int64_t)(now - w->t0_ns) < win) {
 			spin_step(s);

@@ -52,6 +52,8 @@
 
 #include <loco/channel.h>
 
+#include "hostload.h"
+
 #define LC_WAIT_SPIN_NS      5000ll    /* spin this long before the first sleep */
 #define LC_WAIT_SLEEP_MIN_NS 50000ll   /* the first sleep */
 #define LC_WAIT_SLEEP_MAX_NS 1000000ll /* the longest sleep (the poller period) */
@@ -85,8 +87,8 @@
 #define LC_WAIT_WINDOW_MAX_NS 100000ll
 /* adaptive, while the host is oversubscribed: a spin that yields at every step, up to 1 ms */
 #define LC_WAIT_WINDOW_OVERSUB_NS 1000000ll
-#define LC_WAIT_HIST              12         /* buckets: < 1 us << i; one more: longer */
-#define LC_WAIT_LOOK_NS           10000000ll /* how often the progress thread looks at the load */
+#define LC_WAIT_HIST              12                  /* buckets: < 1 us << i; one more: longer */
+#define LC_WAIT_LOOK_NS           LC_HOSTLOAD_LOOK_NS /* how often the progress thread looks */
 
 struct lc_wait {
 	int policy;   /* enum loco_wait_policy, never LOCO_WAIT_DEFAULT */
@@ -104,10 +106,7 @@ struct lc_wait {
 	int64_t window_fixed_ns; /* LOCO_WAIT_WINDOW_US: window_ns, not learnt (0: learnt) */
 	uint32_t hist[LC_WAIT_HIST + 1]; /* atomic: recent wait durations, decaying */
 	uint32_t samples;                /* atomic: lc_wait_done() calls */
-	int oversub;                     /* atomic: more runnable threads than our CPUs */
-	int ncpu;                        /* CPUs this process may use */
-	int loadfd;                      /* /proc/loadavg, or -1 */
-	uint64_t looked_ns;              /* progress thread: the last look at the load */
+	struct lc_hostload load;         /* progress thread: is the host oversubscribed */
 };
 
 /* lc_wait_parse -- "adaptive", "spin", "sleep" or "block" into *@policy. 0, -EINVAL. */

@@ -142,7 +142,7 @@ struct fab_attr {
 #define FAB_ATTR_KEYS_GIVEN 1u
 #define FAB_ATTR_ADDR_OWNED 2u
 
-#define FAB_SPIN_AUTO    0          /* spin_us: the provider's default (tcp: 50 us with > 4 CPUs) */
+#define FAB_SPIN_AUTO    0 /* spin_us: the provider's default (tcp: 50 us, host not busy) */
 #define FAB_SPIN_NONE    UINT32_MAX /* spin_us: never busy-poll (LOCO_WAIT sleep, block) */
 #define FAB_PRIV_MAX     48         /* private data carried by connect (rdma_cm allows 56) */
 #define FAB_ADDR_STRLEN  64

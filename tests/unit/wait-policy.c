@@ -239,7 +239,7 @@ static void window__done_moves_and_decays(void **state)
 		lc_wait_done(&s, 20000); /* and back to 20 us waits */
 	assert_int_equal(s.window_ns, 32000);
 	lc_wait_fini(&s);
-	assert_int_equal(s.loadfd, -1);
+	assert_int_equal(s.load.fd, -1);
 }
 
 static void adaptive__spins_then_blocks(void **state)
@@ -278,17 +278,17 @@ static void look__parses_the_load(void **state)
 
 	(void)state;
 	lc_wait_init(&s, LOCO_WAIT_ADAPTIVE);
-	if (s.loadfd < 0)
-		skip();  /* no /proc */
-	s.ncpu = 100000; /* no host runs this many threads: never oversubscribed */
+	if (s.load.fd < 0)
+		skip();       /* no /proc */
+	s.load.ncpu = 100000; /* no host runs this many threads: never oversubscribed */
 	lc_wait_look(&s, (uint64_t)LC_WAIT_LOOK_NS * 2);
-	assert_int_equal(s.oversub, 0);
-	assert_int_equal(s.looked_ns, (uint64_t)LC_WAIT_LOOK_NS * 2);
-	s.ncpu = -1; /* the reader itself runs: with "no" CPUs that is too many */
+	assert_int_equal(s.load.busy, 0);
+	assert_int_equal(s.load.looked_ns, (uint64_t)LC_WAIT_LOOK_NS * 2);
+	s.load.ncpu = -1; /* the reader itself runs: with "no" CPUs that is too many */
 	lc_wait_look(&s, (uint64_t)LC_WAIT_LOOK_NS * 2 + 1); /* too soon: not looked */
-	assert_int_equal(s.oversub, 0);
+	assert_int_equal(s.load.busy, 0);
 	lc_wait_look(&s, (uint64_t)LC_WAIT_LOOK_NS * 4);
-	assert_int_equal(s.oversub, 1);
+	assert_int_equal(s.load.busy, 1);
 	lc_wait_fini(&s);
 }
 

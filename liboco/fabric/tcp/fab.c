@@ -58,7 +58,7 @@ static int tcp_open(const struct fab_attr *attr, struct fab **out)
 	f = calloc(1, sizeof(*f));
 	if (f == NULL)
 		return -ENOMEM;
-	f->lfd = f->epfd = f->evfd = f->cq_evfd = -1;
+	f->lfd = f->epfd = f->evfd = f->cq_evfd = f->load.fd = -1;
 	f->base.attr = *attr;
 	fab_ops_fill(&f->ops, &fab_tcp_ops);
 	f->base.ops = &f->ops;
@@ -72,19 +72,21 @@ static int tcp_open(const struct fab_attr *attr, struct fab **out)
 	/*
 	 * After work the NIC thread looks again for spin_us, yielding
 	 * whenever nothing came (nic.c), before it sleeps in epoll: the next
-	 * request of a burst then needs no wake-up (2 vCPUs, 8 B READ: 38-42
-	 * us with no spin, a halted vCPU's wake-up; 10-11 us with 50 us). Only
-	 * with cores to spare: on 2 cores even a yielding spin takes CPU from
-	 * the threads beside it (owned_var-torn under ASan: a reader that met
-	 * 21k-33k half-landed values met 110-14k, once none; a fresh clone
-	 * failed on it). LOCO_TCP_SPIN_US=50 asks for it on a small machine.
+	 * request of a burst then needs no wake-up (2 vCPUs, 8 B READ: 31-42
+	 * us with no spin, a halted vCPU's wake-up; 10-11 us with 50 us).
+	 * Only while the host has CPUs to spare (hostload.h): where every CPU
+	 * is taken even a yielding spin takes CPU from the threads beside it
+	 * (on 2 cores, a fresh clone with an unconditional spin failed 3
+	 * sanitizer tests). LOCO_TCP_SPIN_US sets it; 0 turns it off.
 	 */
 	if (attr->spin_us == FAB_SPIN_AUTO)
-		f->base.attr.spin_us = sysconf(_SC_NPROCESSORS_ONLN) > 4 ? TCP_SPIN_US : 0;
+		f->base.attr.spin_us = TCP_SPIN_US;
 	else if (attr->spin_us == FAB_SPIN_NONE) /* the manager's wait policy sleeps */
 		f->base.attr.spin_us = 0;
 	if (getenv("LOCO_TCP_SPIN_US") != NULL)
 		f->base.attr.spin_us = (uint32_t)strtoul(getenv("LOCO_TCP_SPIN_US"), NULL, 10);
+	if (f->base.attr.spin_us)
+		lc_hostload_init(&f->load);
 	f->ack_delay_ns = TCP_ACK_DELAY_NS; /* lazy requests' ACKs (nic.c: ack_waits()) */
 	if (getenv("LOCO_TCP_ACK_DELAY_US") != NULL)
 		f->ack_delay_ns = strtoull(getenv("LOCO_TCP_ACK_DELAY_US"), NULL, 10) * 1000ull;
@@ -166,6 +168,7 @@ static void tcp_close(struct fab *fab)
 		close(f->evfd);
 	if (f->cq_evfd >= 0)
 		close(f->cq_evfd);
+	lc_hostload_fini(&f->load);
 	keytab_fini(&f->kt);
 	pthread_cond_destroy(&f->cond);
 	pthread_mutex_destroy(&f->lock);

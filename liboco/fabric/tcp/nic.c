@@ -589,7 +589,7 @@ void *tcp_nic_main(void *arg)
 		 * if it is ours (a link our turn failed), after 50 us if a
 		 * driver holds the role (it is about to take it, or leaving).
 		 */
-		spinning = !busy && t0 - last_busy < spin_ns;
+		spinning = !busy && t0 - last_busy < spin_ns && !lc_hostload_look(&f->load, t0);
 		if (busy || spinning)
 			timeout = 0;
 		else

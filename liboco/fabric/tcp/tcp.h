@@ -59,6 +59,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../../hostload.h"
 #include "../keytab.h"
 #include "../provider.h"
 #include "wire.h"
@@ -72,7 +73,7 @@
 #define TCP_LEASE_NS        1000000ull /* a driver holds off the NIC thread this long after it */
 #define TCP_INLINE_INFLIGHT 4          /* post_inline(): a link with this many in flight streams */
 #define TCP_ACK_DELAY_NS    200000ull  /* default of tcp_fab.ack_delay_ns */
-#define TCP_SPIN_US         50 /* spin_us FAB_SPIN_AUTO, more than 4 CPUs: NIC thread's spin */
+#define TCP_SPIN_US         50 /* spin_us FAB_SPIN_AUTO: the NIC thread's spin, host not busy */
 
 /* who holds the NIC role (tcp_fab.role, written with it) */
 enum tcp_role {
@@ -181,6 +182,7 @@ struct tcp_fab {
 	struct fab_addr addr;
 	uint64_t slow_ns;
 	uint64_t rng;
+	struct lc_hostload load; /* NIC thread: no spin after work while the host is busy */
 
 	pthread_mutex_t lock; /* links[], the accept queue, close requests */
 	pthread_cond_t cond;
