@@ -214,9 +214,12 @@ int loco_lock_create_config(loco_channel_t *ch, const char *name, uint32_t host,
 	ret = loco_ack_key_create(m, &lk->sack);
 	if (ret)
 		goto err_destroy_qack;
-	ret = loco_object_create(ch, name, &lk_ops, lk, &lk->obj);
+	ret = loco_ack_key_create(m, &lk->oack);
 	if (ret)
 		goto err_destroy_sack;
+	ret = loco_object_create(ch, name, &lk_ops, lk, &lk->obj);
+	if (ret)
+		goto err_destroy_oack;
 	/* the host given here is where the lock starts: every node names the same */
 	ret = loco_object_agree(lk->obj, "host", host); /* checked as peers pair */
 	if (ret)
@@ -235,6 +238,8 @@ int loco_lock_create_config(loco_channel_t *ch, const char *name, uint32_t host,
 
 err_destroy_obj:
 	loco_object_destroy(lk->obj); /* and the region made so far */
+err_destroy_oack:
+	loco_ack_key_destroy(lk->oack);
 err_destroy_sack:
 	loco_ack_key_destroy(lk->sack);
 err_destroy_qack:
@@ -259,9 +264,14 @@ int loco_lock_create(loco_channel_t *ch, const char *name, uint32_t host, loco_l
 /*
  * lk_op -- one CAS of W (@a -> @b; the old value in *@old), READ of W and
  * O (into old[0], old[1]) or WRITE of O (:= @a), through result slot @slot
- * and @ack. A CAS or WRITE is waited for until it completes (the fabric
- * completes or fails it within its dead-peer bound), so that the caller
- * always knows what it did; a READ is waited for up to @timeout_ns.
+ * and @ack. A CAS is waited for until it completes (the fabric completes
+ * or fails it within its dead-peer bound), so that the caller always knows
+ * what it did; a READ is waited for up to @timeout_ns. A WRITE is posted
+ * and not waited for: the owner word is only loco_lock_holder()'s, which
+ * waits (up to T) for the word of the grant it sees, and a grant then
+ * costs one round trip, not two. Requests to one host execute in order,
+ * so the WRITE has landed when the holder's next CAS (its release) has.
+ * The next WRITE settles it first (its source slot is reused).
  */
 static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64_t b, unsigned slot,
                  loco_ack_key_t *ack, uint64_t *old, int64_t timeout_ns)
@@ -307,7 +317,7 @@ static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64
 			break;
 		loco_waiter_pause(&w); /* queue or ack key full: the progress thread drains it */
 	}
-	if (ret)
+	if (ret || op == LK_WRITEO)
 		return ret;
 	ret = loco_ack_wait(ack, op == LK_READ2 ? timeout_ns : OP_CAP_NS);
 	if (ret == -LOCO_EPARTITION) /* the op's outcome still counts: wait for it anyway */
@@ -442,7 +452,7 @@ static int grant(loco_lock_t *lk, struct lk_host *hs, uint64_t word, int64_t t_p
 
 	lk->seen = word;
 	lk->watch.val = 0; /* ours now: a watch of the word before says nothing after */
-	ret = lk_op(lk, hs, LK_WRITEO, O_MAKE(W_TOKEN(word), lk->me), 0, RES_OWNER, lk->ack, NULL,
+	ret = lk_op(lk, hs, LK_WRITEO, O_MAKE(W_TOKEN(word), lk->me), 0, RES_OWNER, lk->oack, NULL,
 	            -1);
 	if (ret == 0 && obj_now_ns() - t_post < lk->lease_ns) {
 		/* the first grant of a host the lock moved to: what it guarded may be half-done */
@@ -824,7 +834,8 @@ void loco_lock_destroy(loco_lock_t *lk)
 {
 	OBJ_DESTROY_CHECK(lk);
 	if (__atomic_load_n(&lk->held, __ATOMIC_ACQUIRE))
-		loco_lock_release(lk); /* best effort: -ECONNRESET when the host is gone */
+		loco_lock_release(lk);  /* best effort: -ECONNRESET when the host is gone */
+	loco_ack_key_destroy(lk->oack); /* waits for a grant's owner WRITE */
 	loco_ack_key_destroy(lk->sack);
 	loco_ack_key_destroy(lk->qack);
 	loco_ack_key_destroy(lk->ack);

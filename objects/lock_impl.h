@@ -82,6 +82,8 @@ struct loco_lock {
 	loco_ack_key_t *qack; /* loco_lock_holder(): under query_lock */
 	loco_ack_key_t *sack; /* lk_sync()'s READs (under the claim), apart from ack: a
 	                         stalled peer never holds up the acquire's CASes */
+	loco_ack_key_t *oack; /* the owner word's WRITE, posted by a grant and not waited
+	                         for (under the claim): settled before the next one */
 	pthread_mutex_t query_lock;
 	pthread_mutex_t hold_lock; /* renew vs release */
 	int claimed;               /* a thread of this node is acquiring or holds */
