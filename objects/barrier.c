@@ -8,8 +8,13 @@
  *      to every present row's node, attached to the barrier's ack key;
  *      remember which rows were present (the episode's participants);
  *   2. wait until every participant whose row is still present shows
- *      e or more (a participant that left is ignored);
- *   3. wait for the acks of step 1.
+ *      e or more (a participant that left is ignored), and return.
+ * The acks of step 1 are not waited for: the next episode's step 1 reaps
+ * them. Nothing a caller relies on needs them (arrivals are the peers'
+ * rows, and a push that failed is superseded by the next, larger one, or
+ * by the re-push below), and waiting for them cost a round trip on top
+ * of the arrival (tcp, 2 nodes: 18.5-26.6 us a round against Open MPI's
+ * 8.4-9.4).
  * Safety: a row shows e only once its node entered e, and rows only grow
  * (a node's pushes land in order; a row that vanishes is zeroed, and its
  * node no longer counts). So no node passes e before every participant
@@ -27,8 +32,9 @@
  * from e + 1 on it is.
  *
  * Pushes are written straight from the own row (loco_sst_set_direct()):
- * the row is one word that only grows, and it changes only after the
- * episode's acks. A wait that lasts pushes the row again every 50 ms: a
+ * the row is one word that only grows, so a push still in flight when the
+ * next episode stores a larger value carries that one, which its node has
+ * entered: a row still shows e only once its node entered e. A wait that lasts pushes the row again every 50 ms: a
  * peer whose data link failed and was rebuilt stays in the view (a
  * failed link is only a suspicion), and the push lost with the old link
  * would otherwise hold it up for good.
@@ -102,7 +108,8 @@ int loco_barrier_create(loco_channel_t *ch, const char *name, loco_barrier_t **o
 	ret = loco_sst_set_direct(b->sst);
 	if (ret)
 		goto err_destroy_sst;
-	ret = loco_ack_key_create(loco_channel_manager(ch), &b->ack);
+	/* lazy: nobody waits for the pushes soon; on tcp their ACKs ride on the peers' pushes */
+	ret = loco_ack_key_create_flags(loco_channel_manager(ch), LOCO_ACK_LAZY, &b->ack);
 	if (ret)
 		goto err_destroy_sst;
 	*out = b;
@@ -184,6 +191,17 @@ static int enter(loco_barrier_t *b, int64_t deadline)
 		if (b->last > next)
 			next = b->last; /* our row never goes back */
 	}
+	/*
+	 * The pushes of the episodes before: reaped, not waited for (see the
+	 * head comment), unless so many are outstanding that the key could
+	 * fill (a peer that stopped answering, not yet out of the view).
+	 */
+	if (loco_ack_outstanding(b->ack) > LOCO_ACK_KEY_SLOTS / 2) {
+		ret = acks(b, deadline);
+		if (ret)
+			return ret;
+	}
+	(void)loco_ack_wait(b->ack, 0); /* their failures: superseded by this push */
 	ret = loco_sst_store_mine(b->sst, &next);
 	if (ret)
 		return ret;
@@ -232,7 +250,7 @@ static int partitioned(loco_barrier_t *b)
 	return -LOCO_EPARTITION;
 }
 
-/* wait_once -- enter (unless a timed-out call did), wait for arrivals, then acks. */
+/* wait_once -- enter (unless a timed-out call did), wait for arrivals. */
 static int wait_once(loco_barrier_t *b, int64_t timeout_ns)
 {
 	loco_waiter_t w;
@@ -280,12 +298,9 @@ static int wait_once(loco_barrier_t *b, int64_t timeout_ns)
 	 */
 	if (loco_channel_partitioned(b->ch))
 		return -LOCO_EPARTITION;
-	ret = acks(b, deadline);
-	if (ret == -ETIMEDOUT || ret == -LOCO_EPARTITION)
-		return ret;
 	b->in_episode = 0;
 	b->have_floor = 0;
-	return ret;
+	return 0;
 }
 
 int loco_barrier_wait(loco_barrier_t *b, int64_t timeout_ns)

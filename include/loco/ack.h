@@ -5,8 +5,8 @@
  * Every operation LOCO posts gets a 64-bit WRID. An ack key is a set of
  * outstanding WRIDs: an object attaches the operations it posts, and
  * loco_ack_wait() returns once all of them completed, reporting the first
- * error. This is how objects give memory consistency: e.g. a barrier
- * attaches its pushes, waits for peers, then waits for its acks.
+ * error. This is how objects give memory consistency: e.g. an owned_var
+ * attaches the pushes of a new value and waits for their acks.
  *
  * Thread safety: MT-safe. Any thread may attach operations to a key while
  * the completion path removes them; loco_ack_wait() is serialized per key
