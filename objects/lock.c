@@ -440,12 +440,13 @@ static uint64_t lk_user_token(const struct lk_host *hs, uint64_t word)
 }
 
 /*
- * grant -- our CAS to @word on @hs, posted at @t_post, succeeded: take the
- * hold, publish the owner word. 1 when held; 0 when the CAS completed too
+ * grant -- our CAS to @word on @hs, posted at @t_post, succeeded (seen at
+ * @now): take the hold, publish the owner word. 1 when held; 0 when the CAS completed too
  * late (the lease had already run out: given back, try again); or an
  * error, the lock given back as far as possible.
  */
-static int grant(loco_lock_t *lk, struct lk_host *hs, uint64_t word, int64_t t_post, bool stolen)
+static int grant(loco_lock_t *lk, struct lk_host *hs, uint64_t word, int64_t t_post, int64_t now,
+                 bool stolen)
 {
 	uint64_t old = 0;
 	int ret;
@@ -454,7 +455,7 @@ static int grant(loco_lock_t *lk, struct lk_host *hs, uint64_t word, int64_t t_p
 	lk->watch.val = 0; /* ours now: a watch of the word before says nothing after */
 	ret = lk_op(lk, hs, LK_WRITEO, O_MAKE(W_TOKEN(word), lk->me), 0, RES_OWNER, lk->oack, NULL,
 	            -1);
-	if (ret == 0 && obj_now_ns() - t_post < lk->lease_ns) {
+	if (ret == 0 && now - t_post < lk->lease_ns) {
 		/* the first grant of a host the lock moved to: what it guarded may be half-done */
 		bool moved = hs->epoch > 0 && W_TOKEN(word) == 1;
 
@@ -483,12 +484,13 @@ static int grant(loco_lock_t *lk, struct lk_host *hs, uint64_t word, int64_t t_p
 
 /*
  * attempt -- one CAS toward a grant on @hs: of *@expect when it is FREE,
- * or, when it has been HELD unchanged for T (@w), a takeover. @t0: when
- * the acquire began (0: a try, which never marks the word). 1 when taken,
+ * or, when it has been HELD unchanged for T (@w), a takeover. *@t0: when
+ * the acquire's first CAS was posted (0 until then: this one sets it);
+ * NULL for a try, which never marks the word. 1 when taken,
  * 0 when not (*@expect updated to what the word holds), or an error.
  */
 static int attempt(loco_lock_t *lk, struct lk_host *hs, uint64_t *expect, struct lk_watch *w,
-                   int64_t t0)
+                   int64_t *t0)
 {
 	for (int i = 0; i < 2; i++) {
 		uint64_t old = 0, guess = *expect, want;
@@ -513,6 +515,8 @@ static int attempt(loco_lock_t *lk, struct lk_host *hs, uint64_t *expect, struct
 			return -EOVERFLOW; /* 2^44 grants: not in this universe's lifetime */
 		want = W_MAKE(W_TOKEN(guess) + 1, 0, ST_HELD);
 		t_post = obj_now_ns();
+		if (t0 != NULL && *t0 == 0)
+			*t0 = t_post;
 		ret = lk_op(lk, hs, LK_CAS, guess, want, RES_OP, lk->ack, &old, -1);
 		if (ret)
 			return ret;
@@ -533,7 +537,7 @@ static int attempt(loco_lock_t *lk, struct lk_host *hs, uint64_t *expect, struct
 			return -LOCO_EPARTITION;
 		}
 		if (old == guess) {
-			ret = grant(lk, hs, want, t_post, steal);
+			ret = grant(lk, hs, want, t_post, now, steal);
 			if (ret != 0)
 				return ret;
 			old = lk->seen; /* too late: given back */
@@ -544,7 +548,7 @@ static int attempt(loco_lock_t *lk, struct lk_host *hs, uint64_t *expect, struct
 			watch(lk, w, old, now);
 			if (ripe(lk, w, old, now))
 				continue; /* unchanged for T: take it over now */
-			if (W_STATE(old) == ST_HELD && t0 != 0 && now - t0 >= WAIT_MARK_NS) {
+			if (W_STATE(old) == ST_HELD && t0 != NULL && now - *t0 >= WAIT_MARK_NS) {
 				uint64_t held = old;
 
 				if (lk_op(lk, hs, LK_CAS, held, waited(held), RES_OP, lk->ack, &old,
@@ -567,7 +571,7 @@ static int attempt(loco_lock_t *lk, struct lk_host *hs, uint64_t *expect, struct
  * error. -ECONNRESET from a host the lock has moved away from meanwhile
  * counts as busy.
  */
-static int try_host(loco_lock_t *lk, struct lk_watch *w, int64_t t0)
+static int try_host(loco_lock_t *lk, struct lk_watch *w, int64_t *t0)
 {
 	struct lk_host *hs = lk_host_ready(lk);
 	uint64_t expect;
@@ -588,7 +592,7 @@ static int try_host(loco_lock_t *lk, struct lk_watch *w, int64_t t0)
 
 int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 {
-	int64_t deadline, delay = BACKOFF_MIN_NS, t0 = obj_now_ns();
+	int64_t deadline, delay = BACKOFF_MIN_NS, t0 = 0;
 	int ret;
 
 	OBJ_CHECK(lk);
@@ -613,7 +617,7 @@ int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 			ret = -LOCO_EPARTITION;
 			break;
 		}
-		ret = try_host(lk, &lk->watch, t0);
+		ret = try_host(lk, &lk->watch, &t0);
 		if (ret == 1)
 			return 0; /* the claim stays with the hold */
 		if (ret < 0)
@@ -641,7 +645,7 @@ int loco_lock_try_acquire(loco_lock_t *lk)
 		__atomic_store_n(&lk->need_sync, 2, __ATOMIC_RELEASE); /* as in acquire */
 		ret = -LOCO_EPARTITION;
 	} else {
-		ret = try_host(lk, &w, 0);
+		ret = try_host(lk, &w, NULL);
 	}
 	if (ret == 1)
 		return 0;
