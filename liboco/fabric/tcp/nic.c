@@ -6,7 +6,8 @@
  * through fab_progress(), and the NIC thread that holds it otherwise and
  * parks while a driver does.
  *
- * Who may sleep where: a driver sleeps in epoll holding the role; the NIC
+ * Who may sleep where: one driver at a time sleeps in epoll (drv_sleeping),
+ * without the role, and takes the role again to act on its events; the NIC
  * thread sleeps in epoll without it, or parks on a futex while a driver
  * drives (lease_end_ns). Posted work is counted in work_seq; whoever
  * sleeps counts itself in sleepers, then looks at work_seq (nic_epoll()),
@@ -456,9 +457,28 @@ static int nic_epoll(struct tcp_fab *f, struct epoll_event *ev, int64_t timeout_
 }
 
 /*
+ * nic_reread -- (with the role) the links that events named may have been
+ * freed since they were taken (free_gen moved): drop the events, and read
+ * every link on the next turn instead.
+ */
+static void nic_reread(struct tcp_fab *f)
+{
+	pthread_mutex_lock(&f->lock);
+	for (unsigned i = 0; i < f->nlinks; i++)
+		f->links[i]->rx_more = 1;
+	pthread_mutex_unlock(&f->lock);
+}
+
+/*
  * tcp_progress -- fab_progress(): take the NIC role if nobody holds it,
- * do its work, and sleep in epoll for up to @timeout_ns holding it (the
- * events it sleeps for are its own to act on).
+ * do its work, and sleep in epoll for up to @timeout_ns. It sleeps without
+ * the role: a thread that posts meanwhile sends from its own call
+ * (post_inline()) instead of handing the work to the sleeper through a
+ * wake-up, a thread hop that costs tens of us where the sleeper's CPU
+ * halted (the KV client's map serve thread idles here while its workers
+ * post READs). The NIC thread stays parked (the lease). The events the
+ * sleeper wakes with are its own, acted on once it holds the role again;
+ * a link they name may have been freed meanwhile (nic_reread()).
  */
 int tcp_progress(struct fab *fab, int64_t timeout_ns)
 {
@@ -470,10 +490,11 @@ int tcp_progress(struct fab *fab, int64_t timeout_ns)
 		return -EINVAL;
 	if (__atomic_load_n(&f->nic_wants, __ATOMIC_SEQ_CST))
 		return -EBUSY; /* the NIC thread holds events and waits for the role */
+	/* one driver sleeps in epoll (its events wake it, not another): the others as the
+	   wait policy says (reaped completions wake them) */
+	if (timeout_ns > 0 && __atomic_load_n(&f->drv_sleeping, __ATOMIC_SEQ_CST))
+		return -EBUSY;
 	if (pthread_mutex_trylock(&f->nic_mu) != 0) {
-		/* another driver may sleep with it: sleep as the wait policy says */
-		if (__atomic_load_n(&f->role, __ATOMIC_RELAXED) == TCP_ROLE_DRIVER)
-			return -EBUSY;
 		pthread_mutex_lock(&f->nic_mu); /* held briefly: wait for it */
 		timeout_ns = 0;                 /* and look first: it may have brought the news */
 	}
@@ -485,7 +506,22 @@ int tcp_progress(struct fab *fab, int64_t timeout_ns)
 	busy = nic_before(f, &tnext);
 	if (tnext >= 0 && (int64_t)tnext * 1000000ll < timeout_ns)
 		timeout_ns = (int64_t)tnext * 1000000ll;
-	n = nic_epoll(f, ev, busy ? 0 : timeout_ns, 0);
+	if (busy || timeout_ns == 0 || __atomic_exchange_n(&f->drv_sleeping, 1, __ATOMIC_SEQ_CST)) {
+		n = nic_epoll(f, ev, 0, 0);
+	} else {
+		unsigned gen = f->free_gen;
+
+		__atomic_store_n(&f->role, TCP_ROLE_NONE, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&f->nic_mu);
+		n = nic_epoll(f, ev, timeout_ns, 0);
+		pthread_mutex_lock(&f->nic_mu); /* others hold it briefly: none sleeps with it */
+		__atomic_store_n(&f->role, TCP_ROLE_DRIVER, __ATOMIC_RELAXED);
+		__atomic_store_n(&f->drv_sleeping, 0, __ATOMIC_SEQ_CST);
+		if (n > 0 && f->free_gen != gen) {
+			nic_reread(f);
+			n = 0;
+		}
+	}
 	busy |= nic_after(f, ev, n);
 	left = f->left;
 	owed = f->acks_owed;
@@ -618,11 +654,7 @@ void *tcp_nic_main(void *arg)
 				__atomic_store_n(&f->nic_wants, 0, __ATOMIC_SEQ_CST);
 			}
 			if (f->free_gen != gen) {
-				/* what the events name may be gone: read every link instead */
-				pthread_mutex_lock(&f->lock);
-				for (unsigned i = 0; i < f->nlinks; i++)
-					f->links[i]->rx_more = 1;
-				pthread_mutex_unlock(&f->lock);
+				nic_reread(f); /* what the events name may be gone */
 				n = 0;
 			}
 			busy |= nic_after(f, ev, n);

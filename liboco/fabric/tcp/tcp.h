@@ -80,7 +80,7 @@ enum tcp_role {
 	TCP_ROLE_NONE = 0,
 	TCP_ROLE_NIC,    /* the NIC thread: briefly */
 	TCP_ROLE_POSTER, /* a posting thread issuing its requests: briefly */
-	TCP_ROLE_DRIVER, /* a waiting thread (tcp_progress()): may sleep in epoll with it */
+	TCP_ROLE_DRIVER, /* a waiting thread (tcp_progress()), between its sleeps in epoll */
 };
 #define TCP_HELLO_MS 1000 /* an accepted connection must send its HELLO within */
 
@@ -210,6 +210,7 @@ struct tcp_fab {
 	uint32_t cq_rung_seen; /* the poller's: cq_rung when it last cleared cq_evfd */
 	int sleepers;          /* atomic: NIC-role threads in epoll_wait with a timeout */
 	int kicked;            /* atomic: the eventfd was written and not read yet */
+	int drv_sleeping;      /* atomic: a driver sleeps in epoll (tcp_progress()) */
 	uint64_t work_seq;     /* atomic: bumped by every post, close and admit request */
 	uint64_t work_seen;    /* atomic: work_seq when the NIC role last took the work */
 	unsigned free_gen;     /* atomic, written with the role: bumped when a link may be freed */
