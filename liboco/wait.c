@@ -55,9 +55,9 @@ void lc_wait_init(struct lc_wait *w, int policy)
 	        ? policy
 	        : LOCO_WAIT_ADAPTIVE;
 	w->window_ns = LC_WAIT_WINDOW_MAX_NS; /* until waits were measured */
-	lc_hostload_init(&w->load);
-	if (w->policy != LOCO_WAIT_ADAPTIVE)
-		lc_hostload_fini(&w->load); /* only adaptive asks: never busy */
+	w->load.fd = -1;                      /* never busy: only adaptive asks */
+	if (w->policy == LOCO_WAIT_ADAPTIVE)
+		lc_hostload_init(&w->load);
 }
 
 void lc_wait_fini(struct lc_wait *w)

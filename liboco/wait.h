@@ -78,8 +78,8 @@
 #define LC_WAIT_LONG_NS             20000000ll
 #define LC_WAIT_SLEEP_LONG_NS       4000000ll
 /*
- * adaptive's spin window: at least 2 us (a shared-memory round trip and
- * a wake's system calls), at most 100 us: past that a timed sleep (50 us
+ * adaptive's spin window: at least 20 us (a tcp round trip, 10-12 us
+ * here, with its system calls), at most 100 us: past that a timed sleep (50 us
  * timer slack) or a futex wake costs less than the CPU a spin burns, and
  * an idle waiter spends at most 100 us of CPU per wait before it sleeps.
  */

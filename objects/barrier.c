@@ -34,10 +34,10 @@
  * Pushes are written straight from the own row (loco_sst_set_direct()):
  * the row is one word that only grows, so a push still in flight when the
  * next episode stores a larger value carries that one, which its node has
- * entered: a row still shows e only once its node entered e. A wait that lasts pushes the row again every 50 ms: a
- * peer whose data link failed and was rebuilt stays in the view (a
- * failed link is only a suspicion), and the push lost with the old link
- * would otherwise hold it up for good.
+ * entered: a row still shows e only once its node entered e. A wait that
+ * lasts pushes the row again every 50 ms: a peer whose data link failed
+ * and was rebuilt stays in the view (a failed link is only a suspicion),
+ * and the push lost with the old link would otherwise hold it up for good.
  *
  * Partition: while the node cannot reach a majority of its view
  * (loco_channel_partitioned()) a wait returns -LOCO_EPARTITION and the

@@ -441,9 +441,9 @@ static uint64_t lk_user_token(const struct lk_host *hs, uint64_t word)
 
 /*
  * grant -- our CAS to @word on @hs, posted at @t_post, succeeded (seen at
- * @now): take the hold, publish the owner word. 1 when held; 0 when the CAS completed too
- * late (the lease had already run out: given back, try again); or an
- * error, the lock given back as far as possible.
+ * @now): take the hold, publish the owner word. 1 when held; 0 when the
+ * CAS completed too late (the lease had already run out: given back, try
+ * again); or an error, the lock given back as far as possible.
  */
 static int grant(loco_lock_t *lk, struct lk_host *hs, uint64_t word, int64_t t_post, int64_t now,
                  bool stolen)
