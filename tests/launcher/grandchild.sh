@@ -43,11 +43,15 @@ rm -f "$T"/pgid.* "$T/go"
 
 # A process that leaves its node's group (setsid) is not the launcher's to end (loco-run(1)), and
 # it must not hold the launcher either, though it keeps the node's stdout open. The test ends it.
-run_lr -n 1 bash -c 'setsid bash -c "exec -a \"\$MARK-escaped\" sleep 100" & sleep 0.3; echo done'
+# The node exits only once the process has left its group (a fixed sleep lost that race under
+# load: the launcher ended the group before setsid ran).
+run_lr -n 1 bash -c 'setsid bash -c "touch \"\$T/escaped\"; exec -a \"\$MARK-escaped\" sleep 100" &
+for ((i = 0; i < 400; i++)); do [[ -e $T/escaped ]] && break; sleep 0.05; done
+echo done'
 check "escaped process: launcher exits 0 (rc $RC)" [ "$RC" -eq 0 ]
 check "escaped process: the launcher does not wait for it (${ELAPSED} ms)" [ "$ELAPSED" -lt 10000 ]
 check "escaped process: the node's output came through" grep -qx '\[1\] done' "$T/out"
-check "escaped process: it is still alive (left alone)" marked_is 1
+check "escaped process: it is still alive (left alone)" wait_until 10 marked_is 1
 for pid in $(pgrep -f -- "$MARK-escaped"); do
 	kill -KILL "$pid"
 done
