@@ -122,7 +122,7 @@ int main(int argc, char **argv)
 			med[op] = s[iters / 2];
 			p99[op] = s[iters * 99 / 100];
 			min[op] = s[0];
-			printf("%-8s %9.2f %11.2f %11.2f\n", names[op], med[op], p99[op], min[op]);
+			printf("%-8s %9.3f %11.3f %11.3f\n", names[op], med[op], p99[op], min[op]);
 		}
 		if (json == NULL)
 			json =

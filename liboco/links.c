@@ -4,8 +4,13 @@
  * data links.
  */
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "auth.h"
 #include "clock.h"
@@ -43,15 +48,86 @@ static struct lc_link_slot *find(struct lc_links *t, uint32_t node, uint64_t *ke
 	return NULL;
 }
 
-/* wait_users -- until no poster holds @s (posting never blocks: short). */
-static void wait_users(struct lc_link_slot *s)
+int lc_links_init(struct lc_links *t)
 {
-	for (unsigned spins = 0; __atomic_load_n(&s->users, __ATOMIC_SEQ_CST) != 0; spins++) {
-		if (spins < 256)
-			lc_cpu_relax();
-		else
-			sched_yield();
+	int ret = pthread_key_create(&t->hz_key, NULL);
+
+	if (ret)
+		return -ret;
+	pthread_mutex_init(&t->hz_lock, NULL);
+	/* per process and idempotent; then a remover's barrier reaches every poster */
+	t->hz_membarrier =
+	    syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	return 0;
+}
+
+void lc_links_fini(struct lc_links *t)
+{
+	struct lc_link_hazard *h, *next;
+
+	/* no destructor: a thread's value for the deleted key is never read again */
+	pthread_key_delete(t->hz_key);
+	for (h = t->hz; h != NULL; h = next) {
+		next = h->next;
+		free(h);
 	}
+	t->hz = NULL;
+	pthread_mutex_destroy(&t->hz_lock);
+}
+
+/*
+ * hazard_new -- the calling thread's first hold: a record of a thread that
+ * is gone (it held nothing when it went: a hold never outlives a post), or
+ * a new one. NULL: no memory.
+ */
+static struct lc_link_hazard *hazard_new(struct lc_links *t)
+{
+	pid_t self = (pid_t)syscall(SYS_gettid), pid = getpid();
+	struct lc_link_hazard *h;
+
+	pthread_mutex_lock(&t->hz_lock);
+	for (h = t->hz; h != NULL; h = h->next) {
+		if (h->tid == 0 || (syscall(SYS_tgkill, pid, h->tid, 0) < 0 && errno == ESRCH))
+			break;
+	}
+	if (h == NULL) {
+		h = calloc(1, sizeof(*h));
+		if (h != NULL) {
+			h->next = t->hz;
+			t->hz = h;
+		}
+	}
+	if (h != NULL) {
+		h->tid = self;
+		if (pthread_setspecific(t->hz_key, h) != 0) {
+			h->tid = 0; /* free for another thread */
+			h = NULL;
+		}
+	}
+	pthread_mutex_unlock(&t->hz_lock);
+	return h;
+}
+
+/*
+ * wait_posters -- after @s's key or link changed: until no poster that may
+ * have seen the old one still holds @s (posting never blocks: short).
+ */
+static void wait_posters(struct lc_links *t, struct lc_link_slot *s)
+{
+	if (!t->hz_membarrier ||
+	    syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+		__atomic_thread_fence(__ATOMIC_SEQ_CST); /* (posters fenced themselves) */
+	pthread_mutex_lock(&t->hz_lock);
+	for (struct lc_link_hazard *h = t->hz; h != NULL; h = h->next) {
+		for (unsigned spins = 0; __atomic_load_n(&h->held, __ATOMIC_ACQUIRE) == s;
+		     spins++) {
+			if (spins < 256)
+				lc_cpu_relax();
+			else
+				sched_yield();
+		}
+	}
+	pthread_mutex_unlock(&t->hz_lock);
 }
 
 /* displacement -- how far slot @i is from the home of the node it holds. */
@@ -122,15 +198,13 @@ struct fab_link *lc_links_set(struct lc_links *t, uint32_t node, struct fab_link
 		}
 	}
 	old = __atomic_exchange_n(&s->link, link, __ATOMIC_SEQ_CST);
-	/*
-	 * A poster that loaded @old counted itself in users first (seq_cst
-	 * both sides): wait until it has posted.
-	 */
-	wait_users(s);
+	/* a poster that loaded @old named @s in its record first: wait until it has posted */
+	if (old != NULL)
+		wait_posters(t, s);
 	if (link == NULL) {
 		/*
 		 * Free the slot: the tombstone keeps the generation. A poster that
-		 * counts itself from now on sees the key changed and loads no link;
+		 * names the slot from now on sees the key changed and loads no link;
 		 * one that saw it unchanged loaded NULL (stored above).
 		 */
 		__atomic_store_n(&s->key, (uint64_t)KEY_GEN(key) << 32, __ATOMIC_SEQ_CST);
@@ -140,38 +214,46 @@ struct fab_link *lc_links_set(struct lc_links *t, uint32_t node, struct fab_link
 	return old;
 }
 
-struct fab_link *lc_links_hold(struct lc_links *t, uint32_t node, struct lc_link_slot **slot)
+int lc_links_hold(struct lc_links *t, uint32_t node, struct fab_link **link,
+                  struct lc_link_hazard **hz)
 {
+	struct lc_link_hazard *h;
 	struct lc_link_slot *s;
 	uint64_t key = 0;
 
-	*slot = NULL;
+	*link = NULL;
+	*hz = NULL;
 	if (node == 0)
-		return NULL; /* (no node's id: it would name the free slots) */
+		return 0; /* (no node's id: it would name the free slots) */
 	s = find(t, node, &key);
-	*slot = s;
 	if (s == NULL)
-		return NULL;
-	/* counted before the loads: pairs with lc_links_set() (seq_cst both sides) */
-	__atomic_add_fetch(&s->users, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&s->key, __ATOMIC_SEQ_CST) != key)
-		return NULL; /* freed or given to another node since: no link through it */
-	return __atomic_load_n(&s->link, __ATOMIC_SEQ_CST);
-}
-
-void lc_links_release(struct lc_link_slot *slot)
-{
-	if (slot != NULL)
-		__atomic_sub_fetch(&slot->users, 1, __ATOMIC_RELEASE);
+		return 0;
+	h = pthread_getspecific(t->hz_key);
+	if (h == NULL && (h = hazard_new(t)) == NULL)
+		return -ENOMEM;
+	*hz = h;
+	/* named before the loads: pairs with wait_posters()'s barrier */
+	if (t->hz_membarrier) {
+		__atomic_store_n(&h->held, s, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* the store stays before the loads */
+	} else {
+		__atomic_store_n(&h->held, s, __ATOMIC_SEQ_CST);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	}
+	if (__atomic_load_n(&s->key, __ATOMIC_ACQUIRE) != key)
+		return 0; /* freed or given to another node since: no link through it */
+	*link = __atomic_load_n(&s->link, __ATOMIC_ACQUIRE);
+	return 0;
 }
 
 int lc_links_has(struct lc_links *t, uint32_t node)
 {
+	struct lc_link_hazard *h;
 	struct fab_link *link;
-	struct lc_link_slot *s;
 
-	link = lc_links_hold(t, node, &s);
-	lc_links_release(s);
+	if (lc_links_hold(t, node, &link, &h) != 0)
+		return find(t, node, &(uint64_t){0}) != NULL; /* (no record: a snapshot anyway) */
+	lc_links_release(h);
 	return link != NULL;
 }
 

@@ -14,31 +14,38 @@
  * Each slot's key is generation-checked: key = generation << 32 | node,
  * where the generation grows every time the slot is given to a node; a
  * tombstone keeps its generation with node 0, and a never-used slot is 0.
- * A poster finds the slot whose key names its node, counts itself in the
- * slot's users, then loads the key again: only if it is unchanged (same
- * node, same generation) does it load the link. Whoever replaces or
+ *
+ * Posters share no counter. Each posting thread has a hazard record of its
+ * own (made on its first post through this table, reused after the thread
+ * is gone): a poster finds the slot whose key names its node, names the
+ * slot in its record, then loads the key again: only if it is unchanged
+ * (same node, same generation) does it load the link. Whoever replaces or
  * removes a link (the progress thread, or setup) stores the new pointer,
- * or NULL and then the tombstone, and then waits until no poster that may
- * have loaded the old one is left, before the old link may be closed.
- * Both sides use sequentially consistent operations, so either the poster
- * sees the new key or pointer, or the remover sees the poster. A poster
- * therefore never uses a link through a slot that was re-keyed under it:
- * it sees the change and gets NULL (the node had no link at some moment
- * of its lookup). Slots themselves are never freed (the table is part of
- * the manager).
+ * or NULL and then the tombstone, makes every thread of the process pass
+ * a full barrier (membarrier(2), expedited: the poster's side is then two
+ * plain stores), and waits until no record names the slot before the old
+ * link may be closed. So either the poster sees the new key or pointer, or
+ * the remover sees the poster: a poster never uses a link through a slot
+ * that was re-keyed under it (it gets NULL: the node had no link at some
+ * moment of its lookup). Without membarrier(2) posters store their record
+ * with a full barrier instead. Slots themselves are never freed (the table
+ * is part of the manager).
  *
  * A lookup probes at most max_probe + 1 slots (the longest displacement
  * of a node present, kept by the writer), so a lookup of an absent node
  * stays short however many tombstones there are.
  *
  * Thread safety: lc_links_hold() / lc_links_release() and lc_links_has() are MT-safe and
- * lock-free; lc_links_set() is called by one thread at a time (the
- * progress thread, or init/fini).
+ * lock-free once the thread has its record (its first hold takes the
+ * records' lock); a thread holds one slot at a time. lc_links_set() is
+ * called by one thread at a time (the progress thread, or init/fini).
  */
 #ifndef LOCO_LC_LINKS_H
 #define LOCO_LC_LINKS_H
 
+#include <pthread.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "fabric/fabric.h"
 
@@ -46,15 +53,35 @@
 
 struct lc_link_slot {
 	uint64_t key;          /* atomic: generation << 32 | node; node 0: free (0: never used) */
-	int users;             /* atomic: posters between lc_links_hold() and release */
 	struct fab_link *link; /* atomic; NULL: no link now */
+};
+
+/* lc_link_hazard -- one posting thread's record: the slot it holds now. */
+struct lc_link_hazard {
+	struct lc_link_slot *held;   /* atomic; written by its thread only; NULL: none */
+	pid_t tid;                   /* the thread it is for (records' lock); 0: free */
+	struct lc_link_hazard *next; /* every record (records' lock) */
 };
 
 struct lc_links {
 	struct lc_link_slot slot[LC_LINK_SLOTS];
 	uint32_t max_probe; /* atomic: the longest displacement of a node present */
 	uint32_t nodes;     /* nodes present (the writer's) */
+	/* posters' hazard records (links.c) */
+	pthread_key_t hz_key; /* a thread's record */
+	pthread_mutex_t hz_lock;
+	struct lc_link_hazard *hz; /* hz_lock; records are freed only by lc_links_fini() */
+	int hz_membarrier;         /* membarrier(2) expedited works: posters need no fence */
 };
+
+/*
+ * lc_links_init -- an empty table (@t zeroed). 0; -EAGAIN when no
+ * pthread key is left (PTHREAD_KEYS_MAX).
+ */
+int lc_links_init(struct lc_links *t);
+
+/* lc_links_fini -- after every link was removed and no thread posts any more. */
+void lc_links_fini(struct lc_links *t);
 
 /*
  * lc_links_set -- @link is @node's link now (NULL: none). Returns the
@@ -68,15 +95,21 @@ struct fab_link *lc_links_set(struct lc_links *t, uint32_t node, struct fab_link
 
 /*
  * lc_links_hold -- @node's link, held for posting (fab_post_now(),
- * fab_post(), as often as needed, never blocking), or NULL when there is
- * none (-ENOTCONN). *@slot gets what lc_links_release() gives back, which
+ * fab_post(), as often as needed, never blocking), in *@link, or NULL
+ * when there is none. *@hz gets what lc_links_release() gives back, which
  * it must, also after NULL: until then lc_links_set() waits before it
- * hands a replaced link to its closer.
+ * hands a replaced link to its closer. 0; -ENOMEM when this thread's
+ * first hold found no memory for its record (nothing held).
  */
-struct fab_link *lc_links_hold(struct lc_links *t, uint32_t node, struct lc_link_slot **slot);
+int lc_links_hold(struct lc_links *t, uint32_t node, struct fab_link **link,
+                  struct lc_link_hazard **hz);
 
 /* lc_links_release -- the end of an lc_links_hold() (NULL: nothing held). */
-void lc_links_release(struct lc_link_slot *slot);
+static inline void lc_links_release(struct lc_link_hazard *hz)
+{
+	if (hz != NULL)
+		__atomic_store_n(&hz->held, NULL, __ATOMIC_RELEASE);
+}
 
 /* lc_links_has -- whether @node has a link now (a snapshot). */
 int lc_links_has(struct lc_links *t, uint32_t node);

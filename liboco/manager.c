@@ -123,6 +123,8 @@ static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 	ret = lc_pollers_init(&m->pollers, wake_fn, m, &m->progress);
 	if (ret == 0)
 		ret = lc_ack_table_init(&m->acks, 4096);
+	if (ret == 0 && (ret = lc_links_init(&m->links)) != 0)
+		lc_ack_table_fini(&m->acks);
 	if (ret) {
 		lc_pollers_fini(m->pollers);
 		lc_view_fini(m);
@@ -170,7 +172,8 @@ static void manager_free(loco_manager_t *m)
 	if (m->evfd >= 0)
 		close(m->evfd);
 	fab_close(m->fab);
-	lc_wait_fini(&m->wait); /* the progress thread, its only reader, has stopped */
+	lc_links_fini(&m->links); /* no link is left: lc_links_hold() finds no slot */
+	lc_wait_fini(&m->wait);   /* the progress thread, its only reader, has stopped */
 	lc_ack_table_fini(&m->acks);
 	lc_pollers_fini(m->pollers);
 	lc_mem_fini(m);

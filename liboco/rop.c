@@ -109,7 +109,7 @@ static int post(loco_region_t *local, const loco_rref_t *remote, struct fab_wr *
 	loco_channel_t *ch = local->obj->ch;
 	loco_manager_t *m = ch->m;
 	struct lc_peer *fenced = fence_take(ch, remote->node);
-	struct lc_link_slot *slot;
+	struct lc_link_hazard *hz;
 	struct fab_link *link;
 	int ret, status, ran = 0, attached = 0;
 
@@ -120,7 +120,9 @@ static int post(loco_region_t *local, const loco_rref_t *remote, struct fab_wr *
 	ret = lc_ack_keys_check(&m->acks, acks, nacks); /* as the attach below would */
 	if (ret)
 		goto err_untake;
-	link = lc_links_hold(&m->links, remote->node, &slot); /* one lookup for both tries */
+	ret = lc_links_hold(&m->links, remote->node, &link, &hz); /* one lookup for both tries */
+	if (ret)
+		goto err_untake;
 	ret = link != NULL ? fab_post_now(link, wr, &status) : -ENOTCONN;
 	if (ret == 0) {
 		ran = 1;
@@ -137,7 +139,7 @@ static int post(loco_region_t *local, const loco_rref_t *remote, struct fab_wr *
 		if (ret != 0 && attached)
 			lc_ack_detach_n(&m->acks, acks, nacks, wr->wrid);
 	}
-	lc_links_release(slot);
+	lc_links_release(hz);
 	if (ran)
 		executed(m, remote->node, status, acks, nacks); /* (not holding the link) */
 	if (ret == 0)

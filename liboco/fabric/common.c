@@ -80,12 +80,6 @@ static int stub_poll(struct fab *f, struct fab_wc *wc, int max)
 	return -EOPNOTSUPP;
 }
 
-static int stub_post_now(struct fab_link *l, const struct fab_wr *wr, int *status)
-{
-	(void)l, (void)wr, (void)status;
-	return -EWOULDBLOCK; /* the provider completes everything through its queue */
-}
-
 static int stub_post(struct fab_link *l, const struct fab_wr *wr, int n)
 {
 	(void)l, (void)wr, (void)n;
@@ -150,7 +144,7 @@ void fab_ops_fill(struct fab_ops *dst, const struct fab_ops *src)
 	    .progress = src->progress ? src->progress : stub_progress,
 	    .wait = src->wait ? src->wait : stub_wait,
 	    .wait_fd = src->wait_fd ? src->wait_fd : stub_fab,
-	    .post_now = src->post_now ? src->post_now : stub_post_now,
+	    .post_now = src->post_now, /* NULL: fab_post_now() says -EWOULDBLOCK itself */
 	};
 }
 

@@ -41,6 +41,7 @@
 #ifndef LOCO_FABRIC_H
 #define LOCO_FABRIC_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -208,6 +209,7 @@ struct fab_ops {
 	int (*progress)(struct fab *fab, int64_t timeout_ns);
 	int (*wait)(struct fab *fab, int timeout_ms);
 	int (*wait_fd)(struct fab *fab);
+	/* NULL: the provider never executes at post time (fab_post_now()) */
 	int (*post_now)(struct fab_link *link, const struct fab_wr *wr, int *status);
 };
 
@@ -350,7 +352,9 @@ static inline int fab_post(struct fab_link *link, const struct fab_wr *wr, int n
  */
 static inline int fab_post_now(struct fab_link *link, const struct fab_wr *wr, int *status)
 {
-	return link->fab->ops->post_now(link, wr, status);
+	int (*now)(struct fab_link *, const struct fab_wr *, int *) = link->fab->ops->post_now;
+
+	return now != NULL ? now(link, wr, status) : -EWOULDBLOCK; /* (tcp, verbs: no call) */
 }
 
 /* fab_post_recv -- post @n receive buffers on @link. 0, -EINVAL, -EAGAIN. */

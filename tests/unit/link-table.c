@@ -14,7 +14,11 @@
  *   concurrent      2 posters hold and release links of ids that collide
  *                   (same home slot) while the writer links, unlinks and
  *                   re-keys their slots: a poster never gets another
- *                   node's link, nor one the writer has closed
+ *                   node's link, nor one the writer has closed; with
+ *                   membarrier(2) (posters store their record plainly) and
+ *                   without (posters fence)
+ *   records_reused  a posting thread's hazard record serves the next thread
+ *                   once it is gone: 200 threads in turn leave one record
  *
  * Thread safety: the table's rules (links.h): one writer, posters on any thread.
  */
@@ -28,6 +32,7 @@
 
 #include <cmocka.h>
 
+#include "clock.h"
 #include "links.h"
 
 #define IDS       4000u
@@ -47,14 +52,30 @@ static struct lc_links *table_new(void)
 	struct lc_links *t = calloc(1, sizeof(*t));
 
 	assert_non_null(t);
+	assert_int_equal(lc_links_init(t), 0);
 	return t;
+}
+
+static void table_free(struct lc_links *t)
+{
+	lc_links_fini(t);
+	free(t);
+}
+
+/* hold -- lc_links_hold()'s link (it must not fail here); *@hz for the release. */
+static struct fab_link *hold(struct lc_links *t, uint32_t node, struct lc_link_hazard **hz)
+{
+	struct fab_link *l;
+
+	assert_int_equal(lc_links_hold(t, node, &l, hz), 0);
+	return l;
 }
 
 static void distinct_ids(void **state)
 {
 	struct lc_links *t = table_new();
 	static struct fake f[IDS + 1];
-	struct lc_link_slot *s;
+	struct lc_link_hazard *s;
 
 	(void)state;
 	for (uint32_t id = 1; id <= IDS; id++) {
@@ -64,10 +85,10 @@ static void distinct_ids(void **state)
 			assert_ptr_equal(lc_links_set(t, id - AT_ONCE, NULL),
 			                 &f[id - AT_ONCE].link);
 		for (uint32_t k = id > AT_ONCE ? id - AT_ONCE + 1 : 1; k <= id; k += 37) {
-			assert_ptr_equal(lc_links_hold(t, k, &s), &f[k].link);
+			assert_ptr_equal(hold(t, k, &s), &f[k].link);
 			lc_links_release(s);
 		}
-		assert_ptr_equal(lc_links_hold(t, id, &s), &f[id].link);
+		assert_ptr_equal(hold(t, id, &s), &f[id].link);
 		lc_links_release(s);
 		if (id > AT_ONCE)
 			assert_false(lc_links_has(t, id - AT_ONCE));
@@ -79,31 +100,31 @@ static void distinct_ids(void **state)
 	assert_int_equal(t->max_probe, 0);
 	assert_false(lc_links_has(t, 1));
 	assert_false(lc_links_has(t, IDS));
-	free(t);
+	table_free(t);
 }
 
 static void incarnations(void **state)
 {
 	struct lc_links *t = table_new();
 	struct fake a = {.node = 7}, b = {.node = 7};
-	struct lc_link_slot *s;
+	struct lc_link_hazard *s;
 
 	(void)state;
 	for (int i = 0; i < 10000; i++) {
 		struct fake *now = i % 2 ? &b : &a;
 
 		assert_null(lc_links_set(t, 7, &now->link));
-		assert_ptr_equal(lc_links_hold(t, 7, &s), &now->link);
+		assert_ptr_equal(hold(t, 7, &s), &now->link);
 		lc_links_release(s);
 		/* a neighbour comes and goes too, so slots are re-keyed between ids */
 		assert_null(lc_links_set(t, 7 + LC_LINK_SLOTS, &a.link));
 		assert_ptr_equal(lc_links_set(t, 7, NULL), &now->link);
-		assert_null(lc_links_hold(t, 7, &s));
+		assert_null(hold(t, 7, &s));
 		lc_links_release(s);
 		assert_ptr_equal(lc_links_set(t, 7 + LC_LINK_SLOTS, NULL), &a.link);
 	}
 	assert_int_equal(t->nodes, 0);
-	free(t);
+	table_free(t);
 }
 
 static void probe_bound(void **state)
@@ -135,14 +156,14 @@ static void probe_bound(void **state)
 		assert_null(lc_links_set(t, ids[i], &f[i].link));
 	}
 	for (uint32_t i = 0; i < AT_ONCE; i++) {
-		struct lc_link_slot *s;
+		struct lc_link_hazard *s;
 
-		assert_ptr_equal(lc_links_hold(t, ids[i], &s), &f[i].link);
+		assert_ptr_equal(hold(t, ids[i], &s), &f[i].link);
 		lc_links_release(s);
 	}
 	/* 257 nodes in 1,024 slots: runs stay short, tombstones or not */
 	assert_true(t->max_probe < 64);
-	free(t);
+	table_free(t);
 }
 
 /* ---- concurrent: posters against a writer that re-keys slots ---------------------- */
@@ -161,14 +182,20 @@ static void *poster(void *arg)
 
 	for (unsigned i = 0; !__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE); i++) {
 		uint32_t id = c->ids[i % COLLIDERS];
-		struct lc_link_slot *s;
-		struct fab_link *l = lc_links_hold(c->t, id, &s);
+		struct lc_link_hazard *s;
+		struct fab_link *l;
 
+		if (lc_links_hold(c->t, id, &l, &s) != 0) {
+			wrong++; /* (no record: cmocka cannot fail from this thread) */
+			continue;
+		}
 		if (l != NULL) {
 			struct fake *f = (struct fake *)l;
 
 			held++;
-			/* ours, and not closed while held */
+			/* ours, and not closed while held (a while: a post takes time) */
+			for (unsigned k = 0; k < i % 64; k++)
+				lc_cpu_relax();
 			if (f->node != id || __atomic_load_n(&f->closed, __ATOMIC_SEQ_CST))
 				wrong++;
 		}
@@ -190,14 +217,18 @@ static void churn(struct lc_links *t, struct fake *f, int twice)
 	}
 }
 
-static void concurrent(void **state)
+static void concurrent_run(int membarrier)
 {
 	static struct fake f[COLLIDERS];
 	struct conc c = {.t = table_new()};
 	const uint32_t half = COLLIDERS / 2;
 	pthread_t th[2];
 
-	(void)state;
+	if (!membarrier)
+		c.t->hz_membarrier = 0; /* as on a kernel without it */
+	else if (!c.t->hz_membarrier)
+		skip(); /* (this kernel has no membarrier(2)) */
+	memset(f, 0, sizeof(f));
 	for (uint32_t i = 0; i < COLLIDERS; i++) {
 		c.ids[i] = 5 + i * LC_LINK_SLOTS; /* one home slot for all */
 		f[i].node = c.ids[i];
@@ -223,20 +254,77 @@ static void concurrent(void **state)
 	__atomic_store_n(&c.stop, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
-	print_message("concurrent: %lu holds found a link, %lu wrong\n", c.held, c.wrong);
+	print_message("concurrent (%s): %lu holds found a link, %lu wrong\n",
+	              membarrier ? "membarrier" : "fences", c.held, c.wrong);
 	assert_int_equal(c.wrong, 0);
 	assert_true(c.held > 0);
 	assert_int_equal(c.t->nodes, half);
-	free(c.t);
+	table_free(c.t);
+}
+
+static void concurrent(void **state)
+{
+	(void)state;
+	concurrent_run(1);
+}
+
+static void concurrent_fences(void **state)
+{
+	(void)state;
+	concurrent_run(0);
+}
+
+struct one_hold {
+	struct lc_links *t;
+	struct lc_link_hazard *hz;
+};
+
+static void *one_hold(void *arg)
+{
+	struct one_hold *o = arg;
+	struct fab_link *l = NULL;
+
+	if (lc_links_hold(o->t, 9, &l, &o->hz) == 0 && l != NULL)
+		lc_links_release(o->hz);
+	else
+		o->hz = NULL;
+	return NULL;
+}
+
+static void records_reused(void **state)
+{
+	struct lc_links *t = table_new();
+	struct fake f = {.node = 9};
+	struct lc_link_hazard *first = NULL;
+	unsigned records = 0;
+
+	(void)state;
+	assert_null(lc_links_set(t, 9, &f.link));
+	for (int i = 0; i < 200; i++) {
+		struct one_hold o = {.t = t};
+		pthread_t th;
+
+		assert_int_equal(pthread_create(&th, NULL, one_hold, &o), 0);
+		assert_int_equal(pthread_join(th, NULL), 0);
+		assert_non_null(o.hz);
+		if (first == NULL)
+			first = o.hz;
+		/* joined, so gone: the next thread takes the same record */
+		assert_ptr_equal(o.hz, first);
+	}
+	for (struct lc_link_hazard *h = t->hz; h != NULL; h = h->next)
+		records++;
+	assert_int_equal(records, 1);
+	assert_ptr_equal(lc_links_set(t, 9, NULL), &f.link);
+	table_free(t);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(distinct_ids),
-	    cmocka_unit_test(incarnations),
-	    cmocka_unit_test(probe_bound),
-	    cmocka_unit_test(concurrent),
+	    cmocka_unit_test(distinct_ids),      cmocka_unit_test(incarnations),
+	    cmocka_unit_test(probe_bound),       cmocka_unit_test(concurrent),
+	    cmocka_unit_test(concurrent_fences), cmocka_unit_test(records_reused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
