@@ -68,7 +68,7 @@ void shm_bell(struct shm_link *l)
 	if (write(l->peer_bell, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		lc_log_debug("shm: link %u: cannot ring the peer: %s", l->base.id, strerror(errno));
 	__atomic_add_fetch(&l->pbell->rings, 1,
-	                   __ATOMIC_RELEASE); /* after the write: clear_bell() */
+	                   __ATOMIC_RELEASE); /* after the write: clear_wake() in ../swcq.c */
 }
 
 /* shm_rnr_bell -- wake the peer's thread if it has requests waiting for our RECVs or ring room. */
