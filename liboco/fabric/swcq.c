@@ -190,6 +190,13 @@ int fab_swcq_poll(struct fab_swcq *cq, struct fab_wc *wc, int max)
 	return n;
 }
 
+void fab_swcq_disarm(struct fab_swcq *cq)
+{
+	__atomic_store_n(&cq->waiting, 0, __ATOMIC_RELAXED);
+	if (cq->mirror != NULL)
+		__atomic_store_n(cq->mirror, 0, __ATOMIC_RELAXED);
+}
+
 int fab_swcq_arm(struct fab_swcq *cq)
 {
 	uint64_t v;
@@ -198,9 +205,7 @@ int fab_swcq_arm(struct fab_swcq *cq)
 		return -errno;
 	announce(cq);
 	if (anything_ready(cq)) {
-		__atomic_store_n(&cq->waiting, 0, __ATOMIC_RELAXED);
-		if (cq->mirror != NULL)
-			__atomic_store_n(cq->mirror, 0, __ATOMIC_RELAXED);
+		fab_swcq_disarm(cq);
 		return -EAGAIN;
 	}
 	return 0;

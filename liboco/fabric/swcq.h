@@ -47,7 +47,7 @@ struct fab_swcq_attr {
 	uint32_t *rung;
 	/* a copy of the armed flag that others read (shm: the fab page's waiting); NULL: none */
 	uint32_t *mirror;
-	/* after announcing: whether the poller has more than the ring to take; NULL: nothing */
+	/* arm and wait, after announcing: whether the poller has more than the ring to take */
 	int (*ready)(void *arg);
 	void *arg;
 };
@@ -144,6 +144,13 @@ int fab_swcq_arm(struct fab_swcq *cq);
  * -ETIMEDOUT, -errno.
  */
 int fab_swcq_wait(struct fab_swcq *cq, int timeout_ms);
+
+/*
+ * fab_swcq_disarm -- lower the armed flag: the provider, after
+ * fab_swcq_arm() returned 0, found work of its own (tcp: an accepted link,
+ * which its fab_arm() reports and its fab_wait() does not).
+ */
+void fab_swcq_disarm(struct fab_swcq *cq);
 
 /* fab_swcq_wait_fd -- fab_wait_fd(): the eventfd. */
 static inline int fab_swcq_wait_fd(const struct fab_swcq *cq)

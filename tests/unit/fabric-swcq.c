@@ -187,6 +187,11 @@ static void arm__ready_hook_and_mirror(void **state)
 	assert_int_equal(mirror, 1);
 	assert_true(fab_swcq_wake(&cq));
 	assert_int_equal(rung, 1); /* the provider's counter, not the queue's own */
+	assert_int_equal(fab_swcq_arm(&cq), 0);
+	fab_swcq_disarm(&cq); /* the provider found work of its own after arming */
+	assert_int_equal(mirror, 0);
+	assert_false(fab_swcq_wake(&cq));
+	assert_int_equal(rung, 1);
 	fab_swcq_fini(&cq);
 }
 

@@ -44,12 +44,6 @@ static int tcp_listen(struct tcp_fab *f, const char *where)
 
 static void tcp_close(struct fab *fab);
 
-/* accept_ready -- the CQ's ready(): a poller blocked on the wait fd takes accepted links too. */
-static int accept_ready(void *arg)
-{
-	return fab_acceptq_ready(&((struct tcp_fab *)arg)->acceptq);
-}
-
 static int tcp_open(const struct fab_attr *attr, struct fab **out)
 {
 	struct tcp_fab *f;
@@ -98,9 +92,9 @@ static int tcp_open(const struct fab_attr *attr, struct fab **out)
 	/* far below the dead-peer bound, which a held ACK must never reach */
 	if (f->ack_delay_ns > (uint64_t)f->base.attr.timeout_ms * 250000ull)
 		f->ack_delay_ns = (uint64_t)f->base.attr.timeout_ms * 250000ull;
-	ret = fab_swcq_init(
-	    &f->cq, &(struct fab_swcq_attr){
-	                .name = "tcp", .depth = attr->cq_depth, .ready = accept_ready, .arg = f});
+	/* one producer at a time (the NIC role), no lock */
+	ret =
+	    fab_swcq_init(&f->cq, &(struct fab_swcq_attr){.name = "tcp", .depth = attr->cq_depth});
 	if (ret)
 		goto err_close;
 	if (attr->flags & FAB_ATTR_KEYS_GIVEN) {
@@ -182,9 +176,22 @@ static int tcp_poll(struct fab *fab, struct fab_wc *wc, int max)
 	return fab_swcq_poll(&to_tcp_fab(fab)->cq, wc, max);
 }
 
+/*
+ * tcp_arm -- fab_arm(): -EAGAIN for an accepted link too (the poller blocked
+ * on the wait fd takes them: tcp_cq_wake() after the push). Checked after
+ * the arm announced: pairs with the fence in fab_swcq_wake(). fab_wait()
+ * waits for completions only, as on verbs.
+ */
 static int tcp_arm(struct fab *fab)
 {
-	return fab_swcq_arm(&to_tcp_fab(fab)->cq);
+	struct tcp_fab *f = to_tcp_fab(fab);
+	int ret = fab_swcq_arm(&f->cq);
+
+	if (ret == 0 && fab_acceptq_ready(&f->acceptq)) {
+		fab_swcq_disarm(&f->cq);
+		ret = -EAGAIN;
+	}
+	return ret;
 }
 
 static int tcp_wait(struct fab *fab, int timeout_ms)
