@@ -7,8 +7,11 @@
  * one-shot arm, as ibv_req_notify_cq(). Producers push and then wake;
  * the poller polls, arms, waits. The provider keeps only what differs:
  * how many producers (set at init), what else makes the poller ready
- * (accepted links, links to walk), and where the wake-up counter lives
- * (shm: on a page peers ring too).
+ * (shm: accepted links and links to walk, a ready() hook that arm and
+ * wait consult; tcp: accepted links, which its own arm checks after
+ * fab_swcq_arm() and undoes with fab_swcq_disarm()), and where the
+ * wake-up counter and the armed flag live (shm: on pages its peers read
+ * and ring too).
  *
  * The wake-up protocol. The poller announces (waiting = 1), a full fence,
  * then looks at the ring and the provider's ready(); a producer publishes

@@ -10,14 +10,11 @@
  */
 #include <errno.h>
 #include <linux/futex.h>
-#include <poll.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../../clock.h"
-#include "../../log.h"
 #include "shm.h"
 
 /*
