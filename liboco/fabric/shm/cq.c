@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * cq.c -- the bottom layer of the shm provider: the producer side of a
- * fab's completion queue and the bells. Posting threads, the poller and
- * the provider thread push completions into the CQ ring (cq_lock; every
- * request and RECV took a credit for its entry, so it never overflows)
- * and wake this fab's poller (its wait fd, an eventfd that peers ring
- * too: the doorbell) and drivers (the bell page's futex). A poster rings
- * a peer's bells: its doorbell when its poller sleeps, its bell page when
- * a driver of its waits for landings, its progress bell when it has
- * requests waiting for our RECVs or ring room. The consumer side
- * (fab_poll(), arm, wait, fab_progress()) is poll.c's. Calls no other
- * file of the provider.
+ * cq.c -- the bottom layer of the shm provider: the bells. Posting
+ * threads, the poller and the provider thread push completions into the
+ * fab's CQ (../swcq.c, many producers; every request and RECV took a
+ * credit for its entry, so it never overflows) and wake this fab's poller
+ * (the CQ's wait fd, an eventfd that peers ring too: the doorbell) and
+ * drivers (the bell page's futex). A poster rings a peer's bells: its
+ * doorbell when its poller sleeps, its bell page when a driver of its
+ * waits for landings, its progress bell when it has requests waiting for
+ * our RECVs or ring room. The consumer side (fab_poll(), arm, wait,
+ * fab_progress()) is poll.c's. Calls no other file of the provider.
  */
 #include <errno.h>
 #include <limits.h>
@@ -22,30 +21,6 @@
 #include "../../log.h"
 #include "shm.h"
 
-void shm_cq_push(struct shm_fab *f, struct shm_link *l, uint64_t wrid, int opcode, int status,
-                 uint32_t len, uint32_t imm, int has_imm)
-{
-	struct fab_wc *wc;
-	uint64_t tail;
-
-	pthread_spin_lock(&f->cq_lock);
-	tail = f->cq_tail;
-	wc = &f->cq[tail & f->cq_mask];
-	*wc = (struct fab_wc){
-	    .wrid = wrid,
-	    .link_ctx = __atomic_load_n(&l->base.ctx, __ATOMIC_RELAXED),
-	    .status = status,
-	    .len = len,
-	    .imm = imm,
-	    .link_id = l->base.id,
-	    .opcode = (uint8_t)opcode,
-	    .has_imm = (uint8_t)has_imm,
-	};
-	/* pairs with the acquire load of cq_tail in shm_poll() */
-	__atomic_store_n(&f->cq_tail, tail + 1, __ATOMIC_RELEASE);
-	pthread_spin_unlock(&f->cq_lock);
-}
-
 /* bell_wake -- wake the drivers sleeping on @b's seq (FUTEX_WAKE on the shared page). */
 static void bell_wake(struct shm_bpage *b)
 {
@@ -54,13 +29,7 @@ static void bell_wake(struct shm_bpage *b)
 
 void shm_cq_wake(struct shm_fab *f)
 {
-	uint64_t one = 1;
-
-	if (__atomic_load_n(&f->poll_waiting, __ATOMIC_SEQ_CST)) {
-		if (write(f->cq_evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-			lc_log_warn("shm: cannot wake the poller: %s", strerror(errno));
-		__atomic_add_fetch(&f->bpage->rings, 1, __ATOMIC_RELEASE); /* after the write */
-	}
+	fab_swcq_wake(&f->cq); /* the poller, if armed: it bumps bpage->rings after the write */
 	/*
 	 * A driver of this fab sleeps (fab_progress()) while another thread
 	 * made completions: wake it. Without a fence: a driver that missed
@@ -99,7 +68,7 @@ void shm_bell(struct shm_link *l)
 	if (write(l->peer_bell, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		lc_log_debug("shm: link %u: cannot ring the peer: %s", l->base.id, strerror(errno));
 	__atomic_add_fetch(&l->pbell->rings, 1,
-	                   __ATOMIC_RELEASE); /* after the write: clear_bell() */
+	                   __ATOMIC_RELEASE); /* after the write: clear_wake() in ../swcq.c */
 }
 
 /* shm_rnr_bell -- wake the peer's thread if it has requests waiting for our RECVs or ring room. */

@@ -241,7 +241,6 @@ static int shm_fab_open(const struct fab_attr *attr, struct fab **out)
 	struct shm_fab *f;
 	struct epoll_event ev;
 	const char *slow = getenv("LOCO_SHM_SLOW_WRITE");
-	uint32_t cq;
 	int ret;
 
 	if (attr->max_inline > 65536 || attr->sq_depth > 65536 || attr->rq_depth > SHM_RQ_MAX ||
@@ -250,7 +249,7 @@ static int shm_fab_open(const struct fab_attr *attr, struct fab **out)
 	f = calloc(1, sizeof(*f));
 	if (f == NULL)
 		return -ENOMEM;
-	f->lfd = f->port_fd = f->epfd = f->evfd = f->cq_evfd = f->rnr_evfd = f->fpage_fd = -1;
+	f->lfd = f->port_fd = f->epfd = f->evfd = f->rnr_evfd = f->fpage_fd = -1;
 	f->bpage_fd = -1;
 	f->base.attr = *attr;
 	f->uid = geteuid();
@@ -259,16 +258,7 @@ static int shm_fab_open(const struct fab_attr *attr, struct fab **out)
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_init(&f->drive_mu, NULL);
 	pthread_cond_init(&f->cond, NULL);
-	pthread_spin_init(&f->cq_lock, PTHREAD_PROCESS_PRIVATE);
 	fab_acceptq_init(&f->acceptq, &f->lock, &f->cond);
-	cq = fab_pow2_at_least(attr->cq_depth);
-	f->cq_mask = cq - 1;
-	f->cq_credits = cq;
-	f->cq = calloc(cq, sizeof(*f->cq));
-	if (f->cq == NULL) {
-		ret = -ENOMEM;
-		goto err_close;
-	}
 	if (attr->flags & FAB_ATTR_KEYS_GIVEN) {
 		/* stacked on verbs (auto): the device's keys, lkey and rkey apart */
 		ret = keytab_init_foreign(&f->kt, 2 * SHM_KEYS);
@@ -281,6 +271,14 @@ static int shm_fab_open(const struct fab_attr *attr, struct fab **out)
 		ret = make_fpage(f);
 	if (ret == 0)
 		ret = make_bpage(f);
+	if (ret == 0)
+		ret = fab_swcq_init(&f->cq, &(struct fab_swcq_attr){.name = "shm",
+		                                                    .depth = attr->cq_depth,
+		                                                    .flags = FAB_SWCQ_MP,
+		                                                    .rung = &f->bpage->rings,
+		                                                    .mirror = &f->fpage->waiting,
+		                                                    .ready = shm_ready,
+		                                                    .arg = f});
 	if (ret)
 		goto err_close;
 	/* the knob of the torn-read hunts; the tcp name works too (the test harness sets it) */
@@ -294,9 +292,8 @@ static int shm_fab_open(const struct fab_attr *attr, struct fab **out)
 		goto err_close;
 	f->epfd = epoll_create1(EPOLL_CLOEXEC);
 	f->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	f->cq_evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	f->rnr_evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (f->epfd < 0 || f->evfd < 0 || f->cq_evfd < 0 || f->rnr_evfd < 0) {
+	if (f->epfd < 0 || f->evfd < 0 || f->rnr_evfd < 0) {
 		ret = -errno;
 		goto err_close;
 	}
@@ -354,16 +351,13 @@ static void shm_fab_close(struct fab *fab)
 		close(f->epfd);
 	if (f->evfd >= 0)
 		close(f->evfd);
-	if (f->cq_evfd >= 0)
-		close(f->cq_evfd);
 	if (f->rnr_evfd >= 0)
 		close(f->rnr_evfd);
 	keytab_fini(&f->kt);
-	pthread_spin_destroy(&f->cq_lock);
 	pthread_cond_destroy(&f->cond);
 	pthread_mutex_destroy(&f->lock);
 	pthread_mutex_destroy(&f->drive_mu);
-	free(f->cq);
+	fab_swcq_fini(&f->cq);
 	free(f);
 }
 

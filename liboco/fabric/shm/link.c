@@ -159,7 +159,8 @@ static int announce(struct shm_link *l, uint32_t type)
 {
 	struct shm_fab *f = l->fab;
 	struct shm_msg m = {.magic = SHM_MAGIC, .version = SHM_VERSION, .type = type};
-	int fds[SHM_NFDS] = {f->fpage_fd, l->mine_fd, f->cq_evfd, f->rnr_evfd, f->bpage_fd};
+	int fds[SHM_NFDS] = {f->fpage_fd, l->mine_fd, fab_swcq_wait_fd(&f->cq), f->rnr_evfd,
+	                     f->bpage_fd};
 	int ret;
 
 	m.id = f->narenas; /* the ARENA messages that follow at once */

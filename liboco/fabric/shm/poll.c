@@ -1,69 +1,21 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * poll.c -- the consumer side of an shm fab's completion queue (its
- * producers and the bells are cq.c's): fab_poll(), which first walks the
+ * poll.c -- the consumer side of an shm fab (the bells are cq.c's, the
+ * CQ ring and its wait fd ../swcq.c's): fab_poll(), which first walks the
  * links to move peers' SEND records into posted RECVs and retry requests
  * waiting for a RECV at the peer (post.c), then takes the completions;
- * the wait fd (arm, wait, clearing the doorbell); fab_progress(), a
- * driver that walks the links and sleeps on the bell page; and the
+ * what else wakes a poller (accepted links, links with work); fab_progress(),
+ * a driver that walks the links and sleeps on the bell page; and the
  * provider thread's disarm of an idle fab.
  */
 #include <errno.h>
 #include <linux/futex.h>
-#include <poll.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../../clock.h"
-#include "../../log.h"
 #include "shm.h"
-
-/*
- * disarm -- the poller took completions after arming: clear the flags and
- * the wait fd. A ring that came meanwhile would leave the eventfd readable
- * for good (the core watches it level-triggered and arms again only when
- * nobody waits on an ack key), and every epoll_wait() of its progress
- * thread would return at once: a spin.
- */
-static void disarm(struct shm_fab *f)
-{
-	if (__atomic_load_n(&f->poll_waiting, __ATOMIC_RELAXED)) {
-		__atomic_store_n(&f->poll_waiting, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&f->fpage->waiting, 0, __ATOMIC_SEQ_CST);
-	}
-}
-
-/*
- * clear_bell -- the poller, not armed: clear the doorbell when it was rung
- * since we last cleared it (every ringer bumps bpage->rings after its
- * write). A ring that came after a poll took its completions, or from a
- * peer that saw the flag just before we lowered it, would otherwise leave
- * the eventfd readable for good: the core watches it level-triggered and
- * arms again (which clears it) only when nobody waits on an ack key, so
- * every epoll_wait() of its progress thread would return at once -- a
- * spin that took a core from the waiters (4 nodes on 2 cores: barrier
- * rounds of 3.2 ms under LOCO_WAIT=spin, 11 us without it).
- */
-static void clear_bell(struct shm_fab *f)
-{
-	uint32_t r = __atomic_load_n(&f->bpage->rings, __ATOMIC_ACQUIRE);
-	uint64_t v;
-
-	if (r == f->rings_seen || __atomic_load_n(&f->poll_waiting, __ATOMIC_RELAXED))
-		return;
-	f->rings_seen = r;
-	if (read(f->cq_evfd, &v, sizeof(v)) < 0) {
-		if (errno != EAGAIN)
-			lc_log_debug("shm: cannot clear the wait fd: %s", strerror(errno));
-		return;
-	}
-	/* fab_arm() in another thread armed meanwhile: what we took may be its wake-up */
-	if (__atomic_load_n(&f->poll_waiting, __ATOMIC_SEQ_CST) &&
-	    write(f->cq_evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		lc_log_warn("shm: cannot wake the poller: %s", strerror(errno));
-}
 
 /*
  * links_walk -- progress (or, with @check, test readiness of) every link;
@@ -93,87 +45,44 @@ static int links_walk(struct shm_fab *f, unsigned *busy, int check)
 int shm_poll(struct fab *fab, struct fab_wc *wc, int max)
 {
 	struct shm_fab *f = to_shm_fab(fab);
-	uint64_t head, tail;
-	int n = 0;
 
 	if (wc == NULL || max <= 0)
 		return -EINVAL;
 	links_walk(f, &f->poll_busy, 0);
-	head = __atomic_load_n(&f->cq_head, __ATOMIC_RELAXED);
-	tail = __atomic_load_n(&f->cq_tail, __ATOMIC_ACQUIRE);
-	for (; head != tail && n < max; head++, n++)
-		wc[n] = f->cq[head & f->cq_mask];
-	if (n) {
-		__atomic_store_n(&f->cq_head, head, __ATOMIC_RELEASE);
-		fab_credits_give(&f->cq_credits, n);
-		disarm(f); /* one-shot, as ibv_req_notify_cq() */
-	}
-	clear_bell(f);
-	return n;
+	return fab_swcq_poll(&f->cq, wc, max);
 }
 
 int shm_wait_fd(struct fab *fab)
 {
-	return to_shm_fab(fab)->cq_evfd;
+	return fab_swcq_wait_fd(&to_shm_fab(fab)->cq);
 }
 
-/* anything_ready -- after announcing the sleep: whether the poller should poll instead. */
-static int anything_ready(struct shm_fab *f)
+/*
+ * shm_ready -- the CQ's ready(), after it announced the sleep (the fab
+ * page's waiting raised, then a fence: pairs with the fence in shm_bell()):
+ * whether the poller should poll instead, for an accepted link or a link
+ * with records or deferred requests.
+ */
+int shm_ready(void *arg)
 {
-	return __atomic_load_n(&f->cq_head, __ATOMIC_RELAXED) !=
-	           __atomic_load_n(&f->cq_tail, __ATOMIC_ACQUIRE) ||
-	       fab_acceptq_ready(&f->acceptq) || links_walk(f, &f->poll_busy, 1);
-}
+	struct shm_fab *f = arg;
 
-static void announce(struct shm_fab *f)
-{
-	__atomic_store_n(&f->poll_waiting, 1, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&f->fpage->waiting, 1, __ATOMIC_SEQ_CST);
-	/* the flags, then the rings: pairs with the fence in shm_bell() */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return fab_acceptq_ready(&f->acceptq) || links_walk(f, &f->poll_busy, 1);
 }
 
 int shm_arm(struct fab *fab)
 {
-	struct shm_fab *f = to_shm_fab(fab);
-	uint64_t v;
-
-	if (read(f->cq_evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		return -errno;
-	announce(f);
-	if (anything_ready(f)) {
-		__atomic_store_n(&f->poll_waiting, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&f->fpage->waiting, 0, __ATOMIC_RELAXED);
-		return -EAGAIN;
-	}
-	return 0;
+	return fab_swcq_arm(&to_shm_fab(fab)->cq);
 }
 
 int shm_wait(struct fab *fab, int timeout_ms)
 {
-	struct shm_fab *f = to_shm_fab(fab);
-	struct pollfd pfd = {.fd = f->cq_evfd, .events = POLLIN};
-	uint64_t v;
-	int r;
-
-	announce(f);
-	if (anything_ready(f)) {
-		disarm(f);
-		return 0;
-	}
-	r = poll(&pfd, 1, timeout_ms);
-	disarm(f);
-	if (r > 0 && read(f->cq_evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		return -errno;
-	if (r == 0)
-		return -ETIMEDOUT;
-	return r < 0 && errno != EINTR ? -errno : 0;
+	return fab_swcq_wait(&to_shm_fab(fab)->cq, timeout_ms);
 }
 
 static int cq_ready(struct shm_fab *f)
 {
-	return __atomic_load_n(&f->cq_head, __ATOMIC_RELAXED) !=
-	       __atomic_load_n(&f->cq_tail, __ATOMIC_ACQUIRE);
+	return !fab_swcq_empty(&f->cq);
 }
 
 /* (out of line: the spinning driver's check below pushes no registers and loads no page) */

@@ -369,7 +369,7 @@ static void complete(struct shm_link *l, const struct fab_wr *wr, int ret)
 	if (ret == 0)
 		landed(l, wr);
 	if (ret == 0 && !(wr->flags & FAB_WR_SIGNALED))
-		fab_credits_give(&l->fab->cq_credits, 1);
+		fab_swcq_give_credit(&l->fab->cq, 1);
 	else
 		shm_cq_push(l->fab, l, wr->wrid, wr->opcode, ret, ret == 0 ? wr->len : 0, 0, 0);
 }
@@ -438,7 +438,7 @@ int shm_post(struct fab_link *link, const struct fab_wr *wr, int n)
 		pthread_spin_unlock(&l->post_lock);
 		return -EAGAIN;
 	}
-	if (!fab_credits_take(&f->cq_credits, n)) {
+	if (!fab_swcq_take_credit(&f->cq, n)) {
 		pthread_spin_unlock(&l->post_lock);
 		return -EAGAIN;
 	}
@@ -530,7 +530,7 @@ int shm_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, int n)
 		pthread_spin_unlock(&l->post_lock);
 		return -EAGAIN;
 	}
-	if (!fab_credits_take(&f->cq_credits, n)) {
+	if (!fab_swcq_take_credit(&f->cq, n)) {
 		pthread_spin_unlock(&l->post_lock);
 		return -EAGAIN;
 	}

@@ -47,6 +47,7 @@
 
 #include "../keytab.h"
 #include "../provider.h"
+#include "../swcq.h"
 
 #define SHM_KEYS        4096u /* regions per fab (published key table entries) */
 #define SHM_PROBE       8u    /* a key's entry is at its slot or one of the 7 after it */
@@ -251,7 +252,7 @@ struct shm_fab {
 	struct keytab kt; /* this fab's regions: lkeys and rkeys */
 	int lfd;          /* the unix listening socket */
 	int port_fd;      /* the TCP socket that reserves the port */
-	int epfd, evfd, cq_evfd;
+	int epfd, evfd;
 	int rnr_evfd; /* peers ring it when we wait for their RECVs: the thread progresses */
 	pthread_t thread;
 	int stop;
@@ -267,7 +268,6 @@ struct shm_fab {
 	uint32_t drive_seen;      /* under drive_mu: bpage->seq when the last driver looked */
 	uint64_t drive_ns; /* atomic: when a driver last ran, lc_coarse_ns() (the thread disarms) */
 	unsigned drive_busy; /* atomic: odd while a driver walks links[] */
-	uint32_t rings_seen; /* poll: bpage->rings when it last cleared the doorbell */
 
 	pthread_mutex_t lock; /* links[], arenas, the accept queue */
 	pthread_cond_t cond;
@@ -280,17 +280,13 @@ struct shm_fab {
 	unsigned narenas;
 	struct fab_ratelog refuse_log;
 
-	/* completion queue: many producers (cq_lock), one poller */
-	pthread_spinlock_t cq_lock;
-	struct fab_wc *cq;
-	uint32_t cq_mask;
-	uint64_t cq_head, cq_tail;
 	/* atomic: RECVs posted and not yet filled, and requests deferred, over every link: with
 	 * none, a walk of the links finds nothing to do (a spinning driver looks at the CQ alone,
-	 * on the line it reads anyway) */
+	 * on the line it reads anyway: the CQ's head and tail follow) */
 	uint64_t walk_work;
-	int64_t cq_credits;
-	int poll_waiting; /* atomic */
+	/* many producers (FAB_SWCQ_MP), one poller; its wait fd is our doorbell, its wake-up
+	 * counter the bell page's rings, its armed flag mirrored in the fab page's waiting */
+	struct fab_swcq cq;
 };
 
 /* shm_peer_gone -- whether the process behind @pfab died or closed its fab (glibc's lock word). */
@@ -319,12 +315,17 @@ static inline struct shm_fab *to_shm_fab(struct fab *f)
  *   poll.c  the CQ's consumer: fab_poll(), arm, wait, fab_progress() (post.c)
  *   post.c  the data path, delivery, a link taken down (msg.c, cq.c)
  *   msg.c   the socket: its name, the messages, the peer's arenas mapped
- *   cq.c    the CQ's producers, waking our poller and drivers, peers' bells
+ *   cq.c    waking our poller and drivers, peers' bells (the CQ itself: ../swcq.c)
  */
 
+/* shm_cq_push -- a completion of @l's into @f's CQ (a credit was taken for it). */
+static inline void shm_cq_push(struct shm_fab *f, struct shm_link *l, uint64_t wrid, int opcode,
+                               int status, uint32_t len, uint32_t imm, int has_imm)
+{
+	fab_swcq_push(&f->cq, &l->base, wrid, opcode, status, len, imm, has_imm);
+}
+
 /* cq.c */
-void shm_cq_push(struct shm_fab *f, struct shm_link *l, uint64_t wrid, int opcode, int status,
-                 uint32_t len, uint32_t imm, int has_imm);
 void shm_cq_wake(struct shm_fab *f);
 void shm_landed(struct shm_link *l);
 void shm_bell(struct shm_link *l);
@@ -350,6 +351,7 @@ void shm_link_fail(struct shm_link *l, int first_err, int err, const char *why);
 /* poll.c */
 int shm_poll(struct fab *fab, struct fab_wc *wc, int max);
 int shm_wait_fd(struct fab *fab);
+int shm_ready(void *arg);
 int shm_arm(struct fab *fab);
 int shm_wait(struct fab *fab, int timeout_ms);
 int shm_progress(struct fab *fab, int64_t timeout_ns);

@@ -49,7 +49,6 @@ static int tcp_open(const struct fab_attr *attr, struct fab **out)
 	struct tcp_fab *f;
 	struct epoll_event ev;
 	const char *slow = getenv("LOCO_TCP_SLOW_WRITE");
-	uint32_t cq;
 	int ret;
 
 	if (attr->max_inline > TCP_MAX_SEG || attr->sq_depth > 65536 || attr->rq_depth > 65536 ||
@@ -58,7 +57,7 @@ static int tcp_open(const struct fab_attr *attr, struct fab **out)
 	f = calloc(1, sizeof(*f));
 	if (f == NULL)
 		return -ENOMEM;
-	f->lfd = f->epfd = f->evfd = f->cq_evfd = f->load.fd = -1;
+	f->lfd = f->epfd = f->evfd = f->load.fd = -1;
 	f->base.attr = *attr;
 	fab_ops_fill(&f->ops, &fab_tcp_ops);
 	f->base.ops = &f->ops;
@@ -93,14 +92,11 @@ static int tcp_open(const struct fab_attr *attr, struct fab **out)
 	/* far below the dead-peer bound, which a held ACK must never reach */
 	if (f->ack_delay_ns > (uint64_t)f->base.attr.timeout_ms * 250000ull)
 		f->ack_delay_ns = (uint64_t)f->base.attr.timeout_ms * 250000ull;
-	cq = fab_pow2_at_least(attr->cq_depth);
-	f->cq_mask = cq - 1;
-	f->cq_credits = cq;
-	f->cq = calloc(cq, sizeof(*f->cq));
-	if (f->cq == NULL) {
-		ret = -ENOMEM;
+	/* one producer at a time (the NIC role), no lock */
+	ret =
+	    fab_swcq_init(&f->cq, &(struct fab_swcq_attr){.name = "tcp", .depth = attr->cq_depth});
+	if (ret)
 		goto err_close;
-	}
 	if (attr->flags & FAB_ATTR_KEYS_GIVEN) {
 		/* stacked (auto): another fab chose the keys, unguessable there */
 		ret = keytab_init_foreign(&f->kt, 2 * TCP_KEYS);
@@ -117,8 +113,7 @@ static int tcp_open(const struct fab_attr *attr, struct fab **out)
 		goto err_close;
 	f->epfd = epoll_create1(EPOLL_CLOEXEC);
 	f->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	f->cq_evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (f->epfd < 0 || f->evfd < 0 || f->cq_evfd < 0) {
+	if (f->epfd < 0 || f->evfd < 0) {
 		ret = -errno;
 		lc_log_err("tcp: cannot create the NIC's event fds: %s", strerror(-ret));
 		goto err_close;
@@ -166,15 +161,47 @@ static void tcp_close(struct fab *fab)
 		close(f->epfd);
 	if (f->evfd >= 0)
 		close(f->evfd);
-	if (f->cq_evfd >= 0)
-		close(f->cq_evfd);
 	lc_hostload_fini(&f->load);
 	keytab_fini(&f->kt);
 	pthread_cond_destroy(&f->cond);
 	pthread_mutex_destroy(&f->lock);
 	pthread_mutex_destroy(&f->nic_mu);
-	free(f->cq);
+	fab_swcq_fini(&f->cq);
 	free(f);
+}
+
+/* the CQ's consumer side: ../swcq.c */
+static int tcp_poll(struct fab *fab, struct fab_wc *wc, int max)
+{
+	return fab_swcq_poll(&to_tcp_fab(fab)->cq, wc, max);
+}
+
+/*
+ * tcp_arm -- fab_arm(): -EAGAIN for an accepted link too (the poller blocked
+ * on the wait fd takes them: tcp_cq_wake() after the push). Checked after
+ * the arm announced: pairs with the fence in fab_swcq_wake(). fab_wait()
+ * waits for completions only, as on verbs.
+ */
+static int tcp_arm(struct fab *fab)
+{
+	struct tcp_fab *f = to_tcp_fab(fab);
+	int ret = fab_swcq_arm(&f->cq);
+
+	if (ret == 0 && fab_acceptq_ready(&f->acceptq)) {
+		fab_swcq_disarm(&f->cq);
+		ret = -EAGAIN;
+	}
+	return ret;
+}
+
+static int tcp_wait(struct fab *fab, int timeout_ms)
+{
+	return fab_swcq_wait(&to_tcp_fab(fab)->cq, timeout_ms);
+}
+
+static int tcp_wait_fd(struct fab *fab)
+{
+	return fab_swcq_wait_fd(&to_tcp_fab(fab)->cq);
 }
 
 static int tcp_get_addr(struct fab *fab, struct fab_addr *out)

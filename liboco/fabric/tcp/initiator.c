@@ -24,7 +24,7 @@ static void complete_upto(struct tcp_link *l, uint32_t psn)
 		if (e->wr.flags & FAB_WR_SIGNALED)
 			tcp_cq_push(f, l, e->wr.wrid, e->wr.opcode, 0, e->wr.len, 0, 0);
 		else
-			fab_credits_give(&f->cq_credits, 1);
+			fab_swcq_give_credit(&f->cq, 1);
 		if (e->wr.opcode == FAB_OP_CAS || e->wr.opcode == FAB_OP_FAA)
 			l->atomics_inflight--;
 		l->sq_done++;
@@ -255,7 +255,7 @@ void tcp_on_response(struct tcp_link *l, const struct tcp_frame *f, const uint8_
  */
 static int post_inline(struct tcp_fab *f, struct tcp_link *l)
 {
-	uint64_t cq0 = __atomic_load_n(&f->cq_tail, __ATOMIC_RELAXED);
+	uint64_t cq0 = fab_swcq_tail(&f->cq);
 	int all = 0;
 
 	if (pthread_mutex_trylock(&f->nic_mu) != 0)
@@ -274,7 +274,7 @@ static int post_inline(struct tcp_fab *f, struct tcp_link *l)
 	}
 	__atomic_store_n(&f->role, TCP_ROLE_NONE, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&f->nic_mu);
-	if (__atomic_load_n(&f->cq_tail, __ATOMIC_RELAXED) != cq0)
+	if (fab_swcq_tail(&f->cq) != cq0)
 		tcp_cq_wake(f);
 	return all;
 }
@@ -301,7 +301,7 @@ int tcp_post(struct fab_link *link, const struct fab_wr *wr, int n)
 		return -EAGAIN;
 	}
 	/* each may produce a completion (errors always do): the ring can never overflow */
-	if (!fab_credits_take(&f->cq_credits, n)) {
+	if (!fab_swcq_take_credit(&f->cq, n)) {
 		pthread_spin_unlock(&l->post_lock);
 		return -EAGAIN;
 	}
@@ -337,7 +337,7 @@ int tcp_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, int n)
 		pthread_spin_unlock(&l->post_lock);
 		return -EAGAIN;
 	}
-	if (!fab_credits_take(&f->cq_credits, n)) {
+	if (!fab_swcq_take_credit(&f->cq, n)) {
 		pthread_spin_unlock(&l->post_lock);
 		return -EAGAIN;
 	}

@@ -603,7 +603,7 @@ void *tcp_nic_main(void *arg)
 	uint64_t spin_ns = (uint64_t)f->base.attr.spin_us * 1000ull, last_busy = lc_now_ns();
 
 	while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
-		uint64_t t0 = lc_now_ns(), cq0 = __atomic_load_n(&f->cq_tail, __ATOMIC_RELAXED);
+		uint64_t t0 = lc_now_ns(), cq0 = fab_swcq_tail(&f->cq);
 		int busy = 0, n, tnext = -1, locked, spinning;
 		int64_t timeout;
 		unsigned gen;
@@ -662,7 +662,7 @@ void *tcp_nic_main(void *arg)
 		}
 		if (busy || n > 0)
 			last_busy = lc_now_ns();
-		if (__atomic_load_n(&f->cq_tail, __ATOMIC_RELAXED) != cq0)
+		if (fab_swcq_tail(&f->cq) != cq0)
 			tcp_cq_wake(f);
 	}
 	return NULL;

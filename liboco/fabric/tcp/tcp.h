@@ -44,13 +44,13 @@
  * LOCO_TCP_SLOW_WRITE=<ns> test knob, lines shuffled, words ascending
  * within a line and a pause of <ns> between words.
  *
- * Files: fab.c (open, close, the ops table), link.c (link lifecycle:
+ * Files: fab.c (open, close, the ops table; the completion queue and
+ * its wait fd are ../swcq.c's), link.c (link lifecycle:
  * connect, accept, HELLO, close), nic.c (the NIC thread), state.c
  * (a link's output, its failure and the flushes of its queues, the NIC's
  * doorbell: the bottom, called by all), initiator.c (post, issue,
  * responses), target.c
- * (executing the peer's requests), cq.c (completion queue, wait fd),
- * mr.c (memory registration), wire.[ch] (the frame format).
+ * (executing the peer's requests), mr.c (memory registration), wire.[ch] (the frame format).
  */
 #ifndef LOCO_FABRIC_TCP_H
 #define LOCO_FABRIC_TCP_H
@@ -62,6 +62,7 @@
 #include "../../hostload.h"
 #include "../keytab.h"
 #include "../provider.h"
+#include "../swcq.h"
 #include "wire.h"
 
 #define TCP_READ_WINDOW     (256u * 1024) /* READ bytes a link may have in flight */
@@ -175,7 +176,7 @@ struct tcp_fab {
 	struct fab base;
 	struct fab_ops ops;
 	struct keytab kt;
-	int lfd, epfd, evfd, cq_evfd;
+	int lfd, epfd, evfd;
 	pthread_t nic;
 	pthread_mutex_t nic_mu; /* the NIC role: held by the NIC thread or a driving thread */
 	int stop;
@@ -199,15 +200,8 @@ struct tcp_fab {
 	struct tcp_link *nic_links[TCP_MAX_LINKS];
 	unsigned nic_nlinks, nic_gen;
 
-	/* completion queue: the NIC produces, one poller consumes */
-	struct fab_wc *cq;
-	uint32_t cq_mask;
-	uint64_t cq_head;      /* atomic: consumer */
-	uint64_t cq_tail;      /* atomic: producer */
-	int64_t cq_credits;    /* atomic: CQ entries not yet promised to a request */
-	int poll_waiting;      /* atomic */
-	uint32_t cq_rung;      /* atomic: bumped by tcp_cq_wake() after each write of cq_evfd */
-	uint32_t cq_rung_seen; /* the poller's: cq_rung when it last cleared cq_evfd */
+	/* completion queue: the NIC role produces (one thread at a time), one poller consumes */
+	struct fab_swcq cq;
 	int sleepers;          /* atomic: NIC-role threads in epoll_wait with a timeout */
 	int kicked;            /* atomic: the eventfd was written and not read yet */
 	int drv_sleeping;      /* atomic: a driver sleeps in epoll (tcp_progress()) */
@@ -246,14 +240,18 @@ static inline size_t tcp_tx_used(const struct tcp_link *l)
 	return l->tx_len - l->tx_off;
 }
 
-/* cq.c */
-void tcp_cq_push(struct tcp_fab *f, struct tcp_link *l, uint64_t wrid, int opcode, int status,
-                 uint32_t len, uint32_t imm, int has_imm);
-void tcp_cq_wake(struct tcp_fab *f);
-int tcp_poll(struct fab *fab, struct fab_wc *wc, int max);
-int tcp_wait_fd(struct fab *fab);
-int tcp_arm(struct fab *fab);
-int tcp_wait(struct fab *fab, int timeout_ms);
+/* tcp_cq_push -- with the NIC role: a completion of @l's (a credit was taken for it). */
+static inline void tcp_cq_push(struct tcp_fab *f, struct tcp_link *l, uint64_t wrid, int opcode,
+                               int status, uint32_t len, uint32_t imm, int has_imm)
+{
+	fab_swcq_push(&f->cq, &l->base, wrid, opcode, status, len, imm, has_imm);
+}
+
+/* tcp_cq_wake -- after pushes or an accepted link: wake the poller if it is armed. */
+static inline void tcp_cq_wake(struct tcp_fab *f)
+{
+	fab_swcq_wake(&f->cq);
+}
 
 /* initiator.c */
 int tcp_link_issue(struct tcp_link *l);
