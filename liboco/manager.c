@@ -110,7 +110,7 @@ static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 	}
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->cond, NULL);
-	pthread_mutex_init(&m->mem_lock, NULL);
+	lc_mem_init(m);
 	pthread_mutex_init(&m->poll_lock, NULL);
 	m->cb_tail = &m->cb_head;
 	m->node_id = cfg->node_id;
@@ -177,7 +177,6 @@ static void manager_free(loco_manager_t *m)
 	lc_pmix_free(m->pmix);
 	sodium_memzero(m->key, sizeof(m->key));
 	pthread_mutex_destroy(&m->poll_lock);
-	pthread_mutex_destroy(&m->mem_lock);
 	pthread_cond_destroy(&m->cond);
 	free(m->rx_msg);
 	free(m->tx_msg);

@@ -47,12 +47,12 @@
 #include "fabric/fabric.h"
 #include "linkin.h"
 #include "links.h"
+#include "mem.h"
 #include "member.h"
 #include "util.h"
 #include "view.h"
 #include "wait.h"
 
-struct lc_arena;
 struct lc_pollers;
 struct lc_dials;
 struct lc_cb_event;
@@ -130,9 +130,7 @@ struct loco_manager {
 	struct lc_cb_event **cb_tail;
 	struct loco_object *cb_obj; /* the object whose callback runs now */
 
-	struct lc_arena *arenas; /* mem.c: one per NUMA node, allocated on first use */
-	int narenas;
-	pthread_mutex_t mem_lock;
+	struct lc_mem mem;          /* mem.c (mem.h) */
 	struct lc_pollers *pollers; /* poller.c */
 };
 
@@ -154,15 +152,5 @@ void lc_chan_events_free(loco_manager_t *m); /* callbacks still queued at the en
 
 /* region.c -- free the destroyed objects' regions that are due (@all: every one, at the end) */
 void lc_graves_reap(loco_manager_t *m, int all);
-
-/* mem.c */
-int lc_mem_alloc(loco_manager_t *m, size_t len, void **out);
-void lc_mem_free(loco_manager_t *m, void *p, size_t len);
-void lc_mem_fini(loco_manager_t *m);
-/*
- * lc_memlock_check -- warn, once per start, when RLIMIT_MEMLOCK is low (memlock.h)
- * and @device: a verbs device will pin what is registered. -ENOMEM then, else 0.
- */
-int lc_memlock_check(bool device);
 
 #endif /* LOCO_LC_MANAGER_H */

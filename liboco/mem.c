@@ -21,6 +21,7 @@
 
 #include "log.h"
 #include "manager.h"
+#include "mem.h"
 #include "memlock.h"
 
 #define LC_CHUNK (2u << 20)
@@ -150,19 +151,19 @@ int lc_mem_alloc(loco_manager_t *m, size_t len, void **out)
 		*out = p;
 		return 0;
 	}
-	pthread_mutex_lock(&m->mem_lock);
-	if (idx >= m->narenas) {
-		struct lc_arena *n = realloc(m->arenas, (size_t)(idx + 1) * sizeof(*n));
+	pthread_mutex_lock(&m->mem.lock);
+	if (idx >= m->mem.narenas) {
+		struct lc_arena *n = realloc(m->mem.arenas, (size_t)(idx + 1) * sizeof(*n));
 
 		if (n == NULL) {
-			pthread_mutex_unlock(&m->mem_lock);
+			pthread_mutex_unlock(&m->mem.lock);
 			return -ENOMEM;
 		}
-		memset(n + m->narenas, 0, (size_t)(idx + 1 - m->narenas) * sizeof(*n));
-		m->arenas = n;
-		m->narenas = idx + 1;
+		memset(n + m->mem.narenas, 0, (size_t)(idx + 1 - m->mem.narenas) * sizeof(*n));
+		m->mem.arenas = n;
+		m->mem.narenas = idx + 1;
 	}
-	a = &m->arenas[idx];
+	a = &m->mem.arenas[idx];
 	p = arena_take(a, len);
 	if (p == NULL) {
 		struct lc_chunk *c = malloc(sizeof(*c));
@@ -173,16 +174,23 @@ int lc_mem_alloc(loco_manager_t *m, size_t len, void **out)
 			if (c != NULL && c->base != NULL)
 				munmap(c->base, LC_CHUNK);
 			free(c);
-			pthread_mutex_unlock(&m->mem_lock);
+			pthread_mutex_unlock(&m->mem.lock);
 			return -ENOMEM;
 		}
 		c->next = a->chunks;
 		a->chunks = c;
 		p = arena_take(a, len);
 	}
-	pthread_mutex_unlock(&m->mem_lock);
+	pthread_mutex_unlock(&m->mem.lock);
 	*out = p;
 	return 0;
+}
+
+void lc_mem_init(loco_manager_t *m)
+{
+	m->mem.arenas = NULL;
+	m->mem.narenas = 0;
+	pthread_mutex_init(&m->mem.lock, NULL);
 }
 
 void lc_mem_free(loco_manager_t *m, void *p, size_t len)
@@ -194,27 +202,27 @@ void lc_mem_free(loco_manager_t *m, void *p, size_t len)
 		munmap(p, len);
 		return;
 	}
-	pthread_mutex_lock(&m->mem_lock);
-	for (int i = 0; i < m->narenas; i++) {
-		for (struct lc_chunk *c = m->arenas[i].chunks; c != NULL; c = c->next) {
+	pthread_mutex_lock(&m->mem.lock);
+	for (int i = 0; i < m->mem.narenas; i++) {
+		for (struct lc_chunk *c = m->mem.arenas[i].chunks; c != NULL; c = c->next) {
 			if ((uintptr_t)p >= (uintptr_t)c->base &&
 			    (uintptr_t)p < (uintptr_t)c->base + LC_CHUNK) {
-				if (arena_give(&m->arenas[i], (uintptr_t)p, len))
+				if (arena_give(&m->mem.arenas[i], (uintptr_t)p, len))
 					lc_log_warn(
 					    "manager: out of memory freeing a region: leaked");
-				pthread_mutex_unlock(&m->mem_lock);
+				pthread_mutex_unlock(&m->mem.lock);
 				return;
 			}
 		}
 	}
-	pthread_mutex_unlock(&m->mem_lock);
+	pthread_mutex_unlock(&m->mem.lock);
 	lc_log_warn("manager: freeing memory that no arena owns");
 }
 
 void lc_mem_fini(loco_manager_t *m)
 {
-	for (int i = 0; i < m->narenas; i++) {
-		struct lc_arena *a = &m->arenas[i];
+	for (int i = 0; i < m->mem.narenas; i++) {
+		struct lc_arena *a = &m->mem.arenas[i];
 
 		while (a->chunks != NULL) {
 			struct lc_chunk *c = a->chunks;
@@ -230,9 +238,10 @@ void lc_mem_fini(loco_manager_t *m)
 			free(b);
 		}
 	}
-	free(m->arenas);
-	m->arenas = NULL;
-	m->narenas = 0;
+	free(m->mem.arenas);
+	m->mem.arenas = NULL;
+	m->mem.narenas = 0;
+	pthread_mutex_destroy(&m->mem.lock);
 }
 
 int lc_memlock_check(bool device)

@@ -20,7 +20,7 @@ static int setup(void **state)
 
 	if (m == NULL)
 		return -1;
-	pthread_mutex_init(&m->mem_lock, NULL);
+	lc_mem_init(m);
 	*state = m;
 	return 0;
 }
@@ -30,7 +30,6 @@ static int teardown(void **state)
 	loco_manager_t *m = *state;
 
 	lc_mem_fini(m);
-	pthread_mutex_destroy(&m->mem_lock);
 	free(m);
 	return 0;
 }
