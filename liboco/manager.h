@@ -49,6 +49,7 @@
 #include "links.h"
 #include "mem.h"
 #include "member.h"
+#include "region.h"
 #include "util.h"
 #include "view.h"
 #include "wait.h"
@@ -96,10 +97,7 @@ struct loco_manager {
 	uint64_t link_err[LC_LINK_ERR_SLOTS]; /* atomic: node << 32 | -status, 0: free */
 	int link_err_lost;                    /* atomic: a report found no free slot */
 
-	/* region.c: regions of destroyed objects, still registered until due (m->lock) */
-	struct loco_region *graves; /* newest first */
-	unsigned ngraves;
-	size_t graves_bytes;
+	struct lc_graves graves; /* region.c (region.h): destroyed objects' regions, until due */
 
 	/* links.c */
 	struct lc_links links;
@@ -149,8 +147,5 @@ int lc_pollers_run(struct lc_pollers *ps, int64_t *period_ns); /* progress threa
 void lc_chan_subscribe(loco_manager_t *m);
 void lc_chan_dispatch(loco_manager_t *m);    /* progress thread, m->lock not held */
 void lc_chan_events_free(loco_manager_t *m); /* callbacks still queued at the end: dropped */
-
-/* region.c -- free the destroyed objects' regions that are due (@all: every one, at the end) */
-void lc_graves_reap(loco_manager_t *m, int all);
 
 #endif /* LOCO_LC_MANAGER_H */

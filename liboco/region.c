@@ -110,20 +110,20 @@ static void region_free(loco_manager_t *m, struct loco_region *r)
 static void region_bury(loco_manager_t *m, struct loco_region *r, struct loco_region **evicted)
 {
 	r->due_ns = lc_now_ns() + 2ull * m->cfg.fail_timeout_ms * 1000000ull;
-	r->next = m->graves;
-	__atomic_store_n(&m->graves, r, __ATOMIC_RELAXED); /* lc_graves_reap's peek */
-	m->ngraves++;
-	m->graves_bytes += r->len;
-	while (m->graves != NULL &&
-	       (m->ngraves > LC_GRAVES_MAX || m->graves_bytes > LC_GRAVES_BYTES)) {
-		struct loco_region **pp = &m->graves, *old;
+	r->next = m->graves.head;
+	__atomic_store_n(&m->graves.head, r, __ATOMIC_RELAXED); /* lc_graves_reap's peek */
+	m->graves.n++;
+	m->graves.bytes += r->len;
+	while (m->graves.head != NULL &&
+	       (m->graves.n > LC_GRAVES_MAX || m->graves.bytes > LC_GRAVES_BYTES)) {
+		struct loco_region **pp = &m->graves.head, *old;
 
 		while ((*pp)->next != NULL)
 			pp = &(*pp)->next;
 		old = *pp;
 		*pp = NULL;
-		m->ngraves--;
-		m->graves_bytes -= old->len;
+		m->graves.n--;
+		m->graves.bytes -= old->len;
 		old->next = *evicted;
 		*evicted = old;
 	}
@@ -134,17 +134,17 @@ void lc_graves_reap(loco_manager_t *m, int all)
 	struct loco_region *due = NULL, **pp;
 	uint64_t now;
 
-	if (!all && __atomic_load_n(&m->graves, __ATOMIC_RELAXED) == NULL)
+	if (!all && __atomic_load_n(&m->graves.head, __ATOMIC_RELAXED) == NULL)
 		return; /* the usual case, every progress turn: no lock */
 	now = lc_now_ns();
 	pthread_mutex_lock(&m->lock);
-	for (pp = &m->graves; *pp != NULL;) {
+	for (pp = &m->graves.head; *pp != NULL;) {
 		struct loco_region *r = *pp;
 
 		if (all || now >= r->due_ns) {
 			*pp = r->next;
-			m->ngraves--;
-			m->graves_bytes -= r->len;
+			m->graves.n--;
+			m->graves.bytes -= r->len;
 			r->next = due;
 			due = r;
 		} else {
@@ -352,7 +352,7 @@ int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigne
 	if (ret)
 		goto err_free;
 	ret = lc_mem_alloc(m, len, &r->ptr);
-	if (ret && __atomic_load_n(&m->graves, __ATOMIC_RELAXED) != NULL) {
+	if (ret && __atomic_load_n(&m->graves.head, __ATOMIC_RELAXED) != NULL) {
 		lc_graves_reap(m, 1); /* destroyed objects' memory before an error */
 		ret = lc_mem_alloc(m, len, &r->ptr);
 	}
@@ -360,7 +360,7 @@ int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigne
 		goto err_free;
 	memset(r->ptr, 0, len);
 	ret = fab_mr_reg(m->fab, r->ptr, len, fab_access(access), &r->mr);
-	if (ret && __atomic_load_n(&m->graves, __ATOMIC_RELAXED) != NULL) {
+	if (ret && __atomic_load_n(&m->graves.head, __ATOMIC_RELAXED) != NULL) {
 		lc_graves_reap(m, 1); /* their keys before an error */
 		ret = fab_mr_reg(m->fab, r->ptr, len, fab_access(access), &r->mr);
 	}
