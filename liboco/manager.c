@@ -111,7 +111,7 @@ static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->cond, NULL);
 	lc_mem_init(m);
-	pthread_mutex_init(&m->poll_lock, NULL);
+	lc_progress_init(m);
 	m->cb_tail = &m->cb_head;
 	m->node_id = cfg->node_id;
 	/* a restart gets a larger incarnation: wall-clock ns plus random low bits */
@@ -176,7 +176,7 @@ static void manager_free(loco_manager_t *m)
 	lc_mem_fini(m);
 	lc_pmix_free(m->pmix);
 	sodium_memzero(m->key, sizeof(m->key));
-	pthread_mutex_destroy(&m->poll_lock);
+	lc_progress_fini(m);
 	pthread_cond_destroy(&m->cond);
 	free(m->rx_msg);
 	free(m->tx_msg);
@@ -263,7 +263,7 @@ static int open_endpoints(loco_manager_t *m)
 	if (ret == 0)
 		ret = epoll_add(m, fab_wait_fd(m->fab), m->fab);
 	if (ret == 0)
-		m->fab_watched = 1;
+		lc_progress_fab_watched(m);
 	if (ret == 0)
 		ret = epoll_add(m, m->lfd, &m->lfd);
 	return ret;
@@ -732,7 +732,7 @@ int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 	 */
 	block = m->wait.policy == LOCO_WAIT_BLOCK;
 	if (!block)
-		__atomic_add_fetch(&m->waiters, 1, __ATOMIC_ACQ_REL);
+		lc_progress_waiter_enter(m);
 	/* in slices, so that a partition ends the wait within the failure bound */
 	for (int64_t left = timeout_ns;;) {
 		int64_t slice = left < 0 || left > 50000000 ? 50000000 : left;
@@ -745,11 +745,8 @@ int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 			break;
 		}
 	}
-	if (!block) {
-		/* coarse: the progress thread only asks whether waiters left in the last 5 ms */
-		__atomic_store_n(&m->last_wait_ns, lc_coarse_ns(), __ATOMIC_RELAXED);
-		__atomic_sub_fetch(&m->waiters, 1, __ATOMIC_ACQ_REL);
-	}
+	if (!block)
+		lc_progress_waiter_leave(m);
 	return ret;
 }
 

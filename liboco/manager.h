@@ -49,6 +49,7 @@
 #include "links.h"
 #include "mem.h"
 #include "member.h"
+#include "progress.h"
 #include "region.h"
 #include "util.h"
 #include "view.h"
@@ -74,7 +75,6 @@ struct loco_manager {
 	struct fab *fab;
 	int lfd, epfd, evfd;
 	pthread_t progress;
-	int stop;    /* atomic */
 	int leaving; /* loco_fini() said LEAVE: peers going away is expected */
 
 	/* member.c (progress thread; m->lock for readers elsewhere) */
@@ -111,11 +111,7 @@ struct loco_manager {
 	struct lc_dials *dials;
 
 	/* progress.c */
-	pthread_mutex_t poll_lock; /* fab_poll() is serialized: who holds it reaps */
-	int waiters;               /* atomic: threads in loco_ack_wait(), reaping themselves */
-	uint64_t last_wait_ns;     /* atomic: when the last of them left (lc_coarse_ns()) */
-	int no_pwait2;             /* progress thread: the kernel has no epoll_pwait2() */
-	int fab_watched;           /* progress thread: the fab's wait fd is in epfd (armed) */
+	struct lc_prog prog; /* progress.c (progress.h) */
 	struct lc_ack_table acks;
 	struct lc_wait wait; /* wait.c: LOCO_WAIT and the block policy's wake-ups */
 	int spread_done;     /* spread.c: a join placed the joining thread (m->lock) */
@@ -131,11 +127,6 @@ struct loco_manager {
 	struct lc_mem mem;          /* mem.c (mem.h) */
 	struct lc_pollers *pollers; /* poller.c */
 };
-
-/* progress.c */
-int lc_progress_start(loco_manager_t *m);
-void lc_progress_stop(loco_manager_t *m);
-void lc_progress_reap(void *arg); /* ack waiters reap through this (no membership work) */
 
 /* poller.c -- the progress thread's pollers (loco_poller_add()) */
 int lc_pollers_init(struct lc_pollers **out, void (*wake)(void *), void *arg,
