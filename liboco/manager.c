@@ -112,7 +112,7 @@ static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 	pthread_cond_init(&m->cond, NULL);
 	lc_mem_init(m);
 	lc_progress_init(m);
-	m->cb_tail = &m->cb_head;
+	lc_chans_init(m);
 	m->node_id = cfg->node_id;
 	/* a restart gets a larger incarnation: wall-clock ns plus random low bits */
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -188,23 +188,6 @@ static void manager_free(loco_manager_t *m)
 	 */
 	lc_handle_fini_manager(m, 0);
 	lc_handle_bury_fn(m, manager_tomb_fini);
-}
-
-/*
- * open_objects -- how many objects the program left in @m's channels, and
- * the first one's names (for the log). m->lock.
- */
-static unsigned open_objects(loco_manager_t *m, const char **obj, const char **chan)
-{
-	unsigned n = 0;
-
-	for (loco_channel_t *ch = m->channels; ch != NULL; ch = ch->next)
-		for (loco_object_t *o = ch->objects; o != NULL; o = o->next)
-			if (n++ == 0) {
-				*obj = o->name;
-				*chan = ch->name;
-			}
-	return n;
 }
 
 /* open_endpoints -- the fabric, the control listener, epoll and the wake fd. */
@@ -520,7 +503,7 @@ void loco_fini(loco_manager_t *m)
 		lc_log_err("misuse: loco_fini() of a manager finished already: ignored");
 		return;
 	}
-	if (m->channels != NULL)
+	if (lc_chan_any(m))
 		lc_log_warn("manager: loco_fini with channels still open");
 	/*
 	 * Tell everyone: a graceful leave, not a failure. The next view drops
@@ -544,7 +527,7 @@ void loco_fini(loco_manager_t *m)
 		usleep(1000);
 	lc_progress_stop(m);
 	pthread_mutex_lock(&m->lock);
-	nobj = open_objects(m, &obj, &chan);
+	nobj = lc_chan_open_objects(m, &obj, &chan);
 	pthread_mutex_unlock(&m->lock);
 	if (nobj > 0) {
 		/*

@@ -41,6 +41,7 @@
 #include <loco.h>
 
 #include "ack.h"
+#include "chans.h"
 #include "clock.h"
 #include "config.h"
 #include "ctrl_wire.h"
@@ -57,7 +58,6 @@
 
 struct lc_pollers;
 struct lc_dials;
-struct lc_cb_event;
 struct lc_cdial;
 
 struct loco_manager {
@@ -116,13 +116,7 @@ struct loco_manager {
 	struct lc_wait wait; /* wait.c: LOCO_WAIT and the block policy's wake-ups */
 	int spread_done;     /* spread.c: a join placed the joining thread (m->lock) */
 
-	/* channel.c, region.c */
-	struct loco_channel *channels;
-	uint64_t seq; /* orders object creation and queued callbacks */
-	uint64_t next_chan_id;
-	struct lc_cb_event *cb_head; /* callbacks queued for the progress thread */
-	struct lc_cb_event **cb_tail;
-	struct loco_object *cb_obj; /* the object whose callback runs now */
+	struct lc_chans chans; /* channel.c (chans.h): the channel registry, queued callbacks */
 
 	struct lc_mem mem;          /* mem.c (mem.h) */
 	struct lc_pollers *pollers; /* poller.c */
@@ -133,10 +127,5 @@ int lc_pollers_init(struct lc_pollers **out, void (*wake)(void *), void *arg,
                     const pthread_t *progress);
 void lc_pollers_fini(struct lc_pollers *ps);                   /* after the progress thread */
 int lc_pollers_run(struct lc_pollers *ps, int64_t *period_ns); /* progress thread: busy? */
-
-/* channel.c -- subscribes to membership; runs object callbacks */
-void lc_chan_subscribe(loco_manager_t *m);
-void lc_chan_dispatch(loco_manager_t *m);    /* progress thread, m->lock not held */
-void lc_chan_events_free(loco_manager_t *m); /* callbacks still queued at the end: dropped */
 
 #endif /* LOCO_LC_MANAGER_H */

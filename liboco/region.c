@@ -60,7 +60,7 @@ int loco_object_create(loco_channel_t *ch, const char *name, const struct loco_o
 	if (ops != NULL)
 		o->ops = *ops;
 	o->arg = arg;
-	o->seq = ++m->seq;
+	o->seq = lc_chan_seq_next(m);
 	o->next = ch->objects;
 	ch->objects = o;
 	pthread_mutex_unlock(&m->lock);
