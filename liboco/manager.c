@@ -133,11 +133,8 @@ static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 	}
 	lc_wait_init(&m->wait, cfg->wait);
 	if (cfg->wait_window_ns > 0) /* LOCO_WAIT_WINDOW_US: fixed, not learnt */
-		m->wait.window_ns = m->wait.window_fixed_ns = cfg->wait_window_ns;
-	m->acks.progress = lc_progress_reap;
-	m->acks.progress_arg = m;
-	m->acks.in_view = ack_in_view;
-	m->acks.wait = &m->wait;
+		lc_wait_fix_window(&m->wait, cfg->wait_window_ns);
+	lc_ack_table_hooks(&m->acks, lc_progress_reap, m, ack_in_view, &m->wait);
 	lc_chan_subscribe(m);
 	*out = m;
 	return 0;
@@ -226,10 +223,9 @@ static int open_endpoints(loco_manager_t *m)
 	if (ret)
 		return ret;
 	lc_memlock_check(fab_uses_device(m->fab)); /* warns only when a verbs device pins memory */
-	if (m->wait.policy != LOCO_WAIT_BLOCK && fab_progress(m->fab, 0) != -EOPNOTSUPP) {
+	if (lc_wait_policy(&m->wait) != LOCO_WAIT_BLOCK && fab_progress(m->fab, 0) != -EOPNOTSUPP) {
 		/* a software fabric: waiters do its work (block leaves it to its thread) */
-		m->wait.drive = drive_fn;
-		m->wait.drive_arg = m;
+		lc_wait_set_drive(&m->wait, drive_fn, m);
 	}
 	ret = fab_get_addr(m->fab, &fa);
 	if (ret == 0)
@@ -713,7 +709,7 @@ int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 	 * the block policy the waiter sleeps on the completions instead: the
 	 * progress thread arms the queue, reaps, and signals it.
 	 */
-	block = m->wait.policy == LOCO_WAIT_BLOCK;
+	block = lc_wait_policy(&m->wait) == LOCO_WAIT_BLOCK;
 	if (!block)
 		lc_progress_waiter_enter(m);
 	/* in slices, so that a partition ends the wait within the failure bound */

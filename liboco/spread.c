@@ -42,7 +42,8 @@ void lc_spread(loco_manager_t *m)
 	cpu_set_t old, one;
 	int cpu;
 
-	if ((m->wait.policy != LOCO_WAIT_SPIN && m->wait.policy != LOCO_WAIT_ADAPTIVE) ||
+	if ((lc_wait_policy(&m->wait) != LOCO_WAIT_SPIN &&
+	     lc_wait_policy(&m->wait) != LOCO_WAIT_ADAPTIVE) ||
 	    !m->cfg.spread)
 		return;
 	pthread_mutex_lock(&m->lock);
