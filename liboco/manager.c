@@ -261,15 +261,14 @@ static int join_contact(loco_manager_t *m, const char *addr, uint64_t deadline)
 
 	snprintf(contact.ctrl_addr, sizeof(contact.ctrl_addr), "%s", addr);
 	pthread_mutex_lock(&m->lock);
-	m->join_done = 0;
+	lc_dial_join_begin(m);
 	lc_dial_ctrl(m, &contact, 1);
 	pthread_mutex_unlock(&m->lock);
 	/* the handshake is bounded by the progress thread's handshake timeout */
 	while (!done && lc_now_ns() < deadline + 3000000000ull) {
 		usleep(1000);
 		pthread_mutex_lock(&m->lock);
-		done = m->join_done;
-		ret = m->join_ret;
+		done = lc_dial_join_result(m, &ret);
 		pthread_mutex_unlock(&m->lock);
 	}
 	return done ? ret : -ETIMEDOUT;

@@ -45,6 +45,7 @@
 #include "clock.h"
 #include "config.h"
 #include "ctrl_wire.h"
+#include "dial.h"
 #include "fabric/fabric.h"
 #include "linkin.h"
 #include "links.h"
@@ -57,8 +58,6 @@
 #include "wait.h"
 
 struct lc_pollers;
-struct lc_dials;
-struct lc_cdial;
 
 struct loco_manager {
 	pthread_mutex_t lock; /* see above */
@@ -80,8 +79,6 @@ struct loco_manager {
 	/* member.c (progress thread; m->lock for readers elsewhere) */
 	struct lc_member *members;
 	struct lc_conn *conns;
-	struct lc_cdial *cdials;      /* control connections to make */
-	int join_done, join_ret;      /* m->lock: the joining thread's answer */
 	uint64_t view_id;             /* m->lock: the installed membership view's number */
 	uint64_t ctrl_refused_log_ns; /* member.c: last warning about refused strangers */
 	unsigned ctrl_refused;        /* refused since that warning */
@@ -107,8 +104,8 @@ struct loco_manager {
 	/* linkin.c: data links others open to us (m->lock) */
 	struct lc_linkin linkin;
 
-	/* dial.c */
-	struct lc_dials *dials;
+	struct lc_dial_state
+	    dial; /* dial.c (dial.h): the dialer, control dials, the join's answer */
 
 	/* progress.c */
 	struct lc_prog prog; /* progress.c (progress.h) */

@@ -543,10 +543,8 @@ static void on_welcome(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
 		lc_cdial_free(m, d); /* done: the connection carries on */
 	mb = member_admit(m, c);
 	if (mb == NULL) {
-		if (join) {
-			m->join_ret = -EAGAIN;
-			m->join_done = 1;
-		}
+		if (join)
+			lc_dial_join_answer(m, -EAGAIN);
 		lc_conn_kill(c, "not admitted");
 		return;
 	}

@@ -71,10 +71,8 @@ static void op_installed(void *ctx, uint64_t id, uint32_t n, int was)
 	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next)
 		if (lc_ms_in(m->ms, mb->info.node, mb->info.inc))
 			lc_member_check_up(m, mb);
-	if (was == LC_VS_JOINING) {
-		m->join_ret = 0;
-		m->join_done = 1;
-	}
+	if (was == LC_VS_JOINING)
+		lc_dial_join_answer(m, 0);
 }
 
 static void op_excluded(void *ctx, uint64_t id, uint64_t inc)
@@ -108,10 +106,7 @@ static void op_join_done(void *ctx, int ret)
 {
 	loco_manager_t *m = ctx;
 
-	if (!m->join_done) {
-		m->join_ret = ret;
-		m->join_done = 1;
-	}
+	lc_dial_join_answer_first(m, ret);
 }
 
 static void op_mark_joiner(void *ctx, uint32_t node)
@@ -156,10 +151,7 @@ static int op_dialing(void *ctx, uint32_t node)
 {
 	loco_manager_t *m = ctx;
 
-	for (struct lc_cdial *d = m->cdials; d != NULL; d = d->next)
-		if (d->info.node == node || (node == 0 && d->join))
-			return 1;
-	return 0;
+	return lc_cdial_pending(m, node);
 }
 
 static const struct lc_ms_ops ms_ops = {
