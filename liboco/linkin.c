@@ -271,7 +271,7 @@ static void accept_self(loco_manager_t *m, struct fab_link *link, const struct l
 	int ret = -EACCES;
 
 	if (__atomic_load_n(&m->linkin.self_ready, __ATOMIC_ACQUIRE) && priv->inc == m->inc &&
-	    m->self_served == NULL) {
+	    m->linkin.self_served == NULL) {
 		self_proof(m, &proof);
 		ret = lc_link_priv_check(&proof, priv, m->linkin.self_seen);
 		sodium_memzero(&proof, sizeof(proof));
@@ -283,7 +283,7 @@ static void accept_self(loco_manager_t *m, struct fab_link *link, const struct l
 	m->linkin.self_seen = priv->counter;
 	if (admit(link, priv) == 0) {
 		link->ctx = priv->node;
-		m->self_served = link; /* the far end of our self link */
+		m->linkin.self_served = link; /* the far end of our self link */
 	}
 }
 
@@ -395,7 +395,21 @@ void lc_self_link(loco_manager_t *m)
 	if (ret)
 		return;
 	pthread_mutex_lock(&m->lock);
-	m->self_link = link;
+	m->linkin.self_link = link;
 	lc_links_set(&m->links, m->node_id, link);
 	pthread_mutex_unlock(&m->lock);
+}
+
+int lc_linkin_has_self(loco_manager_t *m)
+{
+	return m->linkin.self_link != NULL;
+}
+
+void lc_linkin_close_self(loco_manager_t *m)
+{
+	if (m->linkin.self_link != NULL)
+		fab_link_close(m->linkin.self_link);
+	if (m->linkin.self_served != NULL)
+		fab_link_close(m->linkin.self_served);
+	m->linkin.self_link = m->linkin.self_served = NULL;
 }

@@ -98,8 +98,6 @@ struct loco_manager {
 
 	/* links.c */
 	struct lc_links links;
-	struct fab_link *self_link;   /* to our own endpoint: operations on our own memory */
-	struct fab_link *self_served; /* its accepted end */
 
 	/* linkin.c: data links others open to us (m->lock) */
 	struct lc_linkin linkin;

@@ -922,11 +922,7 @@ void lc_members_free(loco_manager_t *m)
 {
 	lc_cdials_free(m);
 	lc_links_set(&m->links, m->node_id, NULL);
-	if (m->self_link != NULL)
-		fab_link_close(m->self_link);
-	if (m->self_served != NULL)
-		fab_link_close(m->self_served);
-	m->self_link = m->self_served = NULL;
+	lc_linkin_close_self(m);
 	while (m->members != NULL) {
 		struct lc_member *mb = m->members;
 

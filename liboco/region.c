@@ -431,7 +431,7 @@ int loco_region_remote(const loco_region_t *r, uint32_t node, loco_rref_t *out)
 	if (r->idx == LC_IDX_NONE)
 		return -ENOENT; /* unlisted: no peer knows it (loco_region_rref()) */
 	if (node == m->node_id) {
-		if (m->self_link == NULL)
+		if (!lc_linkin_has_self(m))
 			return -ENOENT;
 		/* our own copy, reached through our own NIC */
 		*out = (loco_rref_t){
