@@ -331,7 +331,7 @@ static void cb_queue(loco_manager_t *m, loco_channel_t *ch, uint32_t node, int j
 	}
 	*e = (struct lc_cb_event){.chan = ch->id,
 	                          .seq = ++m->chans.seq,
-	                          .view = m->view_id,
+	                          .view = lc_view_id(m),
 	                          .node = node,
 	                          .kind = join ? LC_CB_JOIN : LC_CB_LEAVE};
 	ch->cb_pending++; /* loco_channel_join() returns once they ran */
@@ -500,7 +500,7 @@ static void obj_msg(loco_manager_t *m, struct lc_member *from, const struct lc_m
 	}
 	*e = (struct lc_cb_event){.chan = ch->id,
 	                          .seq = ++m->chans.seq,
-	                          .view = m->view_id,
+	                          .view = lc_view_id(m),
 	                          .node = from->info.node,
 	                          .kind = LC_CB_MSG,
 	                          .len = msg->u.obj.len};
@@ -779,7 +779,7 @@ static void join_timeout_log(loco_manager_t *m, loco_channel_t *ch)
 	if (unpaired)
 		lc_log_warn("manager: channel %s: (the nodes above are members of view %llu: did "
 		            "they create and join channel %s?)",
-		            ch->name, (unsigned long long)m->view_id, ch->name);
+		            ch->name, (unsigned long long)lc_view_id(m), ch->name);
 	lc_view_late_hint(m, "join timed out");
 }
 

@@ -79,13 +79,12 @@ struct loco_manager {
 	/* member.c (progress thread; m->lock for readers elsewhere) */
 	struct lc_member *members;
 	struct lc_conn *conns;
-	uint64_t view_id;             /* m->lock: the installed membership view's number */
 	uint64_t ctrl_refused_log_ns; /* member.c: last warning about refused strangers */
 	unsigned ctrl_refused;        /* refused since that warning */
 	struct lc_ms *ms;             /* membership/: the state machine (ms.h), driven by view.c */
-	struct lc_view *vw;           /* view.c: the application's events */
-	int ms_part;                  /* atomic: enum lc_ms_part, as the machine last said */
-	uint64_t ms_tick_ns;          /* atomic: the machine's last tick (0: none yet) */
+	struct lc_view_part
+	    view;            /* view.c (view.h): the installed view, the application's events */
+	uint64_t ms_tick_ns; /* atomic: the machine's last tick (0: none yet) */
 	struct lc_member_events ev;
 	uint64_t next_hb_ns;
 	uint64_t hb_seq;

@@ -65,7 +65,7 @@ static void op_installed(void *ctx, uint64_t id, uint32_t n, int was)
 	loco_manager_t *m = ctx;
 
 	(void)n;
-	m->view_id = id;
+	m->view.id = id;
 	if (was == LC_VS_REJOINING)
 		m->ev.rejoined(m); /* channels wait for their old peers again */
 	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next)
@@ -80,21 +80,21 @@ static void op_excluded(void *ctx, uint64_t id, uint64_t inc)
 	loco_manager_t *m = ctx;
 
 	/* before the members go: an object that sees its peers vanish knows why */
-	__atomic_store_n(&m->ms_part, LC_MS_PART, __ATOMIC_SEQ_CST);
-	m->view_id = id;   /* our objects' peer_leave callbacks carry the view that left us out */
+	__atomic_store_n(&m->view.part, LC_MS_PART, __ATOMIC_SEQ_CST);
+	m->view.id = id;   /* our objects' peer_leave callbacks carry the view that left us out */
 	m->ev.excluded(m); /* after a rejoin, channels wait for these peers again */
 	while (m->members != NULL)
 		lc_member_remove(m, m->members, 0, "we were excluded from the view");
 	for (struct lc_conn *c = m->conns; c != NULL; c = c->next)
 		lc_conn_kill(c, "excluded");
-	m->view_id = 0;
+	m->view.id = 0;
 	__atomic_store_n(&m->inc, inc, __ATOMIC_RELEASE);
 }
 
 static void op_event(void *ctx, int type, uint64_t view, uint32_t n)
 {
 	loco_manager_t *m = ctx;
-	struct lc_view *vw = m->vw;
+	struct lc_view *vw = m->view.vw;
 
 	if (vw->fn == NULL || vw->evt - vw->evh >= EVENTS)
 		return;
@@ -124,7 +124,7 @@ static void op_part(void *ctx, int part)
 {
 	loco_manager_t *m = ctx;
 
-	__atomic_store_n(&m->ms_part, part, __ATOMIC_RELEASE);
+	__atomic_store_n(&m->view.part, part, __ATOMIC_RELEASE);
 }
 
 static void op_log(void *ctx, int level, const char *line)
@@ -187,14 +187,14 @@ int lc_view_init(loco_manager_t *m)
 	};
 	struct lc_member_info self = {.node = m->node_id, .inc = m->inc};
 
-	m->vw = calloc(1, sizeof(*m->vw));
-	if (m->vw == NULL)
+	m->view.vw = calloc(1, sizeof(*m->view.vw));
+	if (m->view.vw == NULL)
 		return -ENOMEM;
-	m->ms_part = LC_MS_PART;
+	m->view.part = LC_MS_PART;
 	m->ms = lc_ms_create(&cfg, &self, &ms_ops, m);
 	if (m->ms == NULL) {
-		free(m->vw);
-		m->vw = NULL;
+		free(m->view.vw);
+		m->view.vw = NULL;
 		return -ENOMEM;
 	}
 	return 0;
@@ -204,8 +204,8 @@ void lc_view_fini(loco_manager_t *m)
 {
 	lc_ms_destroy(m->ms);
 	m->ms = NULL;
-	free(m->vw);
-	m->vw = NULL;
+	free(m->view.vw);
+	m->view.vw = NULL;
 }
 
 void lc_view_self(loco_manager_t *m)
@@ -239,7 +239,7 @@ void lc_view_late_hint(loco_manager_t *m, const char *what)
 
 void lc_view_dispatch(loco_manager_t *m)
 {
-	struct lc_view *vw = m->vw;
+	struct lc_view *vw = m->view.vw;
 	loco_event_t ev[EVENTS];
 	loco_event_fn *fn;
 	void *arg;
@@ -264,8 +264,8 @@ int loco_manager_set_event_fn(loco_manager_t *m, loco_event_fn *fn, void *arg)
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&m->lock);
-	m->vw->fn = fn;
-	m->vw->fn_arg = arg;
+	m->view.vw->fn = fn;
+	m->view.vw->fn_arg = arg;
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
@@ -288,7 +288,7 @@ int loco_manager_partitioned(loco_manager_t *m)
 		return 0; /* NULL or finished: no partition to report */
 	f = fail_ns(m);
 	for (;;) {
-		int part = __atomic_load_n(&m->ms_part, __ATOMIC_ACQUIRE);
+		int part = __atomic_load_n(&m->view.part, __ATOMIC_ACQUIRE);
 		uint64_t t = __atomic_load_n(&m->ms_tick_ns, __ATOMIC_ACQUIRE);
 		uint64_t now = lc_coarse_ns(); /* a tick late at most, never early */
 		int stale = t != 0 && now > t && now - t > f;
@@ -312,7 +312,12 @@ uint64_t loco_view(loco_manager_t *m)
 	if (lc_handle_ok(m))
 		return 0;
 	pthread_mutex_lock(&m->lock);
-	id = m->view_id;
+	id = m->view.id;
 	pthread_mutex_unlock(&m->lock);
 	return id;
+}
+
+uint64_t lc_view_id(loco_manager_t *m)
+{
+	return m->view.id;
 }
