@@ -297,7 +297,7 @@ static void announce_page(loco_manager_t *m, struct lc_msg *msg, void *ctx)
 {
 	const struct announce_ctx *a = ctx;
 
-	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next) {
+	for (struct lc_member *mb = lc_members_first(&m->members); mb != NULL; mb = mb->next) {
 		struct lc_peer *p;
 
 		if (!mb->up || (a->to != NULL && mb != a->to))
@@ -316,7 +316,7 @@ void lc_chan_announce(loco_manager_t *m, loco_channel_t *ch, struct lc_member *t
 	/* any thread: m->lock serializes tx_msg's users, and keeps an announcement's pages together */
 	struct announce_ctx a = {.ch = ch, .to = to, .peers_only = peers_only};
 
-	chan_pages(m, ch, flags, m->tx_msg, announce_page, &a);
+	chan_pages(m, ch, flags, lc_members_tx_msg(&m->members), announce_page, &a);
 }
 
 /* cb_queue -- queue peer_join (@join) or peer_leave of @node for @ch's objects. */
@@ -570,11 +570,13 @@ static void on_rejoined(loco_manager_t *m);
 
 void lc_chan_subscribe(loco_manager_t *m)
 {
-	m->ev = (struct lc_member_events){.up = on_up,
-	                                  .gone = on_gone,
-	                                  .msg = on_msg,
-	                                  .excluded = on_excluded,
-	                                  .rejoined = on_rejoined};
+	static const struct lc_member_events ev = {.up = on_up,
+	                                           .gone = on_gone,
+	                                           .msg = on_msg,
+	                                           .excluded = on_excluded,
+	                                           .rejoined = on_rejoined};
+
+	lc_members_subscribe(&m->members, &ev);
 }
 
 /* ------------------------------------------------------------------ */
@@ -753,7 +755,7 @@ static void join_timeout_log(loco_manager_t *m, loco_channel_t *ch)
 	uint32_t paired = chan_npeers(ch), members = 0, unpaired = 0, expected = ch->nodes - 1;
 
 	missing[0] = '\0';
-	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next) {
+	for (struct lc_member *mb = lc_members_first(&m->members); mb != NULL; mb = mb->next) {
 		struct lc_peer *p;
 
 		if (mb->info.node == m->node_id)
@@ -833,11 +835,11 @@ int loco_channel_join(loco_channel_t *ch, int64_t timeout_ns)
 /* chan_leave -- tell the channel's peers we leave it. m->lock held. */
 static void chan_leave(loco_manager_t *m, loco_channel_t *ch)
 {
-	struct lc_msg *msg = m->tx_msg;
+	struct lc_msg *msg = lc_members_tx_msg(&m->members);
 
 	msg->type = LC_MSG_CHAN_LEAVE;
 	snprintf(msg->u.chan_leave.name, sizeof(msg->u.chan_leave.name), "%s", ch->name);
-	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next) {
+	for (struct lc_member *mb = lc_members_first(&m->members); mb != NULL; mb = mb->next) {
 		struct lc_peer *p = lc_peer_get(ch, mb->info.node);
 
 		if (mb->up && mb->conn != NULL && p != NULL &&

@@ -80,7 +80,7 @@ static int admit(struct fab_link *link, const struct lc_link_priv *priv)
 /* session -- @node/@inc's authenticated session, or NULL. m->lock held. */
 static struct lc_conn *session(loco_manager_t *m, uint32_t node, uint64_t inc)
 {
-	struct lc_member *mb = lc_members_find(m->members, node);
+	struct lc_member *mb = lc_members_find(lc_members_first(&m->members), node);
 
 	if (mb == NULL || mb->info.inc != inc || mb->conn == NULL || !mb->conn->link_key_set ||
 	    mb->conn->state != LC_CONN_UP || lc_conn_is_dead(mb->conn))
@@ -333,7 +333,7 @@ static void accept_one(loco_manager_t *m, struct fab_link *link, const void *buf
 		accept_self(m, link, &priv);
 		return;
 	}
-	mb = lc_members_find(m->members, priv.node);
+	mb = lc_members_find(lc_members_first(&m->members), priv.node);
 	if (priv.node == 0 || (mb != NULL && mb->info.inc > priv.inc)) {
 		refuse(m, link, priv.node, priv.inc, "a stale incarnation");
 		return;

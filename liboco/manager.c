@@ -100,11 +100,8 @@ static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 		return -ENOMEM;
 	m->lfd = m->epfd = m->evfd = -1;
 	m->cfg = *cfg;
-	m->rx_msg = malloc(sizeof(*m->rx_msg));
-	m->tx_msg = calloc(1, sizeof(*m->tx_msg));
-	if (m->rx_msg == NULL || m->tx_msg == NULL || lc_view_init(m) != 0) {
-		free(m->rx_msg);
-		free(m->tx_msg);
+	if (lc_members_init(m) != 0 || lc_view_init(m) != 0) {
+		lc_members_fini(m);
 		lc_handle_bury(m);
 		return -ENOMEM;
 	}
@@ -126,8 +123,7 @@ static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 	if (ret) {
 		lc_pollers_fini(m->pollers);
 		lc_view_fini(m);
-		free(m->rx_msg);
-		free(m->tx_msg);
+		lc_members_fini(m);
 		free(m);
 		return ret;
 	}
@@ -175,8 +171,7 @@ static void manager_free(loco_manager_t *m)
 	sodium_memzero(m->key, sizeof(m->key));
 	lc_progress_fini(m);
 	pthread_cond_destroy(&m->cond);
-	free(m->rx_msg);
-	free(m->tx_msg);
+	lc_members_fini(m);
 	/*
 	 * Channels and objects the program left open, and the manager: dead
 	 * handles now, so that calls on them after loco_fini() return -EBADF
@@ -577,7 +572,8 @@ int loco_members(loco_manager_t *m, uint32_t *ids, size_t max)
 		return -EINVAL;
 	pthread_mutex_lock(&m->lock);
 	all[n++] = m->node_id;
-	for (struct lc_member *mb = m->members; mb != NULL && n <= LC_MAX_NODES; mb = mb->next)
+	for (struct lc_member *mb = lc_members_first(&m->members); mb != NULL && n <= LC_MAX_NODES;
+	     mb = mb->next)
 		if (mb->up)
 			all[n++] = mb->info.node;
 	pthread_mutex_unlock(&m->lock);
@@ -597,7 +593,7 @@ int loco_member_fabric(loco_manager_t *m, uint32_t node, const char **name)
 		return -EINVAL;
 	ret = -ENOENT;
 	pthread_mutex_lock(&m->lock);
-	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next)
+	for (struct lc_member *mb = lc_members_first(&m->members); mb != NULL; mb = mb->next)
 		if (mb->info.node == node && mb->up && mb->link != NULL) {
 			*name = mb->link->fab->ops->name; /* a provider's: static */
 			ret = 0;

@@ -60,6 +60,7 @@
 struct lc_pollers;
 
 struct loco_manager {
+	/* identity and what every module shares (manager.c sets them up) */
 	pthread_mutex_t lock; /* see above */
 	pthread_cond_t cond;  /* with lock: a callback returned */
 	uint32_t node_id;
@@ -70,50 +71,26 @@ struct loco_manager {
 	uint8_t key[32]; /* derived from the cluster secret; the secret is not kept */
 	struct lc_config cfg;
 	struct lc_pmix *pmix; /* the PMIx bootstrap's strings (pmix_boot.h); NULL without it */
-
 	struct fab *fab;
-	int lfd, epfd, evfd;
-	pthread_t progress;
-	int leaving; /* loco_fini() said LEAVE: peers going away is expected */
+	int lfd, epfd,
+	    evfd;           /* the control listener, the progress thread's epoll set, its wake fd */
+	pthread_t progress; /* the progress thread */
 
-	/* member.c (progress thread; m->lock for readers elsewhere) */
-	struct lc_member *members;
-	struct lc_conn *conns;
-	uint64_t ctrl_refused_log_ns; /* member.c: last warning about refused strangers */
-	unsigned ctrl_refused;        /* refused since that warning */
-	struct lc_ms *ms;             /* membership/: the state machine (ms.h), driven by view.c */
-	struct lc_view_part
-	    view;            /* view.c (view.h): the installed view, the application's events */
-	uint64_t ms_tick_ns; /* atomic: the machine's last tick (0: none yet) */
-	struct lc_member_events ev;
-	uint64_t next_hb_ns;
-	uint64_t hb_seq;
-	struct lc_msg *rx_msg; /* progress thread's scratch messages */
-	struct lc_msg *tx_msg;
-	uint64_t link_err[LC_LINK_ERR_SLOTS]; /* atomic: node << 32 | -status, 0: free */
-	int link_err_lost;                    /* atomic: a report found no free slot */
-
-	struct lc_graves graves; /* region.c (region.h): destroyed objects' regions, until due */
-
-	/* links.c */
-	struct lc_links links;
-
-	/* linkin.c: data links others open to us (m->lock) */
-	struct lc_linkin linkin;
-
-	struct lc_dial_state
-	    dial; /* dial.c (dial.h): the dialer, control dials, the join's answer */
-
-	/* progress.c */
-	struct lc_prog prog; /* progress.c (progress.h) */
-	struct lc_ack_table acks;
-	struct lc_wait wait; /* wait.c: LOCO_WAIT and the block policy's wake-ups */
-	int spread_done;     /* spread.c: a join placed the joining thread (m->lock) */
-
-	struct lc_chans chans; /* channel.c (chans.h): the channel registry, queued callbacks */
-
-	struct lc_mem mem;          /* mem.c (mem.h) */
-	struct lc_pollers *pollers; /* poller.c */
+	/* the modules: each one's fields are touched only by its own file (tools/check-owners) */
+	struct lc_member_table members; /* member.c (members.h): members, connections */
+	struct lc_ms *ms;               /* membership/ (ms.h, opaque), driven by view.c */
+	struct lc_view_part view;       /* view.c (view.h): the installed view, app events */
+	struct lc_dial_state dial;      /* dial.c (dial.h): dialer, control dials, join answer */
+	struct lc_links links;          /* links.c (links.h): node -> data link */
+	struct lc_linkin linkin;        /* linkin.c (linkin.h): data links others open to us */
+	struct lc_chans chans;          /* channel.c (chans.h): channels, queued callbacks */
+	struct lc_graves graves;        /* region.c (region.h): destroyed objects' regions */
+	struct lc_prog prog;            /* progress.c (progress.h): the progress loop's state */
+	struct lc_ack_table acks;       /* ack.c (ack.h): ack keys and WRIDs */
+	struct lc_wait wait;            /* wait.c (wait.h): LOCO_WAIT, block-policy wake-ups */
+	struct lc_mem mem;              /* mem.c (mem.h): registered-memory arenas */
+	struct lc_pollers *pollers;     /* poller.c (opaque) */
+	int spread_done;                /* spread.c: a join placed the joining thread (m->lock) */
 };
 
 /* poller.c -- the progress thread's pollers (loco_poller_add()) */

@@ -67,8 +67,8 @@ static void op_installed(void *ctx, uint64_t id, uint32_t n, int was)
 	(void)n;
 	m->view.id = id;
 	if (was == LC_VS_REJOINING)
-		m->ev.rejoined(m); /* channels wait for their old peers again */
-	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next)
+		lc_members_rejoined(m); /* channels wait for their old peers again */
+	for (struct lc_member *mb = lc_members_first(&m->members); mb != NULL; mb = mb->next)
 		if (lc_ms_in(m->ms, mb->info.node, mb->info.inc))
 			lc_member_check_up(m, mb);
 	if (was == LC_VS_JOINING)
@@ -78,15 +78,15 @@ static void op_installed(void *ctx, uint64_t id, uint32_t n, int was)
 static void op_excluded(void *ctx, uint64_t id, uint64_t inc)
 {
 	loco_manager_t *m = ctx;
+	struct lc_member *mb;
 
 	/* before the members go: an object that sees its peers vanish knows why */
 	__atomic_store_n(&m->view.part, LC_MS_PART, __ATOMIC_SEQ_CST);
-	m->view.id = id;   /* our objects' peer_leave callbacks carry the view that left us out */
-	m->ev.excluded(m); /* after a rejoin, channels wait for these peers again */
-	while (m->members != NULL)
-		lc_member_remove(m, m->members, 0, "we were excluded from the view");
-	for (struct lc_conn *c = m->conns; c != NULL; c = c->next)
-		lc_conn_kill(c, "excluded");
+	m->view.id = id; /* our objects' peer_leave callbacks carry the view that left us out */
+	lc_members_excluded(m); /* after a rejoin, channels wait for these peers again */
+	while ((mb = lc_members_first(&m->members)) != NULL)
+		lc_member_remove(m, mb, 0, "we were excluded from the view");
+	lc_members_kill_conns(m, "excluded");
 	m->view.id = 0;
 	__atomic_store_n(&m->inc, inc, __ATOMIC_RELEASE);
 }
@@ -289,7 +289,7 @@ int loco_manager_partitioned(loco_manager_t *m)
 	f = fail_ns(m);
 	for (;;) {
 		int part = __atomic_load_n(&m->view.part, __ATOMIC_ACQUIRE);
-		uint64_t t = __atomic_load_n(&m->ms_tick_ns, __ATOMIC_ACQUIRE);
+		uint64_t t = lc_members_tick_ns(&m->members);
 		uint64_t now = lc_coarse_ns(); /* a tick late at most, never early */
 		int stale = t != 0 && now > t && now - t > f;
 

@@ -8,7 +8,8 @@
  * through m->ms; the machine's effects come here (struct lc_ms_ops):
  * sending on a member's control connection, dialling, dropping a member
  * that a view left out, publishing the partition flag and the view id,
- * the application's events, and telling the channels (through m->ev)
+ * the application's events, and telling the channels (through the
+ * events they subscribed to: lc_members_excluded(), lc_members_rejoined())
  * that we were excluded or rejoined. So membership never calls into
  * channels, and member.c never calls this file.
  *
