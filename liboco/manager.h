@@ -1,23 +1,32 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * manager.h -- the manager: one per process. Each concept keeps its state
- * in its own part of struct loco_manager and its own file:
+ * manager.h -- the manager: one per process. struct loco_manager holds the
+ * node's identity and one part per module; each module's part is a struct
+ * declared in its own header, and only the module's own file touches its
+ * fields (tools/check-owners, run by the unit suite, checks it). Other
+ * files pass the part whole to the module's functions (&m->wait), or call
+ * the module:
  *
  *   manager.c   loco_init()/loco_fini(), identity, accessors
  *   config.c    the settings table (LOCO_* variables, loco-info -c)
- *   progress.c  the progress thread: reaping, control I/O, timers, pollers
- *   member.c    the member table, its messages and connecting (member.h)
- *   view.c      drives the membership state machine (view.h, membership/ms.h)
- *   dial.c      the dialer thread: data links (dial.h)
+ *   progress.c  the progress thread: reaping, control I/O, timers, pollers  m->prog
+ *   member.c    the member table, its messages and connecting (member.h)    m->members
+ *   view.c      drives the membership state machine (view.h)                m->view
+ *   membership/ the state machine itself (ms.h, opaque)                     m->ms
+ *   dial.c      the dialer thread, control dials, the join's answer         m->dial
  *   auth.c      authentication of control connections (auth.h)
  *   conn.c      control connections and their send queues (conn.h)
- *   links.c     the node -> data link table (links.h)
- *   linkin.c    data links others open to us: checked, then admitted (linkin.h)
- *   channel.c   channels and pairing; object callbacks (chan.h)
- *   region.c    objects and registered regions
+ *   links.c     the node -> data link table (links.h)                       m->links
+ *   linkin.c    data links others open to us, the self link (linkin.h)      m->linkin
+ *   channel.c   channels and pairing; object callbacks (chan.h, chans.h)    m->chans
+ *   region.c    objects, registered regions, their graves (region.h)        m->graves
  *   rop.c       remote operations and fences
- *   wait.c      wait policies (LOCO_WAIT), object waiters (wait.h)
- *   ack.c, mem.c, poller.c, ctrl_wire.c
+ *   wait.c      wait policies (LOCO_WAIT), object waiters (wait.h)          m->wait
+ *   ack.c       ack keys and WRIDs (ack.h)                                  m->acks
+ *   mem.c       registered-memory arenas (mem.h)                            m->mem
+ *   poller.c    the progress thread's pollers (opaque)                      m->pollers
+ *   spread.c    where the joining thread runs                               m->spread_done
+ *   ctrl_wire.c the control-plane messages
  *
  * Threads: application threads post, reap and wait. The progress thread
  * owns membership, all control-plane I/O (handshakes included), object
@@ -25,9 +34,11 @@
  * (fab_connect() blocks, bounded) and hands them to the progress thread.
  *
  * Locking: m->lock (plain, never recursive) guards members, connections,
- * channels, objects and regions; it is never held across a blocking call,
- * and remote operations never take it. m->poll_lock serializes
- * fab_poll(). conn.h's tx_lock and the ack table's lock are leaves.
+ * channels, objects and regions, whichever module owns them; it is never
+ * held across a blocking call, and remote operations never take it. The
+ * progress module's poll lock (m->prog) serializes fab_poll(); mem.c's
+ * arena lock (m->mem), conn.h's tx_lock and the ack table's lock are
+ * leaves.
  */
 #ifndef LOCO_LC_MANAGER_H
 #define LOCO_LC_MANAGER_H
