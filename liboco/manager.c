@@ -107,7 +107,7 @@ static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 	}
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->cond, NULL);
-	lc_mem_init(m);
+	lc_mem_init(&m->mem);
 	lc_progress_init(m);
 	lc_chans_init(m);
 	m->node_id = cfg->node_id;
@@ -166,7 +166,7 @@ static void manager_free(loco_manager_t *m)
 	lc_wait_fini(&m->wait); /* the progress thread, its only reader, has stopped */
 	lc_ack_table_fini(&m->acks);
 	lc_pollers_fini(m->pollers);
-	lc_mem_fini(m);
+	lc_mem_fini(&m->mem);
 	lc_pmix_free(m->pmix);
 	sodium_memzero(m->key, sizeof(m->key));
 	lc_progress_fini(m);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mem.h -- registered-memory arenas (mem.c). The manager holds a struct lc_mem
- * (m->mem); only mem.c touches its fields.
+ * (m->mem) and passes it to these functions; only mem.c touches its fields.
  */
 #ifndef LOCO_LC_MEM_H
 #define LOCO_LC_MEM_H
@@ -9,8 +9,6 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
-
-#include <loco.h>
 
 struct lc_arena;
 
@@ -20,10 +18,10 @@ struct lc_mem {
 	pthread_mutex_t lock; /* guards the arenas */
 };
 
-void lc_mem_init(loco_manager_t *m);
-int lc_mem_alloc(loco_manager_t *m, size_t len, void **out);
-void lc_mem_free(loco_manager_t *m, void *p, size_t len);
-void lc_mem_fini(loco_manager_t *m); /* frees the arenas and destroys the lock */
+void lc_mem_init(struct lc_mem *mm);
+int lc_mem_alloc(struct lc_mem *mm, size_t len, void **out);
+void lc_mem_free(struct lc_mem *mm, void *p, size_t len);
+void lc_mem_fini(struct lc_mem *mm); /* frees the arenas and destroys the lock */
 /*
  * lc_memlock_check -- warn, once per start, when RLIMIT_MEMLOCK is low (memlock.h)
  * and @device: a verbs device will pin what is registered. -ENOMEM then, else 0.

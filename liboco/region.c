@@ -87,7 +87,7 @@ static void region_free(loco_manager_t *m, struct loco_region *r)
 
 	if (ret)
 		lc_log_warn("manager: deregistering region %s: %s", r->full, strerror(-ret));
-	lc_mem_free(m, r->ptr, r->len);
+	lc_mem_free(&m->mem, r->ptr, r->len);
 	free(r);
 }
 
@@ -351,10 +351,10 @@ int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigne
 	pthread_mutex_unlock(&m->lock);
 	if (ret)
 		goto err_free;
-	ret = lc_mem_alloc(m, len, &r->ptr);
+	ret = lc_mem_alloc(&m->mem, len, &r->ptr);
 	if (ret && __atomic_load_n(&m->graves.head, __ATOMIC_RELAXED) != NULL) {
 		lc_graves_reap(m, 1); /* destroyed objects' memory before an error */
-		ret = lc_mem_alloc(m, len, &r->ptr);
+		ret = lc_mem_alloc(&m->mem, len, &r->ptr);
 	}
 	if (ret)
 		goto err_free;
@@ -397,7 +397,7 @@ int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigne
 err_dereg:
 	fab_mr_dereg(r->mr);
 err_mem:
-	lc_mem_free(m, r->ptr, len);
+	lc_mem_free(&m->mem, r->ptr, len);
 err_free:
 	free(r);
 	return ret;
