@@ -728,3 +728,11 @@ size_t loco_ack_outstanding(const loco_ack_key_t *key)
 {
 	return lc_handle_ok(key) == 0 ? lc_ack_outstanding(key) : 0;
 }
+
+int loco_poller_add(loco_manager_t *m, int (*fn)(void *arg), void *arg, int64_t period_ns,
+                    loco_poller_t **out)
+{
+	int ret = lc_handle_ok(m);
+
+	return ret ? ret : lc_pollers_add(m->pollers, m, fn, arg, period_ns, out);
+}

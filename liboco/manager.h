@@ -62,13 +62,12 @@
 #include "links.h"
 #include "mem.h"
 #include "member.h"
+#include "poller.h"
 #include "progress.h"
 #include "region.h"
 #include "util.h"
 #include "view.h"
 #include "wait.h"
-
-struct lc_pollers;
 
 struct loco_manager {
 	/* identity and what every module shares (manager.c sets them up) */
@@ -103,11 +102,5 @@ struct loco_manager {
 	struct lc_pollers *pollers;     /* poller.c (opaque) */
 	int spread_done;                /* spread.c: a join placed the joining thread (m->lock) */
 };
-
-/* poller.c -- the progress thread's pollers (loco_poller_add()) */
-int lc_pollers_init(struct lc_pollers **out, void (*wake)(void *), void *arg,
-                    const pthread_t *progress);
-void lc_pollers_fini(struct lc_pollers *ps);                   /* after the progress thread */
-int lc_pollers_run(struct lc_pollers *ps, int64_t *period_ns); /* progress thread: busy? */
 
 #endif /* LOCO_LC_MANAGER_H */
