@@ -137,6 +137,15 @@ err_free_keys:
 	return ret;
 }
 
+void lc_ack_table_hooks(struct lc_ack_table *t, void (*progress)(void *arg), void *arg,
+                        int (*in_view)(void *arg, uint32_t node), struct lc_wait *wait)
+{
+	t->progress = progress;
+	t->progress_arg = arg;
+	t->in_view = in_view;
+	t->wait = wait;
+}
+
 /* lc_ack_table_fini -- free the table and the keys still in it. */
 void lc_ack_table_fini(struct lc_ack_table *t)
 {

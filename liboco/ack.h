@@ -109,6 +109,13 @@ static inline unsigned lc_wrid_type(uint64_t wrid)
 /* lc_ack_table_init -- room for @max_keys keys (1..LC_ACK_MAX_KEYS). 0, -EINVAL, -ENOMEM. */
 int lc_ack_table_init(struct lc_ack_table *t, uint32_t max_keys);
 
+/*
+ * lc_ack_table_hooks -- the manager's optional hooks (see struct
+ * lc_ack_table: progress, in_view, wait). Before any key is created.
+ */
+void lc_ack_table_hooks(struct lc_ack_table *t, void (*progress)(void *arg), void *arg,
+                        int (*in_view)(void *arg, uint32_t node), struct lc_wait *wait);
+
 /* lc_ack_table_fini -- free the table; keys still alive are freed too. */
 void lc_ack_table_fini(struct lc_ack_table *t);
 

@@ -192,7 +192,7 @@ int loco_object_send(loco_object_t *obj, uint32_t node, const void *msg, size_t 
 		ret = -ENOBUFS;
 		goto out;
 	}
-	tx = m->tx_msg; /* m->lock serializes its users */
+	tx = lc_members_tx_msg(&m->members); /* m->lock serializes its users */
 	tx->type = LC_MSG_OBJ;
 	snprintf(tx->u.obj.chan, sizeof(tx->u.obj.chan), "%s", ch->name);
 	snprintf(tx->u.obj.obj, sizeof(tx->u.obj.obj), "%s", obj->name);

@@ -70,7 +70,7 @@ static int name_ok(const char *name)
 
 static loco_channel_t *chan_find(loco_manager_t *m, const char *full)
 {
-	for (loco_channel_t *ch = m->channels; ch != NULL; ch = ch->next)
+	for (loco_channel_t *ch = m->chans.channels; ch != NULL; ch = ch->next)
 		if (strcmp(ch->name, full) == 0)
 			return ch;
 	return NULL;
@@ -78,7 +78,7 @@ static loco_channel_t *chan_find(loco_manager_t *m, const char *full)
 
 static loco_channel_t *chan_by_id(loco_manager_t *m, uint64_t id)
 {
-	for (loco_channel_t *ch = m->channels; ch != NULL; ch = ch->next)
+	for (loco_channel_t *ch = m->chans.channels; ch != NULL; ch = ch->next)
 		if (ch->id == id)
 			return ch;
 	return NULL;
@@ -297,7 +297,7 @@ static void announce_page(loco_manager_t *m, struct lc_msg *msg, void *ctx)
 {
 	const struct announce_ctx *a = ctx;
 
-	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next) {
+	for (struct lc_member *mb = lc_members_first(&m->members); mb != NULL; mb = mb->next) {
 		struct lc_peer *p;
 
 		if (!mb->up || (a->to != NULL && mb != a->to))
@@ -316,7 +316,7 @@ void lc_chan_announce(loco_manager_t *m, loco_channel_t *ch, struct lc_member *t
 	/* any thread: m->lock serializes tx_msg's users, and keeps an announcement's pages together */
 	struct announce_ctx a = {.ch = ch, .to = to, .peers_only = peers_only};
 
-	chan_pages(m, ch, flags, m->tx_msg, announce_page, &a);
+	chan_pages(m, ch, flags, lc_members_tx_msg(&m->members), announce_page, &a);
 }
 
 /* cb_queue -- queue peer_join (@join) or peer_leave of @node for @ch's objects. */
@@ -330,13 +330,13 @@ static void cb_queue(loco_manager_t *m, loco_channel_t *ch, uint32_t node, int j
 		return;
 	}
 	*e = (struct lc_cb_event){.chan = ch->id,
-	                          .seq = ++m->seq,
-	                          .view = m->view_id,
+	                          .seq = ++m->chans.seq,
+	                          .view = lc_view_id(m),
 	                          .node = node,
 	                          .kind = join ? LC_CB_JOIN : LC_CB_LEAVE};
 	ch->cb_pending++; /* loco_channel_join() returns once they ran */
-	*m->cb_tail = e;
-	m->cb_tail = &e->next;
+	*m->chans.cb_tail = e;
+	m->chans.cb_tail = &e->next;
 }
 
 static void peer_gone(loco_manager_t *m, loco_channel_t *ch, uint32_t node)
@@ -499,15 +499,15 @@ static void obj_msg(loco_manager_t *m, struct lc_member *from, const struct lc_m
 		return;
 	}
 	*e = (struct lc_cb_event){.chan = ch->id,
-	                          .seq = ++m->seq,
-	                          .view = m->view_id,
+	                          .seq = ++m->chans.seq,
+	                          .view = lc_view_id(m),
 	                          .node = from->info.node,
 	                          .kind = LC_CB_MSG,
 	                          .len = msg->u.obj.len};
 	snprintf(e->obj, sizeof(e->obj), "%s", o->name);
 	memcpy(e->data, msg->u.obj.data, msg->u.obj.len);
-	*m->cb_tail = e;
-	m->cb_tail = &e->next;
+	*m->chans.cb_tail = e;
+	m->chans.cb_tail = &e->next;
 }
 
 static void on_msg(loco_manager_t *m, struct lc_member *from, const struct lc_msg *msg)
@@ -554,14 +554,14 @@ static void on_msg(loco_manager_t *m, struct lc_member *from, const struct lc_ms
 
 static void on_up(loco_manager_t *m, struct lc_member *mb)
 {
-	for (loco_channel_t *ch = m->channels; ch != NULL; ch = ch->next)
+	for (loco_channel_t *ch = m->chans.channels; ch != NULL; ch = ch->next)
 		if (ch->joined)
 			lc_chan_announce(m, ch, mb, LC_CHAN_REPLY, 0);
 }
 
 static void on_gone(loco_manager_t *m, uint32_t node)
 {
-	for (loco_channel_t *ch = m->channels; ch != NULL; ch = ch->next)
+	for (loco_channel_t *ch = m->chans.channels; ch != NULL; ch = ch->next)
 		peer_gone(m, ch, node);
 }
 
@@ -570,11 +570,13 @@ static void on_rejoined(loco_manager_t *m);
 
 void lc_chan_subscribe(loco_manager_t *m)
 {
-	m->ev = (struct lc_member_events){.up = on_up,
-	                                  .gone = on_gone,
-	                                  .msg = on_msg,
-	                                  .excluded = on_excluded,
-	                                  .rejoined = on_rejoined};
+	static const struct lc_member_events ev = {.up = on_up,
+	                                           .gone = on_gone,
+	                                           .msg = on_msg,
+	                                           .excluded = on_excluded,
+	                                           .rejoined = on_rejoined};
+
+	lc_members_subscribe(&m->members, &ev);
 }
 
 /* ------------------------------------------------------------------ */
@@ -608,11 +610,11 @@ static void run_msg(loco_manager_t *m, const struct lc_cb_event *e)
 	}
 	fn = o->msg_fn;
 	arg = o->msg_arg;
-	m->cb_obj = o;
+	m->chans.cb_obj = o;
 	pthread_mutex_unlock(&m->lock);
 	fn(o, e->node, e->data, e->len, arg);
 	pthread_mutex_lock(&m->lock);
-	m->cb_obj = NULL;
+	m->chans.cb_obj = NULL;
 	pthread_cond_broadcast(&m->cond); /* a destroy may wait for this call */
 }
 
@@ -636,11 +638,11 @@ static void run_event(loco_manager_t *m, const struct lc_cb_event *e)
 		fn = e->kind == LC_CB_JOIN ? o->ops.peer_join : o->ops.peer_leave;
 		if (fn == NULL)
 			continue;
-		m->cb_obj = o;
+		m->chans.cb_obj = o;
 		pthread_mutex_unlock(&m->lock);
 		fn(o, e->node, e->view, o->arg);
 		pthread_mutex_lock(&m->lock);
-		m->cb_obj = NULL;
+		m->chans.cb_obj = NULL;
 		pthread_cond_broadcast(&m->cond); /* a destroy may wait for this call */
 	}
 }
@@ -649,15 +651,15 @@ void lc_chan_dispatch(loco_manager_t *m)
 {
 	loco_channel_t *ch;
 
-	if (__atomic_load_n(&m->cb_head, __ATOMIC_RELAXED) == NULL)
+	if (__atomic_load_n(&m->chans.cb_head, __ATOMIC_RELAXED) == NULL)
 		return; /* only this thread queues events, under m->lock */
 	pthread_mutex_lock(&m->lock);
-	while (m->cb_head != NULL) {
-		struct lc_cb_event *e = m->cb_head;
+	while (m->chans.cb_head != NULL) {
+		struct lc_cb_event *e = m->chans.cb_head;
 
-		m->cb_head = e->next;
-		if (m->cb_head == NULL)
-			m->cb_tail = &m->cb_head;
+		m->chans.cb_head = e->next;
+		if (m->chans.cb_head == NULL)
+			m->chans.cb_tail = &m->chans.cb_head;
 		run_event(m, e);
 		ch = chan_by_id(m, e->chan);
 		if (ch != NULL && e->kind != LC_CB_MSG) /* messages do not hold up a join */
@@ -669,20 +671,20 @@ void lc_chan_dispatch(loco_manager_t *m)
 
 void lc_chan_events_free(loco_manager_t *m)
 {
-	while (m->cb_head != NULL) {
-		struct lc_cb_event *e = m->cb_head;
+	while (m->chans.cb_head != NULL) {
+		struct lc_cb_event *e = m->chans.cb_head;
 
-		m->cb_head = e->next;
+		m->chans.cb_head = e->next;
 		free(e);
 	}
-	m->cb_tail = &m->cb_head;
+	m->chans.cb_tail = &m->chans.cb_head;
 }
 
 void lc_chan_object_gone(loco_manager_t *m, loco_object_t *obj)
 {
 	if (lc_on_progress(m))
 		return; /* from inside a callback: the dispatcher no longer touches it */
-	while (m->cb_obj == obj)
+	while (m->chans.cb_obj == obj)
 		pthread_cond_wait(&m->cond, &m->lock);
 }
 
@@ -718,12 +720,12 @@ int loco_channel_create(loco_manager_t *m, loco_channel_t *parent, const char *n
 	ch->m = m;
 	ch->parent = parent;
 	ch->nodes = nodes;
-	ch->id = ++m->next_chan_id;
+	ch->id = ++m->chans.next_chan_id;
 	memcpy(ch->name, full, (size_t)n + 1);
 	if (parent != NULL)
 		parent->nchildren++;
-	ch->next = m->channels;
-	m->channels = ch;
+	ch->next = m->chans.channels;
+	m->chans.channels = ch;
 	pthread_mutex_unlock(&m->lock);
 	*out = ch;
 	return 0;
@@ -753,7 +755,7 @@ static void join_timeout_log(loco_manager_t *m, loco_channel_t *ch)
 	uint32_t paired = chan_npeers(ch), members = 0, unpaired = 0, expected = ch->nodes - 1;
 
 	missing[0] = '\0';
-	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next) {
+	for (struct lc_member *mb = lc_members_first(&m->members); mb != NULL; mb = mb->next) {
 		struct lc_peer *p;
 
 		if (mb->info.node == m->node_id)
@@ -779,7 +781,7 @@ static void join_timeout_log(loco_manager_t *m, loco_channel_t *ch)
 	if (unpaired)
 		lc_log_warn("manager: channel %s: (the nodes above are members of view %llu: did "
 		            "they create and join channel %s?)",
-		            ch->name, (unsigned long long)m->view_id, ch->name);
+		            ch->name, (unsigned long long)lc_view_id(m), ch->name);
 	lc_view_late_hint(m, "join timed out");
 }
 
@@ -833,11 +835,11 @@ int loco_channel_join(loco_channel_t *ch, int64_t timeout_ns)
 /* chan_leave -- tell the channel's peers we leave it. m->lock held. */
 static void chan_leave(loco_manager_t *m, loco_channel_t *ch)
 {
-	struct lc_msg *msg = m->tx_msg;
+	struct lc_msg *msg = lc_members_tx_msg(&m->members);
 
 	msg->type = LC_MSG_CHAN_LEAVE;
 	snprintf(msg->u.chan_leave.name, sizeof(msg->u.chan_leave.name), "%s", ch->name);
-	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next) {
+	for (struct lc_member *mb = lc_members_first(&m->members); mb != NULL; mb = mb->next) {
 		struct lc_peer *p = lc_peer_get(ch, mb->info.node);
 
 		if (mb->up && mb->conn != NULL && p != NULL &&
@@ -864,7 +866,7 @@ int loco_channel_destroy(loco_channel_t *ch)
 	}
 	if (ch->joined)
 		chan_leave(m, ch);
-	for (loco_channel_t **pp = &m->channels; *pp != NULL; pp = &(*pp)->next) {
+	for (loco_channel_t **pp = &m->chans.channels; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == ch) {
 			*pp = ch->next;
 			break;
@@ -886,7 +888,7 @@ int loco_channel_destroy(loco_channel_t *ch)
 /* on_excluded -- m->lock: remember each channel's peers */
 static void on_excluded(loco_manager_t *m)
 {
-	for (loco_channel_t *ch = m->channels; ch != NULL; ch = ch->next) {
+	for (loco_channel_t *ch = m->chans.channels; ch != NULL; ch = ch->next) {
 		uint32_t n = 0;
 		struct lc_peer *p;
 
@@ -903,7 +905,7 @@ static void on_rejoined(loco_manager_t *m)
 {
 	uint64_t until = lc_now_ns() + (uint64_t)m->cfg.join_timeout_ms * 1000000ull;
 
-	for (loco_channel_t *ch = m->channels; ch != NULL; ch = ch->next)
+	for (loco_channel_t *ch = m->chans.channels; ch != NULL; ch = ch->next)
 		__atomic_store_n(&ch->regain_ns, until, __ATOMIC_RELEASE);
 }
 
@@ -982,4 +984,32 @@ int loco_channel_peers(loco_channel_t *ch, uint32_t *ids, size_t max)
 	if (n > 0 && max > 0) /* ids may be NULL with max 0: counting only */
 		memcpy(ids, all, (n < max ? n : max) * sizeof(ids[0]));
 	return (int)n;
+}
+
+void lc_chans_init(loco_manager_t *m)
+{
+	m->chans.cb_tail = &m->chans.cb_head;
+}
+
+uint64_t lc_chan_seq_next(loco_manager_t *m)
+{
+	return ++m->chans.seq;
+}
+
+int lc_chan_any(loco_manager_t *m)
+{
+	return m->chans.channels != NULL;
+}
+
+unsigned lc_chan_open_objects(loco_manager_t *m, const char **obj, const char **chan)
+{
+	unsigned n = 0;
+
+	for (loco_channel_t *ch = m->chans.channels; ch != NULL; ch = ch->next)
+		for (loco_object_t *o = ch->objects; o != NULL; o = o->next)
+			if (n++ == 0) {
+				*obj = o->name;
+				*chan = ch->name;
+			}
+	return n;
 }

@@ -37,7 +37,7 @@ struct lc_dials {
 /* finish -- queue a finished data link for the progress thread. d->lock held. */
 static void finish(loco_manager_t *m, struct fab_link *link, const struct lc_member_info *info)
 {
-	struct lc_dials *d = m->dials;
+	struct lc_dials *d = m->dial.dials;
 	struct lc_dial_done *x = calloc(1, sizeof(*x));
 
 	if (x == NULL) {
@@ -102,7 +102,7 @@ static void wait_until(struct lc_dials *d, uint64_t now, uint64_t wake)
 static void *dialer_main(void *arg)
 {
 	loco_manager_t *m = arg;
-	struct lc_dials *d = m->dials;
+	struct lc_dials *d = m->dial.dials;
 
 	pthread_mutex_lock(&d->lock);
 	while (!d->stop) {
@@ -165,7 +165,7 @@ int lc_dials_start(loco_manager_t *m)
 	pthread_cond_init(&d->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	d->done_tail = &d->done;
-	m->dials = d;
+	m->dial.dials = d;
 	ret = -pthread_create(&d->thread, NULL, dialer_main, m);
 	if (ret) {
 		lc_log_err("manager: cannot start the dialer thread: %s", strerror(-ret));
@@ -177,7 +177,7 @@ int lc_dials_start(loco_manager_t *m)
 
 void lc_dials_stop(loco_manager_t *m)
 {
-	struct lc_dials *d = m->dials;
+	struct lc_dials *d = m->dial.dials;
 
 	if (d == NULL)
 		return;
@@ -199,12 +199,12 @@ void lc_dials_stop(loco_manager_t *m)
 	pthread_cond_destroy(&d->cond);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
-	m->dials = NULL;
+	m->dial.dials = NULL;
 }
 
 void lc_dial_link(loco_manager_t *m, const struct lc_member_info *info)
 {
-	struct lc_dials *d = m->dials;
+	struct lc_dials *d = m->dial.dials;
 	struct lc_link_proof proof;
 	struct lc_dial *x;
 
@@ -241,7 +241,7 @@ void lc_dial_link(loco_manager_t *m, const struct lc_member_info *info)
 
 void lc_dial_cancel(loco_manager_t *m, uint32_t node)
 {
-	struct lc_dials *d = m->dials;
+	struct lc_dials *d = m->dial.dials;
 
 	pthread_mutex_lock(&d->lock);
 	for (struct lc_dial *x = d->todo; x != NULL; x = x->next) {
@@ -258,7 +258,7 @@ void lc_dial_cancel(loco_manager_t *m, uint32_t node)
 
 struct lc_dial_done *lc_dial_take(loco_manager_t *m)
 {
-	struct lc_dials *d = m->dials;
+	struct lc_dials *d = m->dial.dials;
 	struct lc_dial_done *list;
 
 	pthread_mutex_lock(&d->lock);
@@ -274,7 +274,7 @@ struct lc_dial_done *lc_dial_take(loco_manager_t *m)
 
 void lc_cdial_free(loco_manager_t *m, struct lc_cdial *d)
 {
-	for (struct lc_cdial **pp = &m->cdials; *pp != NULL; pp = &(*pp)->next) {
+	for (struct lc_cdial **pp = &m->dial.cdials; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == d) {
 			*pp = d->next;
 			break;
@@ -292,8 +292,7 @@ void lc_cdial_failed(loco_manager_t *m, struct lc_cdial *d, int err)
 
 	d->conn = NULL;
 	if (d->join) {
-		m->join_ret = err;
-		m->join_done = 1;
+		lc_dial_join_answer(m, err);
 		lc_cdial_free(m, d);
 		return;
 	}
@@ -310,7 +309,7 @@ void lc_cdial_failed(loco_manager_t *m, struct lc_cdial *d, int err)
 /* lc_cdial_cancel -- nothing to do for @node any more (it is up, or gone). m->lock held. */
 void lc_cdial_cancel(loco_manager_t *m, uint32_t node)
 {
-	for (struct lc_cdial *d = m->cdials; d != NULL; d = d->next) {
+	for (struct lc_cdial *d = m->dial.cdials; d != NULL; d = d->next) {
 		if (d->info.node == node && node != 0 && !d->join) {
 			lc_cdial_free(m, d); /* an attempt under way goes on; admission decides */
 			return;
@@ -323,7 +322,7 @@ void lc_dial_ctrl(loco_manager_t *m, const struct lc_member_info *info, int join
 	struct lc_cdial *d = NULL;
 
 	if (info->node != 0 && !join)
-		for (d = m->cdials; d != NULL; d = d->next)
+		for (d = m->dial.cdials; d != NULL; d = d->next)
 			if (d->info.node == info->node && !d->join)
 				break;
 	if (d == NULL) {
@@ -331,13 +330,12 @@ void lc_dial_ctrl(loco_manager_t *m, const struct lc_member_info *info, int join
 		if (d == NULL) {
 			lc_log_err("manager: out of memory: cannot connect to %s", info->ctrl_addr);
 			if (join) {
-				m->join_ret = -ENOMEM;
-				m->join_done = 1;
+				lc_dial_join_answer(m, -ENOMEM);
 			}
 			return;
 		}
-		d->next = m->cdials;
-		m->cdials = d;
+		d->next = m->dial.cdials;
+		m->dial.cdials = d;
 	}
 	d->info = *info;
 	d->join = join;
@@ -349,7 +347,7 @@ void lc_dial_ctrl(loco_manager_t *m, const struct lc_member_info *info, int join
 
 struct lc_cdial *lc_cdial_due(loco_manager_t *m, uint64_t now, uint64_t *wake)
 {
-	for (struct lc_cdial *d = m->cdials; d != NULL; d = d->next) {
+	for (struct lc_cdial *d = m->dial.cdials; d != NULL; d = d->next) {
 		if (d->conn != NULL)
 			continue;
 		if (d->next_ns <= now)
@@ -362,6 +360,37 @@ struct lc_cdial *lc_cdial_due(loco_manager_t *m, uint64_t now, uint64_t *wake)
 
 void lc_cdials_free(loco_manager_t *m)
 {
-	while (m->cdials != NULL)
-		lc_cdial_free(m, m->cdials);
+	while (m->dial.cdials != NULL)
+		lc_cdial_free(m, m->dial.cdials);
+}
+
+int lc_cdial_pending(loco_manager_t *m, uint32_t node)
+{
+	for (struct lc_cdial *d = m->dial.cdials; d != NULL; d = d->next)
+		if (d->info.node == node || (node == 0 && d->join))
+			return 1;
+	return 0;
+}
+
+void lc_dial_join_begin(loco_manager_t *m)
+{
+	m->dial.join_done = 0;
+}
+
+void lc_dial_join_answer(loco_manager_t *m, int ret)
+{
+	m->dial.join_ret = ret;
+	m->dial.join_done = 1;
+}
+
+void lc_dial_join_answer_first(loco_manager_t *m, int ret)
+{
+	if (!m->dial.join_done)
+		lc_dial_join_answer(m, ret);
+}
+
+int lc_dial_join_result(loco_manager_t *m, int *ret)
+{
+	*ret = m->dial.join_ret;
+	return m->dial.join_done;
 }

@@ -27,6 +27,16 @@ struct lc_dial_done {
 	struct lc_dial_done *next;
 };
 
+struct lc_dials;
+struct lc_cdial;
+
+/* The manager's part (m->dial); only dial.c touches its fields. */
+struct lc_dial_state {
+	struct lc_dials *dials;  /* the dialer thread and its queues (data links) */
+	struct lc_cdial *cdials; /* m->lock: control connections to make */
+	int join_done, join_ret; /* m->lock: the joining thread's answer */
+};
+
 int lc_dials_start(loco_manager_t *m);
 void lc_dials_stop(loco_manager_t *m); /* ends the thread, frees what is queued */
 
@@ -45,11 +55,11 @@ struct lc_dial_done *lc_dial_take(loco_manager_t *m);
 
 /*
  * The control connections this node must make (members with higher ids, a
- * join's contact), on the progress thread's list m->cdials (m->lock held
+ * join's contact), on the progress thread's list m->dial.cdials (m->lock held
  * for every call below). member.c starts them (a non-blocking connect)
  * when lc_cdial_due() says so and reports each attempt's end; a failure
  * is retried with back-off until the join timeout, except a join's: its
- * one try answers the joining thread (m->join_ret, m->join_done).
+ * one try answers the joining thread (lc_dial_join_answer()).
  */
 struct lc_cdial {
 	struct lc_member_info info; /* info.ctrl_addr; node 0: a contact not known yet */
@@ -75,5 +85,19 @@ void lc_cdial_cancel(loco_manager_t *m, uint32_t node);
 /* lc_cdial_free -- forget @d (its connection, if any, goes on without it). */
 void lc_cdial_free(loco_manager_t *m, struct lc_cdial *d);
 void lc_cdials_free(loco_manager_t *m);
+/* lc_cdial_pending -- whether a control connection to @node (0: a join's contact) is to be made. */
+int lc_cdial_pending(loco_manager_t *m, uint32_t node);
+
+/*
+ * The joining thread's answer (m->lock held for each): lc_dial_join_begin()
+ * clears it before a join's dial; lc_dial_join_answer() gives it (the
+ * dial failed, the contact did not admit us); lc_dial_join_answer_first()
+ * gives it unless it was given already (a view that has us); and
+ * lc_dial_join_result() says whether it was given, and *@ret.
+ */
+void lc_dial_join_begin(loco_manager_t *m);
+void lc_dial_join_answer(loco_manager_t *m, int ret);
+void lc_dial_join_answer_first(loco_manager_t *m, int ret);
+int lc_dial_join_result(loco_manager_t *m, int *ret);
 
 #endif /* LOCO_LC_DIAL_H */

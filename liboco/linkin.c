@@ -80,7 +80,7 @@ static int admit(struct fab_link *link, const struct lc_link_priv *priv)
 /* session -- @node/@inc's authenticated session, or NULL. m->lock held. */
 static struct lc_conn *session(loco_manager_t *m, uint32_t node, uint64_t inc)
 {
-	struct lc_member *mb = lc_members_find(m->members, node);
+	struct lc_member *mb = lc_members_find(lc_members_first(&m->members), node);
 
 	if (mb == NULL || mb->info.inc != inc || mb->conn == NULL || !mb->conn->link_key_set ||
 	    mb->conn->state != LC_CONN_UP || lc_conn_is_dead(mb->conn))
@@ -271,7 +271,7 @@ static void accept_self(loco_manager_t *m, struct fab_link *link, const struct l
 	int ret = -EACCES;
 
 	if (__atomic_load_n(&m->linkin.self_ready, __ATOMIC_ACQUIRE) && priv->inc == m->inc &&
-	    m->self_served == NULL) {
+	    m->linkin.self_served == NULL) {
 		self_proof(m, &proof);
 		ret = lc_link_priv_check(&proof, priv, m->linkin.self_seen);
 		sodium_memzero(&proof, sizeof(proof));
@@ -283,7 +283,7 @@ static void accept_self(loco_manager_t *m, struct fab_link *link, const struct l
 	m->linkin.self_seen = priv->counter;
 	if (admit(link, priv) == 0) {
 		link->ctx = priv->node;
-		m->self_served = link; /* the far end of our self link */
+		m->linkin.self_served = link; /* the far end of our self link */
 	}
 }
 
@@ -333,7 +333,7 @@ static void accept_one(loco_manager_t *m, struct fab_link *link, const void *buf
 		accept_self(m, link, &priv);
 		return;
 	}
-	mb = lc_members_find(m->members, priv.node);
+	mb = lc_members_find(lc_members_first(&m->members), priv.node);
 	if (priv.node == 0 || (mb != NULL && mb->info.inc > priv.inc)) {
 		refuse(m, link, priv.node, priv.inc, "a stale incarnation");
 		return;
@@ -395,7 +395,21 @@ void lc_self_link(loco_manager_t *m)
 	if (ret)
 		return;
 	pthread_mutex_lock(&m->lock);
-	m->self_link = link;
+	m->linkin.self_link = link;
 	lc_links_set(&m->links, m->node_id, link);
 	pthread_mutex_unlock(&m->lock);
+}
+
+int lc_linkin_has_self(loco_manager_t *m)
+{
+	return m->linkin.self_link != NULL;
+}
+
+void lc_linkin_close_self(loco_manager_t *m)
+{
+	if (m->linkin.self_link != NULL)
+		fab_link_close(m->linkin.self_link);
+	if (m->linkin.self_served != NULL)
+		fab_link_close(m->linkin.self_served);
+	m->linkin.self_link = m->linkin.self_served = NULL;
 }

@@ -71,7 +71,15 @@ struct lc_linkin {
 	uint64_t refused;   /* links refused so far */
 	uint64_t log_sec;   /* rate limit of the refusal warnings */
 	unsigned log_n, log_quiet;
+	struct fab_link *self_link;   /* to our own endpoint: operations on our own memory */
+	struct fab_link *self_served; /* its accepted end */
 };
+
+/* lc_linkin_has_self -- whether the self link is open (our own memory is reachable). */
+int lc_linkin_has_self(loco_manager_t *m);
+
+/* lc_linkin_close_self -- close both ends of the self link (at the end). */
+void lc_linkin_close_self(loco_manager_t *m);
 
 /*
  * lc_linkin_accept -- progress thread: check, admit or hold new

@@ -100,19 +100,16 @@ static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 		return -ENOMEM;
 	m->lfd = m->epfd = m->evfd = -1;
 	m->cfg = *cfg;
-	m->rx_msg = malloc(sizeof(*m->rx_msg));
-	m->tx_msg = calloc(1, sizeof(*m->tx_msg));
-	if (m->rx_msg == NULL || m->tx_msg == NULL || lc_view_init(m) != 0) {
-		free(m->rx_msg);
-		free(m->tx_msg);
+	if (lc_members_init(m) != 0 || lc_view_init(m) != 0) {
+		lc_members_fini(m);
 		lc_handle_bury(m);
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->cond, NULL);
-	pthread_mutex_init(&m->mem_lock, NULL);
-	pthread_mutex_init(&m->poll_lock, NULL);
-	m->cb_tail = &m->cb_head;
+	lc_mem_init(&m->mem);
+	lc_progress_init(m);
+	lc_chans_init(m);
 	m->node_id = cfg->node_id;
 	/* a restart gets a larger incarnation: wall-clock ns plus random low bits */
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -128,18 +125,14 @@ static int manager_new(const struct lc_config *cfg, loco_manager_t **out)
 	if (ret) {
 		lc_pollers_fini(m->pollers);
 		lc_view_fini(m);
-		free(m->rx_msg);
-		free(m->tx_msg);
+		lc_members_fini(m);
 		free(m);
 		return ret;
 	}
 	lc_wait_init(&m->wait, cfg->wait);
 	if (cfg->wait_window_ns > 0) /* LOCO_WAIT_WINDOW_US: fixed, not learnt */
-		m->wait.window_ns = m->wait.window_fixed_ns = cfg->wait_window_ns;
-	m->acks.progress = lc_progress_reap;
-	m->acks.progress_arg = m;
-	m->acks.in_view = ack_in_view;
-	m->acks.wait = &m->wait;
+		lc_wait_fix_window(&m->wait, cfg->wait_window_ns);
+	lc_ack_table_hooks(&m->acks, lc_progress_reap, m, ack_in_view, &m->wait);
 	lc_chan_subscribe(m);
 	*out = m;
 	return 0;
@@ -176,14 +169,12 @@ static void manager_free(loco_manager_t *m)
 	lc_wait_fini(&m->wait);   /* the progress thread, its only reader, has stopped */
 	lc_ack_table_fini(&m->acks);
 	lc_pollers_fini(m->pollers);
-	lc_mem_fini(m);
+	lc_mem_fini(&m->mem);
 	lc_pmix_free(m->pmix);
 	sodium_memzero(m->key, sizeof(m->key));
-	pthread_mutex_destroy(&m->poll_lock);
-	pthread_mutex_destroy(&m->mem_lock);
+	lc_progress_fini(m);
 	pthread_cond_destroy(&m->cond);
-	free(m->rx_msg);
-	free(m->tx_msg);
+	lc_members_fini(m);
 	/*
 	 * Channels and objects the program left open, and the manager: dead
 	 * handles now, so that calls on them after loco_fini() return -EBADF
@@ -192,23 +183,6 @@ static void manager_free(loco_manager_t *m)
 	 */
 	lc_handle_fini_manager(m, 0);
 	lc_handle_bury_fn(m, manager_tomb_fini);
-}
-
-/*
- * open_objects -- how many objects the program left in @m's channels, and
- * the first one's names (for the log). m->lock.
- */
-static unsigned open_objects(loco_manager_t *m, const char **obj, const char **chan)
-{
-	unsigned n = 0;
-
-	for (loco_channel_t *ch = m->channels; ch != NULL; ch = ch->next)
-		for (loco_object_t *o = ch->objects; o != NULL; o = o->next)
-			if (n++ == 0) {
-				*obj = o->name;
-				*chan = ch->name;
-			}
-	return n;
 }
 
 /* open_endpoints -- the fabric, the control listener, epoll and the wake fd. */
@@ -247,10 +221,9 @@ static int open_endpoints(loco_manager_t *m)
 	if (ret)
 		return ret;
 	lc_memlock_check(fab_uses_device(m->fab)); /* warns only when a verbs device pins memory */
-	if (m->wait.policy != LOCO_WAIT_BLOCK && fab_progress(m->fab, 0) != -EOPNOTSUPP) {
+	if (lc_wait_policy(&m->wait) != LOCO_WAIT_BLOCK && fab_progress(m->fab, 0) != -EOPNOTSUPP) {
 		/* a software fabric: waiters do its work (block leaves it to its thread) */
-		m->wait.drive = drive_fn;
-		m->wait.drive_arg = m;
+		lc_wait_set_drive(&m->wait, drive_fn, m);
 	}
 	ret = fab_get_addr(m->fab, &fa);
 	if (ret == 0)
@@ -267,7 +240,7 @@ static int open_endpoints(loco_manager_t *m)
 	if (ret == 0)
 		ret = epoll_add(m, fab_wait_fd(m->fab), m->fab);
 	if (ret == 0)
-		m->fab_watched = 1;
+		lc_progress_fab_watched(m);
 	if (ret == 0)
 		ret = epoll_add(m, m->lfd, &m->lfd);
 	return ret;
@@ -286,15 +259,14 @@ static int join_contact(loco_manager_t *m, const char *addr, uint64_t deadline)
 
 	snprintf(contact.ctrl_addr, sizeof(contact.ctrl_addr), "%s", addr);
 	pthread_mutex_lock(&m->lock);
-	m->join_done = 0;
+	lc_dial_join_begin(m);
 	lc_dial_ctrl(m, &contact, 1);
 	pthread_mutex_unlock(&m->lock);
 	/* the handshake is bounded by the progress thread's handshake timeout */
 	while (!done && lc_now_ns() < deadline + 3000000000ull) {
 		usleep(1000);
 		pthread_mutex_lock(&m->lock);
-		done = m->join_done;
-		ret = m->join_ret;
+		done = lc_dial_join_result(m, &ret);
 		pthread_mutex_unlock(&m->lock);
 	}
 	return done ? ret : -ETIMEDOUT;
@@ -524,7 +496,7 @@ void loco_fini(loco_manager_t *m)
 		lc_log_err("misuse: loco_fini() of a manager finished already: ignored");
 		return;
 	}
-	if (m->channels != NULL)
+	if (lc_chan_any(m))
 		lc_log_warn("manager: loco_fini with channels still open");
 	/*
 	 * Tell everyone: a graceful leave, not a failure. The next view drops
@@ -548,7 +520,7 @@ void loco_fini(loco_manager_t *m)
 		usleep(1000);
 	lc_progress_stop(m);
 	pthread_mutex_lock(&m->lock);
-	nobj = open_objects(m, &obj, &chan);
+	nobj = lc_chan_open_objects(m, &obj, &chan);
 	pthread_mutex_unlock(&m->lock);
 	if (nobj > 0) {
 		/*
@@ -603,7 +575,8 @@ int loco_members(loco_manager_t *m, uint32_t *ids, size_t max)
 		return -EINVAL;
 	pthread_mutex_lock(&m->lock);
 	all[n++] = m->node_id;
-	for (struct lc_member *mb = m->members; mb != NULL && n <= LC_MAX_NODES; mb = mb->next)
+	for (struct lc_member *mb = lc_members_first(&m->members); mb != NULL && n <= LC_MAX_NODES;
+	     mb = mb->next)
 		if (mb->up)
 			all[n++] = mb->info.node;
 	pthread_mutex_unlock(&m->lock);
@@ -623,7 +596,7 @@ int loco_member_fabric(loco_manager_t *m, uint32_t node, const char **name)
 		return -EINVAL;
 	ret = -ENOENT;
 	pthread_mutex_lock(&m->lock);
-	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next)
+	for (struct lc_member *mb = lc_members_first(&m->members); mb != NULL; mb = mb->next)
 		if (mb->info.node == node && mb->up && mb->link != NULL) {
 			*name = mb->link->fab->ops->name; /* a provider's: static */
 			ret = 0;
@@ -734,9 +707,9 @@ int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 	 * the block policy the waiter sleeps on the completions instead: the
 	 * progress thread arms the queue, reaps, and signals it.
 	 */
-	block = m->wait.policy == LOCO_WAIT_BLOCK;
+	block = lc_wait_policy(&m->wait) == LOCO_WAIT_BLOCK;
 	if (!block)
-		__atomic_add_fetch(&m->waiters, 1, __ATOMIC_ACQ_REL);
+		lc_progress_waiter_enter(m);
 	/* in slices, so that a partition ends the wait within the failure bound */
 	for (int64_t left = timeout_ns;;) {
 		int64_t slice = left < 0 || left > 50000000 ? 50000000 : left;
@@ -749,15 +722,20 @@ int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 			break;
 		}
 	}
-	if (!block) {
-		/* coarse: the progress thread only asks whether waiters left in the last 5 ms */
-		__atomic_store_n(&m->last_wait_ns, lc_coarse_ns(), __ATOMIC_RELAXED);
-		__atomic_sub_fetch(&m->waiters, 1, __ATOMIC_ACQ_REL);
-	}
+	if (!block)
+		lc_progress_waiter_leave(m);
 	return ret;
 }
 
 size_t loco_ack_outstanding(const loco_ack_key_t *key)
 {
 	return lc_handle_ok(key) == 0 ? lc_ack_outstanding(key) : 0;
+}
+
+int loco_poller_add(loco_manager_t *m, int (*fn)(void *arg), void *arg, int64_t period_ns,
+                    loco_poller_t **out)
+{
+	int ret = lc_handle_ok(m);
+
+	return ret ? ret : lc_pollers_add(m->pollers, m, fn, arg, period_ns, out);
 }

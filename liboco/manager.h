@@ -1,23 +1,32 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * manager.h -- the manager: one per process. Each concept keeps its state
- * in its own part of struct loco_manager and its own file:
+ * manager.h -- the manager: one per process. struct loco_manager holds the
+ * node's identity and one part per module; each module's part is a struct
+ * declared in its own header, and only the module's own file touches its
+ * fields (tools/check-owners, run by the unit suite, checks it). Other
+ * files pass the part whole to the module's functions (&m->wait), or call
+ * the module:
  *
  *   manager.c   loco_init()/loco_fini(), identity, accessors
  *   config.c    the settings table (LOCO_* variables, loco-info -c)
- *   progress.c  the progress thread: reaping, control I/O, timers, pollers
- *   member.c    the member table, its messages and connecting (member.h)
- *   view.c      drives the membership state machine (view.h, membership/ms.h)
- *   dial.c      the dialer thread: data links (dial.h)
+ *   progress.c  the progress thread: reaping, control I/O, timers, pollers  m->prog
+ *   member.c    the member table, its messages and connecting (member.h)    m->members
+ *   view.c      drives the membership state machine (view.h)                m->view
+ *   membership/ the state machine itself (ms.h, opaque)                     m->ms
+ *   dial.c      the dialer thread, control dials, the join's answer         m->dial
  *   auth.c      authentication of control connections (auth.h)
  *   conn.c      control connections and their send queues (conn.h)
- *   links.c     the node -> data link table (links.h)
- *   linkin.c    data links others open to us: checked, then admitted (linkin.h)
- *   channel.c   channels and pairing; object callbacks (chan.h)
- *   region.c    objects and registered regions
+ *   links.c     the node -> data link table (links.h)                       m->links
+ *   linkin.c    data links others open to us, the self link (linkin.h)      m->linkin
+ *   channel.c   channels and pairing; object callbacks (chan.h, chans.h)    m->chans
+ *   region.c    objects, registered regions, their graves (region.h)        m->graves
  *   rop.c       remote operations and fences
- *   wait.c      wait policies (LOCO_WAIT), object waiters (wait.h)
- *   ack.c, mem.c, poller.c, ctrl_wire.c
+ *   wait.c      wait policies (LOCO_WAIT), object waiters (wait.h)          m->wait
+ *   ack.c       ack keys and WRIDs (ack.h)                                  m->acks
+ *   mem.c       registered-memory arenas (mem.h)                            m->mem
+ *   poller.c    the progress thread's pollers (opaque)                      m->pollers
+ *   spread.c    where the joining thread runs                               m->spread_done
+ *   ctrl_wire.c the control-plane messages
  *
  * Threads: application threads post, reap and wait. The progress thread
  * owns membership, all control-plane I/O (handshakes included), object
@@ -25,9 +34,11 @@
  * (fab_connect() blocks, bounded) and hands them to the progress thread.
  *
  * Locking: m->lock (plain, never recursive) guards members, connections,
- * channels, objects and regions; it is never held across a blocking call,
- * and remote operations never take it. m->poll_lock serializes
- * fab_poll(). conn.h's tx_lock and the ack table's lock are leaves.
+ * channels, objects and regions, whichever module owns them; it is never
+ * held across a blocking call, and remote operations never take it. The
+ * progress module's poll lock (m->prog) serializes fab_poll(); mem.c's
+ * arena lock (m->mem), conn.h's tx_lock and the ack table's lock are
+ * leaves.
  */
 #ifndef LOCO_LC_MANAGER_H
 #define LOCO_LC_MANAGER_H
@@ -41,24 +52,25 @@
 #include <loco.h>
 
 #include "ack.h"
+#include "chans.h"
 #include "clock.h"
 #include "config.h"
 #include "ctrl_wire.h"
+#include "dial.h"
 #include "fabric/fabric.h"
 #include "linkin.h"
 #include "links.h"
+#include "mem.h"
 #include "member.h"
+#include "poller.h"
+#include "progress.h"
+#include "region.h"
 #include "util.h"
 #include "view.h"
 #include "wait.h"
 
-struct lc_arena;
-struct lc_pollers;
-struct lc_dials;
-struct lc_cb_event;
-struct lc_cdial;
-
 struct loco_manager {
+	/* identity and what every module shares (manager.c sets them up) */
 	pthread_mutex_t lock; /* see above */
 	pthread_cond_t cond;  /* with lock: a callback returned */
 	uint32_t node_id;
@@ -69,100 +81,26 @@ struct loco_manager {
 	uint8_t key[32]; /* derived from the cluster secret; the secret is not kept */
 	struct lc_config cfg;
 	struct lc_pmix *pmix; /* the PMIx bootstrap's strings (pmix_boot.h); NULL without it */
-
 	struct fab *fab;
-	int lfd, epfd, evfd;
-	pthread_t progress;
-	int stop;    /* atomic */
-	int leaving; /* loco_fini() said LEAVE: peers going away is expected */
+	int lfd, epfd,
+	    evfd;           /* the control listener, the progress thread's epoll set, its wake fd */
+	pthread_t progress; /* the progress thread */
 
-	/* member.c (progress thread; m->lock for readers elsewhere) */
-	struct lc_member *members;
-	struct lc_conn *conns;
-	struct lc_cdial *cdials;      /* control connections to make */
-	int join_done, join_ret;      /* m->lock: the joining thread's answer */
-	uint64_t view_id;             /* m->lock: the installed membership view's number */
-	uint64_t ctrl_refused_log_ns; /* member.c: last warning about refused strangers */
-	unsigned ctrl_refused;        /* refused since that warning */
-	struct lc_ms *ms;             /* membership/: the state machine (ms.h), driven by view.c */
-	struct lc_view *vw;           /* view.c: the application's events */
-	int ms_part;                  /* atomic: enum lc_ms_part, as the machine last said */
-	uint64_t ms_tick_ns;          /* atomic: the machine's last tick (0: none yet) */
-	struct lc_member_events ev;
-	uint64_t next_hb_ns;
-	uint64_t hb_seq;
-	struct lc_msg *rx_msg; /* progress thread's scratch messages */
-	struct lc_msg *tx_msg;
-	uint64_t link_err[LC_LINK_ERR_SLOTS]; /* atomic: node << 32 | -status, 0: free */
-	int link_err_lost;                    /* atomic: a report found no free slot */
-
-	/* region.c: regions of destroyed objects, still registered until due (m->lock) */
-	struct loco_region *graves; /* newest first */
-	unsigned ngraves;
-	size_t graves_bytes;
-
-	/* links.c */
-	struct lc_links links;
-	struct fab_link *self_link;   /* to our own endpoint: operations on our own memory */
-	struct fab_link *self_served; /* its accepted end */
-
-	/* linkin.c: data links others open to us (m->lock) */
-	struct lc_linkin linkin;
-
-	/* dial.c */
-	struct lc_dials *dials;
-
-	/* progress.c */
-	pthread_mutex_t poll_lock; /* fab_poll() is serialized: who holds it reaps */
-	int waiters;               /* atomic: threads in loco_ack_wait(), reaping themselves */
-	uint64_t last_wait_ns;     /* atomic: when the last of them left (lc_coarse_ns()) */
-	int no_pwait2;             /* progress thread: the kernel has no epoll_pwait2() */
-	int fab_watched;           /* progress thread: the fab's wait fd is in epfd (armed) */
-	struct lc_ack_table acks;
-	struct lc_wait wait; /* wait.c: LOCO_WAIT and the block policy's wake-ups */
-	int spread_done;     /* spread.c: a join placed the joining thread (m->lock) */
-
-	/* channel.c, region.c */
-	struct loco_channel *channels;
-	uint64_t seq; /* orders object creation and queued callbacks */
-	uint64_t next_chan_id;
-	struct lc_cb_event *cb_head; /* callbacks queued for the progress thread */
-	struct lc_cb_event **cb_tail;
-	struct loco_object *cb_obj; /* the object whose callback runs now */
-
-	struct lc_arena *arenas; /* mem.c: one per NUMA node, allocated on first use */
-	int narenas;
-	pthread_mutex_t mem_lock;
-	struct lc_pollers *pollers; /* poller.c */
+	/* the modules: each one's fields are touched only by its own file (tools/check-owners) */
+	struct lc_member_table members; /* member.c (members.h): members, connections */
+	struct lc_ms *ms;               /* membership/ (ms.h, opaque), driven by view.c */
+	struct lc_view_part view;       /* view.c (view.h): the installed view, app events */
+	struct lc_dial_state dial;      /* dial.c (dial.h): dialer, control dials, join answer */
+	struct lc_links links;          /* links.c (links.h): node -> data link */
+	struct lc_linkin linkin;        /* linkin.c (linkin.h): data links others open to us */
+	struct lc_chans chans;          /* channel.c (chans.h): channels, queued callbacks */
+	struct lc_graves graves;        /* region.c (region.h): destroyed objects' regions */
+	struct lc_prog prog;            /* progress.c (progress.h): the progress loop's state */
+	struct lc_ack_table acks;       /* ack.c (ack.h): ack keys and WRIDs */
+	struct lc_wait wait;            /* wait.c (wait.h): LOCO_WAIT, block-policy wake-ups */
+	struct lc_mem mem;              /* mem.c (mem.h): registered-memory arenas */
+	struct lc_pollers *pollers;     /* poller.c (opaque) */
+	int spread_done;                /* spread.c: a join placed the joining thread (m->lock) */
 };
-
-/* progress.c */
-int lc_progress_start(loco_manager_t *m);
-void lc_progress_stop(loco_manager_t *m);
-void lc_progress_reap(void *arg); /* ack waiters reap through this (no membership work) */
-
-/* poller.c -- the progress thread's pollers (loco_poller_add()) */
-int lc_pollers_init(struct lc_pollers **out, void (*wake)(void *), void *arg,
-                    const pthread_t *progress);
-void lc_pollers_fini(struct lc_pollers *ps);                   /* after the progress thread */
-int lc_pollers_run(struct lc_pollers *ps, int64_t *period_ns); /* progress thread: busy? */
-
-/* channel.c -- subscribes to membership; runs object callbacks */
-void lc_chan_subscribe(loco_manager_t *m);
-void lc_chan_dispatch(loco_manager_t *m);    /* progress thread, m->lock not held */
-void lc_chan_events_free(loco_manager_t *m); /* callbacks still queued at the end: dropped */
-
-/* region.c -- free the destroyed objects' regions that are due (@all: every one, at the end) */
-void lc_graves_reap(loco_manager_t *m, int all);
-
-/* mem.c */
-int lc_mem_alloc(loco_manager_t *m, size_t len, void **out);
-void lc_mem_free(loco_manager_t *m, void *p, size_t len);
-void lc_mem_fini(loco_manager_t *m);
-/*
- * lc_memlock_check -- warn, once per start, when RLIMIT_MEMLOCK is low (memlock.h)
- * and @device: a verbs device will pin what is registered. -ENOMEM then, else 0.
- */
-int lc_memlock_check(bool device);
 
 #endif /* LOCO_LC_MANAGER_H */

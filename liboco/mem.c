@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <numa.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "manager.h"
+#include "mem.h"
 #include "memlock.h"
 
 #define LC_CHUNK (2u << 20)
@@ -131,7 +132,7 @@ static int arena_give(struct lc_arena *a, uintptr_t addr, size_t len)
 	return 0;
 }
 
-int lc_mem_alloc(loco_manager_t *m, size_t len, void **out)
+int lc_mem_alloc(struct lc_mem *mm, size_t len, void **out)
 {
 	int node = current_node();
 	int idx = node < 0 ? 0 : node;
@@ -150,19 +151,19 @@ int lc_mem_alloc(loco_manager_t *m, size_t len, void **out)
 		*out = p;
 		return 0;
 	}
-	pthread_mutex_lock(&m->mem_lock);
-	if (idx >= m->narenas) {
-		struct lc_arena *n = realloc(m->arenas, (size_t)(idx + 1) * sizeof(*n));
+	pthread_mutex_lock(&mm->lock);
+	if (idx >= mm->narenas) {
+		struct lc_arena *n = realloc(mm->arenas, (size_t)(idx + 1) * sizeof(*n));
 
 		if (n == NULL) {
-			pthread_mutex_unlock(&m->mem_lock);
+			pthread_mutex_unlock(&mm->lock);
 			return -ENOMEM;
 		}
-		memset(n + m->narenas, 0, (size_t)(idx + 1 - m->narenas) * sizeof(*n));
-		m->arenas = n;
-		m->narenas = idx + 1;
+		memset(n + mm->narenas, 0, (size_t)(idx + 1 - mm->narenas) * sizeof(*n));
+		mm->arenas = n;
+		mm->narenas = idx + 1;
 	}
-	a = &m->arenas[idx];
+	a = &mm->arenas[idx];
 	p = arena_take(a, len);
 	if (p == NULL) {
 		struct lc_chunk *c = malloc(sizeof(*c));
@@ -173,19 +174,26 @@ int lc_mem_alloc(loco_manager_t *m, size_t len, void **out)
 			if (c != NULL && c->base != NULL)
 				munmap(c->base, LC_CHUNK);
 			free(c);
-			pthread_mutex_unlock(&m->mem_lock);
+			pthread_mutex_unlock(&mm->lock);
 			return -ENOMEM;
 		}
 		c->next = a->chunks;
 		a->chunks = c;
 		p = arena_take(a, len);
 	}
-	pthread_mutex_unlock(&m->mem_lock);
+	pthread_mutex_unlock(&mm->lock);
 	*out = p;
 	return 0;
 }
 
-void lc_mem_free(loco_manager_t *m, void *p, size_t len)
+void lc_mem_init(struct lc_mem *mm)
+{
+	mm->arenas = NULL;
+	mm->narenas = 0;
+	pthread_mutex_init(&mm->lock, NULL);
+}
+
+void lc_mem_free(struct lc_mem *mm, void *p, size_t len)
 {
 	if (p == NULL || len > LC_MEM_MAX)
 		return;
@@ -194,27 +202,27 @@ void lc_mem_free(loco_manager_t *m, void *p, size_t len)
 		munmap(p, len);
 		return;
 	}
-	pthread_mutex_lock(&m->mem_lock);
-	for (int i = 0; i < m->narenas; i++) {
-		for (struct lc_chunk *c = m->arenas[i].chunks; c != NULL; c = c->next) {
+	pthread_mutex_lock(&mm->lock);
+	for (int i = 0; i < mm->narenas; i++) {
+		for (struct lc_chunk *c = mm->arenas[i].chunks; c != NULL; c = c->next) {
 			if ((uintptr_t)p >= (uintptr_t)c->base &&
 			    (uintptr_t)p < (uintptr_t)c->base + LC_CHUNK) {
-				if (arena_give(&m->arenas[i], (uintptr_t)p, len))
+				if (arena_give(&mm->arenas[i], (uintptr_t)p, len))
 					lc_log_warn(
 					    "manager: out of memory freeing a region: leaked");
-				pthread_mutex_unlock(&m->mem_lock);
+				pthread_mutex_unlock(&mm->lock);
 				return;
 			}
 		}
 	}
-	pthread_mutex_unlock(&m->mem_lock);
+	pthread_mutex_unlock(&mm->lock);
 	lc_log_warn("manager: freeing memory that no arena owns");
 }
 
-void lc_mem_fini(loco_manager_t *m)
+void lc_mem_fini(struct lc_mem *mm)
 {
-	for (int i = 0; i < m->narenas; i++) {
-		struct lc_arena *a = &m->arenas[i];
+	for (int i = 0; i < mm->narenas; i++) {
+		struct lc_arena *a = &mm->arenas[i];
 
 		while (a->chunks != NULL) {
 			struct lc_chunk *c = a->chunks;
@@ -230,9 +238,10 @@ void lc_mem_fini(loco_manager_t *m)
 			free(b);
 		}
 	}
-	free(m->arenas);
-	m->arenas = NULL;
-	m->narenas = 0;
+	free(mm->arenas);
+	mm->arenas = NULL;
+	mm->narenas = 0;
+	pthread_mutex_destroy(&mm->lock);
 }
 
 int lc_memlock_check(bool device)

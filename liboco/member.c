@@ -36,7 +36,7 @@
 
 struct lc_member *lc_member_find(loco_manager_t *m, uint32_t node)
 {
-	return lc_members_find(m->members, node);
+	return lc_members_find(m->members.head, node);
 }
 
 /*
@@ -56,7 +56,7 @@ static int conn_adopt(loco_manager_t *m, struct lc_conn *c);
 static void cdial_start(loco_manager_t *m, struct lc_cdial *d)
 {
 	struct lc_conn *c;
-	int ret = lc_auth_connect(m, d->info.ctrl_addr, &c, m->tx_msg);
+	int ret = lc_auth_connect(m, d->info.ctrl_addr, &c, m->members.tx_msg);
 
 	if (ret == 0) {
 		c->peer.node = d->info.node;
@@ -87,7 +87,7 @@ static uint64_t dials(loco_manager_t *m, uint64_t now, uint64_t wake)
 /* conn_alive -- whether @c is still in the list (an earlier event may have dropped it). */
 static int conn_alive(loco_manager_t *m, const struct lc_conn *c)
 {
-	for (struct lc_conn *x = m->conns; x != NULL; x = x->next)
+	for (struct lc_conn *x = m->members.conns; x != NULL; x = x->next)
 		if (x == c)
 			return 1;
 	return 0;
@@ -96,7 +96,7 @@ static int conn_alive(loco_manager_t *m, const struct lc_conn *c)
 /* conn_drop -- take @c out of the list and epoll, and free it. */
 static void conn_drop(loco_manager_t *m, struct lc_conn *c)
 {
-	for (struct lc_conn **pp = &m->conns; *pp != NULL; pp = &(*pp)->next) {
+	for (struct lc_conn **pp = &m->members.conns; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == c) {
 			*pp = c->next;
 			break;
@@ -115,8 +115,8 @@ static int conn_adopt(loco_manager_t *m, struct lc_conn *c)
 	int ret = lc_conn_adopt(c, m->epfd, m->evfd, &m->progress);
 
 	if (ret == 0) {
-		c->next = m->conns;
-		m->conns = c;
+		c->next = m->members.conns;
+		m->members.conns = c;
 	}
 	return ret;
 }
@@ -134,7 +134,7 @@ static void member_check_up(loco_manager_t *m, struct lc_member *mb)
 	lc_log_info("manager: node %u joined (incarnation %llx, control %s, data link on %s)",
 	            mb->info.node, (unsigned long long)mb->info.inc, mb->info.ctrl_addr,
 	            mb->link->fab->ops->name);
-	m->ev.up(m, mb);
+	m->members.ev.up(m, mb);
 }
 
 /* lc_member_attach_link -- @link is @mb's data link now (first, or rebuilt). */
@@ -160,13 +160,13 @@ static void member_remove(loco_manager_t *m, struct lc_member *mb, int graceful,
 {
 	uint32_t node = mb->info.node;
 
-	for (struct lc_member **pp = &m->members; *pp != NULL; pp = &(*pp)->next) {
+	for (struct lc_member **pp = &m->members.head; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == mb) {
 			*pp = mb->next;
 			break;
 		}
 	}
-	if (m->leaving) {
+	if (m->members.leaving) {
 		lc_log_debug("manager: dropping node %u as we leave", node);
 	} else if (graceful) {
 		lc_log_info("manager: node %u left", node);
@@ -189,7 +189,7 @@ static void member_remove(loco_manager_t *m, struct lc_member *mb, int graceful,
 	lc_dial_cancel(m, node);
 	lc_linkin_forget(m, node, mb->info.inc);
 	if (mb->up)
-		m->ev.gone(m, node);
+		m->members.ev.gone(m, node);
 	if (mb->conn != NULL) {
 		mb->conn->member = NULL;
 		conn_drop(m, mb->conn);
@@ -235,8 +235,8 @@ static struct lc_member *member_admit(loco_manager_t *m, struct lc_conn *c)
 		if (mb == NULL)
 			return NULL;
 		mb->info = c->peer;
-		mb->next = m->members;
-		m->members = mb;
+		mb->next = m->members.head;
+		m->members.head = mb;
 	}
 	mb->conn = c;
 	c->member = mb;
@@ -328,7 +328,7 @@ static struct lc_conn *ctrl_room(loco_manager_t *m, uint32_t ip)
 	struct lc_conn *any = NULL, *same = NULL;
 	unsigned total = 0, nsame = 0;
 
-	for (struct lc_conn *c = m->conns; c != NULL; c = c->next) {
+	for (struct lc_conn *c = m->members.conns; c != NULL; c = c->next) {
 		if (c->initiator || c->state == LC_CONN_UP)
 			continue;
 		total++;
@@ -351,15 +351,15 @@ static void ctrl_evicted(loco_manager_t *m, const struct lc_conn *c)
 	uint64_t now = lc_now_ns();
 	char a[INET_ADDRSTRLEN];
 
-	m->ctrl_refused++;
-	if (now - m->ctrl_refused_log_ns < 1000000000ull)
+	m->members.ctrl_refused++;
+	if (now - m->members.ctrl_refused_log_ns < 1000000000ull)
 		return;
 	inet_ntop(AF_INET, &c->src_ip, a, sizeof(a));
 	lc_log_warn("manager: control connection from %s closed to make room: too many not "
 	            "authenticated (%u closed in the last second; caps %d, %d per address)",
-	            a, m->ctrl_refused, LC_CTRL_UNAUTH_MAX, LC_CTRL_UNAUTH_PER_SRC);
-	m->ctrl_refused_log_ns = now;
-	m->ctrl_refused = 0;
+	            a, m->members.ctrl_refused, LC_CTRL_UNAUTH_MAX, LC_CTRL_UNAUTH_PER_SRC);
+	m->members.ctrl_refused_log_ns = now;
+	m->members.ctrl_refused = 0;
 }
 
 static void input(loco_manager_t *m, struct lc_conn *c);
@@ -424,7 +424,7 @@ static void welcome(loco_manager_t *m, struct lc_msg *msg)
 	memset(msg, 0, sizeof(*msg));
 	msg->type = LC_MSG_WELCOME;
 	lc_self_info(m, &msg->u.welcome.m[msg->u.welcome.n++]);
-	for (struct lc_member *x = m->members; x != NULL && msg->u.welcome.n < LC_MAX_MEMBERS;
+	for (struct lc_member *x = m->members.head; x != NULL && msg->u.welcome.n < LC_MAX_MEMBERS;
 	     x = x->next)
 		/*
 		 * Every authenticated member, linked or not: one admitted before
@@ -463,7 +463,7 @@ static void on_auth(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
 	welcome(m, msg);
 	lc_conn_send(c, msg);
 	if (mb->up)
-		m->ev.up(m, mb); /* reconnected: announce our channels again (idempotent) */
+		m->members.ev.up(m, mb); /* reconnected: announce our channels again (idempotent) */
 	mb->since_ns = lc_now_ns();
 	lc_ms_admitted(m->ms, mb->since_ns, mb->info.node, mb->info.inc);
 	member_check_up(m, mb);
@@ -507,7 +507,7 @@ static void conn_msg_up(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg
 		 * again when we bring it up (on_up asks it to).
 		 */
 		if (c->member != NULL && c->member->up)
-			m->ev.msg(m, c->member, msg);
+			m->members.ev.msg(m, c->member, msg);
 		break;
 	case LC_MSG_REFUSE:
 		lc_log_warn("manager: node %u refused us: %s", c->peer.node, msg->u.refuse.reason);
@@ -543,16 +543,14 @@ static void on_welcome(loco_manager_t *m, struct lc_conn *c, struct lc_msg *msg)
 		lc_cdial_free(m, d); /* done: the connection carries on */
 	mb = member_admit(m, c);
 	if (mb == NULL) {
-		if (join) {
-			m->join_ret = -EAGAIN;
-			m->join_done = 1;
-		}
+		if (join)
+			lc_dial_join_answer(m, -EAGAIN);
 		lc_conn_kill(c, "not admitted");
 		return;
 	}
 	mb->since_ns = lc_now_ns();
 	if (mb->up)
-		m->ev.up(m, mb); /* reconnected: announce our channels again (idempotent) */
+		m->members.ev.up(m, mb); /* reconnected: announce our channels again (idempotent) */
 	if (join)
 		lc_ms_joining(m->ms, lc_now_ns(), c->peer.node); /* a member once a view has us */
 	if (mb->link == NULL)
@@ -626,7 +624,7 @@ static void conn_reap(loco_manager_t *m, struct lc_conn *c, const char *why)
 	if (mb != NULL)
 		lc_ms_join_lost(m->ms, lc_now_ns(), mb->info.node);
 	if (mb != NULL && mb->conn == c && lc_ms_in(m->ms, mb->info.node, mb->info.inc) &&
-	    lc_ms_state(m->ms) == LC_VS_NORMAL && !m->leaving) {
+	    lc_ms_state(m->ms) == LC_VS_NORMAL && !m->members.leaving) {
 		lc_log_info("manager: control connection to node %u lost (%s)", mb->info.node, why);
 		conn_drop(m, c);
 		lc_ms_suspect(m->ms, lc_now_ns(), mb->info.node);
@@ -647,7 +645,7 @@ static void input(loco_manager_t *m, struct lc_conn *c)
 		return;
 	}
 	while (!lc_conn_is_dead(c)) {
-		ret = lc_conn_next(c, m->rx_msg);
+		ret = lc_conn_next(c, m->members.rx_msg);
 		if (ret == 0)
 			return;
 		if (ret < 0) {
@@ -656,7 +654,7 @@ static void input(loco_manager_t *m, struct lc_conn *c)
 			lc_conn_kill(c, "protocol error");
 			break;
 		}
-		conn_msg(m, c, m->rx_msg);
+		conn_msg(m, c, m->members.rx_msg);
 		if (!conn_alive(m, c))
 			return; /* the message removed its member and the connection */
 	}
@@ -680,8 +678,8 @@ void lc_member_input(loco_manager_t *m, struct lc_conn *c, unsigned events)
 /* heartbeat -- to every authenticated connection, from the preallocated message. */
 static void heartbeat(loco_manager_t *m)
 {
-	++m->hb_seq;
-	for (struct lc_conn *c = m->conns; c != NULL; c = c->next)
+	++m->members.hb_seq;
+	for (struct lc_conn *c = m->members.conns; c != NULL; c = c->next)
 		if (c->state == LC_CONN_UP && !lc_conn_is_dead(c))
 			lc_conn_send(c,
 			             lc_ms_hb(m->ms)); /* our view id: a peer behind catches up */
@@ -702,7 +700,7 @@ static uint64_t check_conns(loco_manager_t *m, uint64_t now, uint64_t limit, uin
 	int unsure = lc_ms_partitioned(m->ms) == LC_MS_UNSURE;
 	struct lc_conn *c, *next;
 
-	for (c = m->conns; c != NULL; c = next) {
+	for (c = m->members.conns; c != NULL; c = next) {
 		uint64_t bound = c->state == LC_CONN_UP ? lc_ms_bound(m->ms, c->peer.node) : limit;
 		char why[80];
 
@@ -729,7 +727,7 @@ static uint64_t check_conns(loco_manager_t *m, uint64_t now, uint64_t limit, uin
 			continue;
 		}
 		conn_reap(m, c, why);
-		next = m->conns; /* the list may have changed */
+		next = m->members.conns; /* the list may have changed */
 	}
 	return wake;
 }
@@ -745,7 +743,7 @@ static void strays(loco_manager_t *m, uint64_t now, uint64_t limit)
 
 	if (lc_ms_state(m->ms) != LC_VS_NORMAL)
 		return;
-	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next) {
+	for (struct lc_member *mb = m->members.head; mb != NULL; mb = mb->next) {
 		if (lc_ms_in(m->ms, mb->info.node, mb->info.inc) ||
 		    now - mb->since_ns < (mb->joiner ? join_limit : 2 * limit))
 			continue;
@@ -761,12 +759,12 @@ uint64_t lc_member_timers(loco_manager_t *m, uint64_t now)
 	uint64_t limit = (uint64_t)m->cfg.fail_timeout_ms * 1000000ull, wake, t;
 
 	pthread_mutex_lock(&m->lock);
-	if (now >= m->next_hb_ns) {
+	if (now >= m->members.next_hb_ns) {
 		heartbeat(m);
-		m->next_hb_ns = now + limit / 4;
+		m->members.next_hb_ns = now + limit / 4;
 	}
-	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next) {
-		int cause = mb->link != NULL && mb->conn != NULL && !m->leaving
+	for (struct lc_member *mb = m->members.head; mb != NULL; mb = mb->next) {
+		int cause = mb->link != NULL && mb->conn != NULL && !m->members.leaving
 		                ? fab_link_state(mb->link)
 		                : 0;
 
@@ -782,10 +780,11 @@ uint64_t lc_member_timers(loco_manager_t *m, uint64_t now)
 	}
 	/* first: the machine sees how late this tick is, before any silence is judged */
 	t = lc_ms_tick(m->ms, now);
-	__atomic_store_n(&m->ms_tick_ns, now, __ATOMIC_RELEASE); /* loco_manager_partitioned() */
+	__atomic_store_n(&m->members.tick_ns, now,
+	                 __ATOMIC_RELEASE); /* loco_manager_partitioned() */
 	strays(m, now, limit);
 	/* wake for the next heartbeat, or the moment a silent peer passes the bound */
-	wake = check_conns(m, now, limit, m->next_hb_ns);
+	wake = check_conns(m, now, limit, m->members.next_hb_ns);
 	if (t < wake)
 		wake = t;
 	wake = dials(m, now, wake);
@@ -799,14 +798,14 @@ void lc_member_link_report(loco_manager_t *m, uint32_t node, int status)
 
 	for (unsigned i = 0; i < LC_LINK_ERR_SLOTS; i++) {
 		zero = 0;
-		if (__atomic_load_n(&m->link_err[i], __ATOMIC_RELAXED) == v)
+		if (__atomic_load_n(&m->members.link_err[i], __ATOMIC_RELAXED) == v)
 			goto wake; /* reported already */
-		if (__atomic_compare_exchange_n(&m->link_err[i], &zero, v, 0, __ATOMIC_RELEASE,
-		                                __ATOMIC_RELAXED))
+		if (__atomic_compare_exchange_n(&m->members.link_err[i], &zero, v, 0,
+		                                __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 			goto wake;
 	}
 	/* no room: the progress thread's scan of every link state finds it */
-	__atomic_store_n(&m->link_err_lost, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&m->members.link_err_lost, 1, __ATOMIC_RELEASE);
 wake:
 	lc_wake(m);
 }
@@ -817,14 +816,14 @@ void lc_member_link_errors(loco_manager_t *m)
 		uint64_t v;
 
 		/* a plain load first: an exchange of an empty slot would dirty its line each turn */
-		if (__atomic_load_n(&m->link_err[i], __ATOMIC_RELAXED) == 0)
+		if (__atomic_load_n(&m->members.link_err[i], __ATOMIC_RELAXED) == 0)
 			continue;
-		v = __atomic_exchange_n(&m->link_err[i], 0, __ATOMIC_ACQUIRE);
+		v = __atomic_exchange_n(&m->members.link_err[i], 0, __ATOMIC_ACQUIRE);
 		if (v != 0)
 			lc_member_link_failed(m, (uint32_t)(v >> 32), -(int)(uint32_t)v);
 	}
 	/* the lost ones: lc_member_timers() checks every link's state each turn */
-	__atomic_store_n(&m->link_err_lost, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->members.link_err_lost, 0, __ATOMIC_RELAXED);
 }
 
 /*
@@ -890,7 +889,7 @@ void lc_member_link_failed(loco_manager_t *m, uint32_t node, int status)
 
 	pthread_mutex_lock(&m->lock);
 	mb = lc_member_find(m, node);
-	if (mb != NULL && !m->leaving)
+	if (mb != NULL && !m->members.leaving)
 		link_down(m, mb, 0, status);
 	pthread_mutex_unlock(&m->lock);
 }
@@ -900,8 +899,8 @@ void lc_members_leave(loco_manager_t *m)
 	struct lc_msg msg = {.type = LC_MSG_LEAVE};
 
 	pthread_mutex_lock(&m->lock);
-	m->leaving = 1;
-	for (struct lc_conn *c = m->conns; c != NULL; c = c->next)
+	m->members.leaving = 1;
+	for (struct lc_conn *c = m->members.conns; c != NULL; c = c->next)
 		if (c->state == LC_CONN_UP && !lc_conn_is_dead(c))
 			lc_conn_send(c, &msg);
 	lc_ms_leave(m->ms, lc_now_ns()); /* when we coordinate, we drop ourselves */
@@ -913,7 +912,7 @@ int lc_members_sent(loco_manager_t *m)
 	int all = 1;
 
 	pthread_mutex_lock(&m->lock);
-	for (struct lc_conn *c = m->conns; c != NULL && all; c = c->next)
+	for (struct lc_conn *c = m->members.conns; c != NULL && all; c = c->next)
 		if (!lc_conn_is_dead(c) && lc_conn_queued(c) > 0)
 			all = 0;
 	pthread_mutex_unlock(&m->lock);
@@ -924,24 +923,20 @@ void lc_members_free(loco_manager_t *m)
 {
 	lc_cdials_free(m);
 	lc_links_set(&m->links, m->node_id, NULL);
-	if (m->self_link != NULL)
-		fab_link_close(m->self_link);
-	if (m->self_served != NULL)
-		fab_link_close(m->self_served);
-	m->self_link = m->self_served = NULL;
-	while (m->members != NULL) {
-		struct lc_member *mb = m->members;
+	lc_linkin_close_self(m);
+	while (m->members.head != NULL) {
+		struct lc_member *mb = m->members.head;
 
-		m->members = mb->next;
+		m->members.head = mb->next;
 		lc_links_set(&m->links, mb->info.node, NULL);
 		if (mb->link != NULL)
 			fab_link_close(mb->link);
 		free(mb);
 	}
-	while (m->conns != NULL) {
-		struct lc_conn *c = m->conns;
+	while (m->members.conns != NULL) {
+		struct lc_conn *c = m->members.conns;
 
-		m->conns = c->next;
+		m->members.conns = c->next;
 		lc_conn_free(c);
 	}
 	lc_linkin_free(m);
@@ -974,4 +969,38 @@ int lc_member_listen(loco_manager_t *m, const char *addr)
 	inet_ntop(AF_INET, &sin.sin_addr, ip, sizeof(ip));
 	snprintf(m->ctrl_addr, sizeof(m->ctrl_addr), "%s:%u", ip, ntohs(sin.sin_port));
 	return 0;
+}
+
+int lc_members_init(loco_manager_t *m)
+{
+	m->members.rx_msg = malloc(sizeof(*m->members.rx_msg));
+	m->members.tx_msg = calloc(1, sizeof(*m->members.tx_msg));
+	if (m->members.rx_msg == NULL || m->members.tx_msg == NULL) {
+		lc_members_fini(m);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void lc_members_fini(loco_manager_t *m)
+{
+	free(m->members.rx_msg);
+	free(m->members.tx_msg);
+	m->members.rx_msg = m->members.tx_msg = NULL;
+}
+
+void lc_members_excluded(loco_manager_t *m)
+{
+	m->members.ev.excluded(m);
+}
+
+void lc_members_rejoined(loco_manager_t *m)
+{
+	m->members.ev.rejoined(m);
+}
+
+void lc_members_kill_conns(loco_manager_t *m, const char *why)
+{
+	for (struct lc_conn *c = m->members.conns; c != NULL; c = c->next)
+		lc_conn_kill(c, why);
 }

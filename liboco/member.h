@@ -32,20 +32,10 @@
 #include "fabric/fabric.h"
 #include "members.h"
 
-#define LC_MAX_NODES      256 /* members one node holds */
-#define LC_LINK_ERR_SLOTS 64  /* link failures reported by other threads, queued */
+#define LC_MAX_NODES 256 /* members one node holds */
 /* control connections not authenticated yet, at most (beyond: the least advanced goes, member.c) */
 #define LC_CTRL_UNAUTH_MAX     128
 #define LC_CTRL_UNAUTH_PER_SRC 16 /* from one IPv4 address */
-
-/* What membership raises, on the progress thread with m->lock held. */
-struct lc_member_events {
-	void (*up)(loco_manager_t *m, struct lc_member *mb);
-	void (*gone)(loco_manager_t *m, uint32_t node);
-	void (*msg)(loco_manager_t *m, struct lc_member *from, const struct lc_msg *msg);
-	void (*excluded)(loco_manager_t *m); /* a view left us out: remember who was there */
-	void (*rejoined)(loco_manager_t *m); /* back in a view: wait for them (join timeout) */
-};
 
 /* lc_member_find -- the member @node, or NULL. m->lock held (or the progress thread). */
 struct lc_member *lc_member_find(loco_manager_t *m, uint32_t node);
@@ -103,5 +93,16 @@ int lc_members_sent(loco_manager_t *m);
 
 /* lc_members_free -- after the threads stopped: close every link and connection. */
 void lc_members_free(loco_manager_t *m);
+
+/* lc_members_init -- the scratch messages. 0, -ENOMEM. lc_members_fini() frees them. */
+int lc_members_init(loco_manager_t *m);
+void lc_members_fini(loco_manager_t *m);
+
+/* lc_members_excluded, _rejoined -- view.c: raise the channel layer's event. m->lock held. */
+void lc_members_excluded(loco_manager_t *m);
+void lc_members_rejoined(loco_manager_t *m);
+
+/* lc_members_kill_conns -- view.c: a view left us out: end every control connection. */
+void lc_members_kill_conns(loco_manager_t *m, const char *why);
 
 #endif /* LOCO_LC_MEMBER_H */

@@ -19,7 +19,7 @@
 
 #include "handle.h"
 #include "log.h"
-#include "manager.h"
+#include "poller.h"
 
 enum poller_state {
 	P_ACTIVE = 1,
@@ -113,18 +113,13 @@ static void unlink_poller(struct lc_pollers *ps, struct loco_poller *p)
 	period_update(ps);
 }
 
-int loco_poller_add(loco_manager_t *m, int (*fn)(void *arg), void *arg, int64_t period_ns,
-                    loco_poller_t **out)
+int lc_pollers_add(struct lc_pollers *ps, loco_manager_t *m, int (*fn)(void *arg), void *arg,
+                   int64_t period_ns, loco_poller_t **out)
 {
-	struct lc_pollers *ps;
 	struct loco_poller *p;
-	int ret = lc_handle_ok(m);
 
-	if (ret)
-		return ret;
 	if (fn == NULL || out == NULL || period_ns < 0)
 		return -EINVAL;
-	ps = m->pollers;
 	if (period_ns == 0)
 		period_ns = LOCO_POLLER_PERIOD_NS;
 	else if (period_ns < LOCO_POLLER_PERIOD_MIN_NS)

@@ -22,6 +22,7 @@
 #include "dial.h"
 #include "log.h"
 #include "manager.h"
+#include "progress.h"
 #include "wake.h"
 
 #define LC_WCS 64
@@ -68,11 +69,11 @@ void lc_progress_reap(void *arg)
 {
 	loco_manager_t *m = arg;
 
-	if (pthread_mutex_trylock(&m->poll_lock) != 0)
+	if (pthread_mutex_trylock(&m->prog.poll_lock) != 0)
 		return;
 	while (reap(m, 0) > 0)
 		;
-	pthread_mutex_unlock(&m->poll_lock);
+	pthread_mutex_unlock(&m->prog.poll_lock);
 }
 
 /*
@@ -83,14 +84,14 @@ void lc_progress_reap(void *arg)
 static int wait_events(loco_manager_t *m, struct epoll_event *ev, int max, int64_t timeout_ns)
 {
 #ifdef LOCO_HAVE_EPOLL_PWAIT2
-	if (timeout_ns % 1000000 != 0 && !m->no_pwait2) {
+	if (timeout_ns % 1000000 != 0 && !m->prog.no_pwait2) {
 		struct timespec ts = {.tv_sec = timeout_ns / 1000000000,
 		                      .tv_nsec = timeout_ns % 1000000000};
 		int n = epoll_pwait2(m->epfd, ev, max, &ts, NULL);
 
 		if (n >= 0 || errno != ENOSYS)
 			return n;
-		m->no_pwait2 = 1; /* ENOSYS: whole milliseconds from now on */
+		m->prog.no_pwait2 = 1; /* ENOSYS: whole milliseconds from now on */
 	}
 #endif
 	if (timeout_ns > (int64_t)INT32_MAX * 1000000)
@@ -110,13 +111,13 @@ static void watch_fab(loco_manager_t *m, int on)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = m->fab};
 
-	if (on == m->fab_watched)
+	if (on == m->prog.fab_watched)
 		return;
 	if (epoll_ctl(m->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fab_wait_fd(m->fab), &ev) < 0)
 		lc_log_warn("manager: cannot %s the fabric's wait fd: %s", on ? "watch" : "unwatch",
 		            strerror(errno));
 	else
-		m->fab_watched = on;
+		m->prog.fab_watched = on;
 }
 
 /* sleep_for -- how long the loop may block, or -1 to only look (armed is 0 or -EAGAIN). */
@@ -124,8 +125,9 @@ static int64_t sleep_for(loco_manager_t *m, uint64_t now, uint64_t wake, int64_t
 {
 	int64_t t;
 
-	if (__atomic_load_n(&m->waiters, __ATOMIC_ACQUIRE) > 0 ||
-	    lc_coarse_ns() - __atomic_load_n(&m->last_wait_ns, __ATOMIC_RELAXED) < 5000000ull) {
+	if (__atomic_load_n(&m->prog.waiters, __ATOMIC_ACQUIRE) > 0 ||
+	    lc_coarse_ns() - __atomic_load_n(&m->prog.last_wait_ns, __ATOMIC_RELAXED) <
+	        5000000ull) {
 		/*
 		 * Threads are waiting on ack keys and reap completions
 		 * themselves: do not arm the CQ (each completion would wake us
@@ -176,15 +178,15 @@ static void *progress_main(void *arg)
 	loco_manager_t *m = arg;
 	struct epoll_event ev[32];
 
-	while (!__atomic_load_n(&m->stop, __ATOMIC_ACQUIRE)) {
+	while (!__atomic_load_n(&m->prog.stop, __ATOMIC_ACQUIRE)) {
 		uint64_t now, wake;
 		int64_t period;
 		int n, busy = 0;
 
-		pthread_mutex_lock(&m->poll_lock);
+		pthread_mutex_lock(&m->prog.poll_lock);
 		while (reap(m, 1) > 0)
 			busy = 1;
-		pthread_mutex_unlock(&m->poll_lock);
+		pthread_mutex_unlock(&m->prog.poll_lock);
 		lc_member_link_errors(m);
 		lc_graves_reap(m, 0);
 		lc_linkin_accept(m);   /* links others opened to us: checked, admitted */
@@ -216,7 +218,34 @@ int lc_progress_start(loco_manager_t *m)
 
 void lc_progress_stop(loco_manager_t *m)
 {
-	__atomic_store_n(&m->stop, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&m->prog.stop, 1, __ATOMIC_RELEASE);
 	lc_wake(m);
 	pthread_join(m->progress, NULL);
+}
+
+void lc_progress_init(loco_manager_t *m)
+{
+	pthread_mutex_init(&m->prog.poll_lock, NULL);
+}
+
+void lc_progress_fini(loco_manager_t *m)
+{
+	pthread_mutex_destroy(&m->prog.poll_lock);
+}
+
+void lc_progress_fab_watched(loco_manager_t *m)
+{
+	m->prog.fab_watched = 1;
+}
+
+void lc_progress_waiter_enter(loco_manager_t *m)
+{
+	__atomic_add_fetch(&m->prog.waiters, 1, __ATOMIC_ACQ_REL);
+}
+
+void lc_progress_waiter_leave(loco_manager_t *m)
+{
+	/* coarse: the progress thread only asks whether waiters left in the last 5 ms */
+	__atomic_store_n(&m->prog.last_wait_ns, lc_coarse_ns(), __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&m->prog.waiters, 1, __ATOMIC_ACQ_REL);
 }

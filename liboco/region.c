@@ -60,7 +60,7 @@ int loco_object_create(loco_channel_t *ch, const char *name, const struct loco_o
 	if (ops != NULL)
 		o->ops = *ops;
 	o->arg = arg;
-	o->seq = ++m->seq;
+	o->seq = lc_chan_seq_next(m);
 	o->next = ch->objects;
 	ch->objects = o;
 	pthread_mutex_unlock(&m->lock);
@@ -87,7 +87,7 @@ static void region_free(loco_manager_t *m, struct loco_region *r)
 
 	if (ret)
 		lc_log_warn("manager: deregistering region %s: %s", r->full, strerror(-ret));
-	lc_mem_free(m, r->ptr, r->len);
+	lc_mem_free(&m->mem, r->ptr, r->len);
 	free(r);
 }
 
@@ -110,20 +110,20 @@ static void region_free(loco_manager_t *m, struct loco_region *r)
 static void region_bury(loco_manager_t *m, struct loco_region *r, struct loco_region **evicted)
 {
 	r->due_ns = lc_now_ns() + 2ull * m->cfg.fail_timeout_ms * 1000000ull;
-	r->next = m->graves;
-	__atomic_store_n(&m->graves, r, __ATOMIC_RELAXED); /* lc_graves_reap's peek */
-	m->ngraves++;
-	m->graves_bytes += r->len;
-	while (m->graves != NULL &&
-	       (m->ngraves > LC_GRAVES_MAX || m->graves_bytes > LC_GRAVES_BYTES)) {
-		struct loco_region **pp = &m->graves, *old;
+	r->next = m->graves.head;
+	__atomic_store_n(&m->graves.head, r, __ATOMIC_RELAXED); /* lc_graves_reap's peek */
+	m->graves.n++;
+	m->graves.bytes += r->len;
+	while (m->graves.head != NULL &&
+	       (m->graves.n > LC_GRAVES_MAX || m->graves.bytes > LC_GRAVES_BYTES)) {
+		struct loco_region **pp = &m->graves.head, *old;
 
 		while ((*pp)->next != NULL)
 			pp = &(*pp)->next;
 		old = *pp;
 		*pp = NULL;
-		m->ngraves--;
-		m->graves_bytes -= old->len;
+		m->graves.n--;
+		m->graves.bytes -= old->len;
 		old->next = *evicted;
 		*evicted = old;
 	}
@@ -134,17 +134,17 @@ void lc_graves_reap(loco_manager_t *m, int all)
 	struct loco_region *due = NULL, **pp;
 	uint64_t now;
 
-	if (!all && __atomic_load_n(&m->graves, __ATOMIC_RELAXED) == NULL)
+	if (!all && __atomic_load_n(&m->graves.head, __ATOMIC_RELAXED) == NULL)
 		return; /* the usual case, every progress turn: no lock */
 	now = lc_now_ns();
 	pthread_mutex_lock(&m->lock);
-	for (pp = &m->graves; *pp != NULL;) {
+	for (pp = &m->graves.head; *pp != NULL;) {
 		struct loco_region *r = *pp;
 
 		if (all || now >= r->due_ns) {
 			*pp = r->next;
-			m->ngraves--;
-			m->graves_bytes -= r->len;
+			m->graves.n--;
+			m->graves.bytes -= r->len;
 			r->next = due;
 			due = r;
 		} else {
@@ -351,16 +351,16 @@ int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigne
 	pthread_mutex_unlock(&m->lock);
 	if (ret)
 		goto err_free;
-	ret = lc_mem_alloc(m, len, &r->ptr);
-	if (ret && __atomic_load_n(&m->graves, __ATOMIC_RELAXED) != NULL) {
+	ret = lc_mem_alloc(&m->mem, len, &r->ptr);
+	if (ret && __atomic_load_n(&m->graves.head, __ATOMIC_RELAXED) != NULL) {
 		lc_graves_reap(m, 1); /* destroyed objects' memory before an error */
-		ret = lc_mem_alloc(m, len, &r->ptr);
+		ret = lc_mem_alloc(&m->mem, len, &r->ptr);
 	}
 	if (ret)
 		goto err_free;
 	memset(r->ptr, 0, len);
 	ret = fab_mr_reg(m->fab, r->ptr, len, fab_access(access), &r->mr);
-	if (ret && __atomic_load_n(&m->graves, __ATOMIC_RELAXED) != NULL) {
+	if (ret && __atomic_load_n(&m->graves.head, __ATOMIC_RELAXED) != NULL) {
 		lc_graves_reap(m, 1); /* their keys before an error */
 		ret = fab_mr_reg(m->fab, r->ptr, len, fab_access(access), &r->mr);
 	}
@@ -397,7 +397,7 @@ int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigne
 err_dereg:
 	fab_mr_dereg(r->mr);
 err_mem:
-	lc_mem_free(m, r->ptr, len);
+	lc_mem_free(&m->mem, r->ptr, len);
 err_free:
 	free(r);
 	return ret;
@@ -431,7 +431,7 @@ int loco_region_remote(const loco_region_t *r, uint32_t node, loco_rref_t *out)
 	if (r->idx == LC_IDX_NONE)
 		return -ENOENT; /* unlisted: no peer knows it (loco_region_rref()) */
 	if (node == m->node_id) {
-		if (m->self_link == NULL)
+		if (!lc_linkin_has_self(m))
 			return -ENOENT;
 		/* our own copy, reached through our own NIC */
 		*out = (loco_rref_t){

@@ -42,7 +42,8 @@ void lc_spread(loco_manager_t *m)
 	cpu_set_t old, one;
 	int cpu;
 
-	if ((m->wait.policy != LOCO_WAIT_SPIN && m->wait.policy != LOCO_WAIT_ADAPTIVE) ||
+	if ((lc_wait_policy(&m->wait) != LOCO_WAIT_SPIN &&
+	     lc_wait_policy(&m->wait) != LOCO_WAIT_ADAPTIVE) ||
 	    !m->cfg.spread)
 		return;
 	pthread_mutex_lock(&m->lock);
@@ -53,7 +54,8 @@ void lc_spread(loco_manager_t *m)
 	m->spread_done = 1;
 	/* this host's nodes: the members whose control address has our IP */
 	if (fab_addr_parse(m->ctrl_addr, 0, &self) == 0) {
-		for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next) {
+		for (struct lc_member *mb = lc_members_first(&m->members); mb != NULL;
+		     mb = mb->next) {
 			if (mb->up && fab_addr_parse(mb->info.ctrl_addr, 0, &peer) == 0 &&
 			    fab_same_host(&self, &peer)) {
 				local++;

@@ -65,38 +65,36 @@ static void op_installed(void *ctx, uint64_t id, uint32_t n, int was)
 	loco_manager_t *m = ctx;
 
 	(void)n;
-	m->view_id = id;
+	m->view.id = id;
 	if (was == LC_VS_REJOINING)
-		m->ev.rejoined(m); /* channels wait for their old peers again */
-	for (struct lc_member *mb = m->members; mb != NULL; mb = mb->next)
+		lc_members_rejoined(m); /* channels wait for their old peers again */
+	for (struct lc_member *mb = lc_members_first(&m->members); mb != NULL; mb = mb->next)
 		if (lc_ms_in(m->ms, mb->info.node, mb->info.inc))
 			lc_member_check_up(m, mb);
-	if (was == LC_VS_JOINING) {
-		m->join_ret = 0;
-		m->join_done = 1;
-	}
+	if (was == LC_VS_JOINING)
+		lc_dial_join_answer(m, 0);
 }
 
 static void op_excluded(void *ctx, uint64_t id, uint64_t inc)
 {
 	loco_manager_t *m = ctx;
+	struct lc_member *mb;
 
 	/* before the members go: an object that sees its peers vanish knows why */
-	__atomic_store_n(&m->ms_part, LC_MS_PART, __ATOMIC_SEQ_CST);
-	m->view_id = id;   /* our objects' peer_leave callbacks carry the view that left us out */
-	m->ev.excluded(m); /* after a rejoin, channels wait for these peers again */
-	while (m->members != NULL)
-		lc_member_remove(m, m->members, 0, "we were excluded from the view");
-	for (struct lc_conn *c = m->conns; c != NULL; c = c->next)
-		lc_conn_kill(c, "excluded");
-	m->view_id = 0;
+	__atomic_store_n(&m->view.part, LC_MS_PART, __ATOMIC_SEQ_CST);
+	m->view.id = id; /* our objects' peer_leave callbacks carry the view that left us out */
+	lc_members_excluded(m); /* after a rejoin, channels wait for these peers again */
+	while ((mb = lc_members_first(&m->members)) != NULL)
+		lc_member_remove(m, mb, 0, "we were excluded from the view");
+	lc_members_kill_conns(m, "excluded");
+	m->view.id = 0;
 	__atomic_store_n(&m->inc, inc, __ATOMIC_RELEASE);
 }
 
 static void op_event(void *ctx, int type, uint64_t view, uint32_t n)
 {
 	loco_manager_t *m = ctx;
-	struct lc_view *vw = m->vw;
+	struct lc_view *vw = m->view.vw;
 
 	if (vw->fn == NULL || vw->evt - vw->evh >= EVENTS)
 		return;
@@ -108,10 +106,7 @@ static void op_join_done(void *ctx, int ret)
 {
 	loco_manager_t *m = ctx;
 
-	if (!m->join_done) {
-		m->join_ret = ret;
-		m->join_done = 1;
-	}
+	lc_dial_join_answer_first(m, ret);
 }
 
 static void op_mark_joiner(void *ctx, uint32_t node)
@@ -129,7 +124,7 @@ static void op_part(void *ctx, int part)
 {
 	loco_manager_t *m = ctx;
 
-	__atomic_store_n(&m->ms_part, part, __ATOMIC_RELEASE);
+	__atomic_store_n(&m->view.part, part, __ATOMIC_RELEASE);
 }
 
 static void op_log(void *ctx, int level, const char *line)
@@ -156,10 +151,7 @@ static int op_dialing(void *ctx, uint32_t node)
 {
 	loco_manager_t *m = ctx;
 
-	for (struct lc_cdial *d = m->cdials; d != NULL; d = d->next)
-		if (d->info.node == node || (node == 0 && d->join))
-			return 1;
-	return 0;
+	return lc_cdial_pending(m, node);
 }
 
 static const struct lc_ms_ops ms_ops = {
@@ -195,14 +187,14 @@ int lc_view_init(loco_manager_t *m)
 	};
 	struct lc_member_info self = {.node = m->node_id, .inc = m->inc};
 
-	m->vw = calloc(1, sizeof(*m->vw));
-	if (m->vw == NULL)
+	m->view.vw = calloc(1, sizeof(*m->view.vw));
+	if (m->view.vw == NULL)
 		return -ENOMEM;
-	m->ms_part = LC_MS_PART;
+	m->view.part = LC_MS_PART;
 	m->ms = lc_ms_create(&cfg, &self, &ms_ops, m);
 	if (m->ms == NULL) {
-		free(m->vw);
-		m->vw = NULL;
+		free(m->view.vw);
+		m->view.vw = NULL;
 		return -ENOMEM;
 	}
 	return 0;
@@ -212,8 +204,8 @@ void lc_view_fini(loco_manager_t *m)
 {
 	lc_ms_destroy(m->ms);
 	m->ms = NULL;
-	free(m->vw);
-	m->vw = NULL;
+	free(m->view.vw);
+	m->view.vw = NULL;
 }
 
 void lc_view_self(loco_manager_t *m)
@@ -247,7 +239,7 @@ void lc_view_late_hint(loco_manager_t *m, const char *what)
 
 void lc_view_dispatch(loco_manager_t *m)
 {
-	struct lc_view *vw = m->vw;
+	struct lc_view *vw = m->view.vw;
 	loco_event_t ev[EVENTS];
 	loco_event_fn *fn;
 	void *arg;
@@ -272,8 +264,8 @@ int loco_manager_set_event_fn(loco_manager_t *m, loco_event_fn *fn, void *arg)
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&m->lock);
-	m->vw->fn = fn;
-	m->vw->fn_arg = arg;
+	m->view.vw->fn = fn;
+	m->view.vw->fn_arg = arg;
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
@@ -296,8 +288,8 @@ int loco_manager_partitioned(loco_manager_t *m)
 		return 0; /* NULL or finished: no partition to report */
 	f = fail_ns(m);
 	for (;;) {
-		int part = __atomic_load_n(&m->ms_part, __ATOMIC_ACQUIRE);
-		uint64_t t = __atomic_load_n(&m->ms_tick_ns, __ATOMIC_ACQUIRE);
+		int part = __atomic_load_n(&m->view.part, __ATOMIC_ACQUIRE);
+		uint64_t t = lc_members_tick_ns(&m->members);
 		uint64_t now = lc_coarse_ns(); /* a tick late at most, never early */
 		int stale = t != 0 && now > t && now - t > f;
 
@@ -320,7 +312,12 @@ uint64_t loco_view(loco_manager_t *m)
 	if (lc_handle_ok(m))
 		return 0;
 	pthread_mutex_lock(&m->lock);
-	id = m->view_id;
+	id = m->view.id;
 	pthread_mutex_unlock(&m->lock);
 	return id;
+}
+
+uint64_t lc_view_id(loco_manager_t *m)
+{
+	return m->view.id;
 }

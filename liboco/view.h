@@ -8,7 +8,8 @@
  * through m->ms; the machine's effects come here (struct lc_ms_ops):
  * sending on a member's control connection, dialling, dropping a member
  * that a view left out, publishing the partition flag and the view id,
- * the application's events, and telling the channels (through m->ev)
+ * the application's events, and telling the channels (through the
+ * events they subscribed to: lc_members_excluded(), lc_members_rejoined())
  * that we were excluded or rejoined. So membership never calls into
  * channels, and member.c never calls this file.
  *
@@ -26,7 +27,17 @@
 
 struct lc_view;
 
-/* lc_view_init -- m->vw and m->ms (JOINING). 0, -ENOMEM. lc_view_fini() frees. */
+/* The manager's part (m->view); only view.c touches its fields. */
+struct lc_view_part {
+	struct lc_view *vw; /* the application's events */
+	uint64_t id;        /* m->lock: the installed membership view's number */
+	int part;           /* atomic: enum lc_ms_part, as the machine last said */
+};
+
+/* lc_view_id -- the installed view's number (0: none). m->lock held. */
+uint64_t lc_view_id(loco_manager_t *m);
+
+/* lc_view_init -- m->view and m->ms (JOINING). 0, -ENOMEM. lc_view_fini() frees. */
 int lc_view_init(loco_manager_t *m);
 void lc_view_fini(loco_manager_t *m);
 

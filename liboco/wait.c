@@ -60,6 +60,17 @@ void lc_wait_init(struct lc_wait *w, int policy)
 		lc_hostload_init(&w->load);
 }
 
+void lc_wait_fix_window(struct lc_wait *w, int64_t ns)
+{
+	w->window_ns = w->window_fixed_ns = ns;
+}
+
+void lc_wait_set_drive(struct lc_wait *w, int (*drive)(void *arg, int64_t ns), void *arg)
+{
+	w->drive = drive;
+	w->drive_arg = arg;
+}
+
 void lc_wait_fini(struct lc_wait *w)
 {
 	lc_hostload_fini(&w->load);

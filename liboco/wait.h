@@ -118,6 +118,18 @@ const char *lc_wait_name(int policy);
 /* lc_wait_init -- @policy (LOCO_WAIT_DEFAULT: adaptive). */
 void lc_wait_init(struct lc_wait *w, int policy);
 
+/* lc_wait_policy -- @w's policy (enum loco_wait_policy, never LOCO_WAIT_DEFAULT). */
+static inline int lc_wait_policy(const struct lc_wait *w)
+{
+	return w->policy;
+}
+
+/* lc_wait_fix_window -- LOCO_WAIT_WINDOW_US: adaptive spins @ns, never learnt. At set-up. */
+void lc_wait_fix_window(struct lc_wait *w, int64_t ns);
+
+/* lc_wait_set_drive -- waiters do the fabric's work through @drive (see struct lc_wait). */
+void lc_wait_set_drive(struct lc_wait *w, int (*drive)(void *arg, int64_t ns), void *arg);
+
 /* lc_wait_fini -- close what lc_wait_init() opened. */
 void lc_wait_fini(struct lc_wait *w);
 

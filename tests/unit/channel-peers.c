@@ -2,7 +2,7 @@
 /*
  * channel-peers.c -- a channel's peer table and its announcements as the
  * receiver sees them (liboco/channel.c), on one node, by feeding the
- * channel layer the events membership raises (m->ev: CHAN messages from
+ * channel layer the events membership raises (m->members.ev: CHAN messages from
  * made-up members, members gone) under m->lock, as the progress thread
  * does.
  *
@@ -131,14 +131,14 @@ static void page(struct fixture *f, uint32_t node, uint32_t first, uint32_t n, u
 	for (uint32_t i = 0; i < n; i++)
 		entry(&msg->u.chan.r[i], first + i, at, node);
 	pthread_mutex_lock(&f->m->lock);
-	f->m->ev.msg(f->m, &from, msg);
+	f->m->members.ev.msg(f->m, &from, msg);
 	pthread_mutex_unlock(&f->m->lock);
 }
 
 static void gone(struct fixture *f, uint32_t node)
 {
 	pthread_mutex_lock(&f->m->lock);
-	f->m->ev.gone(f->m, node);
+	f->m->members.ev.gone(f->m, node);
 	pthread_mutex_unlock(&f->m->lock);
 }
 

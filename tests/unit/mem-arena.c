@@ -10,28 +10,27 @@
 
 #include <cmocka.h>
 
-#include "manager.h"
+#include "mem.h"
 
 #define CHUNK (2u << 20)
 
 static int setup(void **state)
 {
-	loco_manager_t *m = calloc(1, sizeof(*m));
+	struct lc_mem *mm = calloc(1, sizeof(*mm));
 
-	if (m == NULL)
+	if (mm == NULL)
 		return -1;
-	pthread_mutex_init(&m->mem_lock, NULL);
-	*state = m;
+	lc_mem_init(mm);
+	*state = mm;
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	loco_manager_t *m = *state;
+	struct lc_mem *mm = *state;
 
-	lc_mem_fini(m);
-	pthread_mutex_destroy(&m->mem_lock);
-	free(m);
+	lc_mem_fini(mm);
+	free(mm);
 	return 0;
 }
 

@@ -86,14 +86,13 @@ static void mem_alloc__rounding_overflow_is_enomem(void **state)
 
 	(void)state;
 	assert_non_null(m);
-	pthread_mutex_init(&m->mem_lock, NULL);
+	lc_mem_init(&m->mem);
 	/* run + verify: no wrap-around to a tiny allocation, output untouched */
-	assert_int_equal(lc_mem_alloc(m, SIZE_MAX, &p), -ENOMEM);
-	assert_int_equal(lc_mem_alloc(m, SIZE_MAX - 4096, &p), -ENOMEM);
-	assert_int_equal(lc_mem_alloc(m, SIZE_MAX - (2u << 20), &p), -ENOMEM);
+	assert_int_equal(lc_mem_alloc(&m->mem, SIZE_MAX, &p), -ENOMEM);
+	assert_int_equal(lc_mem_alloc(&m->mem, SIZE_MAX - 4096, &p), -ENOMEM);
+	assert_int_equal(lc_mem_alloc(&m->mem, SIZE_MAX - (2u << 20), &p), -ENOMEM);
 	assert_ptr_equal(p, (void *)0x1);
-	lc_mem_fini(m);
-	pthread_mutex_destroy(&m->mem_lock);
+	lc_mem_fini(&m->mem);
 	free(m);
 }
 
