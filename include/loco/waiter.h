@@ -35,14 +35,23 @@ extern "C" {
  * Thread safety: a waiter belongs to one thread; loco_waiter_wake() is
  * MT-safe and lock-free. See loco_object(3). Appeared in loco 0.4.
  */
+/*
+ * The waiter is the caller's (on its stack: a wait allocates nothing), so
+ * its size and the offsets of the fields a caller may read are ABI, fixed
+ * since loco 0.4: 40 bytes, 8-aligned. Everything else is reserved for
+ * liboco (its private layout, asserted at build time to fit). Read
+ * @policy and @pauses; write nothing but through the functions below.
+ */
 typedef struct loco_waiter {
-	void *priv;       /* private: the manager's wait state */
-	int policy;       /* enum loco_wait_policy of the manager (never 0) */
-	uint32_t seq;     /* private: the event count seen */
-	uint32_t pauses;  /* pauses since init or reset */
-	uint64_t t0_ns;   /* private: when spinning started */
-	int64_t sleep_ns; /* private: the next sleep */
+	void *reserved0_;       /* private */
+	int policy;             /* read-only: enum loco_wait_policy of the manager (never 0) */
+	uint32_t reserved1_;    /* private */
+	uint32_t pauses;        /* read-only: pauses since init or reset */
+	uint32_t reserved2_;    /* private */
+	uint64_t reserved3_[2]; /* private */
 } loco_waiter_t;
+
+#define LOCO_WAITER_SIZE 40 /* sizeof(loco_waiter_t), the same since loco 0.4 */
 
 /* loco_waiter_init -- a waiter for @m's policy (@m NULL: sleep), reset. */
 void loco_waiter_init(loco_waiter_t *w, loco_manager_t *m);
