@@ -606,7 +606,8 @@ void rpc_on_msg(loco_object_t *obj, uint32_t node, const void *msg, size_t len, 
 
 	(void)obj;
 	if (len < sizeof(kind) || !rpc_is_member(ep, node)) {
-		ST_ADD(ep, bad, 1);
+		ST_LOG(ep, bad, LOCO_LOG_WARN,
+		       "object message refused: too short, or not from a member");
 		return;
 	}
 	memcpy(&kind, msg, sizeof(kind));
@@ -616,7 +617,8 @@ void rpc_on_msg(loco_object_t *obj, uint32_t node, const void *msg, size_t len, 
 		memcpy(&o, msg, sizeof(o));
 		if (o.sess == 0 || !rref_ok(&o.ctl, node, CTL_LEN) ||
 		    (p = rpc_peer_get(ep, node)) == NULL) {
-			ST_ADD(ep, bad, 1);
+			ST_LOG(ep, bad, LOCO_LOG_WARN,
+			       "open message refused: bad session or reference");
 			return;
 		}
 		pthread_mutex_lock(&p->glock);
@@ -641,7 +643,8 @@ void rpc_on_msg(loco_object_t *obj, uint32_t node, const void *msg, size_t len, 
 		p = rpc_peer_find(ep, node);
 		if (p == NULL || g.sess == 0 || !rref_ok(&g.ring, node, ep->cfg.ring_bytes) ||
 		    !rref_ok(&g.ctl, node, CTL_LEN)) {
-			ST_ADD(ep, bad, 1);
+			ST_LOG(ep, bad, LOCO_LOG_WARN,
+			       "grant message refused: bad session or reference");
 			return;
 		}
 		pthread_mutex_lock(&p->glock);
@@ -653,7 +656,7 @@ void rpc_on_msg(loco_object_t *obj, uint32_t node, const void *msg, size_t len, 
 		loco_waiter_wake(ep->m);
 		return;
 	}
-	ST_ADD(ep, bad, 1);
+	ST_LOG(ep, bad, LOCO_LOG_WARN, "object message of unknown kind or length refused");
 }
 
 int rpc_in_serve(loco_rpc_ep_t *ep, struct rpc_peer *p)

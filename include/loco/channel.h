@@ -11,7 +11,8 @@
  * The object-author API is split by concept, and this header includes
  * every part, so an object author includes it alone: loco/object.h
  * (objects, handles, object messages), loco/rop.h (regions and remote
- * operations), loco/poller.h (pollers), loco/waiter.h (waiters).
+ * operations), loco/poller.h (pollers), loco/waiter.h (waiters),
+ * loco/log.h (loco_log()).
  * objects/ includes only public headers; a user can write an object the
  * same way.
  *
@@ -28,6 +29,7 @@
 #include <stdint.h>
 
 #include <loco/ack.h>
+#include <loco/log.h>
 #include <loco/manager.h>
 #include <loco/object.h>
 #include <loco/poller.h>
