@@ -81,7 +81,7 @@ int main(int argc, char **argv)
 	blk = malloc((size_t)(iters > nslow ? iters : nslow) * sizeof(*blk));
 	if (lat == NULL || blk == NULL)
 		bench_die("malloc", -12);
-	if (loco_node_id(m) == HOST)
+	if (loco_manager_node_id(m) == HOST)
 		goto done;
 
 	/* the floor: one remote CAS and its ack */

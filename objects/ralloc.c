@@ -305,7 +305,7 @@ int loco_ralloc_create(loco_channel_t *ch, const char *name, const loco_ralloc_c
 	if (ret)
 		return ret;
 	ra->m = loco_channel_manager(ch);
-	ra->me = loco_node_id(ra->m);
+	ra->me = loco_manager_node_id(ra->m);
 	ra->heap_len = cfg->heap_len;
 	ra->slice_len = slice;
 	ra->slice_shift = ceil_log2(slice);
@@ -323,7 +323,8 @@ int loco_ralloc_create(loco_channel_t *ch, const char *name, const loco_ralloc_c
 	ret = loco_ack_key_create(ra->m, &ra->claim_ack);
 	if (ret)
 		goto err_free;
-	ret = loco_ack_key_create_flags(ra->m, LOCO_ACK_IGNORE_LEFT, &ra->give_ack);
+	ret = loco_ack_key_create_cfg(ra->m, &(loco_ack_key_cfg_t){.flags = LOCO_ACK_IGNORE_LEFT},
+	                              &ra->give_ack);
 	if (ret)
 		goto err_destroy_claim;
 	ret = loco_object_create(ch, name, &ra_ops, ra, &ra->obj);

@@ -42,7 +42,7 @@ int main(int argc, char **argv)
 
 	if ((ret = loco_init(NULL, &m)))
 		return fail("loco_init", ret);
-	n = loco_job_size(m) ? loco_job_size(m) : 1; /* loco-run -n or mpirun -n */
+	n = loco_manager_job_size(m) ? loco_manager_job_size(m) : 1; /* loco-run -n or mpirun -n */
 	if ((ret = loco_channel_create(m, NULL, "ralloc", n, &ch)) ||
 	    (ret = loco_ralloc_create(ch, "heap", &cfg, &ra)) ||
 	    (ret = loco_barrier_create(ch, "done", &bar)) ||
@@ -50,7 +50,7 @@ int main(int argc, char **argv)
 	    (ret = loco_region_create(obj, "buf", 2 * MAXLEN, 0, &buf)) ||
 	    (ret = loco_ack_key_create(m, &ack)) || (ret = loco_channel_join(ch, 20 * SEC)))
 		return fail("setup", ret);
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	for (unsigned i = 0; i < blocks; i++) {
 		uint8_t *out = loco_region_ptr(buf), *in = out + MAXLEN;
 		size_t len = 1 + (i * 2654435761u) % MAXLEN;

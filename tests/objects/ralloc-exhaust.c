@@ -119,7 +119,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "ra-ex", 3, &ch));
 	SC_ASSERT_OK(loco_ralloc_create(ch, "ra", &cfg, &ra));
 	numa_check(ch);

@@ -208,7 +208,7 @@ int main(int argc, char **argv)
 		SC_FAIL("run with loco-run -n 3 or more (LOCO_NODES=%u)", nodes);
 	ops = sc_scaled(OPS_BASE);
 	m = sc_start();
-	c.me = loco_node_id(m);
+	c.me = loco_manager_node_id(m);
 	rng = 0x1234567ull * c.me;
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "ra-storm", nodes, &ch));
 	SC_ASSERT_OK(loco_ralloc_create(ch, "ra", &cfg, &c.ra));

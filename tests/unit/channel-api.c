@@ -181,7 +181,7 @@ static void object_msg__arguments_checked(void **state)
 	assert_int_equal(loco_region_rref(NULL, &mine), -EINVAL);
 	assert_int_equal(loco_region_rref(u, NULL), -EINVAL);
 	assert_int_equal(loco_region_rref(u, &mine), 0);
-	assert_int_equal(mine.node, loco_node_id(*state));
+	assert_int_equal(mine.node, loco_manager_node_id(*state));
 	assert_ptr_equal((void *)(uintptr_t)mine.addr, loco_region_ptr(u));
 	assert_int_equal(mine.len, 128);
 	assert_int_equal(loco_region_rref(r, &mine), 0);
@@ -233,7 +233,7 @@ static void remote_ops__to_self_go_through_the_fabric(void **state)
 	    loco_region_create(obj, "r", 64, LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC, &r), 0);
 	assert_int_equal(loco_ack_key_create(m, &ack), 0);
 	assert_int_equal(loco_channel_join(ch, 0), 0); /* alone: at once */
-	assert_int_equal(loco_region_remote(r, loco_node_id(m), &self), 0);
+	assert_int_equal(loco_region_remote(r, loco_manager_node_id(m), &self), 0);
 	w = loco_region_ptr(r);
 	w[0] = 40;
 
@@ -272,7 +272,7 @@ static void object_status__not_joined_until_the_join(void **state)
 
 	/* run + verify: no reference, not even to this node's own copy; nothing written */
 	assert_int_equal(loco_object_status(obj), -LOCO_ENOTJOINED);
-	assert_int_equal(loco_region_remote(r, loco_node_id(m), &self), -LOCO_ENOTJOINED);
+	assert_int_equal(loco_region_remote(r, loco_manager_node_id(m), &self), -LOCO_ENOTJOINED);
 	assert_int_equal(loco_region_remote(r, 99, &self), -LOCO_ENOTJOINED);
 	assert_memory_equal(&self, &before, sizeof(self));
 	assert_int_equal(loco_object_status(NULL), -EINVAL);
@@ -280,7 +280,7 @@ static void object_status__not_joined_until_the_join(void **state)
 	/* run + verify: once joined, usable */
 	assert_int_equal(loco_channel_join(ch, 0), 0);
 	assert_int_equal(loco_object_status(obj), 0);
-	assert_int_equal(loco_region_remote(r, loco_node_id(m), &self), 0);
+	assert_int_equal(loco_region_remote(r, loco_manager_node_id(m), &self), 0);
 	printf("# before the join: %s\n", loco_strerror(-LOCO_ENOTJOINED));
 	loco_object_destroy(obj);
 	assert_int_equal(loco_channel_destroy(ch), 0);
@@ -353,7 +353,7 @@ static void init__zero_node_id_means_default(void **state)
 	/* alone, 0 is the default id 1 (as a zero struct field) */
 	setenv("LOCO_NODE_ID", "0", 1);
 	assert_int_equal(loco_init(NULL, &alone), 0);
-	assert_int_equal(loco_node_id(alone), 1);
+	assert_int_equal(loco_manager_node_id(alone), 1);
 	loco_fini(alone);
 	/* a joiner has no default id; garbage is refused; nothing written */
 	setenv("LOCO_JOIN", "127.0.0.1:9", 1);
