@@ -19,12 +19,12 @@
 #error "built against the 0.10 headers only"
 #endif
 
-#define CHECK(c)                                                                                 \
-	do {                                                                                     \
-		if (!(c)) {                                                                      \
-			fprintf(stderr, "old-names: %s:%d: %s\n", __FILE__, __LINE__, #c);       \
-			return 1;                                                                \
-		}                                                                                \
+#define CHECK(c)                                                                           \
+	do {                                                                               \
+		if (!(c)) {                                                                \
+			fprintf(stderr, "old-names: %s:%d: %s\n", __FILE__, __LINE__, #c); \
+			return 1;                                                          \
+		}                                                                          \
 	} while (0)
 
 int main(void)
