@@ -26,7 +26,7 @@ for n in 1 2; do
 done
 [ "$(grep -c "$line" "$out")" -eq 2 ] || { echo "rpc-log: not exactly 2 lines"; exit 1; }
 
-LOCO_LOG= "$run" -n 3 --timeout 100 "$prog" >"$out" 2>&1 || {
+LOCO_LOG='' "$run" -n 3 --timeout 100 "$prog" >"$out" 2>&1 || {
 	echo "rpc-log: rpc-kill failed at the default level"
 	exit 1
 }
