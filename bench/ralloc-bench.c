@@ -41,8 +41,8 @@ static double median(double *v, long n)
 
 int main(int argc, char **argv)
 {
-	loco_ralloc_config_t small = {.heap_len = 64u << 20, .numa_node = -1};
-	loco_ralloc_config_t one = {.heap_len = 64u << 20, .batch = 1, .keep = 1, .numa_node = -1};
+	loco_ralloc_cfg_t small = {.heap_len = 64u << 20, .numa_node = -1};
+	loco_ralloc_cfg_t one = {.heap_len = 64u << 20, .batch = 1, .keep = 1, .numa_node = -1};
 	const char *json = NULL, *fab = getenv("LOCO_FABRIC");
 	long iters = 100000, nslow;
 	struct row rows[4];

@@ -285,7 +285,13 @@ static void heap_bind(void *p, size_t len, int node)
 	mbind((void *)a, e - a, MPOL_BIND, mask, sizeof(mask) * 8, MPOL_MF_MOVE);
 }
 
-int loco_ralloc_create(loco_channel_t *ch, const char *name, const loco_ralloc_config_t *cfg,
+void loco_ralloc_cfg_default(loco_ralloc_cfg_t *cfg, size_t heap_len)
+{
+	if (cfg != NULL)
+		*cfg = (loco_ralloc_cfg_t){.heap_len = heap_len, .numa_node = -1};
+}
+
+int loco_ralloc_create(loco_channel_t *ch, const char *name, const loco_ralloc_cfg_t *cfg,
                        loco_ralloc_t **out)
 {
 	size_t slice;

@@ -28,7 +28,7 @@ static int fail(const char *what, int err)
 int main(int argc, char **argv)
 {
 	unsigned blocks = argc > 1 ? (unsigned)atoi(argv[1]) : 200, bad = 0;
-	loco_ralloc_config_t cfg = {.heap_len = 4u << 20, .numa_node = -1};
+	loco_ralloc_cfg_t cfg;
 	uint32_t n, me;
 	loco_manager_t *m;
 	loco_channel_t *ch;
@@ -40,6 +40,7 @@ int main(int argc, char **argv)
 	loco_ralloc_stats_t st;
 	int ret;
 
+	loco_ralloc_cfg_default(&cfg, 4u << 20); /* a 4 MiB heap on every node */
 	if ((ret = loco_init(NULL, &m)))
 		return fail("loco_init", ret);
 	n = loco_manager_job_size(m) ? loco_manager_job_size(m) : 1; /* loco-run -n or mpirun -n */

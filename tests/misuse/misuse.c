@@ -703,7 +703,7 @@ static int rpc_destroy_twice(void)
 
 static loco_ralloc_t *ra(void)
 {
-	loco_ralloc_config_t cfg = {.heap_len = 1 << 20, .numa_node = -1};
+	loco_ralloc_cfg_t cfg = {.heap_len = 1 << 20, .numa_node = -1};
 	loco_ralloc_t *r;
 
 	chan();

@@ -56,7 +56,7 @@
 #define BOX_T    2
 #define LONG_MS  60000 /* a stop, a removal, a rejoin and a re-pairing */
 
-static const loco_ralloc_config_t cfg = {
+static const loco_ralloc_cfg_t cfg = {
     .heap_len = HEAP, .slice_len = SLICE, .batch = 4, .keep = 4, .numa_node = -1};
 
 static loco_rptr_t blocks[NBLK + 1];

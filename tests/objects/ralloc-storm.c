@@ -187,7 +187,7 @@ static void threaded(loco_manager_t *m, loco_ralloc_t *ra, loco_region_t *tbuf[2
 
 int main(int argc, char **argv)
 {
-	const loco_ralloc_config_t cfg = {.heap_len = HEAP, .slice_len = SLICE, .numa_node = -1};
+	const loco_ralloc_cfg_t cfg = {.heap_len = HEAP, .slice_len = SLICE, .numa_node = -1};
 	loco_manager_t *m;
 	loco_channel_t *ch;
 	loco_object_t *bobj;

@@ -17,6 +17,7 @@
 
 #include <loco.h>
 #include <loco/lock.h>
+#include <loco/ralloc.h>
 
 static int setup(void **state)
 {
@@ -114,6 +115,12 @@ static void cfg__defaults_and_creates(void **state)
 	assert_int_equal(loco_lock_create_cfg(ch, "c", loco_manager_node_id(m), NULL, &lk), 0);
 	loco_lock_destroy(lk);
 	assert_int_equal(loco_channel_destroy(ch), 0);
+
+	loco_ralloc_cfg_t rc = {.slice_len = 7, .batch = 7, .keep = 7, .numa_node = 7};
+	loco_ralloc_cfg_default(&rc, 1u << 20);
+	assert_true(rc.heap_len == 1u << 20 && rc.slice_len == 0 && rc.batch == 0 && rc.keep == 0);
+	assert_int_equal(rc.numa_node, -1);
+	loco_ralloc_cfg_default(NULL, 1);
 }
 
 static void channel_create__full_names_nest_and_are_unique(void **state)
