@@ -95,7 +95,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	v = loco_region_ptr(r);
-	if (loco_node_id(m) == 1) {
+	if (loco_manager_node_id(m) == 1) {
 		double *s = malloc((size_t)iters * sizeof(*s)), med[4], p99[4], min[4];
 		FILE *f;
 

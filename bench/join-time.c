@@ -6,7 +6,7 @@
  *
  *   loco-run -n N --no-prefix build/bench/join-time --t0 "$(date +%s%N)"
  *
- * Every node: loco_init(), then polls loco_members() every 0.2 ms until it
+ * Every node: loco_init(), then polls loco_manager_members() every 0.2 ms until it
  * counts N (at most 120 s), and prints one line:
  *   "join-time node K nodes N init_ms A all_ms B"
  * where A is the time from --t0 (or from this process's start of
@@ -67,18 +67,18 @@ int main(int argc, char **argv)
 		bench_die("loco_init", ret);
 	t_init = real_ns();
 	deadline = t_init + WAIT_NS;
-	while ((uint32_t)loco_members(m, ids, 1) < nodes) {
+	while ((uint32_t)loco_manager_members(m, ids, 1) < nodes) {
 		if (real_ns() > deadline) {
 			fprintf(stderr, "join-time: node %u sees %d of %u members after 120 s\n",
-			        loco_node_id(m), loco_members(m, ids, 1), nodes);
+			        loco_manager_node_id(m), loco_manager_members(m, ids, 1), nodes);
 			loco_fini(m);
 			return 1;
 		}
 		nanosleep(&pause, NULL);
 	}
 	t_all = real_ns();
-	printf("join-time node %u nodes %u init_ms %.3f all_ms %.3f\n", loco_node_id(m), nodes,
-	       (double)(t_init - t0) / 1e6, (double)(t_all - t0) / 1e6);
+	printf("join-time node %u nodes %u init_ms %.3f all_ms %.3f\n", loco_manager_node_id(m),
+	       nodes, (double)(t_init - t0) / 1e6, (double)(t_all - t0) / 1e6);
 	fflush(stdout);
 	/* nobody leaves while another node still waits to see it */
 	if ((ret = loco_channel_create(m, NULL, "join-time", nodes, &ch)) != 0 ||

@@ -277,7 +277,7 @@ int main(int argc, char **argv)
 	memset(b.val, 'v', sizeof(b.val));
 
 	CHECK(loco_init(NULL, &b.m));
-	b.me = loco_node_id(b.m);
+	b.me = loco_manager_node_id(b.m);
 	for (int k = k0; k < k1; k++) {
 		loco_map_cfg_t cfg;
 		char name[24];

@@ -111,7 +111,7 @@ int main(int argc, char **argv)
 		servers = (uint32_t)atoi(optarg);
 	}
 	die_if("loco_init", loco_init(NULL, &m));
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	n = (uint32_t)atoi(getenv("LOCO_NODES") ? getenv("LOCO_NODES") : "0");
 	if (n < 2 || n > MAX_NODE || me == 0 || me > n)
 		bench_die("run under loco-run -n N (2 <= N <= 512, ids 1..N)", -EINVAL);

@@ -402,7 +402,7 @@ int main(int argc, char **argv)
 
 	if ((ret = loco_init(NULL, &b.m)))
 		bench_die("loco_init", ret);
-	b.me = loco_node_id(b.m);
+	b.me = loco_manager_node_id(b.m);
 	if ((ret = loco_channel_create(b.m, NULL, "objects-atomic", NODES, &b.ch)) ||
 	    (ret = loco_atomic_var_create(b.ch, "av", HOST, &b.av)) ||
 	    (ret = loco_atomic_var_create(b.ch, "bar", HOST, &b.bar)) ||

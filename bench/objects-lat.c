@@ -225,7 +225,7 @@ static void setup(struct bench *b, uint32_t nodes)
 	char name[16];
 
 	CHECK(loco_init(NULL, &b->m));
-	b->me = loco_node_id(b->m);
+	b->me = loco_manager_node_id(b->m);
 	if (b->me * RAW_SLOT >= 4096) {
 		fprintf(stderr, "objects-lat: node ids up to %d\n", 4096 / RAW_SLOT - 1);
 		exit(2);

@@ -41,8 +41,8 @@ static double median(double *v, long n)
 
 int main(int argc, char **argv)
 {
-	loco_ralloc_config_t small = {.heap_len = 64u << 20, .numa_node = -1};
-	loco_ralloc_config_t one = {.heap_len = 64u << 20, .batch = 1, .keep = 1, .numa_node = -1};
+	loco_ralloc_cfg_t small = {.heap_len = 64u << 20, .numa_node = -1};
+	loco_ralloc_cfg_t one = {.heap_len = 64u << 20, .batch = 1, .keep = 1, .numa_node = -1};
 	const char *json = NULL, *fab = getenv("LOCO_FABRIC");
 	long iters = 100000, nslow;
 	struct row rows[4];
@@ -81,7 +81,7 @@ int main(int argc, char **argv)
 	blk = malloc((size_t)(iters > nslow ? iters : nslow) * sizeof(*blk));
 	if (lat == NULL || blk == NULL)
 		bench_die("malloc", -12);
-	if (loco_node_id(m) == HOST)
+	if (loco_manager_node_id(m) == HOST)
 		goto done;
 
 	/* the floor: one remote CAS and its ack */

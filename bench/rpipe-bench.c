@@ -221,7 +221,7 @@ int main(int argc, char **argv)
 	if (t == NULL)
 		return 1;
 	die_if("init", loco_init(NULL, &m));
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	if (me != 1 && me != 2) {
 		fprintf(stderr, "rpipe-bench: run with loco-run -n 2\n");
 		return 2;

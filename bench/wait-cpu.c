@@ -91,7 +91,7 @@ int main(int argc, char **argv)
 	ret = loco_init(NULL, &m);
 	if (ret)
 		bench_die("loco_init", ret);
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	if ((ret = loco_channel_create(m, NULL, "wait-cpu", nodes, &ch)) != 0 ||
 	    (ret = loco_barrier_create(ch, "B", &b)) != 0 ||
 	    (ret = loco_channel_join(ch, WAIT_NS)) != 0)

@@ -602,7 +602,7 @@ int lc_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 			    timeout_ns > INT64_MAX - deadline ? INT64_MAX : deadline + timeout_ns;
 		}
 		if (timeout_ns > 0 &&
-		    (i % ACK_SPIN_CLOCK == 0 || w.sleep_ns > LC_WAIT_SLEEP_MIN_NS) &&
+		    (i % ACK_SPIN_CLOCK == 0 || lc_waiter(&w)->sleep_ns > LC_WAIT_SLEEP_MIN_NS) &&
 		    (int64_t)lc_now_ns() >= deadline)
 			return -ETIMEDOUT;
 		loco_waiter_pause(&w);

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <loco/log.h>
+
 #include "log.h"
 #include "log_time.h"
 
@@ -54,23 +56,56 @@ int lc_log_enabled(enum lc_log_level level)
 	return (int)level <= log_level;
 }
 
-void lc_log(enum lc_log_level level, const char *fmt, ...)
+/* log_line -- one line at @level: the prefix, then @fmt with @ap; one write(2). */
+static void log_line(enum lc_log_level level, const char *fmt, va_list ap)
 {
 	static const char *const tags[] = {"error", "warn", "info", "debug"};
 	char line[512], t[40];
-	va_list ap;
 	int n;
 
-	if (!lc_log_enabled(level))
-		return;
 	lc_log_time_str(log_time, &log_start, t, sizeof(t));
 	n = snprintf(line, sizeof(line), "loco[%d]%s %s: ", (int)getpid(), t, tags[level]);
-	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
 	n = (int)strlen(line);
+	if (n > 0 && line[n - 1] == '\n')
+		n--; /* an object author's line may end in one: print one, not two */
 	line[n++] = '\n';
 	/* one write(2) per line so lines of concurrent threads do not mix */
 	if (write(STDERR_FILENO, line, (size_t)n) < 0)
 		return;
+}
+
+void lc_log(enum lc_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!lc_log_enabled(level))
+		return;
+	va_start(ap, fmt);
+	log_line(level, fmt, ap);
+	va_end(ap);
+}
+
+/* the public levels are the internal ones, for object authors (loco/log.h) */
+_Static_assert((int)LOCO_LOG_ERR == (int)LC_LOG_ERROR && (int)LOCO_LOG_WARN == (int)LC_LOG_WARN &&
+                   (int)LOCO_LOG_INFO == (int)LC_LOG_INFO &&
+                   (int)LOCO_LOG_DEBUG == (int)LC_LOG_DEBUG,
+               "loco_log_level and lc_log_level agree");
+
+int loco_log_enabled(enum loco_log_level level)
+{
+	if ((int)level < (int)LOCO_LOG_ERR || (int)level > (int)LOCO_LOG_DEBUG)
+		return 0;
+	return lc_log_enabled((enum lc_log_level)level);
+}
+
+void loco_log(enum loco_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (fmt == NULL || !loco_log_enabled(level))
+		return;
+	va_start(ap, fmt);
+	log_line((enum lc_log_level)level, fmt, ap);
+	va_end(ap);
 }

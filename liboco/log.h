@@ -6,8 +6,8 @@
  * from LOCO_LOG_TIME (mono: seconds since the library was loaded, the
  * default; wall: UTC; none), both read once per process. Thread-safe.
  */
-#ifndef LOCO_LOG_H
-#define LOCO_LOG_H
+#ifndef LOCO_LC_LOG_H
+#define LOCO_LC_LOG_H
 
 enum lc_log_level {
 	LC_LOG_ERROR = 0,
@@ -27,4 +27,4 @@ void lc_log(enum lc_log_level level, const char *fmt, ...) __attribute__((format
 #define lc_log_info(...)  lc_log(LC_LOG_INFO, __VA_ARGS__)
 #define lc_log_debug(...) lc_log(LC_LOG_DEBUG, __VA_ARGS__)
 
-#endif /* LOCO_LOG_H */
+#endif /* LOCO_LC_LOG_H */

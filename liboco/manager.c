@@ -629,11 +629,26 @@ int loco_member_incarnation(loco_manager_t *m, uint32_t node, uint64_t *inc)
 
 int loco_ack_key_create(loco_manager_t *m, loco_ack_key_t **out)
 {
-	return loco_ack_key_create_flags(m, 0, out);
+	return loco_ack_key_create_cfg(m, NULL, out);
 }
 
+void loco_ack_key_cfg_default(loco_ack_key_cfg_t *cfg)
+{
+	if (cfg != NULL)
+		*cfg = (loco_ack_key_cfg_t){.flags = 0};
+}
+
+/* the name before loco 0.11: programs built against loco 0.4-0.10 call it */
 int loco_ack_key_create_flags(loco_manager_t *m, unsigned flags, loco_ack_key_t **out)
 {
+	loco_ack_key_cfg_t cfg = {.flags = flags};
+
+	return loco_ack_key_create_cfg(m, &cfg, out);
+}
+
+int loco_ack_key_create_cfg(loco_manager_t *m, const loco_ack_key_cfg_t *cfg, loco_ack_key_t **out)
+{
+	unsigned flags = cfg != NULL ? cfg->flags : 0;
 	loco_ack_key_t *key;
 	int ret = lc_handle_ok(m);
 

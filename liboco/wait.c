@@ -143,11 +143,13 @@ void lc_wait_signal(struct lc_wait *w)
 		syscall(SYS_futex, &w->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
-void lc_waiter_init(loco_waiter_t *w, struct lc_wait *s)
+void lc_waiter_init(loco_waiter_t *pw, struct lc_wait *s)
 {
+	struct lc_waiter *w = lc_waiter(pw);
+
 	w->priv = s;
 	w->policy = s != NULL ? s->policy : LOCO_WAIT_SLEEP; /* no manager: nothing to learn from */
-	loco_waiter_reset(w);
+	loco_waiter_reset(pw);
 }
 
 void loco_waiter_init(loco_waiter_t *w, loco_manager_t *m)
@@ -158,8 +160,9 @@ void loco_waiter_init(loco_waiter_t *w, loco_manager_t *m)
 	lc_waiter_init(w, lc_handle_ok(m) == 0 ? &m->wait : NULL);
 }
 
-void loco_waiter_reset(loco_waiter_t *w)
+void loco_waiter_reset(loco_waiter_t *pw)
 {
+	struct lc_waiter *w = lc_waiter(pw);
 	struct lc_wait *s;
 
 	if (w == NULL)
@@ -173,7 +176,7 @@ void loco_waiter_reset(loco_waiter_t *w)
 }
 
 /* block -- sleep on @s's event count for at most @ns, unless it moved since @w last looked. */
-static void block(struct lc_wait *s, loco_waiter_t *w, int64_t ns)
+static void block(struct lc_wait *s, struct lc_waiter *w, int64_t ns)
 {
 	struct timespec ts = {.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
 
@@ -210,8 +213,9 @@ static void spin_step(struct lc_wait *s)
 		lc_cpu_relax();
 }
 
-void loco_waiter_pause(loco_waiter_t *w)
+void loco_waiter_pause(loco_waiter_t *pw)
 {
+	struct lc_waiter *w = lc_waiter(pw);
 	struct lc_wait *s;
 	uint32_t n;
 	uint64_t now;
@@ -331,8 +335,10 @@ grow:
 		w->sleep_ns = w->sleep_ns * 2 < cap ? w->sleep_ns * 2 : cap;
 }
 
-void loco_waiter_done(loco_waiter_t *w)
+void loco_waiter_done(loco_waiter_t *pw)
 {
+	struct lc_waiter *w = lc_waiter(pw);
+
 	if (w == NULL || w->policy != LOCO_WAIT_ADAPTIVE)
 		return;
 	/*

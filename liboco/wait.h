@@ -2,7 +2,8 @@
 /*
  * wait.h -- the manager's wait policy (LOCO_WAIT) and the wake-ups that
  * the block policy sleeps on. The object-author side is loco_waiter_t in
- * loco/channel.h; its functions are in wait.c.
+ * loco/waiter.h, whose private layout is struct lc_waiter below; its
+ * functions are in wait.c.
  *
  * Policies (enum loco_wait_policy):
  *   adaptive (the default) spin for a window, then wait as sleep does
@@ -48,9 +49,10 @@
 #define LOCO_LC_WAIT_H
 
 #include <sched.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#include <loco/channel.h>
+#include <loco/waiter.h>
 
 #include "hostload.h"
 
@@ -147,6 +149,34 @@ int64_t lc_wait_window(const uint32_t *hist);
 
 /* lc_wait_signal -- something happened: bump the event count, wake blocked waiters. NULL-safe. */
 void lc_wait_signal(struct lc_wait *w);
+
+/*
+ * The private layout of loco_waiter_t (loco/waiter.h), which callers hold
+ * on their stacks: it must fit the public struct (its size is ABI since
+ * loco 0.4), and the fields the public struct shows (policy, pauses) stay
+ * where it shows them. may_alias: liboco reads a loco_waiter_t through it.
+ */
+struct __attribute__((may_alias)) lc_waiter {
+	struct lc_wait *priv; /* the manager's wait state (NULL: none) */
+	int policy;           /* enum loco_wait_policy (never 0) */
+	uint32_t seq;         /* the event count seen */
+	uint32_t pauses;      /* pauses since init or reset */
+	uint64_t t0_ns;       /* when spinning started */
+	int64_t sleep_ns;     /* the next sleep (< 0: adaptive's burst end, negated) */
+};
+
+_Static_assert(sizeof(loco_waiter_t) == LOCO_WAITER_SIZE, "loco_waiter_t's size is ABI");
+_Static_assert(sizeof(struct lc_waiter) <= sizeof(loco_waiter_t), "the private waiter must fit");
+_Static_assert(_Alignof(struct lc_waiter) <= _Alignof(loco_waiter_t), "and be no more aligned");
+_Static_assert(offsetof(struct lc_waiter, policy) == offsetof(loco_waiter_t, policy) &&
+                   offsetof(struct lc_waiter, pauses) == offsetof(loco_waiter_t, pauses),
+               "the public fields stay where loco/waiter.h shows them");
+
+/* lc_waiter -- the private view of @w. */
+static inline struct lc_waiter *lc_waiter(loco_waiter_t *w)
+{
+	return (struct lc_waiter *)(void *)w;
+}
 
 /* lc_waiter_init -- loco_waiter_init() on wait state @s (NULL: the default policy, no wakes). */
 void lc_waiter_init(loco_waiter_t *w, struct lc_wait *s);

@@ -84,7 +84,7 @@ int loco_atomic_var_create(loco_channel_t *ch, const char *name, uint32_t host,
 	if (ret)
 		return ret;
 	av->host = host;
-	av->me = loco_node_id(loco_channel_manager(ch));
+	av->me = loco_manager_node_id(loco_channel_manager(ch));
 	pthread_mutex_init(&av->sync_lock, NULL);
 	host_path_init(&av->hp);
 	ret = loco_ack_key_create(loco_channel_manager(ch), &av->ack);

@@ -100,7 +100,7 @@ int loco_barrier_create(loco_channel_t *ch, const char *name, loco_barrier_t **o
 	ret = loco_handle_alloc(ch, sizeof(*b), (void **)&b);
 	if (ret)
 		return ret;
-	b->me = loco_node_id(loco_channel_manager(ch));
+	b->me = loco_manager_node_id(loco_channel_manager(ch));
 	b->ch = ch;
 	ret = loco_sst_create(ch, name, sizeof(uint64_t), LOCO_BARRIER_MAX_NODE, &b->sst);
 	if (ret)
@@ -109,7 +109,8 @@ int loco_barrier_create(loco_channel_t *ch, const char *name, loco_barrier_t **o
 	if (ret)
 		goto err_destroy_sst;
 	/* lazy: nobody waits for the pushes soon; on tcp their ACKs ride on the peers' pushes */
-	ret = loco_ack_key_create_flags(loco_channel_manager(ch), LOCO_ACK_LAZY, &b->ack);
+	ret = loco_ack_key_create_cfg(loco_channel_manager(ch),
+	                              &(loco_ack_key_cfg_t){.flags = LOCO_ACK_LAZY}, &b->ack);
 	if (ret)
 		goto err_destroy_sst;
 	*out = b;

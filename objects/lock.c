@@ -165,8 +165,15 @@ static int lk_settle(const loco_lock_t *lk, loco_ack_key_t *ack, int64_t deadlin
 	}
 }
 
-int loco_lock_create_config(loco_channel_t *ch, const char *name, uint32_t host,
-                            const loco_lock_config_t *cfg, loco_lock_t **out)
+void loco_lock_cfg_default(loco_lock_cfg_t *cfg)
+{
+	if (cfg != NULL)
+		*cfg = (loco_lock_cfg_t){.lease_ns = LK_DEFAULT_LEASE,
+		                         .takeover_ns = LK_DEFAULT_TAKEOVR};
+}
+
+int loco_lock_create_cfg(loco_channel_t *ch, const char *name, uint32_t host,
+                         const loco_lock_cfg_t *cfg, loco_lock_t **out)
 {
 	int64_t lease = LK_DEFAULT_LEASE, takeover = LK_DEFAULT_TAKEOVR;
 	loco_manager_t *m;
@@ -192,11 +199,11 @@ int loco_lock_create_config(loco_channel_t *ch, const char *name, uint32_t host,
 		return -ENOMEM;
 	}
 	m = loco_channel_manager(ch);
-	inc = loco_incarnation(m);
+	inc = loco_manager_incarnation(m);
 	lk->hs->node = host;
 	lk->need_sync = 1; /* created after a move? the first acquire asks the peers */
 	lk->inc = inc;
-	lk->me = loco_node_id(m);
+	lk->me = loco_manager_node_id(m);
 	lk->lease_ns = lease;
 	lk->takeover_ns = takeover;
 	lk->rng = inc | 1;
@@ -258,7 +265,14 @@ err_free:
 
 int loco_lock_create(loco_channel_t *ch, const char *name, uint32_t host, loco_lock_t **out)
 {
-	return loco_lock_create_config(ch, name, host, NULL, out);
+	return loco_lock_create_cfg(ch, name, host, NULL, out);
+}
+
+/* the name before loco 0.11: programs built against loco 0.3-0.10 call it */
+int loco_lock_create_config(loco_channel_t *ch, const char *name, uint32_t host,
+                            const loco_lock_config_t *cfg, loco_lock_t **out)
+{
+	return loco_lock_create_cfg(ch, name, host, cfg, out);
 }
 
 /*

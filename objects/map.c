@@ -272,7 +272,7 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 		return ret;
 	map->m = loco_channel_manager(ch);
 	map->ch = ch;
-	map->me = loco_node_id(map->m);
+	map->me = loco_manager_node_id(map->m);
 	ret = cfg_check(&c);
 	if (ret) {
 		loco_handle_free(map);
@@ -331,7 +331,8 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 			goto err;
 	}
 	for (unsigned i = 0; i < MAP_WRITERS; i++) {
-		ret = loco_ack_key_create_flags(map->m, LOCO_ACK_IGNORE_LEFT, &map->wacks[i]);
+		ret = loco_ack_key_create_cfg(
+		    map->m, &(loco_ack_key_cfg_t){.flags = LOCO_ACK_IGNORE_LEFT}, &map->wacks[i]);
 		if (ret)
 			goto err;
 	}

@@ -440,8 +440,18 @@ unsigned map_drain(loco_map_t *map)
 				break;
 			if (apply_locked(
 			        map, map->dbuf + MAP_HDR, h->klen, h->ver, (h->vlen & MAP_DEL) != 0,
-			        map->dbuf + MAP_HDR + map->key_area, h->vlen & MAP_LEN) != 0)
-				__atomic_add_fetch(&map->log_bad, 1, __ATOMIC_RELAXED);
+			        map->dbuf + MAP_HDR + map->key_area, h->vlen & MAP_LEN) != 0) {
+				uint64_t nb =
+				    __atomic_add_fetch(&map->log_bad, 1, __ATOMIC_RELAXED);
+
+				if (loco_log_due(nb))
+					loco_log(LOCO_LOG_WARN,
+					         "map in %s: a record from node %u's log not "
+					         "applied: no room "
+					         "(log_bad: %llu so far)",
+					         loco_channel_name(map->ch),
+					         (unsigned)map->nodes[s], (unsigned long long)nb);
+			}
 			map->in_head[s] = seq + 1;
 			n++;
 		}

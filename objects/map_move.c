@@ -196,7 +196,7 @@ static void peers_pass(loco_map_t *map, int copied)
 	if (!map_set_subset(&pend, &done))
 		return;
 	{
-		int nm = loco_members(map->m, ids, MAP_PEERS_BUF);
+		int nm = loco_manager_members(map->m, ids, MAP_PEERS_BUF);
 
 		if (nm > (int)MAP_PEERS_BUF)
 			nm = (int)MAP_PEERS_BUF;

@@ -50,7 +50,7 @@ int loco_owned_var_create(loco_channel_t *ch, const char *name, uint32_t owner, 
 		return ret;
 	ov->ch = ch;
 	ov->owner = owner;
-	ov->me = loco_node_id(loco_channel_manager(ch));
+	ov->me = loco_manager_node_id(loco_channel_manager(ch));
 	ret = value_codec_init(&ov->codec, size);
 	if (ret)
 		goto err_free;

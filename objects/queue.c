@@ -135,7 +135,7 @@ int loco_queue_create(loco_channel_t *ch, const char *name, const loco_queue_cfg
 	q->cfg = *cfg;
 	q->shift = shift;
 	q->slot_bytes = SLOT_HDR + (((size_t)cfg->item_max + 63) & ~(size_t)63);
-	q->me = loco_node_id(loco_channel_manager(ch));
+	q->me = loco_manager_node_id(loco_channel_manager(ch));
 	pthread_mutex_init(&q->lock, NULL);
 	pthread_mutex_init(&q->dq, NULL);
 	ret = loco_ack_key_create(loco_channel_manager(ch), &q->ack);

@@ -285,7 +285,13 @@ static void heap_bind(void *p, size_t len, int node)
 	mbind((void *)a, e - a, MPOL_BIND, mask, sizeof(mask) * 8, MPOL_MF_MOVE);
 }
 
-int loco_ralloc_create(loco_channel_t *ch, const char *name, const loco_ralloc_config_t *cfg,
+void loco_ralloc_cfg_default(loco_ralloc_cfg_t *cfg, size_t heap_len)
+{
+	if (cfg != NULL)
+		*cfg = (loco_ralloc_cfg_t){.heap_len = heap_len, .numa_node = -1};
+}
+
+int loco_ralloc_create(loco_channel_t *ch, const char *name, const loco_ralloc_cfg_t *cfg,
                        loco_ralloc_t **out)
 {
 	size_t slice;
@@ -305,7 +311,7 @@ int loco_ralloc_create(loco_channel_t *ch, const char *name, const loco_ralloc_c
 	if (ret)
 		return ret;
 	ra->m = loco_channel_manager(ch);
-	ra->me = loco_node_id(ra->m);
+	ra->me = loco_manager_node_id(ra->m);
 	ra->heap_len = cfg->heap_len;
 	ra->slice_len = slice;
 	ra->slice_shift = ceil_log2(slice);
@@ -323,7 +329,8 @@ int loco_ralloc_create(loco_channel_t *ch, const char *name, const loco_ralloc_c
 	ret = loco_ack_key_create(ra->m, &ra->claim_ack);
 	if (ret)
 		goto err_free;
-	ret = loco_ack_key_create_flags(ra->m, LOCO_ACK_IGNORE_LEFT, &ra->give_ack);
+	ret = loco_ack_key_create_cfg(ra->m, &(loco_ack_key_cfg_t){.flags = LOCO_ACK_IGNORE_LEFT},
+	                              &ra->give_ack);
 	if (ret)
 		goto err_destroy_claim;
 	ret = loco_object_create(ch, name, &ra_ops, ra, &ra->obj);

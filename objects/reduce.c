@@ -252,7 +252,7 @@ int loco_reduce_create(loco_channel_t *ch, const char *name, size_t value_size, 
 	if (ret)
 		return ret;
 	r->ch = ch;
-	r->me = loco_node_id(loco_channel_manager(ch));
+	r->me = loco_manager_node_id(loco_channel_manager(ch));
 	r->turn_n = -1;
 	r->op = op;
 	r->fn = fn;
@@ -282,7 +282,8 @@ int loco_reduce_create(loco_channel_t *ch, const char *name, size_t value_size, 
 	ret = loco_sst_create(ch, results, r->res_size, LOCO_REDUCE_MAX_NODE, &r->sst[RES]);
 	if (ret)
 		goto err_destroy_odd;
-	ret = loco_ack_key_create_flags(loco_channel_manager(ch), LOCO_ACK_LAZY, &r->ack);
+	ret = loco_ack_key_create_cfg(loco_channel_manager(ch),
+	                              &(loco_ack_key_cfg_t){.flags = LOCO_ACK_LAZY}, &r->ack);
 	if (ret)
 		goto err_destroy_res;
 	*out = r;
@@ -512,7 +513,7 @@ static int decide(loco_reduce_t *r, int64_t deadline, uint64_t *first)
 
 /*
  * turns -- whether the root turns with the round for the @n present @ids: when the rows are one
- * sst line and every present peer's link is shared memory (loco_member_fabric()). There a
+ * sst line and every present peer's link is shared memory (loco_manager_member_fabric()). There a
  * push executes in the pushing thread, so the root's fold and its publishing run on the root's
  * CPU; turning the root spreads them over the nodes' CPUs, whatever the placement (4 nodes on
  * 2 cores, bound: 8 B 3.54 -> 3.40 us). Elsewhere it costs (tcp 8 B 29 -> 35 us, 4 KiB 40 ->
@@ -534,7 +535,7 @@ static int turns(loco_reduce_t *r, const uint32_t *ids, int n)
 		const char *name;
 
 		if (ids[i] != r->me &&
-		    (loco_member_fabric(m, ids[i], &name) != 0 || strcmp(name, "shm") != 0))
+		    (loco_manager_member_fabric(m, ids[i], &name) != 0 || strcmp(name, "shm") != 0))
 			r->turn = 0;
 	}
 	memcpy(r->turn_ids, ids, (size_t)n * sizeof(*ids));

@@ -197,7 +197,8 @@ struct rpc_peer *rpc_peer_get(loco_rpc_ep_t *ep, uint32_t node)
 	p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		goto out;
-	if (loco_ack_key_create_flags(ep->m, LOCO_ACK_IGNORE_LEFT, &p->rack) != 0) {
+	if (loco_ack_key_create_cfg(ep->m, &(loco_ack_key_cfg_t){.flags = LOCO_ACK_IGNORE_LEFT},
+	                            &p->rack) != 0) {
 		free(p);
 		p = NULL;
 		goto out;
@@ -361,7 +362,7 @@ int loco_rpc_create(loco_channel_t *ch, const char *name, const loco_rpc_cfg_t *
 	c.agg_bytes = c.agg_bytes ? c.agg_bytes : d.agg_bytes;
 	c.agg_ns = c.agg_ns ? c.agg_ns : d.agg_ns;
 	c.max_depth = c.max_depth ? c.max_depth : d.max_depth;
-	ret = check_cfg(&c, loco_node_id(loco_channel_manager(ch)));
+	ret = check_cfg(&c, loco_manager_node_id(loco_channel_manager(ch)));
 	if (ret)
 		return ret;
 	if (c.ret_max > (1u << 20) || c.inline_max > (1u << 20) || c.ret_slots > 65536 ||
@@ -372,7 +373,7 @@ int loco_rpc_create(loco_channel_t *ch, const char *name, const loco_rpc_cfg_t *
 		return ret;
 	ep->ch = ch;
 	ep->m = loco_channel_manager(ch);
-	ep->me = loco_node_id(ep->m);
+	ep->me = loco_manager_node_id(ep->m);
 	snprintf(ep->name, sizeof(ep->name), "%s", name);
 	pthread_mutex_init(&ep->slock, NULL);
 	pthread_mutex_init(&ep->hlock, NULL);
@@ -422,7 +423,8 @@ int loco_rpc_create(loco_channel_t *ch, const char *name, const loco_rpc_cfg_t *
 		l->pull_base = l->pull_top = i * c.pull_bytes;
 		if (l->scratch == NULL || l->retbuf == NULL)
 			goto err;
-		ret = loco_ack_key_create_flags(ep->m, LOCO_ACK_IGNORE_LEFT, &l->pack);
+		ret = loco_ack_key_create_cfg(
+		    ep->m, &(loco_ack_key_cfg_t){.flags = LOCO_ACK_IGNORE_LEFT}, &l->pack);
 		if (ret)
 			goto err;
 		ret = -ENOMEM;
@@ -606,7 +608,8 @@ void rpc_on_msg(loco_object_t *obj, uint32_t node, const void *msg, size_t len, 
 
 	(void)obj;
 	if (len < sizeof(kind) || !rpc_is_member(ep, node)) {
-		ST_ADD(ep, bad, 1);
+		ST_LOG(ep, bad, LOCO_LOG_WARN,
+		       "object message refused: too short, or not from a member");
 		return;
 	}
 	memcpy(&kind, msg, sizeof(kind));
@@ -616,7 +619,8 @@ void rpc_on_msg(loco_object_t *obj, uint32_t node, const void *msg, size_t len, 
 		memcpy(&o, msg, sizeof(o));
 		if (o.sess == 0 || !rref_ok(&o.ctl, node, CTL_LEN) ||
 		    (p = rpc_peer_get(ep, node)) == NULL) {
-			ST_ADD(ep, bad, 1);
+			ST_LOG(ep, bad, LOCO_LOG_WARN,
+			       "open message refused: bad session or reference");
 			return;
 		}
 		pthread_mutex_lock(&p->glock);
@@ -641,7 +645,8 @@ void rpc_on_msg(loco_object_t *obj, uint32_t node, const void *msg, size_t len, 
 		p = rpc_peer_find(ep, node);
 		if (p == NULL || g.sess == 0 || !rref_ok(&g.ring, node, ep->cfg.ring_bytes) ||
 		    !rref_ok(&g.ctl, node, CTL_LEN)) {
-			ST_ADD(ep, bad, 1);
+			ST_LOG(ep, bad, LOCO_LOG_WARN,
+			       "grant message refused: bad session or reference");
 			return;
 		}
 		pthread_mutex_lock(&p->glock);
@@ -653,7 +658,7 @@ void rpc_on_msg(loco_object_t *obj, uint32_t node, const void *msg, size_t len, 
 		loco_waiter_wake(ep->m);
 		return;
 	}
-	ST_ADD(ep, bad, 1);
+	ST_LOG(ep, bad, LOCO_LOG_WARN, "object message of unknown kind or length refused");
 }
 
 int rpc_in_serve(loco_rpc_ep_t *ep, struct rpc_peer *p)

@@ -239,6 +239,17 @@ struct loco_rpc_ep {
 };
 
 #define ST_ADD(ep, f, n) __atomic_fetch_add(&(ep)->st.f, (n), __ATOMIC_RELAXED)
+/*
+ * ST_LOG -- count one more @f, and say so at @lvl (loco_log()) the 1st,
+ * 2nd, 4th... time (loco_log_due()): what the counter alone kept silent.
+ */
+#define ST_LOG(ep, f, lvl, why)                                                              \
+	do {                                                                                 \
+		uint64_t n_ = ST_ADD(ep, f, 1) + 1;                                          \
+		if (loco_log_due(n_))                                                        \
+			loco_log(lvl, "rpc %s: %s (" #f ": %llu so far)", (ep)->name, (why), \
+			         (unsigned long long)n_);                                    \
+	} while (0)
 
 static inline uint32_t peer_epoch(const struct rpc_peer *p)
 {

@@ -79,7 +79,8 @@ static void reply(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t e, uint32_t sl
 	return;
 drop:
 	pthread_mutex_unlock(&p->rlock);
-	ST_ADD(ep, dropped, 1);
+	ST_LOG(ep, dropped, LOCO_LOG_INFO,
+	       "reply dropped: the caller left, or its return slots are gone");
 }
 
 /*
@@ -165,17 +166,21 @@ static void run_frame(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p,
 		 */
 		if (f->nsub != 0 && rpc_tree_send(ep, f->origin, f->h.hid, f->sub, f->nsub, f->args,
 		                                  f->alen, rpc_tree_wait_ns(f->h.ret_cap)) != 0)
-			ST_ADD(ep, dropped, 1);
+			ST_LOG(ep, dropped, LOCO_LOG_INFO,
+			       "tree call not passed on to its subtree");
 		msg.caller = f->origin;
 	}
 	if (h == NULL) {
-		ST_ADD(ep, unknown, 1);
+		ST_LOG(ep, unknown, LOCO_LOG_INFO, "call to an id with no handler here");
 		status = -ENOENT;
 	} else if (f->h.kind == RF_DEST && (status = dest_find(ep, &f->dest, &msg.data)) != 0) {
-		ST_ADD(ep, bad, 1); /* a place that is no destination region here: refused */
+		/* a place that is no destination region here: refused */
+		ST_LOG(ep, bad, LOCO_LOG_WARN,
+		       "call into a place that is no destination region here");
 	} else if (f->h.kind == RF_PULL && (status = pull(ep, l, p, e, &f->pull, &msg.data)) != 0) {
 		if (status == -ECONNRESET) {
-			ST_ADD(ep, dropped, 1);
+			ST_LOG(ep, dropped, LOCO_LOG_INFO,
+			       "call dropped: its payload could not be read");
 			return;
 		}
 	} else {
@@ -203,14 +208,14 @@ static int run_msg(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, ui
 
 	while ((r = rf_next(msg, len, &pos, &ep->lim, &f)) == 1) {
 		if (peer_epoch(p) != e) {
-			ST_ADD(ep, dropped, 1);
+			ST_LOG(ep, dropped, LOCO_LOG_INFO, "call dropped: its caller left");
 			continue;
 		}
 		run_frame(ep, l, p, e, &f);
 		n++;
 	}
 	if (r < 0)
-		ST_ADD(ep, bad, 1);
+		ST_LOG(ep, bad, LOCO_LOG_WARN, "ring message refused by the frame decoder");
 	return n;
 }
 
@@ -256,7 +261,8 @@ int rpc_lane_progress(loco_rpc_ep_t *ep, struct rpc_lane *l, int max)
 
 				if (loco_rpipe_peek(p->in, &ptr, &len, 0) == 0)
 					loco_rpipe_release(p->in);
-				ST_ADD(ep, bad, 1);
+				ST_LOG(ep, bad, LOCO_LOG_WARN,
+				       "ring message longer than any caller may send");
 				continue;
 			}
 			if (ret)

@@ -39,7 +39,7 @@ static int rp_new(loco_channel_t *ch, uint32_t writer, uint32_t reader, size_t r
 	    ring_bytes < LOCO_RPIPE_RING_MIN || ring_bytes > LOCO_RPIPE_RING_MAX ||
 	    ring_bytes % 64 != 0)
 		return -EINVAL;
-	me = loco_node_id(loco_channel_manager(ch));
+	me = loco_manager_node_id(loco_channel_manager(ch));
 	if (me != writer && me != reader)
 		return -EINVAL;
 	ret = loco_handle_alloc(ch, sizeof(*p), (void **)&p);
@@ -237,8 +237,8 @@ int rp_peer(loco_rpipe_t *p)
 /* incs -- both ends' incarnations in the installed view: 0, or -ENOENT */
 static int incs(loco_rpipe_t *p, uint64_t inc[2])
 {
-	if (loco_member_incarnation(p->m, p->writer, &inc[0]) != 0 ||
-	    loco_member_incarnation(p->m, p->reader, &inc[1]) != 0)
+	if (loco_manager_member_incarnation(p->m, p->writer, &inc[0]) != 0 ||
+	    loco_manager_member_incarnation(p->m, p->reader, &inc[1]) != 0)
 		return -ENOENT;
 	return 0;
 }

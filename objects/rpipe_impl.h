@@ -47,7 +47,7 @@
  * been dropped on a failed link: never go on silently).
  *
  * Sessions: every sum is seeded with the session too, a hash of the two
- * ends' incarnations (loco_member_incarnation()), which each end works
+ * ends' incarnations (loco_manager_member_incarnation()), which each end works
  * out once it paired. loco_rpipe_reset() makes a lost pipe start again
  * from position 0 with a new session once the other end paired again as
  * a new incarnation, or this node did (a rejoin): records of the old

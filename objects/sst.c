@@ -209,7 +209,7 @@ int loco_sst_create(loco_channel_t *ch, const char *name, size_t row_size, uint3
 	if (ch == NULL || name == NULL || out == NULL || row_size == 0 ||
 	    row_size > LOCO_OWNED_VAR_MAX_SIZE || max_rows == 0 || max_rows > LOCO_SST_MAX_ROWS)
 		return -EINVAL;
-	me = loco_node_id(loco_channel_manager(ch));
+	me = loco_manager_node_id(loco_channel_manager(ch));
 	if (me == 0 || me > max_rows)
 		return -ERANGE;
 	ret = loco_handle_alloc(ch, sizeof(*sst), (void **)&sst);

@@ -35,7 +35,7 @@ int main(int argc, char **argv)
 			bench_die("loco_reduce_create", ret);
 	if ((ret = loco_channel_join(ch, 20ll * 1000000000)))
 		bench_die("loco_channel_join", ret);
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	for (int s = 0; s < 2; s++) {
 		int cnt = sizes[s] / 8;
 

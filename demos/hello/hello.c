@@ -42,9 +42,9 @@ int main(void)
 		fprintf(stderr, "loco_init: %s\n", loco_strerror(ret));
 		return 1;
 	}
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	/* LOCO_NODES from loco-run, or the job size from mpirun / srun (PMIx) */
-	nodes = loco_job_size(m) ? loco_job_size(m) : 1;
+	nodes = loco_manager_job_size(m) ? loco_manager_job_size(m) : 1;
 	if ((ret = loco_channel_create(m, NULL, "hello", nodes, &ch)) ||
 	    (ret = loco_shared_region_create(ch, "ids", MAX_NODES * 8,
 	                                     LOCO_ACCESS_READ | LOCO_ACCESS_WRITE, &sr)) ||

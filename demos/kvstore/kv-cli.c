@@ -103,7 +103,7 @@ static int op(const char *path, const char *cmd, const char *key, const char *va
 			val[vlen] = '\0';
 			printf("%s\n", val);
 			fprintf(stderr, "kv: version %llu (client node %u)\n",
-			        (unsigned long long)version, loco_node_id(m));
+			        (unsigned long long)version, loco_manager_node_id(m));
 		}
 	} else if (strcmp(cmd, "put") == 0) {
 		ret = loco_map_put(map, key, klen, value, strlen(value), &version, 10 * KV_SEC);

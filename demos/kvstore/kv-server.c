@@ -155,7 +155,7 @@ static int admin_listen(const char *path)
 static uint32_t holders_up(loco_manager_t *m, uint32_t holders)
 {
 	uint32_t ids[64], n = 0;
-	int k = loco_members(m, ids, 64);
+	int k = loco_manager_members(m, ids, 64);
 
 	for (int i = 0; i < k && i < 64; i++)
 		n += ids[i] <= holders;
@@ -261,17 +261,17 @@ int main(int argc, char **argv)
 	ret = loco_init(NULL, &m);
 	if (ret)
 		return fail("loco_init", ret);
-	first = loco_job_size(m); /* the servers loco-run started */
-	me = loco_node_id(m);
+	first = loco_manager_job_size(m); /* the servers loco-run started */
+	me = loco_manager_node_id(m);
 	back = served_before(path, c.secret, me, &file);
 	/* restarted: the store's key holders, as its other servers have them */
 	c.holders = back ? file.holders : first + spare;
 	if (first == 0 || c.holders >= KV_IDS_MAX) {
-		fprintf(
-		    stderr,
-		    "kv-server: the job's size (%u, loco_job_size) + --spare (%u) must be below "
-		    "%u, leaving an id for a client\n",
-		    first, spare, KV_IDS_MAX);
+		fprintf(stderr,
+		        "kv-server: the job's size (%u, loco_manager_job_size) + --spare (%u) must "
+		        "be below "
+		        "%u, leaving an id for a client\n",
+		        first, spare, KV_IDS_MAX);
 		loco_fini(m);
 		return 2;
 	}
@@ -299,7 +299,7 @@ int main(int argc, char **argv)
 		return fail(sock, adm.fd);
 	ret = -pthread_create(&admin_thread, NULL, admin_main, &adm);
 	if (ret == 0)
-		ret = kv_conf_add_server(path, &c, me, loco_addr(m));
+		ret = kv_conf_add_server(path, &c, me, loco_manager_addr(m));
 	if (ret)
 		return fail(path, ret);
 	kv_fabrics(m, c.holders, fnames, sizeof(fnames), fdetail, sizeof(fdetail));

@@ -110,8 +110,8 @@ static int lo_open(void *arg, unsigned thread, void **h)
 
 			kv_fabrics(a->m, a->conf.holders, a->fabric, sizeof(a->fabric), detail,
 			           sizeof(detail));
-			printf("kv-ycsb: client node %u; fabric: %s (%s)\n", loco_node_id(a->m),
-			       detail, kv_fabric_why());
+			printf("kv-ycsb: client node %u; fabric: %s (%s)\n",
+			       loco_manager_node_id(a->m), detail, kv_fabric_why());
 			fflush(stdout);
 		}
 	}
@@ -253,7 +253,7 @@ static int join_verdict(struct events *e, void *m)
 #ifdef KV_HAVE_LOCO
 		if (m != NULL) {
 			uint32_t ids[256];
-			int n = loco_members(m, ids, 256);
+			int n = loco_manager_members(m, ids, 256);
 
 			for (int k = 0; k < n && k < 256; k++)
 				member |= ids[k] == e->added;

@@ -189,7 +189,7 @@ int kv_client_open(const char *path, struct kv_conf *c, loco_manager_t **m, loco
 	if (ret)
 		return ret;
 	/* the key holders alive now are the peers to pair with */
-	n = loco_members(*m, members, sizeof(members) / sizeof(members[0]));
+	n = loco_manager_members(*m, members, sizeof(members) / sizeof(members[0]));
 	for (int i = 0; i < n && i < (int)(sizeof(members) / sizeof(members[0])); i++)
 		holders += members[i] <= c->holders;
 	kv_map_cfg(c, &cfg, ids);
@@ -291,7 +291,7 @@ int kv_fabrics(loco_manager_t *m, uint32_t holders, char *names, size_t nlen, ch
 
 	names[0] = detail[0] = '\0';
 	for (uint32_t id = 1; id <= holders && id <= KV_IDS_MAX; id++)
-		if (loco_member_fabric(m, id, &fab[id]) == 0) {
+		if (loco_manager_member_fabric(m, id, &fab[id]) == 0) {
 			int k = 0;
 
 			while (k < nseen && strcmp(seen[k], fab[id]) != 0)

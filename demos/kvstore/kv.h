@@ -83,7 +83,7 @@ int kv_counts_read(const char *path, uint64_t *gets, uint64_t *writes, uint64_t 
 
 /*
  * kv_fabrics -- the fabric of this node's link to each key holder that is
- * up (loco_member_fabric()): into @names their names ("shm", or "shm+tcp"
+ * up (loco_manager_member_fabric()): into @names their names ("shm", or "shm+tcp"
  * when they differ; "none" without a link) and into @detail "shm to
  * nodes 1,2,3,4". Their count of links.
  */

@@ -315,13 +315,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "loco_init: %s\n", loco_strerror(ret));
 		return 1;
 	}
-	n.me = loco_node_id(n.m);
+	n.me = loco_manager_node_id(n.m);
 	if (n.me > PC_MAX_NODE) {
 		fprintf(stderr, "node id %u above %u, the demo's largest\n", n.me, PC_MAX_NODE);
 		return 1;
 	}
 	/* the nodes the launcher started (loco-run or mpirun / srun) */
-	size = loco_job_size(n.m);
+	size = loco_manager_job_size(n.m);
 	/* the barrier before the sst: the channel calls the newest object
 	 * first, so a joiner's row is present before its barrier row */
 	if ((ret = loco_channel_create(n.m, NULL, "powerconv", size ? size : 1, &n.ch)) ||

@@ -68,7 +68,8 @@ int main(int argc, char **argv)
 	if ((ret = loco_init(NULL, &m)))
 		return fail("loco_init", ret);
 	/* the nodes the launcher started: loco-run -n or mpirun -n (an added node: the live ones) */
-	if ((ret = loco_channel_create(m, NULL, "halfway", loco_job_size(m) ? loco_job_size(m) : 1,
+	if ((ret = loco_channel_create(m, NULL, "halfway",
+	                               loco_manager_job_size(m) ? loco_manager_job_size(m) : 1,
 	                               &ch)) ||
 	    (ret = loco_reduce_create(ch, "x", sizeof(double), LOCO_REDUCE_SUM_DOUBLE, NULL, NULL,
 	                              &sum)) ||
@@ -76,7 +77,7 @@ int main(int argc, char **argv)
 	    (ret = loco_atomic_var_create(ch, "epoch", 1, &epoch)) ||
 	    (ret = loco_channel_join(ch, 20 * SEC)))
 		return fail("setup", ret);
-	x = 10.0 * loco_node_id(m);
+	x = 10.0 * loco_manager_node_id(m);
 	for (;;) {
 		uint32_t lowest = 1;
 
@@ -92,7 +93,7 @@ int main(int argc, char **argv)
 		x += (mean - x) / 2;
 		while (!loco_reduce_contributed(&info, lowest))
 			lowest++;
-		if (lowest == loco_node_id(m) && (ret = bump(lk, epoch)) == 1)
+		if (lowest == loco_manager_node_id(m) && (ret = bump(lk, epoch)) == 1)
 			return 1; /* other errors: the next round's lowest node bumps it */
 		if ((ret = loco_atomic_var_read(epoch, &e, SEC)) != 0) {
 			if (read_errors++ == 0) /* the host unreachable for now, or gone */
@@ -109,8 +110,8 @@ int main(int argc, char **argv)
 	}
 	printf(
 	    "node %u: round %llu, %.0f nodes, x %.9f, mean %.9f, epoch %llu (%llu reads failed)\n",
-	    loco_node_id(m), (unsigned long long)rounds, count, x, mean, (unsigned long long)seen,
-	    (unsigned long long)read_errors);
+	    loco_manager_node_id(m), (unsigned long long)rounds, count, x, mean,
+	    (unsigned long long)seen, (unsigned long long)read_errors);
 	loco_atomic_var_destroy(epoch);
 	loco_lock_destroy(lk);
 	loco_reduce_destroy(sum);

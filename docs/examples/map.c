@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 	ret = loco_init(NULL, &m);
 	if (ret)
 		return fail("loco_init", ret);
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	ret = loco_channel_create(m, NULL, "example-map", 3, &ch);
 	if (ret)
 		return fail("loco_channel_create", ret);

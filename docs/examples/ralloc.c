@@ -28,7 +28,7 @@ static int fail(const char *what, int err)
 int main(int argc, char **argv)
 {
 	unsigned blocks = argc > 1 ? (unsigned)atoi(argv[1]) : 200, bad = 0;
-	loco_ralloc_config_t cfg = {.heap_len = 4u << 20, .numa_node = -1};
+	loco_ralloc_cfg_t cfg;
 	uint32_t n, me;
 	loco_manager_t *m;
 	loco_channel_t *ch;
@@ -40,9 +40,10 @@ int main(int argc, char **argv)
 	loco_ralloc_stats_t st;
 	int ret;
 
+	loco_ralloc_cfg_default(&cfg, 4u << 20); /* a 4 MiB heap on every node */
 	if ((ret = loco_init(NULL, &m)))
 		return fail("loco_init", ret);
-	n = loco_job_size(m) ? loco_job_size(m) : 1; /* loco-run -n or mpirun -n */
+	n = loco_manager_job_size(m) ? loco_manager_job_size(m) : 1; /* loco-run -n or mpirun -n */
 	if ((ret = loco_channel_create(m, NULL, "ralloc", n, &ch)) ||
 	    (ret = loco_ralloc_create(ch, "heap", &cfg, &ra)) ||
 	    (ret = loco_barrier_create(ch, "done", &bar)) ||
@@ -50,7 +51,7 @@ int main(int argc, char **argv)
 	    (ret = loco_region_create(obj, "buf", 2 * MAXLEN, 0, &buf)) ||
 	    (ret = loco_ack_key_create(m, &ack)) || (ret = loco_channel_join(ch, 20 * SEC)))
 		return fail("setup", ret);
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	for (unsigned i = 0; i < blocks; i++) {
 		uint8_t *out = loco_region_ptr(buf), *in = out + MAXLEN;
 		size_t len = 1 + (i * 2654435761u) % MAXLEN;

@@ -127,7 +127,7 @@ int main(int argc, char **argv)
 
 	if ((ret = loco_init(NULL, &m)))
 		return fail("init", ret);
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	if (me != 1 && me != 2) {
 		fprintf(stderr, "run with loco-run -n 2\n");
 		return 1;

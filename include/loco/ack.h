@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <loco/manager.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -53,7 +55,7 @@ int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns);
 size_t loco_ack_outstanding(const loco_ack_key_t *key);
 
 /*
- * Flags of a key (loco_ack_key_create_flags()).
+ * Flags of a key (loco_ack_key_cfg_t).
  * LOCO_ACK_IGNORE_LEFT: loco_ack_wait() does not report the failure of an
  * operation to a peer that is not in the installed membership view when
  * the wait finds the key empty (it left, or the cluster removed it). A
@@ -84,12 +86,24 @@ struct loco_ack_failure {
 };
 
 /*
- * loco_ack_key_create_flags -- loco_ack_key_create() with @flags
- * (LOCO_ACK_IGNORE_LEFT, LOCO_ACK_LAZY, both or 0). Returns 0 and sets
- * *@out; -EINVAL (NULL, unknown flag), -ENOMEM, -ENOSPC. Appeared in loco
- * 0.4; LOCO_ACK_LAZY in loco 0.9.
+ * Key configuration (since loco 0.11): fill it with
+ * loco_ack_key_cfg_default(), change what differs, pass it to
+ * loco_ack_key_create_cfg().
  */
-int loco_ack_key_create_flags(loco_manager_t *manager, unsigned flags, loco_ack_key_t **out);
+typedef struct loco_ack_key_cfg {
+	unsigned flags; /* LOCO_ACK_IGNORE_LEFT, LOCO_ACK_LAZY, both or 0 (the default) */
+} loco_ack_key_cfg_t;
+
+/* loco_ack_key_cfg_default -- the defaults into *@cfg (no flags). NULL-safe. */
+void loco_ack_key_cfg_default(loco_ack_key_cfg_t *cfg);
+
+/*
+ * loco_ack_key_create_cfg -- loco_ack_key_create() configured by @cfg
+ * (NULL: the defaults). Returns 0 and sets *@out; -EINVAL (NULL @out,
+ * unknown flag), -ENOMEM, -ENOSPC. Since loco 0.11.
+ */
+int loco_ack_key_create_cfg(loco_manager_t *manager, const loco_ack_key_cfg_t *cfg,
+                            loco_ack_key_t **out);
 
 /*
  * loco_ack_failures -- the operations that failed among those the last
@@ -102,6 +116,14 @@ int loco_ack_key_create_flags(loco_manager_t *manager, unsigned flags, loco_ack_
  */
 int loco_ack_failures(const loco_ack_key_t *key, struct loco_ack_failure *out, size_t max,
                       size_t *dropped);
+
+/*
+ * loco_ack_key_create_flags -- the name before loco 0.11 (0.4-0.10):
+ * loco_ack_key_create_cfg() with a configuration of @flags. Kept so that
+ * programs built against it link and run and their sources still build.
+ */
+int loco_ack_key_create_flags(loco_manager_t *manager, unsigned flags, loco_ack_key_t **out)
+    LOCO_DEPRECATED("loco_ack_key_create_cfg()");
 
 #ifdef __cplusplus
 }

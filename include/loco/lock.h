@@ -55,14 +55,22 @@ extern "C" {
 typedef struct loco_lock loco_lock_t;
 
 /*
- * Lease configuration (every node of the lock must pass the same). Both
- * 0: the defaults, a 2 s lease and a 3 s takeover. Otherwise 0 < lease_ns
- * <= 1 hour and takeover_ns >= lease_ns * (1 + 1/500) + 10 ms.
+ * Lease configuration (every node of the lock must pass the same): fill
+ * it with loco_lock_cfg_default() (a 2 s lease and a 3 s takeover), change
+ * what differs, pass it to loco_lock_create_cfg(). Both 0 also means the
+ * defaults. Otherwise 0 < lease_ns <= 1 hour and takeover_ns >= lease_ns *
+ * (1 + 1/500) + 10 ms. Named loco_lock_config_t before loco 0.11 (the
+ * same type).
  */
 typedef struct loco_lock_config {
 	int64_t lease_ns;    /* how long a grant or renewal holds */
 	int64_t takeover_ns; /* how long a waiter sees a word unchanged before taking it over */
-} loco_lock_config_t;
+} loco_lock_cfg_t;
+
+typedef loco_lock_cfg_t loco_lock_config_t; /* its name before loco 0.11 */
+
+/* loco_lock_cfg_default -- the defaults into *@cfg: a 2 s lease, a 3 s takeover. NULL-safe. */
+void loco_lock_cfg_default(loco_lock_cfg_t *cfg);
 
 /*
  * loco_lock_create -- lock @name in @ch, hosted on node @host (>= 1; this
@@ -73,12 +81,21 @@ typedef struct loco_lock_config {
 int loco_lock_create(loco_channel_t *ch, const char *name, uint32_t host, loco_lock_t **out);
 
 /*
- * loco_lock_create_config -- loco_lock_create() with the lease and
- * takeover times of @cfg (NULL: the defaults). -EINVAL also for times out
- * of the bounds above.
+ * loco_lock_create_cfg -- loco_lock_create() with the lease and takeover
+ * times of @cfg (NULL: the defaults). -EINVAL also for times out of the
+ * bounds above. Since loco 0.11.
+ */
+int loco_lock_create_cfg(loco_channel_t *ch, const char *name, uint32_t host,
+                         const loco_lock_cfg_t *cfg, loco_lock_t **out);
+
+/*
+ * loco_lock_create_config -- the name before loco 0.11 (0.3-0.10) of
+ * loco_lock_create_cfg(): the same function, kept so that programs built
+ * against it link and run and their sources still build.
  */
 int loco_lock_create_config(loco_channel_t *ch, const char *name, uint32_t host,
-                            const loco_lock_config_t *cfg, loco_lock_t **out);
+                            const loco_lock_config_t *cfg, loco_lock_t **out)
+    LOCO_DEPRECATED("loco_lock_create_cfg()");
 
 /* loco_lock_destroy -- release the lock if this node holds it, then free it. NULL-safe. */
 void loco_lock_destroy(loco_lock_t *lk);

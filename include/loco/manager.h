@@ -18,6 +18,21 @@ extern "C" {
 typedef struct loco_manager loco_manager_t;
 
 /*
+ * LOCO_DEPRECATED -- marks a name kept for programs written before the
+ * name that replaced it (loco(7), Names): it still links and works, and
+ * the compiler says what to use instead. Define LOCO_ALLOW_DEPRECATED
+ * before including LOCO's headers to silence that (e.g. in a -Werror
+ * build that cannot change yet).
+ */
+#ifndef LOCO_DEPRECATED
+#if defined(LOCO_ALLOW_DEPRECATED)
+#define LOCO_DEPRECATED(use)
+#else
+#define LOCO_DEPRECATED(use) __attribute__((deprecated("use " use)))
+#endif
+#endif
+
+/*
  * How a waiting thread waits (LOCO_WAIT; see loco_init(3)): spin (never
  * sleeps), sleep (spin a few us, then sleep 50 us growing to 1 ms; the
  * default), block (as sleep, but sleeping on an event the completion path
@@ -73,52 +88,60 @@ int loco_init(const loco_config_t *cfg, loco_manager_t **out);
  */
 void loco_fini(loco_manager_t *m);
 
-/* loco_node_id -- this node's id. */
-uint32_t loco_node_id(const loco_manager_t *m);
+/*
+ * The manager's getters are named loco_manager_<noun> (since loco 0.11;
+ * their names before are kept, deprecated, at the end of this header).
+ */
 
-/* loco_addr -- the control-plane "ip:port" through which other nodes join this one. */
-const char *loco_addr(const loco_manager_t *m);
+/* loco_manager_node_id -- this node's id (0 for NULL or a finished manager). */
+uint32_t loco_manager_node_id(const loco_manager_t *m);
 
 /*
- * loco_job_size -- how many nodes the launcher started this job with: the
- * PMIx job size under mpirun or srun (loco_init(3)), else LOCO_NODES (which
- * loco-run sets); 0 when neither says. Nodes added later do not count.
- * 0 for NULL. Since loco 0.6.
+ * loco_manager_addr -- the control-plane "ip:port" through which other
+ * nodes join this one (NULL for NULL or a finished manager).
  */
-uint32_t loco_job_size(const loco_manager_t *m);
-
-/* loco_incarnation -- this node's incarnation (differs on every start). */
-uint64_t loco_incarnation(const loco_manager_t *m);
+const char *loco_manager_addr(const loco_manager_t *m);
 
 /*
- * loco_members -- the node ids of the live members this node sees, itself
- * included, ascending. Writes up to @max ids to @ids and returns the
- * number of members (which may exceed @max).
+ * loco_manager_job_size -- how many nodes the launcher started this job
+ * with: the PMIx job size under mpirun or srun (loco_init(3)), else
+ * LOCO_NODES (which loco-run sets); 0 when neither says. Nodes added
+ * later do not count. 0 for NULL.
  */
-int loco_members(loco_manager_t *m, uint32_t *ids, size_t max);
+uint32_t loco_manager_job_size(const loco_manager_t *m);
+
+/* loco_manager_incarnation -- this node's incarnation (differs on every start). */
+uint64_t loco_manager_incarnation(const loco_manager_t *m);
 
 /*
- * loco_member_fabric -- the fabric that carries this node's data link to
- * member @node: "tcp", "shm" or "verbs" (with LOCO_FABRIC=auto, chosen per
- * peer: shm on this host, verbs or tcp to other hosts). Sets *@name to a
- * string that lives as long as the library. 0; -EINVAL; -ENOENT (@node is
- * this node, or not a member that is up).
+ * loco_manager_members -- the node ids of the live members this node
+ * sees, itself included, ascending. Writes up to @max ids to @ids and
+ * returns the number of members (which may exceed @max); -EINVAL, -EBADF.
  */
-int loco_member_fabric(loco_manager_t *m, uint32_t node, const char **name);
+int loco_manager_members(loco_manager_t *m, uint32_t *ids, size_t max);
 
 /*
- * loco_member_incarnation -- the incarnation of member @node in the view
- * this node installed last (this node's own for its id): a node restarted
- * with the same id, or excluded and taken back, is a new incarnation.
- * Sets *@inc. 0; -EINVAL; -ENOENT (not in the view). Since loco 0.6.
+ * loco_manager_member_fabric -- the fabric that carries this node's data
+ * link to member @node: "tcp", "shm" or "verbs" (with LOCO_FABRIC=auto,
+ * chosen per peer: shm on this host, verbs or tcp to other hosts). Sets
+ * *@name to a string that lives as long as the library. 0; -EINVAL;
+ * -ENOENT (@node is this node, or not a member that is up).
  */
-int loco_member_incarnation(loco_manager_t *m, uint32_t node, uint64_t *inc);
+int loco_manager_member_fabric(loco_manager_t *m, uint32_t node, const char **name);
 
 /*
- * loco_view -- the id of the membership view this node installed last
- * (views are numbered from 1; 0 while joining). See loco_init(3).
+ * loco_manager_member_incarnation -- the incarnation of member @node in
+ * the view this node installed last (this node's own for its id): a node
+ * restarted with the same id, or excluded and taken back, is a new
+ * incarnation. Sets *@inc. 0; -EINVAL; -ENOENT (not in the view).
  */
-uint64_t loco_view(loco_manager_t *m);
+int loco_manager_member_incarnation(loco_manager_t *m, uint32_t node, uint64_t *inc);
+
+/*
+ * loco_manager_view -- the id of the membership view this node installed
+ * last (views are numbered from 1; 0 while joining). See loco_init(3).
+ */
+uint64_t loco_manager_view(loco_manager_t *m);
 
 /*
  * loco_manager_partitioned -- 1 when this node cannot reach a majority of
@@ -151,6 +174,23 @@ typedef void loco_event_fn(loco_manager_t *m, const loco_event_t *ev, void *arg)
  * not block; it may call the functions of this header. Returns 0; -EINVAL.
  */
 int loco_manager_set_event_fn(loco_manager_t *m, loco_event_fn *fn, void *arg);
+
+/*
+ * The getters' names before loco 0.11, kept so that programs built
+ * against loco 0.1-0.10 link and run and their sources still build: each
+ * is the loco_manager_<noun> function of the same signature.
+ */
+uint32_t loco_node_id(const loco_manager_t *m) LOCO_DEPRECATED("loco_manager_node_id()");
+const char *loco_addr(const loco_manager_t *m) LOCO_DEPRECATED("loco_manager_addr()");
+uint32_t loco_job_size(const loco_manager_t *m) LOCO_DEPRECATED("loco_manager_job_size()");
+uint64_t loco_incarnation(const loco_manager_t *m) LOCO_DEPRECATED("loco_manager_incarnation()");
+int loco_members(loco_manager_t *m, uint32_t *ids, size_t max)
+    LOCO_DEPRECATED("loco_manager_members()");
+int loco_member_fabric(loco_manager_t *m, uint32_t node, const char **name)
+    LOCO_DEPRECATED("loco_manager_member_fabric()");
+int loco_member_incarnation(loco_manager_t *m, uint32_t node, uint64_t *inc)
+    LOCO_DEPRECATED("loco_manager_member_incarnation()");
+uint64_t loco_view(loco_manager_t *m) LOCO_DEPRECATED("loco_manager_view()");
 
 #ifdef __cplusplus
 }

@@ -44,9 +44,11 @@ typedef struct loco_ralloc loco_ralloc_t;
 #define LOCO_RALLOC_BATCH_MAX     64u
 
 /*
- * The allocator's parameters. heap_len and slice_len must be the same on
- * every node (agreed at pairing: loco_object_status() says
- * -LOCO_EMISMATCH otherwise); batch, keep and numa_node are each node's.
+ * The allocator's parameters: fill them with loco_ralloc_cfg_default(),
+ * change what differs. heap_len and slice_len must be the same on every
+ * node (agreed at pairing: loco_object_status() says -LOCO_EMISMATCH
+ * otherwise); batch, keep and numa_node are each node's. Named
+ * loco_ralloc_config_t before loco 0.11 (the same type).
  */
 typedef struct loco_ralloc_config {
 	size_t heap_len;  /* bytes of this node's heap: a multiple of slice_len, >= 1 slice */
@@ -54,7 +56,16 @@ typedef struct loco_ralloc_config {
 	unsigned batch;   /* slices claimed per refill: 0: LOCO_RALLOC_BATCH_DEFAULT; <= MAX */
 	unsigned keep;    /* empty slices kept per host before giving back: 0: 2 * batch */
 	int numa_node;    /* -1: where LOCO puts registered memory; >= 0: bind the heap there */
-} loco_ralloc_config_t;
+} loco_ralloc_cfg_t;
+
+typedef loco_ralloc_cfg_t loco_ralloc_config_t; /* its name before loco 0.11 */
+
+/*
+ * loco_ralloc_cfg_default -- a configuration for a heap of @heap_len
+ * bytes with the defaults: slice, batch and keep 0 (their defaults),
+ * numa_node -1. NULL-safe. Since loco 0.11.
+ */
+void loco_ralloc_cfg_default(loco_ralloc_cfg_t *cfg, size_t heap_len);
 
 /*
  * A block: @rref is the remote reference of exactly the block ({node,
@@ -88,7 +99,7 @@ typedef struct loco_ralloc_stats {
  * *@out; -EINVAL (NULL, a bad size, a NUMA node this machine lacks),
  * -EEXIST, -ENOSPC, -ENOMEM, or the fabric's error.
  */
-int loco_ralloc_create(loco_channel_t *ch, const char *name, const loco_ralloc_config_t *cfg,
+int loco_ralloc_create(loco_channel_t *ch, const char *name, const loco_ralloc_cfg_t *cfg,
                        loco_ralloc_t **out);
 
 /*

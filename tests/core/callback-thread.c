@@ -168,7 +168,7 @@ static noreturn void victim_main(void)
 	loco_region_t *reg;
 	char name[32];
 
-	snprintf(name, sizeof(name), "cbt-%u", loco_node_id(m));
+	snprintf(name, sizeof(name), "cbt-%u", loco_manager_node_id(m));
 	SC_ASSERT_OK(loco_channel_create(m, NULL, name, 3, &ch));
 	SC_ASSERT_OK(loco_object_create(ch, "watch", NULL, NULL, &obj));
 	SC_ASSERT_OK(
@@ -499,7 +499,7 @@ int main(int argc, char **argv)
 		SC_FAIL("run with loco-run -n 2 (LOCO_NODES=%u)", sc_nodes());
 	main_tid = pthread_self();
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	other = me == 1 ? 2 : 1;
 	ft = sc_fail_timeout();
 	SC_ASSERT_OK(loco_poller_add(m, poller, NULL, 100 * 1000000ll, &p));

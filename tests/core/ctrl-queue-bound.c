@@ -294,7 +294,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 2)
 		SC_FAIL("run with loco-run -n 2 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	sc_log("fail timeout %u ms", sc_fail_timeout());
 	SC_WAIT_UNTIL(sc_members_are(m, base, 2), SC_WAIT_MS, "members {1, 2}");
 	sc_sync_open(&sync, m, 2);

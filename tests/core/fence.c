@@ -48,7 +48,7 @@ int main(void)
 		FAIL("setup: %s", loco_strerror(ret));
 	v = loco_region_ptr(mem);
 
-	if (loco_node_id(m) == 2) {
+	if (loco_manager_node_id(m) == 2) {
 		if ((ret = loco_region_remote(mem, 1, &peer)))
 			FAIL("node 2: %s", loco_strerror(ret));
 		for (uint64_t r = 1; r <= ROUNDS; r++) {

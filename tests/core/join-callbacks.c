@@ -65,7 +65,7 @@ int main(int argc, char **argv)
 	SC_ASSERT_EQ(got, nodes - 1);
 	sc_sync_wait(&sync, "joined", SC_WAIT_MS);
 
-	if (loco_node_id(m) == 2) {
+	if (loco_manager_node_id(m) == 2) {
 		loco_object_destroy(obj);
 		SC_ASSERT_OK(loco_channel_destroy(ch));
 	} else {
@@ -73,8 +73,9 @@ int main(int argc, char **argv)
 		              "node 2's peer_leave");
 	}
 	sc_sync_wait(&sync, "left", SC_WAIT_MS);
-	SC_ASSERT_EQ(__atomic_load_n(&leaves, __ATOMIC_ACQUIRE), loco_node_id(m) == 2 ? 0 : 1);
-	if (loco_node_id(m) != 2) {
+	SC_ASSERT_EQ(__atomic_load_n(&leaves, __ATOMIC_ACQUIRE),
+	             loco_manager_node_id(m) == 2 ? 0 : 1);
+	if (loco_manager_node_id(m) != 2) {
 		loco_object_destroy(obj);
 		SC_ASSERT_OK(loco_channel_destroy(ch));
 	}

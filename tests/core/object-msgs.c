@@ -324,7 +324,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 2)
 		SC_FAIL("run with 2 nodes");
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	peer = me == 1 ? 2 : 1;
 	sc_sync_open(&sync, m, 2);
 

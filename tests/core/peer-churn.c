@@ -120,7 +120,7 @@ int main(void)
 
 		if (n->m != NULL)
 			node_stop(n); /* the oldest leaves: node id - WINDOW */
-		node_start(n, id, loco_addr(one.m), NULL);
+		node_start(n, id, loco_manager_addr(one.m), NULL);
 		/* node 1 pairs with it (its CHAN reply may still be on the way) */
 		dl = t_now_ns() + (uint64_t)JOIN_NS;
 		while (!peers_are(one.ch, id >= 2 + WINDOW ? id - WINDOW + 1 : 2, id)) {

@@ -23,7 +23,7 @@
  *     and puts the stop time in a mailbox: node 3's control and data stop;
  *     nobody reads what is sent to it. The pushes go on until the fail
  *     timeout + DETECT_SLACK_MS after the stop;
- *   - a watcher thread: looks at loco_members() and loco_channel_peers()
+ *   - a watcher thread: looks at loco_manager_members() and loco_channel_peers()
  *     every 5 ms and notes when node 3 left each.
  *
  * Checks, on nodes 1 and 2 (each judges alone, before the last barrier):
@@ -35,7 +35,7 @@
  *     alone shows up to ~350 ms), and the median during is
  *     <= 2 x the median before + MEDIAN_SLACK_US (each window holds at
  *     least MIN_SAMPLES pushes);
- *   - node 3 disappears from loco_members() and from the peers of "slow"
+ *   - node 3 disappears from loco_manager_members() and from the peers of "slow"
  *     within the fail timeout + DETECT_SLACK_MS of the stop.
  * Printed: count, median, p99 and max of both windows (and when the longest
  * push began), the detection times, and the background thread's calls and
@@ -101,7 +101,7 @@ struct watcher {
 	int stop;         /* atomic */
 	int64_t t_gone_m; /* atomic: when node 3 was first no member (0: not yet) */
 	int64_t t_gone_p; /* atomic: when node 3 was first no peer of "slow" */
-	int64_t max_ns;   /* the longest loco_members() + loco_channel_peers() look */
+	int64_t max_ns;   /* the longest loco_manager_members() + loco_channel_peers() look */
 };
 
 static bool has(const uint32_t *ids, int n, uint32_t node)
@@ -119,7 +119,7 @@ static void *watcher_main(void *arg)
 
 	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
 		int64_t t0 = sc_now_ns(), t;
-		int n = loco_members(w->m, ids, SC_MAX_NODES);
+		int n = loco_manager_members(w->m, ids, SC_MAX_NODES);
 
 		t = sc_now_ns();
 		if (n >= 0 && !has(ids, n, VICTIM) && w->t_gone_m == 0)
@@ -285,7 +285,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 2)
 		SC_FAIL("run with loco-run -n 2 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	other = me == 1 ? 2 : 1;
 	ft = sc_fail_timeout();
 	SC_WAIT_UNTIL(sc_members_are(m, base, 2), SC_WAIT_MS, "members {1, 2}");
@@ -393,7 +393,8 @@ int main(int argc, char **argv)
 	       (double)(during.t_max - t_stop) / 1e6);
 	det_m = t_gone_m ? (double)(t_gone_m - t_stop) / 1e6 : -1;
 	det_p = t_gone_p ? (double)(t_gone_p - t_stop) / 1e6 : -1;
-	sc_log("node 3 left loco_members() %.1f ms and the peers of \"slow\" %.1f ms after the "
+	sc_log("node 3 left loco_manager_members() %.1f ms and the peers of \"slow\" %.1f ms after "
+	       "the "
 	       "stop (fail timeout %u ms; -1: never); the watcher's longest look %.1f ms",
 	       det_m, det_p, ft, (double)wt.max_ns / 1e6);
 	if (push_err) {

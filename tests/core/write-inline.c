@@ -69,7 +69,7 @@ int main(void)
 		FAIL("setup: %s", loco_strerror(ret));
 	v = loco_region_ptr(mem);
 
-	if (loco_node_id(m) == 1) {
+	if (loco_manager_node_id(m) == 1) {
 		uint64_t *src = loco_region_ptr(buf);
 
 		if ((ret = loco_region_remote(mem, 2, &peer)))

@@ -17,7 +17,7 @@
  *    worst case), a second fab (port 0) connects to it, and WRITE and READ
  *    move data both ways over shm;
  * 2. nodes: node 1 starts (loco_init on 127.0.0.1:0), node 2 joins it,
- *    the data link between them is shm (loco_member_fabric), and node 2
+ *    the data link between them is shm (loco_manager_member_fabric), and node 2
  *    writes into node 1's region and reads it back.
  *
  * Runs on shm and on auto (there the squatted shm half used to be left out:
@@ -302,7 +302,7 @@ static void test_nodes(void)
 	unsetenv("LOCO_ADDR");
 	setenv("LOCO_MANY_MANAGERS", "1", 1); /* both nodes in this process, on purpose */
 	m1 = node_start(1, NULL);
-	m2 = node_start(2, loco_addr(m1));
+	m2 = node_start(2, loco_manager_addr(m1));
 	chan_make(m1, &c1);
 	chan_make(m2, &c2);
 	T_ASSERT(pthread_create(&t, NULL, join_main, &c2) == 0);
@@ -310,8 +310,8 @@ static void test_nodes(void)
 	T_ASSERT(pthread_join(t, NULL) == 0);
 	T_ASSERT_OK(c1.ret);
 	T_ASSERT_OK(c2.ret);
-	T_ASSERT_OK(loco_member_fabric(m1, 2, &fab1));
-	T_ASSERT_OK(loco_member_fabric(m2, 1, &fab2));
+	T_ASSERT_OK(loco_manager_member_fabric(m1, 2, &fab1));
+	T_ASSERT_OK(loco_manager_member_fabric(m2, 1, &fab2));
 	if (strcmp(fab1, "shm") != 0 || strcmp(fab2, "shm") != 0)
 		T_FAIL("nodes: the data link is %s / %s, not shm", fab1, fab2);
 

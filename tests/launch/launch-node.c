@@ -7,12 +7,12 @@
  *
  * It calls loco_init(NULL), prints "node N rank R size S" (R is PMIX_RANK, or -1), and checks
  * that under PMIx its id is rank + 1 (unless LOCO_NODE_ID is set). The job has
- * loco_job_size() + K nodes (K nodes join from outside the launcher). With --dir it writes
+ * loco_manager_job_size() + K nodes (K nodes join from outside the launcher). With --dir it writes
  * its control-plane address to DIR/addr.N, so that the test can start such nodes. It joins
- * channel "r" of that many nodes, checks that loco_members() counts them all, and runs
+ * channel "r" of that many nodes, checks that loco_manager_members() counts them all, and runs
  * ROUNDS barrier rounds. With --die ID, node ID kills itself (SIGKILL) after ROUNDS / 2
  * rounds, and the others go on: a round that times out while the dead node is still in the
- * view is retried (bounded), and at the end node ID must be missing from loco_members()
+ * view is retried (bounded), and at the end node ID must be missing from loco_manager_members()
  * ("node N: member ID gone after T ms"). With --leave ID, node ID instead leaves gracefully
  * there (loco_fini(), exit 0), and the same holds for the others: every round returns 0 (a
  * push that crossed the leaver's destroy lands harmlessly), and the leave, a view change
@@ -48,7 +48,7 @@ static int64_t now_ms(void)
 static int has(loco_manager_t *m, uint32_t id)
 {
 	uint32_t ids[MAX_NODES];
-	int n = loco_members(m, ids, MAX_NODES);
+	int n = loco_manager_members(m, ids, MAX_NODES);
 
 	for (int i = 0; i < n && i < MAX_NODES; i++)
 		if (ids[i] == id)
@@ -56,16 +56,16 @@ static int has(loco_manager_t *m, uint32_t id)
 	return 0;
 }
 
-/* write_addr -- DIR/addr.ID holds loco_addr(), written whole (rename). */
+/* write_addr -- DIR/addr.ID holds loco_manager_addr(), written whole (rename). */
 static int write_addr(const char *dir, loco_manager_t *m)
 {
 	char tmp[4096], path[4096];
 	FILE *f;
 
-	snprintf(tmp, sizeof(tmp), "%s/.addr.%u", dir, loco_node_id(m));
-	snprintf(path, sizeof(path), "%s/addr.%u", dir, loco_node_id(m));
+	snprintf(tmp, sizeof(tmp), "%s/.addr.%u", dir, loco_manager_node_id(m));
+	snprintf(path, sizeof(path), "%s/addr.%u", dir, loco_manager_node_id(m));
 	f = fopen(tmp, "w");
-	if (f == NULL || fprintf(f, "%s\n", loco_addr(m)) < 0 || fclose(f) != 0)
+	if (f == NULL || fprintf(f, "%s\n", loco_manager_addr(m)) < 0 || fclose(f) != 0)
 		return -1;
 	return rename(tmp, path);
 }
@@ -107,10 +107,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "loco_init: %s\n", loco_strerror(ret));
 		return 1;
 	}
-	me = loco_node_id(m);
-	nodes = loco_job_size(m) + extra;
-	printf("node %u rank %s size %u addr %s\n", me, rank_s ? rank_s : "-1", loco_job_size(m),
-	       loco_addr(m));
+	me = loco_manager_node_id(m);
+	nodes = loco_manager_job_size(m) + extra;
+	printf("node %u rank %s size %u addr %s\n", me, rank_s ? rank_s : "-1",
+	       loco_manager_job_size(m), loco_manager_addr(m));
 	if (rank_s != NULL && getenv("LOCO_NODE_ID") == NULL &&
 	    me != (uint32_t)strtoul(rank_s, NULL, 10) + 1) {
 		printf("FAIL node %u: PMIx rank %s, expected node id rank + 1\n", me, rank_s);
@@ -126,7 +126,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "node %u: set-up: %s\n", me, loco_strerror(ret));
 		return 1;
 	}
-	members = loco_members(m, NULL, 0);
+	members = loco_manager_members(m, NULL, 0);
 	if ((uint32_t)members != nodes) {
 		printf("FAIL node %u: %d members after the join, expected %u\n", me, members,
 		       nodes);
@@ -185,7 +185,7 @@ int main(int argc, char **argv)
 		usleep(1000);
 	if (die != 0 && gone_at < 0 && !has(m, die))
 		gone_at = now_ms();
-	members = loco_members(m, NULL, 0);
+	members = loco_manager_members(m, NULL, 0);
 	if (die != 0) {
 		if (has(m, die)) {
 			printf("FAIL node %u: node %u still a member\n", me, die);

@@ -66,7 +66,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "set-up: %s\n", loco_strerror(ret));
 		return 1;
 	}
-	printf("joined: view %llu, %d peer(s)\n", (unsigned long long)loco_view(m),
+	printf("joined: view %llu, %d peer(s)\n", (unsigned long long)loco_manager_view(m),
 	       loco_channel_peers(ch, NULL, 0));
 	while (!stop_asked(argv[1]) && errors < MAX_ERRORS) {
 		ret = loco_barrier_wait(b, NS / 10);

@@ -131,21 +131,21 @@ static int m_node_id(void)
 {
 	mgr();
 	loco_fini(M);
-	return (int)loco_node_id(M);
+	return (int)loco_manager_node_id(M);
 }
 
 static int m_addr(void)
 {
 	mgr();
 	loco_fini(M);
-	return loco_addr(M) == NULL ? 0 : 1;
+	return loco_manager_addr(M) == NULL ? 0 : 1;
 }
 
 static int m_incarnation(void)
 {
 	mgr();
 	loco_fini(M);
-	return (int)loco_incarnation(M);
+	return (int)loco_manager_incarnation(M);
 }
 
 static int m_members(void)
@@ -154,7 +154,7 @@ static int m_members(void)
 
 	mgr();
 	loco_fini(M);
-	return loco_members(M, ids, 8);
+	return loco_manager_members(M, ids, 8);
 }
 
 static int m_member_fabric(void)
@@ -163,7 +163,7 @@ static int m_member_fabric(void)
 
 	mgr();
 	loco_fini(M);
-	return loco_member_fabric(M, 2, &name);
+	return loco_manager_member_fabric(M, 2, &name);
 }
 
 static int m_member_inc(void)
@@ -172,14 +172,14 @@ static int m_member_inc(void)
 
 	mgr();
 	loco_fini(M);
-	return loco_member_incarnation(M, 1, &inc);
+	return loco_manager_member_incarnation(M, 1, &inc);
 }
 
 static int m_view(void)
 {
 	mgr();
 	loco_fini(M);
-	return (int)loco_view(M);
+	return (int)loco_manager_view(M);
 }
 
 static int m_partitioned(void)
@@ -703,7 +703,7 @@ static int rpc_destroy_twice(void)
 
 static loco_ralloc_t *ra(void)
 {
-	loco_ralloc_config_t cfg = {.heap_len = 1 << 20, .numa_node = -1};
+	loco_ralloc_cfg_t cfg = {.heap_len = 1 << 20, .numa_node = -1};
 	loco_ralloc_t *r;
 
 	chan();
@@ -958,7 +958,7 @@ static int a_write_after_destroy(void)
 
 static int n_members(void)
 {
-	return loco_members(NULL, NULL, 0);
+	return loco_manager_members(NULL, NULL, 0);
 }
 
 static int n_join(void)

@@ -96,22 +96,24 @@ int main(int argc, char **argv)
 	m = sc_start();
 	SC_WAIT_UNTIL(sc_members_are(m, base, 3), SC_WAIT_MS, "members {1, 2, 3}");
 	sc_sync_open(&sync, m, 3);
-	if (loco_node_id(m) == 1) /* it reports once it joined "ackw", below */
+	if (loco_manager_node_id(m) == 1) /* it reports once it joined "ackw", below */
 		pid = sc_spawn_node(m, "victim", VICTIM, &report);
-	SC_ASSERT_EQ(loco_ack_key_create_flags(m, 4, &plain), -EINVAL); /* unknown flag */
+	SC_ASSERT_EQ(loco_ack_key_create_cfg(m, &(loco_ack_key_cfg_t){.flags = 4}, &plain),
+	             -EINVAL); /* unknown flag */
 	SC_ASSERT_OK(loco_ack_key_create(m, &plain));
-	SC_ASSERT_OK(loco_ack_key_create_flags(m, LOCO_ACK_IGNORE_LEFT, &ignore));
+	SC_ASSERT_OK(loco_ack_key_create_cfg(
+	    m, &(loco_ack_key_cfg_t){.flags = LOCO_ACK_IGNORE_LEFT}, &ignore));
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "ackw", 4, &ch));
 	SC_ASSERT_OK(loco_sst_create(ch, "S", 8, 16, &sst));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	SC_WAIT_UNTIL(sc_is_peer(ch, VICTIM), SC_WAIT_MS, "node 9 paired");
-	if (loco_node_id(m) == 1) {
+	if (loco_manager_node_id(m) == 1) {
 		sc_read_line(report, line, sizeof(line), SC_WAIT_MS);
 		close(report);
 	}
 
 	/* before the kill: pushes to everyone succeed, nothing is listed */
-	row = loco_node_id(m);
+	row = loco_manager_node_id(m);
 	SC_ASSERT_OK(loco_sst_store_mine(sst, &row));
 	SC_ASSERT_EQ(loco_sst_push_broadcast(sst, plain), 3); /* the two other base nodes, node 9 */
 	SC_ASSERT_OK(loco_ack_wait(plain, 10 * SC_NS));
@@ -123,7 +125,7 @@ int main(int argc, char **argv)
 	 * live link and stay outstanding (its NIC thread executes nothing);
 	 * then kill it: they fail, while node 9 is still in the view.
 	 */
-	if (loco_node_id(m) == 1)
+	if (loco_manager_node_id(m) == 1)
 		sc_stop(pid);
 	sc_sync_wait(&sync, "stopped", SC_WAIT_MS);
 	for (int i = 0; i < PUSHES; i++) {
@@ -131,11 +133,11 @@ int main(int argc, char **argv)
 		SC_ASSERT_EQ(loco_sst_push_broadcast(sst, ignore), 3);
 	}
 	sc_sync_wait(&sync, "pushed", SC_WAIT_MS);
-	if (loco_node_id(m) == 1)
+	if (loco_manager_node_id(m) == 1)
 		sc_kill(pid);
 	sc_sync_wait(&sync, "killed", SC_WAIT_MS);
 	SC_WAIT_UNTIL(!sc_is_member(m, VICTIM), SC_WAIT_MS, "node 9 out of the view");
-	sc_log("view %llu without node 9", (unsigned long long)loco_view(m));
+	sc_log("view %llu without node 9", (unsigned long long)loco_manager_view(m));
 
 	ret = loco_ack_wait(plain, 10 * SC_NS);
 	if (ret == 0 || ret == -ETIMEDOUT || ret == -LOCO_EPARTITION)
@@ -149,7 +151,7 @@ int main(int argc, char **argv)
 		        strerror(-ret));
 	ni = check_failures(ignore, "ignore-left key");
 	printf("node %u: plain key %d failure(s) to node %u reported; ignore-left key %d ignored\n",
-	       loco_node_id(m), np, VICTIM, ni);
+	       loco_manager_node_id(m), np, VICTIM, ni);
 
 	/* the live peers still work on both keys */
 	SC_ASSERT_EQ(loco_sst_push_broadcast(sst, ignore), 2);

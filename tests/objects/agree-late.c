@@ -41,7 +41,7 @@ int main(int argc, char **argv)
 	if (nodes < 3)
 		SC_FAIL("run with loco-run -n N, N >= 3 (LOCO_NODES=%u)", nodes);
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	SC_ASSERT_OK(loco_ack_key_create(m, &ack));
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "late", nodes, &ch));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));

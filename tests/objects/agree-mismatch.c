@@ -56,7 +56,7 @@ int main(int argc, char **argv)
 		SC_FAIL("run with loco-run -n N, N >= 3 (LOCO_NODES=%u)", nodes);
 	capture_start(&cap);
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	row = me == ODD_ROW ? 32 : 16;
 	host = me == ODD_HOST ? ODD_HOST : 1;
 

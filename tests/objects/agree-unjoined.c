@@ -63,7 +63,7 @@ int main(int argc, char **argv)
 	if (nodes < 3)
 		SC_FAIL("run with loco-run -n N, N >= 3 (LOCO_NODES=%u)", nodes);
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	sc_sync_open(&sync, m, nodes);
 	sc_sync_wait(&sync, "started", SC_WAIT_MS);
 

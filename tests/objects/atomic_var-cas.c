@@ -48,7 +48,7 @@ int main(int argc, char **argv)
 	if (nodes < 3)
 		SC_FAIL("run with loco-run -n N, N >= 3 (LOCO_NODES=%u)", nodes);
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "av-cas", nodes, &ch));
 	SC_ASSERT_OK(loco_atomic_var_create(ch, "ctr", HOST, &av));

@@ -50,7 +50,7 @@ int main(int argc, char **argv)
 	if (nodes < 3)
 		SC_FAIL("run with loco-run -n N, N >= 3 (LOCO_NODES=%u)", nodes);
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	total = (uint64_t)nodes * 2 * iters;
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "av-faa", nodes, &ch));

@@ -59,7 +59,7 @@ int main(int argc, char **argv)
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	SC_ASSERT_OK(loco_barrier_wait(b, 20 * SC_NS)); /* warm-up: everyone paired and passed */
 
-	if (loco_node_id(m) != 1) {
+	if (loco_manager_node_id(m) != 1) {
 		sc_sleep_ms(IDLE_MS);
 		SC_ASSERT_OK(loco_barrier_wait(b, 20 * SC_NS));
 	} else {

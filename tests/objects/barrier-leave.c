@@ -40,7 +40,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	sc_sync_open(&sync, m, 3);
 	sc_sync_wait(&sync, "started", SC_WAIT_MS);
 	t0 = sc_now_ns();

@@ -121,7 +121,7 @@ static bool readable(int fd)
 static int joiner_main(void)
 {
 	loco_manager_t *m = sc_start();
-	uint32_t me = loco_node_id(m);
+	uint32_t me = loco_manager_node_id(m);
 	uint64_t first, k;
 	struct bar s;
 
@@ -161,7 +161,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 5)
 		SC_FAIL("run with loco-run -n 5 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	SC_ASSERT_EQ(loco_barrier_create(NULL, "x", &s.b), -EINVAL);
 	bar_open(&s, m, 5);
 	SC_ASSERT_EQ(loco_barrier_episode(s.b), 0);
@@ -186,7 +186,7 @@ int main(int argc, char **argv)
 		char join[96];
 		const char *env[] = {join, "LOCO_NODE_ID=9", "LOCO_ADDR=127.0.0.1:0", NULL};
 
-		snprintf(join, sizeof(join), "LOCO_JOIN=%s", loco_addr(m));
+		snprintf(join, sizeof(join), "LOCO_JOIN=%s", loco_manager_addr(m));
 		pid = sc_spawn("joiner", env, &fd);
 	}
 	t0 = sc_now_ns();

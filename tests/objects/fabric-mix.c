@@ -6,7 +6,7 @@
  *
  * loco-run -n 4 with LOCO_FABRIC=auto and LOCO_TEST_HOSTS=2: nodes 1 and
  * 3 act as one host, 2 and 4 as another (scenario.c gives each its
- * LOCO_SHM_HOST). Every node checks that loco_member_fabric() says shm
+ * LOCO_SHM_HOST). Every node checks that loco_manager_member_fabric() says shm
  * for the peer on its "host" and tcp for the two others (and the
  * argument errors), then runs ROUNDS rounds of an sst with 64-byte rows
  * (store, push_broadcast on an ack key, wait for it, barrier) and checks
@@ -93,7 +93,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != NODES)
 		SC_FAIL("run with loco-run -n %d (LOCO_NODES=%u)", NODES, sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "mix", NODES, &ch));
 	SC_ASSERT_OK(loco_sst_create(ch, "rows", ROW, NODES + 1, &sst));
 	SC_ASSERT_OK(loco_barrier_create(ch, "b", &bar));
@@ -102,15 +102,15 @@ int main(int argc, char **argv)
 	SC_WAIT_UNTIL(sc_members_are(m, all, NODES), SC_WAIT_MS, "members {1, 2, 3, 4}");
 
 	/* the choice, per peer */
-	SC_ASSERT_EQ(loco_member_fabric(NULL, 1, &name), -EINVAL);
-	SC_ASSERT_EQ(loco_member_fabric(m, 1, NULL), -EINVAL);
-	SC_ASSERT_EQ(loco_member_fabric(m, me, &name), -ENOENT);
-	SC_ASSERT_EQ(loco_member_fabric(m, 99, &name), -ENOENT);
+	SC_ASSERT_EQ(loco_manager_member_fabric(NULL, 1, &name), -EINVAL);
+	SC_ASSERT_EQ(loco_manager_member_fabric(m, 1, NULL), -EINVAL);
+	SC_ASSERT_EQ(loco_manager_member_fabric(m, me, &name), -ENOENT);
+	SC_ASSERT_EQ(loco_manager_member_fabric(m, 99, &name), -ENOENT);
 	SC_ASSERT(strcmp(name, "unchanged") == 0); /* outputs only on success */
 	for (uint32_t peer = 1; peer <= NODES; peer++) {
 		if (peer == me)
 			continue;
-		SC_ASSERT_OK(loco_member_fabric(m, peer, &name));
+		SC_ASSERT_OK(loco_manager_member_fabric(m, peer, &name));
 		if (strcmp(name, expected(me, peer)) != 0)
 			SC_FAIL("link to node %u on %s, expected %s", peer, name,
 			        expected(me, peer));

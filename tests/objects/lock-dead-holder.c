@@ -59,7 +59,7 @@
 #define TAKE_MS  1500
 
 /* L's lease: the same on every node */
-static const loco_lock_config_t lcfg = {LEASE_MS * 1000000ll, TAKE_MS * 1000000ll};
+static const loco_lock_cfg_t lcfg = {LEASE_MS * 1000000ll, TAKE_MS * 1000000ll};
 
 static pid_t spawn_extra(loco_manager_t *m, uint32_t id, const char *role, int *report)
 {
@@ -75,11 +75,11 @@ static noreturn void holder_main(void)
 	uint64_t token;
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "lk-dead", 4, &ch));
-	SC_ASSERT_OK(loco_lock_create_config(ch, "L", 1, &lcfg, &lk));
+	SC_ASSERT_OK(loco_lock_create_cfg(ch, "L", 1, &lcfg, &lk));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	SC_ASSERT_OK(loco_lock_acquire(lk, TMO));
 	SC_ASSERT_OK(loco_lock_token(lk, &token));
-	sc_log("node %u holds L with token %llu (pid %d)", loco_node_id(m),
+	sc_log("node %u holds L with token %llu (pid %d)", loco_manager_node_id(m),
 	       (unsigned long long)token, (int)getpid());
 	sc_report("held %llu", (unsigned long long)token);
 	for (;;)
@@ -98,7 +98,7 @@ static noreturn void host_main(void)
 	SC_ASSERT_OK(loco_lock_create(ch, "H", HOST, &lk));
 	SC_ASSERT_OK(loco_atomic_var_create(ch, "C", HOST, &av));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
-	sc_log("node %u hosts H and C (pid %d)", loco_node_id(m), (int)getpid());
+	sc_log("node %u hosts H and C (pid %d)", loco_manager_node_id(m), (int)getpid());
 	sc_report("ready");
 	for (;;)
 		pause();
@@ -129,12 +129,12 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	ft = sc_fail_timeout();
 	SC_WAIT_UNTIL(sc_members_are(m, base, 3), SC_WAIT_MS, "members {1, 2, 3}");
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "lk-dead", 3, &ch_dead));
-	SC_ASSERT_OK(loco_lock_create_config(ch_dead, "L", 1, &lcfg, &lk));
+	SC_ASSERT_OK(loco_lock_create_cfg(ch_dead, "L", 1, &lcfg, &lk));
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "lk-host", 4, &ch_host));
 	SC_ASSERT_OK(loco_lock_create(ch_host, "H", HOST, &hl));
 	SC_ASSERT_OK(loco_atomic_var_create(ch_host, "C", HOST, &av));

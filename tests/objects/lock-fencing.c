@@ -47,7 +47,7 @@ struct grant {
 	int32_t renewed;   /* renewals that succeeded */
 };
 
-static const loco_lock_config_t lcfg = {LEASE_MS * MS, TAKE_MS *MS};
+static const loco_lock_cfg_t lcfg = {LEASE_MS * MS, TAKE_MS *MS};
 
 static void path_of(char *buf, size_t len, uint64_t pid, uint32_t node)
 {
@@ -185,12 +185,12 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	mine = calloc((size_t)iters, sizeof(*mine));
 	SC_ASSERT(mine != NULL);
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "lk-fence", 3, &ch));
-	SC_ASSERT_OK(loco_lock_create_config(ch, "F", LOCK_HOST, &lcfg, &lk));
+	SC_ASSERT_OK(loco_lock_create_cfg(ch, "F", LOCK_HOST, &lcfg, &lk));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	sc_sync_open(&sync, m, 3);
 	if (me == 1)

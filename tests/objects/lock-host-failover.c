@@ -81,7 +81,7 @@ static const char *lock_name(uint32_t host)
 	return host == HOST_KILL ? "L" : host == HOST_LEAVE ? "G" : "S";
 }
 
-static const loco_lock_config_t lcfg = {LEASE_MS * MS, TAKE_MS *MS};
+static const loco_lock_cfg_t lcfg = {LEASE_MS * MS, TAKE_MS *MS};
 
 struct rec {
 	uint64_t token;
@@ -299,7 +299,7 @@ static noreturn void host_main(uint32_t id)
 	int fd, rec, grants = 0, moved = 0, errs = 0, ret;
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, chan_name(id), 4, &ch));
-	SC_ASSERT_OK(loco_lock_create_config(ch, lock_name(id), id, &lcfg, &lk));
+	SC_ASSERT_OK(loco_lock_create_cfg(ch, lock_name(id), id, &lcfg, &lk));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	path_of(path, sizeof(path), pid, phase, id);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
@@ -336,7 +336,7 @@ static noreturn void host_main(uint32_t id)
 static void phase(loco_manager_t *m, struct sc_sync *sync, uint64_t pid, uint32_t host)
 {
 	const char *name = phase_name(host);
-	uint32_t me = loco_node_id(m), ft = sc_fail_timeout();
+	uint32_t me = loco_manager_node_id(m), ft = sc_fail_timeout();
 	loco_channel_t *ch;
 	loco_lock_t *lk;
 	loco_atomic_var_t *av;
@@ -349,7 +349,7 @@ static void phase(loco_manager_t *m, struct sc_sync *sync, uint64_t pid, uint32_
 	bool cont = false;
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, chan_name(host), 4, &ch));
-	SC_ASSERT_OK(loco_lock_create_config(ch, lock_name(host), host, &lcfg, &lk));
+	SC_ASSERT_OK(loco_lock_create_cfg(ch, lock_name(host), host, &lcfg, &lk));
 	SC_ASSERT_OK(loco_atomic_var_create(ch, "C", 1, &av));
 	if (me == 1)
 		child = sc_spawn_node(m, name, host, &report);
@@ -472,7 +472,7 @@ int main(int argc, char **argv)
 	m = sc_start();
 	SC_WAIT_UNTIL(sc_members_are(m, base, 3), SC_WAIT_MS, "members {1, 2, 3}");
 	sc_sync_open(&sync, m, 3);
-	if (loco_node_id(m) == 1) {
+	if (loco_manager_node_id(m) == 1) {
 		sc_sync_put(&sync, BOX_PID, (uint64_t)getpid());
 		snprintf(buf, sizeof(buf), "%d", (int)getpid());
 		setenv("LHF_PID", buf, 1); /* the spawned hosts name their files with it */

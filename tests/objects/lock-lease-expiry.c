@@ -53,7 +53,7 @@
 #define BOX_STOP  5 /* node 1's stop time of node 9 */
 #define BOX_TK9   6 /* node 9's token */
 
-static const loco_lock_config_t lcfg = {LEASE_MS * MS, TAKE_MS *MS};
+static const loco_lock_cfg_t lcfg = {LEASE_MS * MS, TAKE_MS *MS};
 
 /* holder_main -- node 9: take E, report, renew every 100 ms; report how a renewal failed. */
 static noreturn void holder_main(void)
@@ -65,7 +65,7 @@ static noreturn void holder_main(void)
 	int ret;
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "lk-exp", 4, &ch));
-	SC_ASSERT_OK(loco_lock_create_config(ch, "E", LOCK_HOST, &lcfg, &lk));
+	SC_ASSERT_OK(loco_lock_create_cfg(ch, "E", LOCK_HOST, &lcfg, &lk));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	SC_ASSERT_OK(loco_lock_acquire(lk, TMO));
 	SC_ASSERT_OK(loco_lock_token(lk, &token));
@@ -106,16 +106,16 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "lk-exp", 3, &ch));
 	{
 		loco_lock_t *bad;
-		loco_lock_config_t c = {LEASE_MS * MS, LEASE_MS * MS}; /* T must exceed L */
+		loco_lock_cfg_t c = {LEASE_MS * MS, LEASE_MS * MS}; /* T must exceed L */
 
-		SC_ASSERT_EQ(loco_lock_create_config(ch, "bad", LOCK_HOST, &c, &bad), -EINVAL);
+		SC_ASSERT_EQ(loco_lock_create_cfg(ch, "bad", LOCK_HOST, &c, &bad), -EINVAL);
 	}
-	SC_ASSERT_OK(loco_lock_create_config(ch, "E", LOCK_HOST, &lcfg, &lk));
+	SC_ASSERT_OK(loco_lock_create_cfg(ch, "E", LOCK_HOST, &lcfg, &lk));
 	SC_ASSERT_EQ(loco_lock_renew(lk), -EPERM);
 	SC_ASSERT_EQ(loco_lock_token(lk, &token), -EPERM);
 	SC_ASSERT_EQ(loco_lock_held(lk), 0);

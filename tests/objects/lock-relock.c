@@ -39,7 +39,7 @@
 #define MS        1000000ll
 #define TMO       (10 * SC_NS)
 
-static const loco_lock_config_t lcfg = {LEASE_MS * MS, TAKE_MS *MS};
+static const loco_lock_cfg_t lcfg = {LEASE_MS * MS, TAKE_MS *MS};
 
 struct other {
 	loco_lock_t *lk;
@@ -82,9 +82,9 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "lk-relock", 3, &ch));
-	SC_ASSERT_OK(loco_lock_create_config(ch, "R", LOCK_HOST, &lcfg, &lk));
+	SC_ASSERT_OK(loco_lock_create_cfg(ch, "R", LOCK_HOST, &lcfg, &lk));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	sc_sync_open(&sync, m, 3);
 	sc_sync_wait(&sync, "joined", SC_WAIT_MS);

@@ -45,7 +45,7 @@
 #define BOX_T     1 /* node 1's kill time */
 #define BOX_REC   2 /* the base nodes' recovered flags + 1: 2 + id */
 
-static const loco_lock_config_t lcfg = {LEASE_NS, TAKE_MS *MS};
+static const loco_lock_cfg_t lcfg = {LEASE_NS, TAKE_MS *MS};
 
 /* holder_main -- node 9: join "lk-gap", take G, report, wait for SIGKILL. */
 static noreturn void holder_main(void)
@@ -55,11 +55,11 @@ static noreturn void holder_main(void)
 	loco_lock_t *lk;
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "lk-gap", 4, &ch));
-	SC_ASSERT_OK(loco_lock_create_config(ch, "G", LOCK_HOST, &lcfg, &lk));
+	SC_ASSERT_OK(loco_lock_create_cfg(ch, "G", LOCK_HOST, &lcfg, &lk));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	/* a 5 ms lease: a grant that completes later is given back, and tried again */
 	SC_ASSERT_OK(loco_lock_acquire(lk, TMO));
-	sc_log("node %u holds G (pid %d)", loco_node_id(m), (int)getpid());
+	sc_log("node %u holds G (pid %d)", loco_manager_node_id(m), (int)getpid());
 	sc_report("held");
 	for (;;)
 		pause(); /* SIGKILL ends us; the alarm fails us if nobody does */
@@ -86,10 +86,10 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	SC_WAIT_UNTIL(sc_members_are(m, base, 3), SC_WAIT_MS, "members {1, 2, 3}");
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "lk-gap", 3, &ch));
-	SC_ASSERT_OK(loco_lock_create_config(ch, "G", LOCK_HOST, &lcfg, &lk));
+	SC_ASSERT_OK(loco_lock_create_cfg(ch, "G", LOCK_HOST, &lcfg, &lk));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	sc_sync_open(&sync, m, 3);
 	sc_sync_wait(&sync, "joined", SC_WAIT_MS);

@@ -57,7 +57,7 @@
 #define BOX_TOK     2 /* node 9's token */
 #define BOX_REC     3 /* the base nodes' recovered flags + 1: 3 + id */
 
-static const loco_lock_config_t lcfg = {LEASE_MS * MS, TAKE_MS *MS};
+static const loco_lock_cfg_t lcfg = {LEASE_MS * MS, TAKE_MS *MS};
 
 /* holder_main -- node 9: join "lk-split", take S, report, wait for SIGKILL. */
 static noreturn void holder_main(void)
@@ -68,11 +68,11 @@ static noreturn void holder_main(void)
 	uint64_t token;
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "lk-split", 4, &ch));
-	SC_ASSERT_OK(loco_lock_create_config(ch, "S", LOCK_HOST, &lcfg, &lk));
+	SC_ASSERT_OK(loco_lock_create_cfg(ch, "S", LOCK_HOST, &lcfg, &lk));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	SC_ASSERT_OK(loco_lock_acquire(lk, TMO));
 	SC_ASSERT_OK(loco_lock_token(lk, &token));
-	sc_log("node %u holds S with token %llu (pid %d)", loco_node_id(m),
+	sc_log("node %u holds S with token %llu (pid %d)", loco_manager_node_id(m),
 	       (unsigned long long)token, (int)getpid());
 	sc_report("held %llu", (unsigned long long)token);
 	for (;;)
@@ -138,11 +138,11 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	SC_WAIT_UNTIL(sc_members_are(m, base, 3), SC_WAIT_MS, "members {1, 2, 3}");
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "lk-split", 3, &ch));
-	SC_ASSERT_OK(loco_lock_create_config(ch, "S", LOCK_HOST, &lcfg, &lk));
+	SC_ASSERT_OK(loco_lock_create_cfg(ch, "S", LOCK_HOST, &lcfg, &lk));
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "lk-split-w", 3, &wch));
 	SC_ASSERT_OK(loco_atomic_var_create(wch, "inside", WIT_HOST, &in));
 	SC_ASSERT_OK(loco_atomic_var_create(wch, "grants", WIT_HOST, &grants));

@@ -212,7 +212,7 @@ static noreturn void back_main(void)
 		sc_sleep_ms(50);
 	} while (sc_now_ms() < dl);
 	sc_log("node 9 is back (incarnation %llx): owns %llu, holds %llu replica entries",
-	       (unsigned long long)loco_incarnation(m), (unsigned long long)st.owned,
+	       (unsigned long long)loco_manager_incarnation(m), (unsigned long long)st.owned,
 	       (unsigned long long)st.replicas);
 	SC_ASSERT(st.owned > 0 && st.replicas > 0);
 	sc_report("sum %llx", (unsigned long long)sum_all(map));
@@ -301,7 +301,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	SC_WAIT_UNTIL(sc_members_are(m, base, 3), SC_WAIT_MS, "members {1, 2, 3}");
 	sc_sync_open(&sync, m, 3);
 	if (me == 1)

@@ -293,7 +293,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != NODES)
 		SC_FAIL("run with loco-run -n %d (LOCO_NODES=%u)", NODES, sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	SC_WAIT_UNTIL(sc_members_are(m, members, NODES), SC_WAIT_MS, "members {1, 2, 3, 4}");
 	sc_sync_open(&sync, m, NODES);
 	if (me == 1)

@@ -118,7 +118,7 @@ int main(void)
 		fprintf(stderr, "map-log: loco_init failed\n");
 		return 1;
 	}
-	nodes[0] = loco_node_id(m);
+	nodes[0] = loco_manager_node_id(m);
 	nodes[1] = nodes[0] + 1;
 	if (loco_channel_create(m, NULL, "map-log", 2, &ch) != 0)
 		return 1;

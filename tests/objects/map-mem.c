@@ -34,7 +34,7 @@ static uint32_t ids[256 + 3000 + 1];
 /* mem -- mem_bytes of a map with @h holders and @c clients, this node holder (@holder) or client */
 static uint64_t mem(loco_manager_t *m, uint32_t h, uint32_t c, int holder, uint64_t *pipes_in)
 {
-	uint32_t me = loco_node_id(m), next = me + 1;
+	uint32_t me = loco_manager_node_id(m), next = me + 1;
 	loco_map_stats_t st;
 	loco_channel_t *ch;
 	loco_map_cfg_t cfg;
@@ -94,7 +94,7 @@ int main(void)
 	}
 	/* the ceiling: 256 holders, no more */
 	for (uint32_t i = 0; i <= LOCO_MAP_NODES_MAX; i++)
-		too_many[i] = loco_node_id(m) + i;
+		too_many[i] = loco_manager_node_id(m) + i;
 	CHECK(loco_channel_create(m, NULL, "mm-max", 2, &ch) == 0);
 	loco_map_cfg_default(&cfg, too_many, LOCO_MAP_NODES_MAX + 1);
 	CHECK(loco_map_create(ch, "mm", &cfg, &map) == -EINVAL);

@@ -284,7 +284,7 @@ int main(int argc, char **argv)
 		SC_FAIL("run with loco-run -n %u (LOCO_NODES=%u)", NODES, sc_nodes());
 	t0 = (int)sc_now_ms();
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	holder = me <= HOLDERS;
 	cme = me;
 	for (uint32_t i = 0; i < NODES; i++)

@@ -168,7 +168,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	i = mine(me);
 	for (uint32_t k = 1, o = 0; k <= 3; k++)
 		if (k != me)
@@ -208,7 +208,7 @@ int main(int argc, char **argv)
 		char join[96];
 		const char *env[] = {join, "LOCO_NODE_ID=9", "LOCO_ADDR=127.0.0.1:0", NULL};
 
-		snprintf(join, sizeof(join), "LOCO_JOIN=%s", loco_addr(m));
+		snprintf(join, sizeof(join), "LOCO_JOIN=%s", loco_manager_addr(m));
 		late = sc_spawn("late", env, &fd);
 	}
 	SC_WAIT_UNTIL(sc_is_peer(s.ch, LATE), SC_WAIT_MS, "node 9 to pair in ov-basic");

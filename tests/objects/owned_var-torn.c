@@ -239,7 +239,7 @@ int main(int argc, char **argv)
 	if (getenv("LOCO_TCP_SLOW_WRITE") == NULL)
 		sc_log("warning: LOCO_TCP_SLOW_WRITE is not set");
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "ov-torn", nodes, &ch));
 	SC_ASSERT_OK(loco_owned_var_create(ch, "v", OWNER, size, &ov));

@@ -94,7 +94,7 @@ int main(int argc, char **argv)
 		SC_FAIL("run with loco-run -n N, N >= 3 (LOCO_NODES=%u)", nodes);
 	victim = kill_mode ? nodes : 0;
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "queue", nodes, &ch));
 	loco_queue_cfg_default(&cfg, OWNER);

@@ -56,7 +56,7 @@
 #define BOX_T    2
 #define LONG_MS  60000 /* a stop, a removal, a rejoin and a re-pairing */
 
-static const loco_ralloc_config_t cfg = {
+static const loco_ralloc_cfg_t cfg = {
     .heap_len = HEAP, .slice_len = SLICE, .batch = 4, .keep = 4, .numa_node = -1};
 
 static loco_rptr_t blocks[NBLK + 1];
@@ -125,7 +125,7 @@ static noreturn void extra_main(int role)
 	SC_ASSERT_OK(loco_ack_key_create(m, &ack));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	if (role == 0) {
-		sc_log("node %u hosts a heap (pid %d)", loco_node_id(m), (int)getpid());
+		sc_log("node %u hosts a heap (pid %d)", loco_manager_node_id(m), (int)getpid());
 		sc_report("ready");
 		for (;;)
 			pause(); /* SIGKILL ends us; the alarm fails us if nobody sends it */
@@ -137,8 +137,9 @@ static noreturn void extra_main(int role)
 	}
 	SC_ASSERT_OK(loco_ack_wait(ack, TMO));
 	st = stats(ra);
-	sc_log("node %u holds %u blocks in %llu slices of node %u (pid %d)", loco_node_id(m),
-	       NBLK / 2, (unsigned long long)(st.claimed - st.returned), HOST, (int)getpid());
+	sc_log("node %u holds %u blocks in %llu slices of node %u (pid %d)",
+	       loco_manager_node_id(m), NBLK / 2, (unsigned long long)(st.claimed - st.returned),
+	       HOST, (int)getpid());
 	sc_report("held %llu", (unsigned long long)(st.claimed - st.returned));
 	if (role == 2) {
 		unsigned n = 0;
@@ -165,7 +166,7 @@ static noreturn void extra_main(int role)
 		}
 		free_all(ra, n);
 		sc_log("node %u: rejoined; its old blocks forgotten, %u new ones on node %u",
-		       loco_node_id(m), n, HOST);
+		       loco_manager_node_id(m), n, HOST);
 		sc_report("rejoined %u", n);
 	}
 	for (;;)
@@ -199,7 +200,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	ft = sc_fail_timeout();
 	SC_WAIT_UNTIL(sc_members_are(m, base, 3), SC_WAIT_MS, "members {1, 2, 3}");
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "ra-dead", 3, &ch));

@@ -82,7 +82,7 @@ static loco_ralloc_stats_t stats(loco_ralloc_t *ra)
 /* numa_check -- a heap bound to node 0 lives there; nodes that do not exist are refused. */
 static void numa_check(loco_channel_t *ch)
 {
-	loco_ralloc_config_t nc = {.heap_len = 2u << 20, .numa_node = 0};
+	loco_ralloc_cfg_t nc = {.heap_len = 2u << 20, .numa_node = 0};
 	loco_ralloc_t *ra;
 	loco_ralloc_stats_t st;
 
@@ -100,12 +100,12 @@ static void numa_check(loco_channel_t *ch)
 
 int main(int argc, char **argv)
 {
-	const loco_ralloc_config_t cfg = {
+	const loco_ralloc_cfg_t cfg = {
 	    .heap_len = HEAP, .slice_len = SLICE, .batch = 2, .keep = 4, .numa_node = -1};
 	loco_manager_t *m;
 	loco_channel_t *ch;
 	loco_ralloc_t *ra, *mm;
-	loco_ralloc_config_t mcfg = cfg;
+	loco_ralloc_cfg_t mcfg = cfg;
 	loco_object_t *bobj;
 	loco_region_t *buf;
 	loco_ack_key_t *ack;
@@ -119,7 +119,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "ra-ex", 3, &ch));
 	SC_ASSERT_OK(loco_ralloc_create(ch, "ra", &cfg, &ra));
 	numa_check(ch);

@@ -187,7 +187,7 @@ static void threaded(loco_manager_t *m, loco_ralloc_t *ra, loco_region_t *tbuf[2
 
 int main(int argc, char **argv)
 {
-	const loco_ralloc_config_t cfg = {.heap_len = HEAP, .slice_len = SLICE, .numa_node = -1};
+	const loco_ralloc_cfg_t cfg = {.heap_len = HEAP, .slice_len = SLICE, .numa_node = -1};
 	loco_manager_t *m;
 	loco_channel_t *ch;
 	loco_object_t *bobj;
@@ -208,7 +208,7 @@ int main(int argc, char **argv)
 		SC_FAIL("run with loco-run -n 3 or more (LOCO_NODES=%u)", nodes);
 	ops = sc_scaled(OPS_BASE);
 	m = sc_start();
-	c.me = loco_node_id(m);
+	c.me = loco_manager_node_id(m);
 	rng = 0x1234567ull * c.me;
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "ra-storm", nodes, &ch));
 	SC_ASSERT_OK(loco_ralloc_create(ch, "ra", &cfg, &c.ra));

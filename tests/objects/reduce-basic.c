@@ -130,7 +130,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != NODES)
 		SC_FAIL("run with loco-run -n %d", NODES);
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	srand(me * 7919u);
 	big_in = calloc(BIG_N, 8);
 	big_out = calloc(BIG_N, 8);

@@ -131,7 +131,7 @@ static void one_round(struct run *s, uint32_t me)
 static int extra_main(void)
 {
 	loco_manager_t *m = sc_start();
-	uint32_t me = loco_node_id(m);
+	uint32_t me = loco_manager_node_id(m);
 	struct run s = {0};
 
 	open_run(&s, m, me == joiner ? 5 : 4);
@@ -208,7 +208,7 @@ int main(int argc, char **argv)
 		last_set[k] = lead + k;
 	last_set[3] = joiner;
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	if (me < lead || me > lead + 2)
 		SC_FAIL("node %u: expected the ids %u .. %u", me, lead, lead + 2);
 	sc_sync_open(&sync, m, 3);

@@ -62,7 +62,7 @@ static loco_rpc_ep_t *endpoint(loco_manager_t *m, uint32_t nodes, loco_channel_t
 static int child(void)
 {
 	loco_manager_t *m = sc_start();
-	uint32_t me = loco_node_id(m);
+	uint32_t me = loco_manager_node_id(m);
 	loco_channel_t *ch;
 	loco_rpc_ep_t *ep = endpoint(m, 3, &ch);
 
@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 2)
 		SC_FAIL("run with loco-run -n 2");
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	ep = endpoint(m, 2, &ch);
 	SC_ASSERT_OK(loco_channel_join(ch, 30 * SC_NS));
 	SC_ASSERT_OK(loco_rpc_sync(ep, 30 * SC_NS));

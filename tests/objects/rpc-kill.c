@@ -159,7 +159,8 @@ static noreturn void again_main(void)
 	loco_rpc_ep_t *ep = node9_start(&m);
 	uint64_t r = 0;
 
-	sc_log("node 9 is back (incarnation %llx)", (unsigned long long)loco_incarnation(m));
+	sc_log("node 9 is back (incarnation %llx)",
+	       (unsigned long long)loco_manager_incarnation(m));
 	sc_report("ready");
 	for (uint64_t k = 0; k < AGAIN; k++) {
 		int ret = loco_rpc_call_return(ep, 2, loco_rpc_id("echo"), &k, sizeof(k), &r,
@@ -171,15 +172,15 @@ static noreturn void again_main(void)
 		SC_ASSERT_EQ(r, k * 2 + 1);
 	}
 	sc_report("called");
-	for (uint64_t inc = loco_incarnation(m);;) {
+	for (uint64_t inc = loco_manager_incarnation(m);;) {
 		if (loco_rpc_progress(ep, 64) <= 0)
 			sc_sleep_ms(1);
-		if (inc != 0 && loco_incarnation(m) != inc) {
+		if (inc != 0 && loco_manager_incarnation(m) != inc) {
 			uint64_t early = calls_to(ep, 2);
 
 			sc_log("node 9 rejoined (incarnation %llx): %u calls to node 2 answered, "
 			       "%llu failed first",
-			       (unsigned long long)loco_incarnation(m), AGAIN,
+			       (unsigned long long)loco_manager_incarnation(m), AGAIN,
 			       (unsigned long long)early);
 			sc_report("called again");
 			inc = 0;
@@ -225,7 +226,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	ft = sc_fail_timeout();
 	SC_WAIT_UNTIL(sc_members_are(m, base, 3), SC_WAIT_MS, "members {1, 2, 3}");
 	sc_sync_open(&sync, m, 3);

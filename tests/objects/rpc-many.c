@@ -43,7 +43,7 @@ int main(int argc, char **argv)
 	if (n < 3 || n >= SC_MAX_NODES)
 		SC_FAIL("run with loco-run -n N, 3 <= N < %d", SC_MAX_NODES);
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	SC_ASSERT(me >= 1 && me <= n);
 	next = me % n + 1;
 	SC_WAIT_UNTIL(sc_members(m, ids) == (int)n, 60000, "every node a member");

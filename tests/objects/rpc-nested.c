@@ -71,7 +71,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3");
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	SC_WAIT_UNTIL(sc_members_are(m, all, 3), SC_WAIT_MS, "members {1, 2, 3}");
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "rne", 3, &ch));
 	loco_rpc_cfg_default(&cfg, all, 3);

@@ -131,7 +131,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != N)
 		SC_FAIL("run with loco-run -n 4");
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	SC_WAIT_UNTIL(sc_members_are(m, all, N), SC_WAIT_MS, "members {1, 2, 3, 4}");
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "rst", N, &ch));
 	loco_rpc_cfg_default(&cfg, all, N);

@@ -44,7 +44,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != N)
 		SC_FAIL("run with loco-run -n %u", N);
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	SC_ASSERT(me >= 1 && me <= N);
 	for (uint32_t i = 0; i < N; i++)
 		nodes[i] = i + 1;

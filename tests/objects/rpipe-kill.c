@@ -94,8 +94,8 @@ static noreturn void victim_main(int reader)
 	SC_ASSERT_OK(
 	    loco_rpipe_create(ch, "v", reader ? 2 : VICTIM, reader ? VICTIM : 2, RING, &v));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
-	sc_log("node %u is the %s of v (pid %d)", loco_node_id(m), reader ? "reader" : "writer",
-	       (int)getpid());
+	sc_log("node %u is the %s of v (pid %d)", loco_manager_node_id(m),
+	       reader ? "reader" : "writer", (int)getpid());
 	sc_report("ready");
 	for (;; k++) {
 		int ret =
@@ -118,8 +118,8 @@ static noreturn void again_main(int reader)
 	SC_ASSERT_OK(
 	    loco_rpipe_create(ch, "v", reader ? 2 : VICTIM, reader ? VICTIM : 2, RING, &v));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
-	sc_log("node %u is back (incarnation %llx) as the %s of v", loco_node_id(m),
-	       (unsigned long long)loco_incarnation(m), reader ? "reader" : "writer");
+	sc_log("node %u is back (incarnation %llx) as the %s of v", loco_manager_node_id(m),
+	       (unsigned long long)loco_manager_incarnation(m), reader ? "reader" : "writer");
 	sc_report("ready");
 	for (uint64_t k = 0; k < RESTREAM; k++) {
 		int ret = reader ? stream_read(v, buf, SEED_V2, k, TMO)
@@ -193,7 +193,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	ft = sc_fail_timeout();
 	SC_WAIT_UNTIL(sc_members_are(m, base, 3), SC_WAIT_MS, "members {1, 2, 3}");
 	sc_sync_open(&sync, m, 3);

@@ -95,7 +95,7 @@ static void tables_open(struct tables *s, loco_manager_t *m)
 	SC_ASSERT_OK(loco_sst_create(s->ch, "d", 4, MAX_ROWS, &s->d));
 	SC_ASSERT_OK(loco_sst_create(s->ch, "l", 40, MAX_ROWS, &s->l));
 	SC_ASSERT_OK(loco_ack_key_create(m, &s->ack));
-	errors(s, loco_node_id(m));
+	errors(s, loco_manager_node_id(m));
 	SC_ASSERT_OK(loco_channel_join(s->ch, (int64_t)SC_WAIT_MS * 1000000));
 }
 
@@ -155,7 +155,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	tables_open(&s, m);
 	sc_sync_open(&sync, m, 3);
 	SC_WAIT_UNTIL(present(&s), SC_WAIT_MS, "rows {1, 2, 3}");

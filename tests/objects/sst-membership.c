@@ -136,7 +136,7 @@ static bool rows_are(struct tables *s, const uint32_t *want, int n)
 
 static void tables_open(struct tables *s, loco_manager_t *m, uint32_t nodes)
 {
-	uint32_t me = loco_node_id(m);
+	uint32_t me = loco_manager_node_id(m);
 	uint64_t row[25];
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "sst-m", nodes, &s->ch));
@@ -229,7 +229,7 @@ static int extra_main(void)
 {
 	static const uint32_t all[] = {1, 2, 3};
 	loco_manager_t *m = sc_start();
-	uint32_t me = loco_node_id(m), with[4] = {1, 2, 3, me};
+	uint32_t me = loco_manager_node_id(m), with[4] = {1, 2, 3, me};
 	struct tables s;
 
 	tables_open(&s, m, 4);
@@ -295,7 +295,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	tables_open(&s, m, 3);
 	errors(s.ch, me);
 	sc_sync_open(&sync, m, 3);

@@ -212,7 +212,7 @@ static int extra_main(void)
 	static const uint32_t with[] = {1, 2, 3, KILLED};
 	loco_manager_t *m = sc_start();
 
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	open_table(m, 4);
 	SC_WAIT_UNTIL(rows_are(with, 4), SC_WAIT_MS, "rows {1, 2, 3, 9}");
 	mine.count = 1;
@@ -376,7 +376,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	ch = open_table(m, 3);
 	errors();
 	sc_sync_open(&sync, m, 3);

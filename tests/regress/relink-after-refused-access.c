@@ -54,7 +54,7 @@ int main(void)
 	alarm(60);
 	if ((ret = loco_init(NULL, &m)))
 		FAIL("loco_init: %s", loco_strerror(ret));
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	peer = me == 1 ? 2 : 1;
 	if ((ret = loco_channel_create(m, NULL, "relink", 2, &ch)) ||
 	    (ret = loco_shared_region_create(ch, "keep", 64, LOCO_ACCESS_WRITE, &keep)) ||

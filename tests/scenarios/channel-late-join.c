@@ -143,7 +143,7 @@ static int late_main(void)
 	struct chan_c c;
 	int64_t t0;
 
-	SC_ASSERT_EQ(loco_node_id(m), LATE);
+	SC_ASSERT_EQ(loco_manager_node_id(m), LATE);
 	t0 = sc_now_ms();
 	chan_c_open(&c, m, 4);
 	SC_ASSERT(sc_peers_are(c.ch, want, 3));
@@ -200,7 +200,7 @@ int main(int argc, char **argv)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	for (uint32_t i = 1; i <= 3; i++)
 		if (i != me)
 			others[no++] = i;
@@ -218,10 +218,11 @@ int main(int argc, char **argv)
 		char join[96];
 		const char *env[] = {join, "LOCO_NODE_ID=4", "LOCO_ADDR=127.0.0.1:0", NULL};
 
-		snprintf(join, sizeof(join), "LOCO_JOIN=%s", loco_addr(m));
+		snprintf(join, sizeof(join), "LOCO_JOIN=%s", loco_manager_addr(m));
 		t_spawn = sc_now_ms();
 		late = sc_spawn("late", env, NULL);
-		sc_log("spawned late node 4 (pid %d) joining through %s", (int)late, loco_addr(m));
+		sc_log("spawned late node 4 (pid %d) joining through %s", (int)late,
+		       loco_manager_addr(m));
 	}
 
 	/* every early node sees node 4 arrive: one peer_join, a peer, a member */

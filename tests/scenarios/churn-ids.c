@@ -270,7 +270,7 @@ static struct usage usage_now(void)
 static int only_survivors(loco_manager_t *m)
 {
 	uint32_t ids[8];
-	int n = loco_members(m, ids, 8);
+	int n = loco_manager_members(m, ids, 8);
 
 	return n == 2 && ids[0] == 1 && ids[1] == 2;
 }
@@ -296,7 +296,7 @@ static int survivor(uint32_t me, int cmd_fd, int rep_fd)
 	{
 		char a[128] = {0};
 
-		snprintf(a, sizeof(a), "%s", loco_addr(m));
+		snprintf(a, sizeof(a), "%s", loco_manager_addr(m));
 		write_full(rep_fd, a, sizeof(a));
 	}
 	for (;;) {
@@ -394,7 +394,7 @@ static void *joiner(void *arg)
 		t = now_ms() - t;
 		if (t > __atomic_load_n(&slowest_ms, __ATOMIC_RELAXED))
 			__atomic_store_n(&slowest_ms, t, __ATOMIC_RELAXED); /* (a statistic) */
-		n = loco_members(m, ids, 4);
+		n = loco_manager_members(m, ids, 4);
 		if (n < 3 || ids[0] != 1 || ids[1] != 2)
 			FAIL("joiner %u: %d member(s), the survivors not among them", schedule[i],
 			     n);

@@ -34,11 +34,11 @@ static noreturn void extra_main(void)
 {
 	loco_manager_t *m = sc_start();
 
-	sc_log("extra node %u joined (pid %d)", loco_node_id(m), (int)getpid());
+	sc_log("extra node %u joined (pid %d)", loco_manager_node_id(m), (int)getpid());
 	/* SIGKILL ends us; the alarm (or the bound) fails us if nobody does */
 	for (int i = 0; i < 1000; i++)
 		pause();
-	SC_FAIL("extra node %u was not killed", loco_node_id(m));
+	SC_FAIL("extra node %u was not killed", loco_manager_node_id(m));
 }
 
 static pid_t spawn_extra(loco_manager_t *m, uint32_t id)
@@ -76,7 +76,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	ft = sc_fail_timeout();
 	SC_WAIT_UNTIL(sc_members_are(m, base, 3), SC_WAIT_MS, "members {1, 2, 3}");
 	sc_sync_open(&sync, m, 3);

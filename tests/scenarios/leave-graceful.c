@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * leave-graceful.c -- node 3 of 3 leaves early with loco_fini() while
- * nodes 1 and 2 keep running; they must drop it from loco_members() and
+ * nodes 1 and 2 keep running; they must drop it from loco_manager_members() and
  * from the channel quickly: well under LOCO_FAIL_TIMEOUT_MS (the driver
  * sets 5000), since a graceful leave is announced, not detected.
  *
@@ -30,7 +30,7 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	/* a fifth of the failure timeout: a leave that took longer looks detected, not announced */
 	bound_ms = sc_fail_timeout() / 5;
 

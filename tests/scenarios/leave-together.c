@@ -29,7 +29,7 @@ int main(int argc, char **argv)
 	SC_WAIT_UNTIL(sc_members_are(m, all, 4), SC_WAIT_MS, "members {1, 2, 3, 4}");
 	sc_sync_open(&sync, m, 4);
 	sc_sync_wait(&sync, "all members", SC_WAIT_MS);
-	if (loco_node_id(m) != 1 || all_leave) {
+	if (loco_manager_node_id(m) != 1 || all_leave) {
 		sc_sync_close(&sync);
 		loco_fini(m);
 		sc_log("left with loco_fini");

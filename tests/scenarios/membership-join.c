@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * membership-join.c -- N nodes start at once (loco-run -n N); each waits
- * until loco_members() reports exactly the ids 1..N, joins channel "s"
+ * until loco_manager_members() reports exactly the ids 1..N, joins channel "s"
  * expecting N nodes, and checks that loco_channel_peers() is exactly the
  * other N - 1 ids. A barrier keeps every node in until all have checked.
  */
@@ -25,7 +25,7 @@ int main(int argc, char **argv)
 	if (nodes < 1 || nodes >= SC_MAX_NODES)
 		SC_FAIL("LOCO_NODES=%u: expected 1..%d", nodes, SC_MAX_NODES - 1);
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	SC_ASSERT(me >= 1 && me <= nodes);
 	for (uint32_t i = 1; i <= nodes; i++) {
 		want[i - 1] = i;

@@ -77,13 +77,13 @@ int main(int argc, char **argv)
 	if (sc_nodes() != 3)
 		SC_FAIL("LOCO_NODES=%u, expected 3", sc_nodes());
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	SC_ASSERT(me >= 1 && me <= 3);
 	for (uint32_t i = 1; i <= 3; i++)
 		if (i != me)
 			others[no++] = i;
 	alone[0] = me;
-	sc_log("control %s", loco_addr(m));
+	sc_log("control %s", loco_manager_addr(m));
 
 	/* all three see each other and pair in a channel */
 	for (int64_t dl = sc_now_ms() + SC_WAIT_MS; !sc_members_are(m, all, 3); sc_sleep_ms(1))
@@ -110,7 +110,8 @@ int main(int argc, char **argv)
 	sc_sync_open(&sync, m, 3);
 	sc_sync_wait(&sync, "paired", SC_WAIT_MS);
 	sc_log("members {1, 2, 3}, paired in channel n, ids exchanged");
-	view_paired = loco_view(m); /* the view with all three (2 or 3: joins may be batched) */
+	view_paired =
+	    loco_manager_view(m); /* the view with all three (2 or 3: joins may be batched) */
 
 	/* tell the driver; it cuts node 3's link */
 	snprintf(path, sizeof(path), "%s/ready.%u", argv[1], me);
@@ -139,7 +140,7 @@ int main(int argc, char **argv)
 
 	if (me == CUT) {
 		/* never a cluster of its own: no view without the others, waits refused */
-		SC_ASSERT_EQ(loco_view(m), view_paired);
+		SC_ASSERT_EQ(loco_manager_view(m), view_paired);
 		SC_ASSERT_EQ(loco_ack_wait(ack, SC_NS), -LOCO_EPARTITION);
 		SC_ASSERT_EQ(loco_channel_partitioned(ch), 1);
 		(void)alone;

@@ -7,7 +7,7 @@
  * Nodes 1..3 (loco-run -n 3) join channel "r" holding an object whose
  * callbacks log the events about node 7 in order (J or L). Node 1 spawns
  * node 7 (this program with argument "seven"): it joins and joins "r",
- * reports loco_incarnation() on its report pipe, then waits to be killed.
+ * reports loco_manager_incarnation() on its report pipe, then waits to be killed.
  * Once every node sees 7 as a member and a peer of "r", node 1 SIGKILLs it,
  * reaps it, and immediately starts it again with the same id. Checks:
  *   - the second incarnation differs from the first;
@@ -86,7 +86,7 @@ static noreturn void seven_main(void)
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "r", 4, &ch));
 	SC_ASSERT_OK(loco_object_create(ch, "watch", &watch_ops, NULL, &obj));
 	SC_ASSERT_OK(loco_channel_join(ch, (int64_t)SC_WAIT_MS * 1000000));
-	sc_report("inc %" PRIx64, loco_incarnation(m));
+	sc_report("inc %" PRIx64, loco_manager_incarnation(m));
 	/* SIGKILL ends us; the alarm (or the bound) fails us if nobody does */
 	for (int i = 0; i < 1000; i++)
 		pause();
@@ -101,7 +101,7 @@ static uint64_t start_seven(loco_manager_t *m, pid_t *pid)
 	uint64_t inc;
 	int fd;
 
-	snprintf(join, sizeof(join), "LOCO_JOIN=%s", loco_addr(m));
+	snprintf(join, sizeof(join), "LOCO_JOIN=%s", loco_manager_addr(m));
 	*pid = sc_spawn("seven", env, &fd);
 	sc_read_line(fd, line, sizeof(line), SC_WAIT_MS);
 	close(fd);
@@ -154,7 +154,7 @@ int main(int argc, char **argv)
 	others = __atomic_load_n(&nother, __ATOMIC_RELAXED);
 
 	/* first incarnation */
-	if (loco_node_id(m) == 1) {
+	if (loco_manager_node_id(m) == 1) {
 		inc1 = start_seven(m, &pid);
 		sc_log("node 7 started, incarnation %" PRIx64, inc1);
 	}
@@ -164,7 +164,7 @@ int main(int argc, char **argv)
 	sc_sync_wait(&sync, "node 7 seen", SC_WAIT_MS);
 
 	/* kill -9 and start again at once, same id */
-	if (loco_node_id(m) == 1) {
+	if (loco_manager_node_id(m) == 1) {
 		t_kill = sc_now_ms();
 		SC_ASSERT_EQ(sc_kill(pid), 128 + 9);
 		inc2 = start_seven(m, &pid);
@@ -180,7 +180,7 @@ int main(int argc, char **argv)
 	sc_sync_wait(&sync, "node 7 back", SC_WAIT_MS);
 
 	/* kill the second incarnation: it leaves for good */
-	if (loco_node_id(m) == 1)
+	if (loco_manager_node_id(m) == 1)
 		SC_ASSERT_EQ(sc_kill(pid), 128 + 9);
 	wait_events("JLJL");
 	SC_WAIT_UNTIL(sc_members_are(m, base, 3) && !sc_is_peer(ch, SEVEN), SC_WAIT_MS,

@@ -194,16 +194,16 @@ loco_manager_t *sc_start(void)
 	}
 	SC_ASSERT_OK(ret);
 	if (sc_me == 0)
-		sc_me = loco_node_id(m);
+		sc_me = loco_manager_node_id(m);
 	return m;
 }
 
 int sc_members(loco_manager_t *m, uint32_t *ids)
 {
-	int n = loco_members(m, ids, SC_MAX_NODES);
+	int n = loco_manager_members(m, ids, SC_MAX_NODES);
 
 	if (n < 0 || n > SC_MAX_NODES)
-		SC_FAIL("loco_members returned %d", n);
+		SC_FAIL("loco_manager_members returned %d", n);
 	return n;
 }
 
@@ -464,7 +464,7 @@ void sc_sync_open(struct sc_sync *s, loco_manager_t *m, uint32_t nodes)
 
 	memset(s, 0, sizeof(*s));
 	s->m = m;
-	s->me = loco_node_id(m);
+	s->me = loco_manager_node_id(m);
 	if (s->me >= SC_MAX_NODES)
 		SC_FAIL("node id %u too large for sc_sync", s->me);
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "sc-sync", nodes, &s->ch));
@@ -581,12 +581,12 @@ loco_object_t *sc_standing_regions(loco_channel_t *ch, const char *name, int n)
 
 noreturn void sc_victim_wait(loco_manager_t *m)
 {
-	sc_log("victim node %u ready (pid %d)", loco_node_id(m), (int)getpid());
+	sc_log("victim node %u ready (pid %d)", loco_manager_node_id(m), (int)getpid());
 	sc_report("ready");
 	/* SIGKILL ends us; the alarm fails us if nobody sends one */
 	for (int i = 0; i < 1000; i++)
 		pause();
-	SC_FAIL("victim node %u was not killed", loco_node_id(m));
+	SC_FAIL("victim node %u was not killed", loco_manager_node_id(m));
 }
 
 pid_t sc_spawn_node(loco_manager_t *m, const char *role, uint32_t id, int *report_fd)
@@ -594,7 +594,7 @@ pid_t sc_spawn_node(loco_manager_t *m, const char *role, uint32_t id, int *repor
 	char join[96], node[32];
 	const char *env[] = {join, node, "LOCO_ADDR=127.0.0.1:0", NULL};
 
-	snprintf(join, sizeof(join), "LOCO_JOIN=%s", loco_addr(m));
+	snprintf(join, sizeof(join), "LOCO_JOIN=%s", loco_manager_addr(m));
 	snprintf(node, sizeof(node), "LOCO_NODE_ID=%u", id);
 	return sc_spawn(role, env, report_fd);
 }

@@ -112,7 +112,7 @@ void sc_sleep_ms(unsigned ms);
 /* sc_start -- loco_init(NULL) or fail. */
 loco_manager_t *sc_start(void);
 
-/* sc_members -- loco_members() into @ids (SC_MAX_NODES); the count. */
+/* sc_members -- loco_manager_members() into @ids (SC_MAX_NODES); the count. */
 int sc_members(loco_manager_t *m, uint32_t *ids);
 bool sc_is_member(loco_manager_t *m, uint32_t node);
 /* sc_members_are -- whether the members are exactly @want[0..@n) (ascending). */

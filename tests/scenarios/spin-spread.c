@@ -32,9 +32,9 @@ int main(int argc, char **argv)
 	SC_ASSERT(sched_getaffinity(0, sizeof(after), &after) == 0);
 	if (!CPU_EQUAL(&before, &after))
 		SC_FAIL("node %u: the join changed the thread's CPU mask (%d CPUs, was %d)",
-		        loco_node_id(m), CPU_COUNT(&after), CPU_COUNT(&before));
+		        loco_manager_node_id(m), CPU_COUNT(&after), CPU_COUNT(&before));
 	printf("spin-spread: node %u: on CPU %d after the join, mask kept (%d CPUs)\n",
-	       loco_node_id(m), cpu, CPU_COUNT(&after));
+	       loco_manager_node_id(m), cpu, CPU_COUNT(&after));
 	/* nobody leaves before every node is past its join */
 	SC_ASSERT_OK(loco_barrier_wait(b, 20 * SC_NS));
 	loco_barrier_destroy(b);

@@ -33,9 +33,9 @@
 
 int vlock_create(struct vlock *v, loco_channel_t *ch)
 {
-	loco_lock_config_t cfg = {.lease_ns = VLOCK_LEASE_NS, .takeover_ns = VLOCK_TAKEOVER_NS};
+	loco_lock_cfg_t cfg = {.lease_ns = VLOCK_LEASE_NS, .takeover_ns = VLOCK_TAKEOVER_NS};
 
-	return loco_lock_create_config(ch, "l", 1, &cfg, &v->lk);
+	return loco_lock_create_cfg(ch, "l", 1, &cfg, &v->lk);
 }
 
 /* hold -- one grant: hold it a little, release it, and record it. */

@@ -87,8 +87,8 @@ static void write_state(const char *dir, loco_manager_t *m, const struct stats *
 	for (int i = 0; i < n && off < (int)sizeof(ids_s) - 12; i++)
 		off += snprintf(ids_s + off, sizeof(ids_s) - (size_t)off, "%s%u", i ? "," : "",
 		                ids[i]);
-	snprintf(tmp, sizeof(tmp), "%s/.state.%u", dir, loco_node_id(m));
-	snprintf(path, sizeof(path), "%s/state.%u", dir, loco_node_id(m));
+	snprintf(tmp, sizeof(tmp), "%s/.state.%u", dir, loco_manager_node_id(m));
+	snprintf(path, sizeof(path), "%s/state.%u", dir, loco_manager_node_id(m));
 	f = fopen(tmp, "w");
 	if (f == NULL)
 		SC_FAIL("cannot write %s: %s", tmp, strerror(errno));
@@ -96,8 +96,9 @@ static void write_state(const char *dir, loco_manager_t *m, const struct stats *
 	        "view=%" PRIu64 "\nmembers=%s\ninc=%" PRIx64 "\npartitioned=%d\nrounds=%" PRIu64
 	        "\nsolo=%" PRIu64 "\nepart=%" PRIu64 "\nepart_ns=%" PRId64 "\nexcluded=%u\n"
 	        "rejoined=%u\nrejoin_ns=%" PRId64 "\nrounds_rejoin=%" PRIu64 "\nviews=%u\n",
-	        loco_view(m), ids_s, loco_incarnation(m), loco_manager_partitioned(m), st->rounds,
-	        st->solo, st->epart, st->epart_ns, __atomic_load_n(&n_excluded, __ATOMIC_RELAXED),
+	        loco_manager_view(m), ids_s, loco_manager_incarnation(m),
+	        loco_manager_partitioned(m), st->rounds, st->solo, st->epart, st->epart_ns,
+	        __atomic_load_n(&n_excluded, __ATOMIC_RELAXED),
 	        __atomic_load_n(&n_rejoined, __ATOMIC_RELAXED),
 	        __atomic_load_n(&rejoin_ns, __ATOMIC_RELAXED), st->rounds_rejoin,
 	        __atomic_load_n(&n_views, __ATOMIC_RELAXED));
@@ -117,8 +118,8 @@ static int dup_main(void)
 		return SC_EXIT_PASS;
 	}
 	if (ret == 0) {
-		sc_log("FAIL: a second node %u was admitted (view %" PRIu64 ")", loco_node_id(m),
-		       loco_view(m));
+		sc_log("FAIL: a second node %u was admitted (view %" PRIu64 ")",
+		       loco_manager_node_id(m), loco_manager_view(m));
 		loco_fini(m);
 		return SC_EXIT_FAIL;
 	}
@@ -153,7 +154,7 @@ int main(int argc, char **argv)
 	if (argc > 2 && strcmp(argv[2], "--dup") == 0)
 		return dup_main();
 	m = sc_start();
-	me = loco_node_id(m);
+	me = loco_manager_node_id(m);
 	SC_ASSERT_OK(loco_manager_set_event_fn(m, on_event, NULL));
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "v", sc_nodes(), &ch));
 	SC_ASSERT_OK(loco_barrier_create(ch, "b", &b));
@@ -162,7 +163,7 @@ int main(int argc, char **argv)
 	SC_ASSERT_OK(loco_channel_join(ch, 30 * SC_NS));
 	if (with_lock)
 		SC_ASSERT_OK(vlock_start(&vl, dir, me));
-	sc_log("node %u in view %" PRIu64 ", channel v paired", me, loco_view(m));
+	sc_log("node %u in view %" PRIu64 ", channel v paired", me, loco_manager_view(m));
 	snprintf(leave, sizeof(leave), "leave.%u", me);
 	while (!exists(dir, "stop") && !exists(dir, leave)) {
 		/*

@@ -71,14 +71,14 @@ int main(int argc, char **argv)
 	sc_sync_open(&sync, m, 3);
 	sc_sync_wait(&sync, "members before", SC_WAIT_MS);
 
-	if (loco_node_id(m) == 1) {
+	if (loco_manager_node_id(m) == 1) {
 		const char *secret = getenv("LOCO_SECRET");
 		char join[96], wrong[160];
 		const char *env[] = {join, wrong, "LOCO_NODE_ID=5", "LOCO_ADDR=127.0.0.1:0", NULL};
 		pid_t pid;
 		int st;
 
-		snprintf(join, sizeof(join), "LOCO_JOIN=%s", loco_addr(m));
+		snprintf(join, sizeof(join), "LOCO_JOIN=%s", loco_manager_addr(m));
 		snprintf(wrong, sizeof(wrong), "LOCO_SECRET=not-%s", secret ? secret : "loco");
 		pid = sc_spawn("intruder", env, NULL);
 		st = sc_reap(pid, 30000);

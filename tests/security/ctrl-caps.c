@@ -78,7 +78,7 @@ int main(void)
 
 	t_init("ctrl-caps", 60);
 	m = sec_node(1, NULL, SECRET);
-	addr = loco_addr(m);
+	addr = loco_manager_addr(m);
 	fd0 = sec_fd_count();
 
 	/* 300 from 20 addresses: the total cap is the one met */

@@ -351,7 +351,7 @@ static uint64_t min_rounds(struct node *n)
 		int err = __atomic_load_n(&n[i].err, __ATOMIC_ACQUIRE);
 
 		if (err)
-			T_FAIL("node %u: barrier round failed: %s", loco_node_id(n[i].m),
+			T_FAIL("node %u: barrier round failed: %s", loco_manager_node_id(n[i].m),
 			       loco_strerror(err));
 		r = x < r ? x : r;
 	}
@@ -365,14 +365,14 @@ static int links_missing(struct node *all, unsigned count, int say)
 
 	for (unsigned a = 0; a < count; a++)
 		for (unsigned b = 0; b < count; b++) {
-			uint32_t id = loco_node_id(all[b].m);
+			uint32_t id = loco_manager_node_id(all[b].m);
 
 			if (a == b || lc_links_has(&all[a].m->links, id))
 				continue;
 			missing++;
 			if (say)
 				printf("  node %u has no data link to node %u\n",
-				       loco_node_id(all[a].m), id);
+				       loco_manager_node_id(all[a].m), id);
 		}
 	return missing;
 }
@@ -398,8 +398,8 @@ int main(void)
 	memset(n, 0, sizeof(n));
 	memset(q, 0, sizeof(q));
 	n[0].m = node_start(2, NULL, 10000);
-	n[1].m = node_start(3, loco_addr(n[0].m), 10000);
-	n[2].m = node_start(4, loco_addr(n[0].m), 10000);
+	n[1].m = node_start(3, loco_manager_addr(n[0].m), 10000);
+	n[2].m = node_start(4, loco_manager_addr(n[0].m), 10000);
 	channel(n, MEMBERS, "rounds");
 	run_all(n, MEMBERS, join_main);
 	for (int i = 0; i < MEMBERS; i++)
@@ -410,10 +410,10 @@ int main(void)
 	fd0 = sec_fd_count();
 
 	/* the flood: every member's data and control port */
-	s.own = to_sin(loco_addr(n[0].m)).sin_addr.s_addr;
+	s.own = to_sin(loco_manager_addr(n[0].m)).sin_addr.s_addr;
 	for (int i = 0; i < MEMBERS; i++) {
 		s.dst[2 * i] = to_sin(sec_fab_addr(n[i].m));
-		s.dst[2 * i + 1] = to_sin(loco_addr(n[i].m));
+		s.dst[2 * i + 1] = to_sin(loco_manager_addr(n[i].m));
 	}
 	T_ASSERT(pthread_create(&s.t, NULL, stranger_main, &s) == 0);
 	for (t0 = t_now_ms(); t_now_ms() - t0 < 1500; t_sleep_ms(50))
@@ -432,7 +432,7 @@ int main(void)
 
 	/* node 1 joins through node 2 while the caps are full */
 	t0 = t_now_ms();
-	n[MEMBERS].m = node_start(1, loco_addr(n[0].m), 15000);
+	n[MEMBERS].m = node_start(1, loco_manager_addr(n[0].m), 15000);
 	t_join = t_now_ms() - t0;
 	printf("node 1 joined in %lld ms\n", (long long)t_join);
 	for (int64_t end = t_now_ms() + 10000;; t_sleep_ms(50)) {
@@ -455,12 +455,12 @@ int main(void)
 	run_all(q, MEMBERS + 1, join_main);
 	for (int i = 0; i <= MEMBERS; i++)
 		if (q[i].err)
-			T_FAIL("node %u: joining the 4-node channel: %s", loco_node_id(q[i].m),
-			       loco_strerror(q[i].err));
+			T_FAIL("node %u: joining the 4-node channel: %s",
+			       loco_manager_node_id(q[i].m), loco_strerror(q[i].err));
 	run_all(q, MEMBERS + 1, five_rounds);
 	for (int i = 0; i <= MEMBERS; i++) {
 		if (q[i].err)
-			T_FAIL("node %u: 4-node barrier: %s", loco_node_id(q[i].m),
+			T_FAIL("node %u: 4-node barrier: %s", loco_manager_node_id(q[i].m),
 			       loco_strerror(q[i].err));
 		T_ASSERT_EQ(q[i].rounds, 5);
 	}

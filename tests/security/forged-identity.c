@@ -136,7 +136,7 @@ int main(void)
 	t_init("forged-identity", 60);
 	sec_log_start();
 	m1 = sec_node(1, NULL, "forged-identity secret");
-	m2 = sec_node(2, loco_addr(m1), "forged-identity secret");
+	m2 = sec_node(2, loco_manager_addr(m1), "forged-identity secret");
 	sec_region(m1, "fi", 2, LEN, 0x11, &s1);
 	sec_region(m2, "fi", 2, LEN, 0x22, &s2);
 	j.ch = s2.ch;
@@ -149,8 +149,8 @@ int main(void)
 	t_fill(loco_region_ptr(s2.r), LEN, 0x22);
 
 	/* what any connector learns: node 2's id and incarnation, in clear */
-	challenge(loco_addr(m2), &node, &inc);
-	printf("the CHALLENGE of %s names node %u incarnation %llx\n", loco_addr(m2), node,
+	challenge(loco_manager_addr(m2), &node, &inc);
+	printf("the CHALLENGE of %s names node %u incarnation %llx\n", loco_manager_addr(m2), node,
 	       (unsigned long long)inc);
 	T_ASSERT_EQ(node, 2);
 	st = (struct sec_stranger){0};

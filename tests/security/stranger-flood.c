@@ -199,8 +199,8 @@ int main(void)
 	sec_log_start();
 	memset(n, 0, sizeof(n));
 	n[0].m = sec_node(1, NULL, secret);
-	n[1].m = sec_node(2, loco_addr(n[0].m), secret);
-	n[2].m = sec_node(3, loco_addr(n[0].m), secret);
+	n[1].m = sec_node(2, loco_manager_addr(n[0].m), secret);
+	n[2].m = sec_node(3, loco_manager_addr(n[0].m), secret);
 	for (int i = 0; i < 3; i++) {
 		T_ASSERT_OK(loco_channel_create(n[i].m, NULL, "flood", 3, &n[i].ch));
 		T_ASSERT_OK(loco_barrier_create(n[i].ch, "b", &n[i].b));
@@ -224,7 +224,7 @@ int main(void)
 	T_ASSERT(r0 > 0);
 
 	t0 = t_now_ms();
-	ok = flood(sec_fab_addr(n[0].m), loco_addr(n[0].m));
+	ok = flood(sec_fab_addr(n[0].m), loco_manager_addr(n[0].m));
 	r1 = min_rounds(n);
 	printf("flood: %u of %u connections made in %lld ms; %llu rounds meanwhile; "
 	       "%d fds, %ld KiB resident now\n",
@@ -261,11 +261,11 @@ int main(void)
 	T_ASSERT(r2 > r1);
 
 	/* a node joining afterwards joins, and everyone sees it */
-	late = sec_node(4, loco_addr(n[0].m), secret);
+	late = sec_node(4, loco_manager_addr(n[0].m), secret);
 	for (int64_t end = t_now_ms() + 5000;; t_sleep_ms(20)) {
 		seen = 0;
 		for (int i = 0; i < 3; i++) {
-			int k = loco_members(n[i].m, ids, 8);
+			int k = loco_manager_members(n[i].m, ids, 8);
 
 			for (int x = 0; x < k && x < 8; x++)
 				seen += ids[x] == 4;

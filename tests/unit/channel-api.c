@@ -16,6 +16,8 @@
 #include <cmocka.h>
 
 #include <loco.h>
+#include <loco/lock.h>
+#include <loco/ralloc.h>
 
 static int setup(void **state)
 {
@@ -50,6 +52,75 @@ static void channel_create__bad_names_are_einval(void **state)
 	assert_int_equal(loco_channel_create(*state, NULL, "ok", 0, &ch), -EINVAL);
 	assert_int_equal(loco_channel_create(*state, NULL, NULL, 2, &ch), -EINVAL);
 	assert_ptr_equal(ch, (loco_channel_t *)0x1);
+}
+
+/* the manager's getters (loco_manager_<noun>, loco 0.11) on one node */
+static void manager_getters__one_node(void **state)
+{
+	loco_manager_t *m = *state;
+	const char *fab = (const char *)0x1;
+	uint32_t ids[4] = {0};
+	uint64_t inc = 0;
+
+	assert_true(loco_manager_node_id(m) >= 1);
+	assert_non_null(strchr(loco_manager_addr(m), ':'));
+	assert_true(loco_manager_incarnation(m) != 0);
+	assert_int_equal(loco_manager_members(m, ids, 4), 1);
+	assert_int_equal(ids[0], loco_manager_node_id(m));
+	assert_int_equal(loco_manager_member_fabric(m, loco_manager_node_id(m), &fab), -ENOENT);
+	assert_ptr_equal(fab, (const char *)0x1);
+	assert_int_equal(loco_manager_member_incarnation(m, loco_manager_node_id(m), &inc), 0);
+	assert_true(inc == loco_manager_incarnation(m));
+	assert_true(loco_manager_view(m) >= 1);
+	assert_int_equal(loco_manager_node_id(NULL), 0);
+	assert_null(loco_manager_addr(NULL));
+	assert_int_equal(loco_manager_job_size(NULL), 0);
+	assert_true(loco_manager_members(NULL, ids, 4) < 0);
+}
+
+/* one configuration pattern (loco 0.11): *_cfg_t, *_cfg_default(), a create taking it */
+static void cfg__defaults_and_creates(void **state)
+{
+	loco_manager_t *m = *state;
+	loco_ack_key_cfg_t ac = {.flags = 99};
+	loco_lock_cfg_t lc = {.lease_ns = -1, .takeover_ns = -1};
+	loco_ack_key_t *k = NULL, *bad = (loco_ack_key_t *)0x1;
+	loco_channel_t *ch;
+	loco_lock_t *lk = NULL, *badlk = (loco_lock_t *)0x1;
+
+	loco_ack_key_cfg_default(&ac);
+	assert_int_equal(ac.flags, 0);
+	loco_ack_key_cfg_default(NULL);
+	assert_int_equal(loco_ack_key_create_cfg(m, &ac, &k), 0);
+	loco_ack_key_destroy(k);
+	assert_int_equal(loco_ack_key_create_cfg(m, NULL, &k), 0);
+	loco_ack_key_destroy(k);
+	ac.flags = LOCO_ACK_IGNORE_LEFT | LOCO_ACK_LAZY;
+	assert_int_equal(loco_ack_key_create_cfg(m, &ac, &k), 0);
+	loco_ack_key_destroy(k);
+	ac.flags = 4;
+	assert_int_equal(loco_ack_key_create_cfg(m, &ac, &bad), -EINVAL);
+	assert_ptr_equal(bad, (loco_ack_key_t *)0x1);
+
+	loco_lock_cfg_default(&lc);
+	assert_true(lc.lease_ns == 2000000000ll && lc.takeover_ns == 3000000000ll);
+	loco_lock_cfg_default(NULL);
+	assert_int_equal(loco_channel_create(m, NULL, "cfg", 1, &ch), 0);
+	assert_int_equal(loco_lock_create_cfg(ch, "a", loco_manager_node_id(m), &lc, &lk), 0);
+	loco_lock_destroy(lk);
+	lc.takeover_ns = lc.lease_ns; /* below lease * (1 + 1/500) + 10 ms */
+	assert_int_equal(loco_lock_create_cfg(ch, "b", loco_manager_node_id(m), &lc, &badlk),
+	                 -EINVAL);
+	assert_ptr_equal(badlk, (loco_lock_t *)0x1);
+	assert_int_equal(loco_lock_create_cfg(ch, "c", loco_manager_node_id(m), NULL, &lk), 0);
+	loco_lock_destroy(lk);
+	assert_int_equal(loco_channel_destroy(ch), 0);
+
+	loco_ralloc_cfg_t rc = {.slice_len = 7, .batch = 7, .keep = 7, .numa_node = 7};
+	loco_ralloc_cfg_default(&rc, 1u << 20);
+	assert_true(rc.heap_len == 1u << 20 && rc.slice_len == 0 && rc.batch == 0 && rc.keep == 0);
+	assert_int_equal(rc.numa_node, -1);
+	loco_ralloc_cfg_default(NULL, 1);
 }
 
 static void channel_create__full_names_nest_and_are_unique(void **state)
@@ -181,7 +252,7 @@ static void object_msg__arguments_checked(void **state)
 	assert_int_equal(loco_region_rref(NULL, &mine), -EINVAL);
 	assert_int_equal(loco_region_rref(u, NULL), -EINVAL);
 	assert_int_equal(loco_region_rref(u, &mine), 0);
-	assert_int_equal(mine.node, loco_node_id(*state));
+	assert_int_equal(mine.node, loco_manager_node_id(*state));
 	assert_ptr_equal((void *)(uintptr_t)mine.addr, loco_region_ptr(u));
 	assert_int_equal(mine.len, 128);
 	assert_int_equal(loco_region_rref(r, &mine), 0);
@@ -233,7 +304,7 @@ static void remote_ops__to_self_go_through_the_fabric(void **state)
 	    loco_region_create(obj, "r", 64, LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC, &r), 0);
 	assert_int_equal(loco_ack_key_create(m, &ack), 0);
 	assert_int_equal(loco_channel_join(ch, 0), 0); /* alone: at once */
-	assert_int_equal(loco_region_remote(r, loco_node_id(m), &self), 0);
+	assert_int_equal(loco_region_remote(r, loco_manager_node_id(m), &self), 0);
 	w = loco_region_ptr(r);
 	w[0] = 40;
 
@@ -272,7 +343,7 @@ static void object_status__not_joined_until_the_join(void **state)
 
 	/* run + verify: no reference, not even to this node's own copy; nothing written */
 	assert_int_equal(loco_object_status(obj), -LOCO_ENOTJOINED);
-	assert_int_equal(loco_region_remote(r, loco_node_id(m), &self), -LOCO_ENOTJOINED);
+	assert_int_equal(loco_region_remote(r, loco_manager_node_id(m), &self), -LOCO_ENOTJOINED);
 	assert_int_equal(loco_region_remote(r, 99, &self), -LOCO_ENOTJOINED);
 	assert_memory_equal(&self, &before, sizeof(self));
 	assert_int_equal(loco_object_status(NULL), -EINVAL);
@@ -280,7 +351,7 @@ static void object_status__not_joined_until_the_join(void **state)
 	/* run + verify: once joined, usable */
 	assert_int_equal(loco_channel_join(ch, 0), 0);
 	assert_int_equal(loco_object_status(obj), 0);
-	assert_int_equal(loco_region_remote(r, loco_node_id(m), &self), 0);
+	assert_int_equal(loco_region_remote(r, loco_manager_node_id(m), &self), 0);
 	printf("# before the join: %s\n", loco_strerror(-LOCO_ENOTJOINED));
 	loco_object_destroy(obj);
 	assert_int_equal(loco_channel_destroy(ch), 0);
@@ -353,7 +424,7 @@ static void init__zero_node_id_means_default(void **state)
 	/* alone, 0 is the default id 1 (as a zero struct field) */
 	setenv("LOCO_NODE_ID", "0", 1);
 	assert_int_equal(loco_init(NULL, &alone), 0);
-	assert_int_equal(loco_node_id(alone), 1);
+	assert_int_equal(loco_manager_node_id(alone), 1);
 	loco_fini(alone);
 	/* a joiner has no default id; garbage is refused; nothing written */
 	setenv("LOCO_JOIN", "127.0.0.1:9", 1);
@@ -406,6 +477,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(channel_create__bad_names_are_einval, setup, teardown),
+	    cmocka_unit_test_setup_teardown(manager_getters__one_node, setup, teardown),
+	    cmocka_unit_test_setup_teardown(cfg__defaults_and_creates, setup, teardown),
 	    cmocka_unit_test_setup_teardown(channel_create__full_names_nest_and_are_unique, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(region_create__limits_checked_before_allocating, setup,

@@ -6,7 +6,7 @@
  * (another launcher's bootstrap); LOCO_PMIX=1 requires it; a
  * PMIx environment with no server behind it fails loco_init() with -ENOTCONN and leaves
  * nothing behind (a build without PMIx ignores it); LOCO_NODES is the job size that
- * loco_job_size() returns (a malformed one is ignored).
+ * loco_manager_job_size() returns (a malformed one is ignored).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -123,9 +123,9 @@ static void nodes__job_size(void **state)
 	assert_int_equal(c.nodes, 0);
 	setenv("LOCO_NODES", "3", 1);
 	assert_int_equal(loco_init(NULL, &m), 0);
-	assert_int_equal(loco_job_size(m), 3);
+	assert_int_equal(loco_manager_job_size(m), 3);
 	loco_fini(m);
-	assert_int_equal(loco_job_size(NULL), 0);
+	assert_int_equal(loco_manager_job_size(NULL), 0);
 	clear_env();
 }
 

@@ -375,7 +375,7 @@ static void sst_predicate_add__bad_args_are_einval(void **state)
 
 static void sst_predicate__one_shot_fires_once_when_true(void **state)
 {
-	struct pred_probe pp = {.at_least = 5, .me = loco_node_id(*state)};
+	struct pred_probe pp = {.at_least = 5, .me = loco_manager_node_id(*state)};
 	struct pred_probe *pps[] = {&pp};
 	loco_sst_predicate_t *p;
 	struct table t;
@@ -415,8 +415,10 @@ static void sst_predicate__trigger_removes_it_as_soon_as_added(void **state)
 	table_open(*state, &t);
 	assert_int_equal(loco_sst_store_mine(t.sst, &(uint64_t){7}), 0);
 	for (int i = 0; i < 200; i++) {
-		struct pred_probe pp = {
-		    .at_least = 5, .me = loco_node_id(*state), .remove_at = 1, .remove_ret = 1};
+		struct pred_probe pp = {.at_least = 5,
+		                        .me = loco_manager_node_id(*state),
+		                        .remove_at = 1,
+		                        .remove_ret = 1};
 
 		assert_int_equal(loco_sst_predicate_add(t.sst, pred_test, pred_trigger, &pp,
 		                                        LOCO_SST_ONE_SHOT, &pp.self),
@@ -431,7 +433,7 @@ static void sst_predicate__trigger_removes_it_as_soon_as_added(void **state)
 
 static void sst_predicate__recurring_counts_edges_and_removal_stops_it(void **state)
 {
-	uint32_t me = loco_node_id(*state);
+	uint32_t me = loco_manager_node_id(*state);
 	struct pred_probe all = {.odd = 1, .me = me};
 	struct pred_probe self = {.odd = 1, .me = me, .remove_at = 2, .remove_ret = 1};
 	struct pred_probe gone = {.odd = 1, .me = me};

@@ -159,10 +159,33 @@ static void waiter__follows_policy(void **state)
 	for (int i = 0; i < 10; i++)
 		loco_waiter_pause(&w);
 	assert_int_equal(w.pauses, 10);
-	assert_int_equal(w.t0_ns, 0); /* spin reads no clock */
+	assert_int_equal(lc_waiter(&w)->t0_ns, 0); /* spin reads no clock */
 	loco_waiter_reset(&w);
 	assert_int_equal(w.pauses, 0);
 	assert_int_equal(loco_waiter_policy(NULL), -EINVAL);
+}
+
+/* the waiter's ABI (loco/waiter.h): what a program built against loco 0.4-0.10 put on its stack */
+static void waiter__abi_of_0_4(void **state)
+{
+	(void)state;
+	assert_int_equal(sizeof(loco_waiter_t), 40);
+	assert_int_equal(_Alignof(loco_waiter_t), 8);
+	assert_int_equal(offsetof(loco_waiter_t, policy), 8);
+	assert_int_equal(offsetof(loco_waiter_t, pauses), 16);
+	/* the library writes inside the 40 bytes only: a guard on each side stays */
+	struct {
+		uint64_t before;
+		loco_waiter_t w;
+		uint64_t after;
+	} g = {.before = 0x5a5a5a5a5a5a5a5aull, .after = 0xa5a5a5a5a5a5a5a5ull};
+	lc_waiter_init(&g.w, NULL);
+	for (int i = 0; i < 3; i++)
+		loco_waiter_pause(&g.w);
+	loco_waiter_done(&g.w);
+	assert_int_equal(g.w.pauses, 3);
+	assert_int_equal(g.w.policy, LOCO_WAIT_SLEEP);
+	assert_true(g.before == 0x5a5a5a5a5a5a5a5aull && g.after == 0xa5a5a5a5a5a5a5a5ull);
 }
 
 static void block__event_seen_nobody_left_blocked(void **state)
@@ -176,13 +199,13 @@ static void block__event_seen_nobody_left_blocked(void **state)
 	lc_wait_signal(&s); /* nobody blocked: only the count moves */
 	assert_int_equal(s.seq, 1);
 	lc_waiter_init(&w, &s);
-	assert_int_equal(w.seq, 1);
+	assert_int_equal(lc_waiter(&w)->seq, 1);
 	lc_wait_signal(&s); /* an event after the snapshot */
 	/* pause until the policy sleeps (bounded: spin phase is 5 us of pauses) */
-	for (i = 0; i < 1000000 && w.sleep_ns == LC_WAIT_SLEEP_MIN_NS; i++)
+	for (i = 0; i < 1000000 && lc_waiter(&w)->sleep_ns == LC_WAIT_SLEEP_MIN_NS; i++)
 		loco_waiter_pause(&w);
-	assert_true(w.sleep_ns > LC_WAIT_SLEEP_MIN_NS); /* one block step was taken */
-	assert_int_equal(w.seq, 2);                     /* and it saw the event */
+	assert_true(lc_waiter(&w)->sleep_ns > LC_WAIT_SLEEP_MIN_NS); /* one block step was taken */
+	assert_int_equal(lc_waiter(&w)->seq, 2);                     /* and it saw the event */
 	assert_int_equal(s.blocked, 0);
 	printf("block: %d pauses before the first block step\n", i);
 }
@@ -254,13 +277,14 @@ static void adaptive__spins_then_blocks(void **state)
 	s.window_ns = LC_WAIT_WINDOW_MIN_NS;
 	lc_waiter_init(&w, &s);
 	loco_waiter_pause(&w);
-	assert_true(w.t0_ns != 0); /* the clock from the first pause */
-	for (i = 0; i < 10000000 && w.sleep_ns == LC_WAIT_SLEEP_MIN_NS; i++)
+	assert_true(lc_waiter(&w)->t0_ns != 0); /* the clock from the first pause */
+	for (i = 0; i < 10000000 && lc_waiter(&w)->sleep_ns == LC_WAIT_SLEEP_MIN_NS; i++)
 		loco_waiter_pause(&w);
-	assert_true(w.sleep_ns > LC_WAIT_SLEEP_MIN_NS); /* past the window: a block step */
+	assert_true(lc_waiter(&w)->sleep_ns >
+	            LC_WAIT_SLEEP_MIN_NS); /* past the window: a block step */
 	assert_int_equal(s.blocked, 0);
 	/* it slept: its length is the wake-up's, left out (unless it explored the cap) */
-	explored = ((w.t0_ns >> 10) & 63) == 0;
+	explored = ((lc_waiter(&w)->t0_ns >> 10) & 63) == 0;
 	loco_waiter_done(&w);
 	assert_int_equal(s.samples, explored);
 	/* a wait that ends inside its window counts */
@@ -299,6 +323,7 @@ int main(void)
 	    cmocka_unit_test(config__env_wins_over_field_over_default),
 	    cmocka_unit_test(spread__env_and_round_robin),
 	    cmocka_unit_test(waiter__follows_policy),
+	    cmocka_unit_test(waiter__abi_of_0_4),
 	    cmocka_unit_test(block__event_seen_nobody_left_blocked),
 	    cmocka_unit_test(window__from_histogram),
 	    cmocka_unit_test(window__done_moves_and_decays),

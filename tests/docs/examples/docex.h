@@ -21,7 +21,7 @@
 struct dx {
 	loco_manager_t *m;
 	uint32_t me;    /* this node's id: 1 .. nodes */
-	uint32_t nodes; /* loco_job_size() */
+	uint32_t nodes; /* loco_manager_job_size() */
 };
 
 /*

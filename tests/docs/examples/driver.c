@@ -87,8 +87,8 @@ int main(int argc, char **argv)
 	ret = loco_init(NULL, &x.m);
 	if (ret)
 		return dx_err("driver", "loco_init", ret), 1;
-	x.me = loco_node_id(x.m);
-	x.nodes = loco_job_size(x.m);
+	x.me = loco_manager_node_id(x.m);
+	x.nodes = loco_manager_job_size(x.m);
 	if (x.nodes < 3 || x.me < 1 || x.me > x.nodes) {
 		fprintf(stderr, "driver: wants 3 or more nodes with ids 1..N (node %u of %u)\n",
 		        x.me, x.nodes);

@@ -15,7 +15,7 @@ static loco_ack_key_t *ack;
 
 static int run(struct dx *x)
 {
-	loco_ralloc_config_t cfg = {.heap_len = 1u << 20, .numa_node = -1};
+	loco_ralloc_cfg_t cfg = {.heap_len = 1u << 20, .numa_node = -1};
 	int ret;
 
 	if ((ret = dx_channel(x, "ralloc", x->nodes, &ch)) ||

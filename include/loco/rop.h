@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * loco/rop.h -- registered regions and the remote operations on them:
+ * WRITE, READ, CAS and FAA from a local region to a remote reference.
+ * See loco_write(3). <loco/channel.h> includes this header.
+ *
+ * Thread safety: MT-safe. Remote operations and loco_region_remote() take
+ * no lock; they may be called from object callbacks and pollers.
+ */
+#ifndef LOCO_ROP_H
+#define LOCO_ROP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <loco/ack.h>
+#include <loco/object.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct loco_region loco_region_t;
+
+/* Remote access rights of a region (local access is always allowed), and how it is made known. */
+enum loco_access {
+	LOCO_ACCESS_READ = 1 << 0,
+	LOCO_ACCESS_WRITE = 1 << 1,
+	LOCO_ACCESS_ATOMIC = 1 << 2,
+	/*
+	 * Not announced: the channel's peers do not learn of the region
+	 * (loco_region_remote() on them gives -ENOENT) and it takes no
+	 * announced entry. Its owner gives its reference (loco_region_rref())
+	 * to the peers it chooses, e.g. in an object message: per-peer state
+	 * made on first use, without telling every member. Appeared in loco 0.10.
+	 */
+	LOCO_ACCESS_UNLISTED = 1 << 3,
+};
+
+/* A remote memory reference: usable by reads, writes and atomics. */
+typedef struct loco_rref {
+	uint32_t node;
+	uint32_t rkey;
+	uint64_t addr;
+	uint64_t len;
+} loco_rref_t;
+
+/*
+ * loco_region_create -- @len bytes of zeroed registered memory for @obj,
+ * remotely accessible as @access says, announced to the channel's peers
+ * under @name (unless LOCO_ACCESS_UNLISTED). Registration happens here,
+ * never on the data path. A channel announces any number of regions and
+ * parameters, up to 16384 (a bound against hostile peers, which size
+ * their buffers by it, and what a control connection's queue holds at
+ * once). Returns 0 and sets *@out; -EINVAL, -EEXIST, -ENOSPC (a listed
+ * region, and the channel announces 16384 entries already), -ENOMEM, or
+ * the fabric's error.
+ */
+int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigned access,
+                       loco_region_t **out);
+
+/*
+ * loco_region_rref -- this node's own reference to @r (node: this node),
+ * as a peer passes it to the remote operations: for handing an unlisted
+ * region (LOCO_ACCESS_UNLISTED) to a chosen peer. Writes *@out; returns
+ * 0, -EINVAL (NULL). Appeared in loco 0.10.
+ */
+int loco_region_rref(const loco_region_t *r, loco_rref_t *out);
+
+/* loco_region_ptr / loco_region_len -- the local memory of @r. */
+void *loco_region_ptr(const loco_region_t *r);
+size_t loco_region_len(const loco_region_t *r);
+
+/*
+ * loco_region_remote -- the region of the same object and name on peer
+ * @node. Returns 0 and sets *@out; -ENOENT when that peer has none (yet);
+ * -LOCO_ENOTJOINED and -LOCO_EMISMATCH as loco_object_status() (also for
+ * this node's own copy).
+ */
+int loco_region_remote(const loco_region_t *r, uint32_t node, loco_rref_t *out);
+
+/*
+ * Remote operations. The local side is [@loff, @loff + @len) of @local
+ * (which must be registered memory of this node); the remote side starts
+ * at @roff in @remote. With @ack, the operation is attached to it and
+ * loco_ack_wait(ack) reports its completion; without, it is fire-and-forget
+ * and errors are only logged. Requests to one node execute there in order.
+ * Return 0 when posted; -EINVAL (out of bounds, misaligned atomic),
+ * -ENOTCONN (no link to that node), -EAGAIN (queue or ack key full).
+ */
+int loco_write(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
+               size_t len, loco_ack_key_t *ack);
+int loco_read(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff, size_t len,
+              loco_ack_key_t *ack);
+
+/*
+ * loco_write_inline -- loco_write() whose payload is copied when the call
+ * returns (as IBV_SEND_INLINE): [@loff, @loff + @len) may change at once,
+ * before the completion. Returns as loco_write(); -EMSGSIZE when @len
+ * exceeds what the fabric of the link to that node copies at post (256
+ * bytes on tcp and shm; on verbs what the device takes inline), and then
+ * nothing was posted: use loco_write() from a buffer that stays.
+ * Appeared in loco 0.7.
+ */
+int loco_write_inline(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
+                      size_t len, loco_ack_key_t *ack);
+
+/*
+ * loco_write_acks -- loco_write() whose completion reaches every key of
+ * @acks[0 .. @nacks) (at most LOCO_OP_ACKS_MAX; NULL entries are
+ * skipped): e.g. a key that guards the source buffer's reuse and the
+ * caller's key, with one WRITE. Returns as loco_write(); -EINVAL also for
+ * @nacks > LOCO_OP_ACKS_MAX or keys of another manager.
+ */
+#define LOCO_OP_ACKS_MAX 2
+int loco_write_acks(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
+                    size_t len, loco_ack_key_t *const *acks, unsigned nacks);
+
+/*
+ * loco_cas / loco_faa -- 8-byte atomics on an 8-byte aligned remote word;
+ * the old value lands at @loff of @local (8-byte aligned).
+ */
+int loco_cas(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
+             uint64_t compare, uint64_t swap, loco_ack_key_t *ack);
+int loco_faa(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
+             uint64_t add, loco_ack_key_t *ack);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOCO_ROP_H */
