@@ -126,3 +126,42 @@ char *bench_result_path(char *buf, size_t len, const char *fmt, ...)
 	}
 	return buf;
 }
+
+int bench_rpc_echo(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl)
+{
+	(void)arg;
+	if (msg->len <= cap) {
+		memcpy(ret, msg->data, msg->len);
+		*rl = msg->len;
+	}
+	return 0;
+}
+
+int bench_rpc_stop(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl)
+{
+	(void)msg, (void)ret, (void)cap, (void)rl;
+	__atomic_store_n((int *)arg, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+void bench_rpc_serve(loco_rpc_ep_t *const *ep, int n, loco_manager_t *m, const int *fin)
+{
+	loco_waiter_t w;
+
+	loco_waiter_init(&w, m);
+	while (!__atomic_load_n(fin, __ATOMIC_RELAXED)) {
+		int got = 0;
+
+		for (int e = 0; e < n; e++) {
+			int r = loco_rpc_progress(ep[e], 256);
+
+			if (r < 0)
+				bench_die("progress", r);
+			got += r;
+		}
+		if (got)
+			loco_waiter_reset(&w);
+		else
+			loco_waiter_pause(&w);
+	}
+}

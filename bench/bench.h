@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdnoreturn.h>
 
+#include <loco/rpc.h>
+
 /* bench_now_ns / bench_now_us -- CLOCK_MONOTONIC. */
 uint64_t bench_now_ns(void);
 double bench_now_us(void);
@@ -45,5 +47,17 @@ int bench_poll(int (*poll)(void *arg), void (*idle)(void *arg), void *arg, unsig
  */
 char *bench_result_path(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* bench_rpc_echo -- an rpc handler that returns its arguments. */
+int bench_rpc_echo(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl);
+
+/* bench_rpc_stop -- an rpc handler that sets the int at @arg to 1 (bench_rpc_serve()'s end). */
+int bench_rpc_stop(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl);
+
+/*
+ * bench_rpc_serve -- a server's loop: loco_rpc_progress() on @ep[0 .. @n) until *@fin,
+ * pausing by @m's wait policy when nothing came. Dies on an error.
+ */
+void bench_rpc_serve(loco_rpc_ep_t *const *ep, int n, loco_manager_t *m, const int *fin);
 
 #endif /* LOCO_BENCH_H */

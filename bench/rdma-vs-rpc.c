@@ -126,40 +126,6 @@ static int get(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size
 	return 0;
 }
 
-static int echo(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl)
-{
-	(void)arg;
-	if (msg->len <= cap) {
-		memcpy(ret, msg->data, msg->len);
-		*rl = msg->len;
-	}
-	return 0;
-}
-
-static int stop(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl)
-{
-	(void)arg, (void)msg, (void)ret, (void)cap, (void)rl;
-	fin = 1;
-	return 0;
-}
-
-static void serve(loco_rpc_ep_t *ep, loco_manager_t *m)
-{
-	loco_waiter_t w;
-
-	loco_waiter_init(&w, m);
-	while (!fin) {
-		int n = loco_rpc_progress(ep, 256);
-
-		if (n < 0)
-			bench_die("progress", n);
-		if (n)
-			loco_waiter_reset(&w);
-		else
-			loco_waiter_pause(&w);
-	}
-}
-
 static void fill_val(uint8_t *val, uint64_t key, long i)
 {
 	for (unsigned b = 0; b < VAL; b++)
@@ -283,8 +249,8 @@ int main(int argc, char **argv)
 	die_if("rpc", loco_rpc_create(ch, "kv", &cfg, &ep));
 	die_if("register", loco_rpc_register(ep, "put", put, NULL, NULL));
 	die_if("register", loco_rpc_register(ep, "get", get, NULL, NULL));
-	die_if("register", loco_rpc_register(ep, "echo", echo, NULL, NULL));
-	die_if("register", loco_rpc_register(ep, "fin", stop, NULL, NULL));
+	die_if("register", loco_rpc_register(ep, "echo", bench_rpc_echo, NULL, NULL));
+	die_if("register", loco_rpc_register(ep, "fin", bench_rpc_stop, &fin, NULL));
 	die_if("object", loco_object_create(ch, "table", NULL, NULL, &obj));
 	die_if("table", loco_region_create(
 	                    obj, "table", (size_t)(SLOTS + 1) * SLOT,
@@ -297,7 +263,7 @@ int main(int argc, char **argv)
 	die_if("peer table", loco_region_remote(table, 3 - me, &peer_table));
 
 	if (me == 2) {
-		serve(ep, m);
+		bench_rpc_serve(&ep, 1, m, &fin);
 	} else {
 		uint32_t get_id = loco_rpc_id("get"), put_id = loco_rpc_id("put"),
 		         echo_id = loco_rpc_id("echo");

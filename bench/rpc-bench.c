@@ -82,23 +82,6 @@ static int count(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, si
 	return 0;
 }
 
-static int echo(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl)
-{
-	(void)arg;
-	if (msg->len <= cap) {
-		memcpy(ret, msg->data, msg->len);
-		*rl = msg->len;
-	}
-	return 0;
-}
-
-static int stop(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t *rl)
-{
-	(void)arg, (void)msg, (void)ret, (void)cap, (void)rl;
-	fin = 1;
-	return 0;
-}
-
 static volatile uint64_t *flag_word(void)
 {
 	return (volatile uint64_t *)loco_region_ptr(rflag);
@@ -125,28 +108,6 @@ static int pong(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, siz
 		die_if("pong write", loco_write(rlocal, 0, &peer_flag, 0, 8, NULL));
 	}
 	return 0;
-}
-
-static void serve(loco_rpc_ep_t **ep, loco_manager_t *m)
-{
-	loco_waiter_t w;
-
-	loco_waiter_init(&w, m);
-	while (!fin) {
-		int n = 0;
-
-		for (int e = 0; e < 3; e++) {
-			int r = loco_rpc_progress(ep[e], 256);
-
-			if (r < 0)
-				bench_die("progress", r);
-			n += r;
-		}
-		if (n)
-			loco_waiter_reset(&w);
-		else
-			loco_waiter_pause(&w);
-	}
 }
 
 static double call_rate(loco_rpc_ep_t *ep, size_t size, long n)
@@ -365,9 +326,9 @@ int main(int argc, char **argv)
 		die_if("rpc", loco_rpc_create(ch, mode_name[e], &cfg, &ep[e]));
 		die_if("register", loco_rpc_register(ep[e], "sink", sink, NULL, NULL));
 		die_if("register", loco_rpc_register(ep[e], "count", count, NULL, NULL));
-		die_if("register", loco_rpc_register(ep[e], "echo", echo, NULL, NULL));
+		die_if("register", loco_rpc_register(ep[e], "echo", bench_rpc_echo, NULL, NULL));
 		die_if("register", loco_rpc_register(ep[e], "pong", pong, NULL, NULL));
-		die_if("register", loco_rpc_register(ep[e], "fin", stop, NULL, NULL));
+		die_if("register", loco_rpc_register(ep[e], "fin", bench_rpc_stop, &fin, NULL));
 	}
 	die_if("raw", loco_object_create(ch, "raw", NULL, NULL, &raw));
 	die_if("raw dst", loco_region_create(raw, "dst", RAWBUF, LOCO_ACCESS_WRITE, &rdst));
@@ -384,7 +345,7 @@ int main(int argc, char **argv)
 	die_if("peer flag", loco_region_remote(rflag, 3 - me, &peer_flag));
 
 	if (me == 2) {
-		serve(ep, m);
+		bench_rpc_serve(ep, 3, m, &fin);
 	} else {
 		for (int s = 0; s < 3; s++) {
 			for (int e = 0; e < 3; e++) {
