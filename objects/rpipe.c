@@ -48,6 +48,7 @@ static int rp_new(loco_channel_t *ch, uint32_t writer, uint32_t reader, size_t r
 	p->ch = ch;
 	p->m = loco_channel_manager(ch);
 	p->size = ring_bytes;
+	p->batch = ring_bytes / LOCO_RPIPE_RETURN_DIV;
 	p->writer = writer;
 	p->reader = reader;
 	p->me = me;
@@ -135,6 +136,26 @@ int rpipe_attach(loco_rpipe_t *p, const loco_rref_t *rring, const loco_rref_t *r
 void rpipe_lose(loco_rpipe_t *p)
 {
 	__atomic_store_n(&p->lost, 1, __ATOMIC_RELEASE); /* pairs with is_lost() */
+}
+
+void loco_rpipe_cfg_default(loco_rpipe_cfg_t *cfg)
+{
+	if (cfg != NULL)
+		*cfg = (loco_rpipe_cfg_t){.ring_bytes = 64 * 1024,
+		                          .return_div = LOCO_RPIPE_RETURN_DIV};
+}
+
+int loco_rpipe_create_cfg(loco_channel_t *ch, const char *name, uint32_t writer, uint32_t reader,
+                          const loco_rpipe_cfg_t *cfg, loco_rpipe_t **out)
+{
+	int ret;
+
+	if (cfg == NULL || cfg->return_div < 1 || cfg->return_div > LOCO_RPIPE_RETURN_DIV_MAX)
+		return -EINVAL;
+	ret = loco_rpipe_create(ch, name, writer, reader, cfg->ring_bytes, out);
+	if (ret == 0)
+		(*out)->batch = cfg->ring_bytes / cfg->return_div; /* (not used before a write) */
+	return ret;
 }
 
 int loco_rpipe_create(loco_channel_t *ch, const char *name, uint32_t writer, uint32_t reader,

@@ -32,11 +32,13 @@
  * message is still in flight on a fabric that lands lines in order).
  *
  * Flow: the writer knows free = ring - (tail - head) from the head the
- * reader last wrote into its ctl. The reader writes its head when a
- * quarter of the ring was consumed since the last time, or when the
- * writer asked: a writer short of room writes the head it needs into the
- * reader's ctl (once per wait) and the reader returns space as soon as it
- * has consumed that far (on release, and while it waits for a message).
+ * reader last wrote into its ctl. The reader writes its head when a batch
+ * (the watermark: ring / return_div, a quarter by default) was consumed
+ * since the last time, or when the writer asked: a writer short of room
+ * writes the head it needs, rounded up to a batch past the last head it
+ * got (never past what it wrote), into the reader's ctl (once per wait),
+ * and the reader returns space as soon as it has consumed that far (on
+ * release, and while it waits for a message).
  * Space is never reused before the reader consumed it, which also proves
  * that the WRITE that used it (and its source) is done.
  *
@@ -100,6 +102,7 @@ struct loco_rpipe {
 	XXH3_state_t *xs;     /* reader: hashing a long payload in pieces */
 	uint64_t *ctlw;       /* local ctl words */
 	uint64_t size;
+	uint64_t batch; /* bytes a return gives back at least (size / return_div) */
 	uint32_t writer, reader, me;
 	int is_writer;
 	int unlisted; /* an end inside another object (rpipe_open_unlisted()): no object of its own */

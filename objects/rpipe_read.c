@@ -47,7 +47,7 @@ static uint64_t ring_sum(loco_rpipe_t *p, const uint8_t *src, size_t len, uint64
 
 /*
  * publish -- return consumed space: write the head to the writer when a
- * quarter of the ring was consumed since the last time, or the writer
+ * batch (the watermark) was consumed since the last time, or the writer
  * waits for a head we reached.
  */
 static void publish(loco_rpipe_t *p)
@@ -57,7 +57,7 @@ static void publish(loco_rpipe_t *p)
 	if (unpub == 0 || is_lost(p))
 		return; /* lost: the head of a session that ended (or a stale one) helps nobody */
 	want = __atomic_load_n(&p->ctlw[0], __ATOMIC_ACQUIRE); /* the writer's ctl_put */
-	if (unpub < p->size / 4 && !(want > p->published && p->head >= want))
+	if (unpub < p->batch && !(want > p->published && p->head >= want))
 		return;
 	if (rp_ctl_put(p, p->head) != 0)
 		return; /* not paired yet, or slots busy: the next call tries again */

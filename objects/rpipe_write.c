@@ -25,7 +25,7 @@ static int wait_room(loco_rpipe_t *p, uint64_t need, int64_t deadline, int nonbl
 
 	loco_waiter_init(&w, p->m);
 	for (unsigned n = 0;; n++) {
-		uint64_t want;
+		uint64_t want, head;
 		int ret;
 
 		if (room(p) >= (int64_t)need)
@@ -37,8 +37,15 @@ static int wait_room(loco_rpipe_t *p, uint64_t need, int64_t deadline, int nonbl
 		ret = rp_check(p);
 		if (ret)
 			return ret;
-		/* ask the reader for the space (once per position wanted) */
+		/*
+		 * ask the reader for the space (once per position wanted): what we
+		 * need, or a batch past the head it gave last if that is more (and
+		 * written: the reader cannot return what it has not read)
+		 */
 		want = p->tail + need - p->size;
+		head = __atomic_load_n(&p->ctlw[0], __ATOMIC_ACQUIRE);
+		if (want < head + p->batch)
+			want = head + p->batch < p->tail ? head + p->batch : p->tail;
 		if (want > p->asked) {
 			ret = rp_ctl_put(p, want);
 			if (ret == 0) {

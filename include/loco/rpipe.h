@@ -36,6 +36,24 @@ typedef struct loco_rpipe loco_rpipe_t;
 #define LOCO_RPIPE_RING_MAX (1u << 30) /* bytes of the largest ring */
 #define LOCO_RPIPE_OVERHEAD 24u /* ring bytes a message takes beyond its payload (+ pad to 8) */
 
+#define LOCO_RPIPE_RETURN_DIV     4u /* default watermark: a quarter of the ring */
+#define LOCO_RPIPE_RETURN_DIV_MAX 64u
+
+/*
+ * A pipe's configuration (loco_rpipe_create_cfg()). return_div is the
+ * deferred synchronisation's watermark: the reader returns consumed space
+ * to the writer (one WRITE of its position) once ring_bytes / return_div
+ * bytes were consumed since the last return: 1 a full ring, 2 half, 4 a
+ * quarter (the default), up to LOCO_RPIPE_RETURN_DIV_MAX. A writer short
+ * of room asks for at least that much too. Fewer returns cost the reader
+ * fewer WRITEs; more keep a writer that runs ahead less often blocked.
+ * Each end uses its own value (give both the same).
+ */
+typedef struct loco_rpipe_cfg {
+	size_t ring_bytes;   /* a multiple of 64 in [LOCO_RPIPE_RING_MIN, LOCO_RPIPE_RING_MAX] */
+	uint32_t return_div; /* 1 .. LOCO_RPIPE_RETURN_DIV_MAX (default 4) */
+} loco_rpipe_cfg_t;
+
 /* What one end did (loco_rpipe_stats()). */
 typedef struct loco_rpipe_stats {
 	uint64_t msgs;    /* messages written (writer) or read (reader) */
@@ -59,6 +77,17 @@ typedef struct loco_rpipe_stats {
  */
 int loco_rpipe_create(loco_channel_t *ch, const char *name, uint32_t writer, uint32_t reader,
                       size_t ring_bytes, loco_rpipe_t **out);
+
+/* loco_rpipe_cfg_default -- a 64 KiB ring, the default watermark. Appeared in loco 0.11. */
+void loco_rpipe_cfg_default(loco_rpipe_cfg_t *cfg);
+
+/*
+ * loco_rpipe_create_cfg -- loco_rpipe_create() with @cfg (its ring and
+ * watermark). Returns as loco_rpipe_create(); -EINVAL also for a
+ * return_div out of range. Appeared in loco 0.11.
+ */
+int loco_rpipe_create_cfg(loco_channel_t *ch, const char *name, uint32_t writer, uint32_t reader,
+                          const loco_rpipe_cfg_t *cfg, loco_rpipe_t **out);
 
 /*
  * loco_rpipe_destroy -- free this end. The other end's waits then fail
