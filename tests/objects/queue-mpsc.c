@@ -125,9 +125,13 @@ int main(int argc, char **argv)
 		sc_log("%u items enqueued; %llu found the queue full, %llu claims lost", n,
 		       (unsigned long long)full, (unsigned long long)st.retries);
 		if (me == victim) {
+			int ret;
+
 			queue_test_die = 1; /* exits after its claim, before its WRITE */
-			loco_queue_enqueue(q, buf, make_item(buf, me, n));
-			SC_FAIL("the victim's enqueue returned");
+			len = make_item(buf, me, n);
+			while ((ret = loco_queue_enqueue(q, buf, len)) == -EAGAIN)
+				usleep(50); /* full: no claim yet */
+			SC_FAIL("the victim's enqueue returned %d", ret);
 		}
 		if (victim) {
 			SC_WAIT_UNTIL(!sc_is_peer(ch, victim), SC_WAIT_MS, "the victim to leave");
