@@ -758,7 +758,31 @@ uint32_t loco_map_owner(loco_map_t *map, const void *key, size_t klen)
 	return map_owner_of(map, map_key_hash(key, klen));
 }
 
-void loco_map_stats(loco_map_t *map, loco_map_stats_t *st)
+/*
+ * loco_map_stats is versioned: programs built before loco 0.11 (LOCO_0.6)
+ * have the 88-byte struct of the counters alone, and get only those; from
+ * 0.11 on (LOCO_0.11, the default) the struct ends with what the node
+ * holds now (pipes_in, pipes_out, mem_bytes). Test: tests/compat (the
+ * map example built on loco 0.10's headers, under ASan).
+ */
+#define MAP_STATS_0_6 offsetof(loco_map_stats_t, pipes_in)
+void map_stats_0_11(loco_map_t *map, loco_map_stats_t *st);
+void map_stats_0_6(loco_map_t *map, loco_map_stats_t *st);
+__asm__(".symver map_stats_0_11, loco_map_stats@@LOCO_0.11");
+__asm__(".symver map_stats_0_6, loco_map_stats@LOCO_0.6");
+
+void map_stats_0_6(loco_map_t *map, loco_map_stats_t *st)
+{
+	loco_map_stats_t all;
+
+	if (loco_handle_check(map) || st == NULL)
+		return;
+	memset(&all, 0, sizeof(all));
+	map_stats_0_11(map, &all);
+	memcpy(st, &all, MAP_STATS_0_6); /* (the caller's struct ends there) */
+}
+
+void map_stats_0_11(loco_map_t *map, loco_map_stats_t *st)
 {
 	loco_rpc_stats_t rs;
 	map_set_t a;
