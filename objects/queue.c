@@ -249,6 +249,20 @@ static int learn_ref(loco_queue_t *q)
 	return 0;
 }
 
+/* link_lost -- an operation's error that a rebuilt link may cure. */
+static int link_lost(int ret)
+{
+	return ret == -ENOTCONN || ret == -ECONNRESET || ret == -ECANCELED;
+}
+
+/* owner_present -- whether the owner is a peer of this node now. */
+static int owner_present(const loco_queue_t *q)
+{
+	loco_rref_t ctl;
+
+	return owner_ctl(q, &ctl) == 0;
+}
+
 /* read_tail -- the owner's tail hint into q->guess. */
 static int read_tail(loco_queue_t *q)
 {
@@ -277,6 +291,7 @@ static int read_tail(loco_queue_t *q)
  */
 static int claim(loco_queue_t *q, uint64_t *t)
 {
+	int64_t deadline = obj_now_ns() + q->cfg.timeout_ns;
 	uint64_t cap = q->cfg.capacity;
 	unsigned lost = 0;
 	int ret;
@@ -289,6 +304,19 @@ static int claim(loco_queue_t *q, uint64_t *t)
 		               q->ack);
 		if (ret == 0)
 			ret = loco_ack_wait(q->ack, q->cfg.timeout_ns);
+		if (link_lost(ret) && obj_now_ns() < deadline && owner_present(q)) {
+			/*
+			 * The link to the owner failed and is being rebuilt (a failed
+			 * link is a suspicion, not a death): try again. If the CAS ran,
+			 * the slot names us and our next claim is a later one, so the
+			 * owner skips it; no item is in it.
+			 */
+			struct timespec ms = {0, 1000000};
+
+			nanosleep(&ms, NULL);
+			tries--;
+			continue;
+		}
 		if (ret)
 			return ret;
 		old = stage_u64(q, STG_CAS);
