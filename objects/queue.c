@@ -401,20 +401,17 @@ out:
 /* claimer_gone -- whether @node, which claims the slot at head, gave it up (q->dq). */
 static int claimer_gone(loco_queue_t *q, uint32_t node, const char *slots)
 {
-	uint32_t ids[256];
-	int n, found = 0;
+	loco_rref_t rr;
 
 	if (node == q->me)
 		return 0; /* our own enqueue holds it: it is running */
-	n = loco_channel_peers(q->ch, ids, 256);
-	for (int i = 0; i < n && i < 256; i++)
-		found |= ids[i] == node;
 	/*
-	 * Left: a node claims only while it is a peer; and its enqueue gave up
-	 * after its own bound (so its WRITE is not still coming over a link
-	 * that pairing has not shown us yet).
+	 * Left (it has no "ctl" here any more): a node claims only while it is
+	 * a peer; and its enqueue gave up after its own bound (so its WRITE is
+	 * not still coming over a link that pairing has not shown us yet).
 	 */
-	if (n >= 0 && n <= 256 && !found && obj_now_ns() - q->stuck_since_ns >= q->cfg.timeout_ns)
+	if (loco_region_remote(q->ctl, node, &rr) == -ENOENT &&
+	    obj_now_ns() - q->stuck_since_ns >= q->cfg.timeout_ns)
 		return 1;
 	/* a later claim of the same node: it enqueues one item at a time */
 	for (uint64_t k = q->head + 1; k < q->head + q->cfg.capacity; k++) {
