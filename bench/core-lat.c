@@ -3,7 +3,9 @@
  * core-lat.c -- latency of the runtime's remote operations: loco_write,
  * loco_read, loco_faa, loco_cas of 8 bytes to a peer node, each followed
  * by loco_ack_wait() on its ack key (what an object pays per synchronous
- * operation). Compare with bench/fabric-lat (the raw fabric op, the floor).
+ * operation); then the same four through loco_rop_post() and a handle bound
+ * at setup (h-write ...: no lookup of the node's link). Compare with
+ * bench/fabric-lat (the raw fabric op, the floor).
  *
  *   loco-run -n 2 build/bench/core-lat [--iters N] [--json FILE]
  *
@@ -32,11 +34,28 @@ static int done_seen(void *arg)
 	return v[DONE] == 1;
 }
 
-/* one_op -- post operation @op of the benchmark and wait for its ack. */
-static int one_op(int op, loco_region_t *r, const loco_rref_t *peer, loco_ack_key_t *ack)
+#define OPS 8
+
+/* one_op -- post operation @op of the benchmark (4..7: through @h) and wait for its ack. */
+static int one_op(int op, loco_region_t *r, const loco_rref_t *peer, loco_rhandle_t *h,
+                  loco_ack_key_t *ack)
 {
+	static const loco_rop_t hops[4] = {
+	    {.opcode = LOCO_ROP_WRITE, .loff = 0, .roff = 0, .len = 8},
+	    {.opcode = LOCO_ROP_READ, .loff = 8, .roff = 0, .len = 8},
+	    {.opcode = LOCO_ROP_FAA, .loff = 16, .roff = 64, .value = 1},
+	    {.opcode = LOCO_ROP_CAS, .loff = 24, .roff = 72},
+	};
+	loco_rop_t o;
 	int ret;
 
+	if (op >= 4) {
+		o = hops[op - 4];
+		o.local = r;
+		o.acks[0] = ack;
+		ret = loco_rop_post(h, &o);
+		return ret ? ret : loco_ack_wait(ack, 10000000000ll);
+	}
 	switch (op) {
 	case 0:
 		ret = loco_write(r, 0, peer, 0, 8, ack);
@@ -55,7 +74,8 @@ static int one_op(int op, loco_region_t *r, const loco_rref_t *peer, loco_ack_ke
 
 int main(int argc, char **argv)
 {
-	static const char *const names[] = {"write", "read", "faa", "cas"};
+	static const char *const names[OPS] = {"write",   "read",   "faa",   "cas",
+	                                       "h-write", "h-read", "h-faa", "h-cas"};
 	const char *json = NULL;
 	char json_default[4096];
 	loco_manager_t *m;
@@ -64,6 +84,7 @@ int main(int argc, char **argv)
 	loco_region_t *r;
 	loco_ack_key_t *ack;
 	loco_rref_t peer;
+	loco_rhandle_t h;
 	volatile uint64_t *v;
 	long iters = 20000;
 	int ret;
@@ -96,10 +117,11 @@ int main(int argc, char **argv)
 	}
 	v = loco_region_ptr(r);
 	if (loco_manager_node_id(m) == 1) {
-		double *s = malloc((size_t)iters * sizeof(*s)), med[4], p99[4], min[4];
+		double *s = malloc((size_t)iters * sizeof(*s)), med[OPS], p99[OPS], min[OPS];
 		FILE *f;
 
-		if (s == NULL || (ret = loco_region_remote(r, 2, &peer))) {
+		if (s == NULL || (ret = loco_region_remote(r, 2, &peer)) ||
+		    (ret = loco_rhandle_bind(r, &peer, &h))) {
 			fprintf(stderr, "node 2's region: %s\n", loco_strerror(ret));
 			return 1;
 		}
@@ -107,11 +129,11 @@ int main(int argc, char **argv)
 		       "warm-up\n",
 		       iters, WARMUP);
 		printf("op       median us      p99 us      min us\n");
-		for (int op = 0; op < 4; op++) {
+		for (int op = 0; op < OPS; op++) {
 			for (long i = 0; i < iters + WARMUP; i++) {
 				double t0 = bench_now_us();
 
-				if ((ret = one_op(op, r, &peer, ack))) {
+				if ((ret = one_op(op, r, &peer, &h, ack))) {
 					fprintf(stderr, "%s: %s\n", names[op], loco_strerror(ret));
 					return 1;
 				}
@@ -133,7 +155,7 @@ int main(int argc, char **argv)
 			        "{\"bench\": \"core-lat\", \"iters\": %ld, \"unit\": \"us\", "
 			        "\"ops\": {",
 			        iters);
-			for (int op = 0; op < 4; op++)
+			for (int op = 0; op < OPS; op++)
 				fprintf(
 				    f, "%s\"%s\": {\"median\": %.2f, \"p99\": %.2f, \"min\": %.2f}",
 				    op ? ", " : "", names[op], med[op], p99[op], min[op]);

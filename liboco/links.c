@@ -214,21 +214,21 @@ struct fab_link *lc_links_set(struct lc_links *t, uint32_t node, struct fab_link
 	return old;
 }
 
-int lc_links_hold(struct lc_links *t, uint32_t node, struct fab_link **link,
-                  struct lc_link_hazard **hz)
+/* cache_of -- what lc_links_hold_cached() keeps of slot @s seen with @key: its index + 1 and generation. */
+static uint64_t cache_of(struct lc_links *t, struct lc_link_slot *s, uint64_t key)
 {
-	struct lc_link_hazard *h;
-	struct lc_link_slot *s;
-	uint64_t key = 0;
+	return s == NULL ? 0 : (uint64_t)KEY_GEN(key) << 32 | (uint64_t)(s - t->slot + 1);
+}
 
-	*link = NULL;
-	*hz = NULL;
-	if (node == 0)
-		return 0; /* (no node's id: it would name the free slots) */
-	s = find(t, node, &key);
-	if (s == NULL)
-		return 0;
-	h = pthread_getspecific(t->hz_key);
+/*
+ * hold_slot -- name @s (seen keyed @key) in this thread's record, then load
+ * its link if the key is still @key (else *@link stays NULL).
+ */
+static int hold_slot(struct lc_links *t, struct lc_link_slot *s, uint64_t key,
+                     struct fab_link **link, struct lc_link_hazard **hz)
+{
+	struct lc_link_hazard *h = pthread_getspecific(t->hz_key);
+
 	if (h == NULL && (h = hazard_new(t)) == NULL)
 		return -ENOMEM;
 	*hz = h;
@@ -244,6 +244,60 @@ int lc_links_hold(struct lc_links *t, uint32_t node, struct fab_link **link,
 		return 0; /* freed or given to another node since: no link through it */
 	*link = __atomic_load_n(&s->link, __ATOMIC_ACQUIRE);
 	return 0;
+}
+
+int lc_links_hold(struct lc_links *t, uint32_t node, struct fab_link **link,
+                  struct lc_link_hazard **hz)
+{
+	struct lc_link_slot *s;
+	uint64_t key = 0;
+
+	*link = NULL;
+	*hz = NULL;
+	if (node == 0)
+		return 0; /* (no node's id: it would name the free slots) */
+	s = find(t, node, &key);
+	return s == NULL ? 0 : hold_slot(t, s, key, link, hz);
+}
+
+int lc_links_hold_cached(struct lc_links *t, uint32_t node, uint64_t *cache, struct fab_link **link,
+                         struct lc_link_hazard **hz)
+{
+	uint64_t c = __atomic_load_n(cache, __ATOMIC_RELAXED), key = 0;
+	uint32_t i = (uint32_t)(c & 0xffffffffu);
+	struct lc_link_slot *s;
+	int ret;
+
+	*link = NULL;
+	*hz = NULL;
+	if (node == 0)
+		return 0;
+	if (i >= 1 && i <= LC_LINK_SLOTS) {
+		s = &t->slot[i - 1];
+		key = (uint64_t)KEY_GEN(c) << 32 | node;
+		if (__atomic_load_n(&s->key, __ATOMIC_RELAXED) == key) {
+			ret = hold_slot(t, s, key, link, hz);
+			if (ret || *link != NULL)
+				return ret;
+			lc_links_release(*hz); /* re-keyed under us, or no link now: probe */
+			*hz = NULL;
+		}
+	}
+	s = find(t, node, &key);
+	c = cache_of(t, s, key);
+	__atomic_store_n(cache, c, __ATOMIC_RELAXED);
+	return s == NULL ? 0 : hold_slot(t, s, key, link, hz);
+}
+
+uint64_t lc_links_cache(struct lc_links *t, uint32_t node)
+{
+	struct lc_link_slot *s;
+	uint64_t key = 0;
+
+	if (node == 0)
+		return 0;
+	s = find(t, node, &key); /* (before cache_of() reads @key) */
+	return cache_of(t, s, key);
 }
 
 int lc_links_has(struct lc_links *t, uint32_t node)

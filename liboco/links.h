@@ -104,6 +104,21 @@ struct fab_link *lc_links_set(struct lc_links *t, uint32_t node, struct fab_link
 int lc_links_hold(struct lc_links *t, uint32_t node, struct fab_link **link,
                   struct lc_link_hazard **hz);
 
+/*
+ * lc_links_hold_cached -- lc_links_hold() that first tries the slot
+ * *@cache names (lc_links_cache(): a slot and its generation, resolved
+ * before, e.g. at setup; 0: none): no probe when the node still has it.
+ * Otherwise it probes, and *@cache gets what it found (0: the node has no
+ * slot). *@cache is read and written with relaxed atomics: threads may
+ * share one. A cache from another table is only a wrong guess (the key
+ * names the node): the probe follows.
+ */
+int lc_links_hold_cached(struct lc_links *t, uint32_t node, uint64_t *cache, struct fab_link **link,
+                         struct lc_link_hazard **hz);
+
+/* lc_links_cache -- @node's slot, for lc_links_hold_cached() (0: none now). */
+uint64_t lc_links_cache(struct lc_links *t, uint32_t node);
+
 /* lc_links_release -- the end of an lc_links_hold() (NULL: nothing held). */
 static inline void lc_links_release(struct lc_link_hazard *hz)
 {

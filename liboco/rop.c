@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rop.c -- remote operations and fences: the data path. Posting takes no
- * lock and looks nothing up by name: the remote reference carries the
- * node, the node's link is one lock-free table lookup (links.h), and a
- * fence is one atomic load unless a fence is owed (then a CAS on the
- * peer's fence generation, chan.h).
+ * lock, looks nothing up by name and updates no shared counter: the remote
+ * reference carries the node, the node's link is one lock-free table probe
+ * (links.h), or none for a bound handle (loco_rop_post(): the slot found
+ * at bind, checked by its generation), and a fence is one atomic load
+ * unless a fence is owed (then a CAS on the peer's fence generation,
+ * chan.h).
  */
 #include <errno.h>
 #include <string.h>
@@ -99,16 +101,17 @@ static void executed(loco_manager_t *m, uint32_t node, int status, loco_ack_key_
 }
 
 /*
- * post -- post @wr on the link to the reference's node: executed at once
+ * post -- post @wr (rkey and all) on the link to @node, found through
+ * @cache (lc_links_hold_cached()) or, NULL, by a probe: executed at once
  * where the provider can (shm: no slot, no completion, no reap), else
  * attached to @acks and queued.
  */
-static int post(loco_region_t *local, const loco_rref_t *remote, struct fab_wr *wr,
+static int post(loco_region_t *local, uint32_t node, uint64_t *cache, struct fab_wr *wr,
                 loco_ack_key_t *const *acks, unsigned nacks)
 {
 	loco_channel_t *ch = local->obj->ch;
 	loco_manager_t *m = ch->m;
-	struct lc_peer *fenced = fence_take(ch, remote->node);
+	struct lc_peer *fenced = fence_take(ch, node);
 	struct lc_link_hazard *hz;
 	struct fab_link *link;
 	int ret, status, ran = 0, attached = 0;
@@ -116,11 +119,12 @@ static int post(loco_region_t *local, const loco_rref_t *remote, struct fab_wr *
 	if (fenced != NULL)
 		wr->flags |= FAB_WR_FENCE;
 	wr->lkey = local->mr->lkey;
-	wr->rkey = remote->rkey;
 	ret = lc_ack_keys_check(&m->acks, acks, nacks); /* as the attach below would */
 	if (ret)
 		goto err_untake;
-	ret = lc_links_hold(&m->links, remote->node, &link, &hz); /* one lookup for both tries */
+	/* one lookup for both tries */
+	ret = cache != NULL ? lc_links_hold_cached(&m->links, node, cache, &link, &hz)
+	                    : lc_links_hold(&m->links, node, &link, &hz);
 	if (ret)
 		goto err_untake;
 	ret = link != NULL ? fab_post_now(link, wr, &status) : -ENOTCONN;
@@ -141,7 +145,7 @@ static int post(loco_region_t *local, const loco_rref_t *remote, struct fab_wr *
 	}
 	lc_links_release(hz);
 	if (ran)
-		executed(m, remote->node, status, acks, nacks); /* (not holding the link) */
+		executed(m, node, status, acks, nacks); /* (not holding the link) */
 	if (ret == 0)
 		return 0;
 err_untake:
@@ -162,7 +166,8 @@ static int rw(int opcode, unsigned flags, loco_region_t *local, size_t loff,
 	wr.local = (uint8_t *)local->ptr + loff;
 	wr.len = (uint32_t)len;
 	wr.remote_addr = remote->addr + roff;
-	return post(local, remote, &wr, acks, nacks);
+	wr.rkey = remote->rkey;
+	return post(local, remote->node, NULL, &wr, acks, nacks);
 }
 
 int loco_write(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
@@ -207,7 +212,8 @@ static int atomic_op(int opcode, loco_region_t *local, size_t loff, const loco_r
 	wr.remote_addr = remote->addr + roff;
 	wr.compare = a;
 	wr.swap = b;
-	return post(local, remote, &wr, &ack, ack != NULL);
+	wr.rkey = remote->rkey;
+	return post(local, remote->node, NULL, &wr, &ack, ack != NULL);
 }
 
 int loco_cas(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
@@ -220,4 +226,63 @@ int loco_faa(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_
              uint64_t add, loco_ack_key_t *ack)
 {
 	return atomic_op(FAB_OP_FAA, local, loff, remote, roff, 0, add, ack);
+}
+
+int loco_rhandle_bind(const loco_region_t *r, const loco_rref_t *remote, loco_rhandle_t *out)
+{
+	if (r == NULL || remote == NULL || out == NULL)
+		return -EINVAL;
+	*out = (loco_rhandle_t){.rref = *remote};
+	out->private_[0] = lc_links_cache(&r->obj->ch->m->links, remote->node);
+	return 0;
+}
+
+int loco_rop_post(loco_rhandle_t *h, const loco_rop_t *op)
+{
+	const loco_rref_t *remote = h != NULL ? &h->rref : NULL;
+	struct fab_wr wr = {0};
+	unsigned nacks = 0;
+	uint64_t len;
+
+	if (h == NULL || op == NULL || op->local == NULL || op->reserved != 0 ||
+	    (op->flags & ~LOCO_ROP_INLINE) ||
+	    ((op->flags & LOCO_ROP_INLINE) && op->opcode != LOCO_ROP_WRITE))
+		return -EINVAL;
+	switch (op->opcode) {
+	case LOCO_ROP_WRITE:
+		wr.opcode = FAB_OP_WRITE;
+		len = op->len;
+		break;
+	case LOCO_ROP_READ:
+		wr.opcode = FAB_OP_READ;
+		len = op->len;
+		break;
+	case LOCO_ROP_CAS:
+		wr.opcode = FAB_OP_CAS;
+		len = 8;
+		break;
+	case LOCO_ROP_FAA:
+		wr.opcode = FAB_OP_FAA;
+		len = 8;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (len > UINT32_MAX || !range_ok(op->loff, len, op->local->len) ||
+	    !range_ok(op->roff, len, remote->len))
+		return -EINVAL;
+	if ((wr.opcode == FAB_OP_CAS || wr.opcode == FAB_OP_FAA) &&
+	    ((op->loff & 7) || ((remote->addr + op->roff) & 7)))
+		return -EINVAL;
+	if (op->flags & LOCO_ROP_INLINE)
+		wr.flags = FAB_WR_INLINE;
+	wr.local = (uint8_t *)op->local->ptr + op->loff;
+	wr.len = (uint32_t)len;
+	wr.remote_addr = remote->addr + op->roff;
+	wr.rkey = remote->rkey;
+	wr.compare = op->compare;
+	wr.swap = op->value;
+	for (unsigned i = 0; i < LOCO_OP_ACKS_MAX; i++)
+		nacks = op->acks[i] != NULL ? i + 1 : nacks;
+	return post(op->local, remote->node, &h->private_[0], &wr, op->acks, nacks);
 }

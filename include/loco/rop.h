@@ -125,6 +125,66 @@ int loco_cas(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_
 int loco_faa(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
              uint64_t add, loco_ack_key_t *ack);
 
+/*
+ * A remote reference bound to its link, for the posts of a hot loop
+ * (loco_rop_post()): @rref is the reference it was bound from (read it,
+ * never write it); the rest is liboco's, the link of @rref.node found at
+ * loco_rhandle_bind(). A post that finds the node's link replaced since
+ * (the node came back, or its link was redialled) looks it up again and
+ * keeps the answer in the handle, so a handle is good for as long as its
+ * reference is. Threads may post through one handle at once. Since loco 0.11.
+ */
+typedef struct loco_rhandle {
+	loco_rref_t rref;
+	uint64_t private_[2];
+} loco_rhandle_t;
+
+/*
+ * loco_rhandle_bind -- @remote bound, for posts from the node of region
+ * @r (e.g. the region loco_region_remote() gave @remote for), in *@out.
+ * The node need not have a link yet (the first post then looks for it).
+ * Returns 0; -EINVAL (NULL). Since loco 0.11.
+ */
+int loco_rhandle_bind(const loco_region_t *r, const loco_rref_t *remote, loco_rhandle_t *out);
+
+/* The operations loco_rop_post() posts: as loco_write() and the rest. */
+enum loco_rop_opcode {
+	LOCO_ROP_WRITE = 1,
+	LOCO_ROP_READ = 2,
+	LOCO_ROP_CAS = 3, /* @compare, @value: the swap */
+	LOCO_ROP_FAA = 4, /* @value: the add */
+};
+
+#define LOCO_ROP_INLINE (1u << 0) /* WRITE: as loco_write_inline() */
+
+/*
+ * One remote operation: [@loff, @loff + @len) of @local and @roff of the
+ * handle's reference; atomics take 8 bytes whatever @len says. Each
+ * non-NULL key of @acks gets its completion (as loco_write_acks()); none:
+ * fire-and-forget. @reserved must be 0. Since loco 0.11.
+ */
+typedef struct loco_rop {
+	uint32_t opcode; /* enum loco_rop_opcode */
+	uint32_t flags;  /* LOCO_ROP_INLINE */
+	loco_region_t *local;
+	uint64_t loff;
+	uint64_t roff;
+	uint64_t len;
+	uint64_t compare;
+	uint64_t value;
+	loco_ack_key_t *acks[LOCO_OP_ACKS_MAX];
+	uint64_t reserved;
+} loco_rop_t;
+
+/*
+ * loco_rop_post -- post @op to @h's reference: what loco_write(),
+ * loco_write_inline(), loco_write_acks(), loco_read(), loco_cas() and
+ * loco_faa() do, through the link @h holds instead of a lookup of the
+ * node's. Returns as they do; -EINVAL also for an unknown opcode or flag,
+ * or @reserved not 0. Since loco 0.11.
+ */
+int loco_rop_post(loco_rhandle_t *h, const loco_rop_t *op);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,9 +19,15 @@
  *                   without (posters fence)
  *   records_reused  a posting thread's hazard record serves the next thread
  *                   once it is gone: 200 threads in turn leave one record
+ *   cached          lc_links_hold_cached() (a bound handle's post): the kept
+ *                   slot while the node has it; after the node moved to
+ *                   another slot, left, or for a slot kept from another
+ *                   table or garbage, the probe's answer (and the cache
+ *                   follows). The concurrent posters use it every other hold.
  *
  * Thread safety: the table's rules (links.h): one writer, posters on any thread.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,6 +35,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -179,13 +187,17 @@ static void *poster(void *arg)
 {
 	struct conc *c = arg;
 	unsigned long held = 0, wrong = 0;
+	uint64_t cache[COLLIDERS] = {0}; /* as bound handles keep them */
 
 	for (unsigned i = 0; !__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE); i++) {
 		uint32_t id = c->ids[i % COLLIDERS];
 		struct lc_link_hazard *s;
 		struct fab_link *l;
+		int ret = (i / COLLIDERS) % 2
+		              ? lc_links_hold_cached(c->t, id, &cache[i % COLLIDERS], &l, &s)
+		              : lc_links_hold(c->t, id, &l, &s);
 
-		if (lc_links_hold(c->t, id, &l, &s) != 0) {
+		if (ret != 0) {
 			wrong++; /* (no record: cmocka cannot fail from this thread) */
 			continue;
 		}
@@ -309,8 +321,16 @@ static void records_reused(void **state)
 		assert_non_null(o.hz);
 		if (first == NULL)
 			first = o.hz;
-		/* joined, so gone: the next thread takes the same record */
 		assert_ptr_equal(o.hz, first);
+		/*
+		 * Joined, but its id lives on until the kernel has released the
+		 * task (pthread_join() returns at the exit's tid clear, before):
+		 * once tgkill() says ESRCH the next thread takes the same record.
+		 */
+		for (int k = 0; k < 10000 && !(syscall(SYS_tgkill, getpid(), first->tid, 0) < 0 &&
+		                               errno == ESRCH);
+		     k++)
+			usleep(100);
 	}
 	for (struct lc_link_hazard *h = t->hz; h != NULL; h = h->next)
 		records++;
@@ -319,12 +339,72 @@ static void records_reused(void **state)
 	table_free(t);
 }
 
+/* hold_c -- lc_links_hold_cached()'s link (it must not fail here), released at once. */
+static struct fab_link *hold_c(struct lc_links *t, uint32_t node, uint64_t *cache)
+{
+	struct lc_link_hazard *hz;
+	struct fab_link *l;
+
+	assert_int_equal(lc_links_hold_cached(t, node, cache, &l, &hz), 0);
+	lc_links_release(hz);
+	return l;
+}
+
+static void cached(void **state)
+{
+	struct lc_links *t = table_new(), *other = table_new();
+	struct fake a = {.node = 7}, b = {.node = 7 + LC_LINK_SLOTS}, a2 = {.node = 7};
+	uint64_t c, c0, c2;
+
+	(void)state;
+	assert_int_equal(lc_links_cache(t, 7), 0); /* no slot yet */
+	assert_null(lc_links_set(t, 7, &a.link));
+	c = c0 = lc_links_cache(t, 7);
+	assert_true(c != 0);
+	assert_ptr_equal(hold_c(t, 7, &c), &a.link);
+	assert_true(c == c0); /* found where it was kept */
+	/* the node leaves; another takes its home slot; it comes back next to it */
+	assert_ptr_equal(lc_links_set(t, 7, NULL), &a.link);
+	assert_null(hold_c(t, 7, &c));
+	assert_true(c == 0); /* nothing to keep */
+	c = c0;
+	assert_null(lc_links_set(t, b.node, &b.link));
+	assert_null(hold_c(t, 7, &c)); /* the kept slot is b's now: not b's link */
+	assert_null(lc_links_set(t, 7, &a2.link));
+	assert_ptr_equal(hold_c(t, 7, &c), &a2.link);
+	assert_true(c != 0 && c != c0);
+	c2 = c;
+	assert_ptr_equal(hold_c(t, 7, &c), &a2.link);
+	assert_true(c == c2);
+	assert_ptr_equal(hold_c(t, b.node, &c0), &b.link); /* (c0 names b's slot, old generation) */
+	/* a slot kept from another table, where 7 sits in its home slot */
+	assert_null(lc_links_set(other, 7, &a.link));
+	c = lc_links_cache(other, 7);
+	assert_ptr_equal(hold_c(t, 7, &c), &a2.link);
+	assert_true(c == c2);
+	/* garbage */
+	c = ~0ull;
+	assert_ptr_equal(hold_c(t, 7, &c), &a2.link);
+	c = (uint64_t)1 << 32 | (LC_LINK_SLOTS + 1);
+	assert_ptr_equal(hold_c(t, 7, &c), &a2.link);
+	assert_null(hold_c(t, 0, &c)); /* no node's id */
+	assert_ptr_equal(lc_links_set(t, 7, NULL), &a2.link);
+	assert_ptr_equal(lc_links_set(t, b.node, NULL), &b.link);
+	assert_ptr_equal(lc_links_set(other, 7, NULL), &a.link);
+	table_free(other);
+	table_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(distinct_ids),      cmocka_unit_test(incarnations),
-	    cmocka_unit_test(probe_bound),       cmocka_unit_test(concurrent),
-	    cmocka_unit_test(concurrent_fences), cmocka_unit_test(records_reused),
+	    cmocka_unit_test(distinct_ids),
+	    cmocka_unit_test(incarnations),
+	    cmocka_unit_test(probe_bound),
+	    cmocka_unit_test(concurrent),
+	    cmocka_unit_test(concurrent_fences),
+	    cmocka_unit_test(records_reused),
+	    cmocka_unit_test(cached),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

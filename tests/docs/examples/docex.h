@@ -57,7 +57,7 @@ int dx_check_slots(const char *example, const uint64_t *slot, uint32_t nodes);
 
 /* the examples, one array per page, each ended by {NULL} */
 extern const struct dx_example dx_ack[], dx_atomic_var[], dx_barrier[], dx_channel_ex[], dx_lock[],
-    dx_map[], dx_object[], dx_owned_var[], dx_queue[], dx_ralloc[], dx_reduce[], dx_rpc[],
+    dx_map[], dx_object[], dx_owned_var[], dx_queue[], dx_ralloc[], dx_rop[], dx_reduce[], dx_rpc[],
     dx_rpipe[], dx_shared_region[], dx_sst[], dx_strerror[], dx_version[];
 
 #endif

@@ -64,7 +64,7 @@ int dx_check_slots(const char *example, const uint64_t *slot, uint32_t nodes)
 static const struct dx_example *const pages[] = {
     dx_version,    dx_strerror, dx_channel_ex, dx_shared_region, dx_ack,    dx_owned_var,
     dx_atomic_var, dx_lock,     dx_sst,        dx_barrier,       dx_reduce, dx_object,
-    dx_rpipe,      dx_ralloc,   dx_rpc,        dx_map,           dx_queue,
+    dx_rpipe,      dx_ralloc,   dx_rpc,        dx_map,           dx_queue,  dx_rop,
 };
 
 static bool wanted(const char *name, int argc, char **argv)
