@@ -46,6 +46,9 @@ enum av_op {
 	AV_CAS
 };
 
+/* the operation each posts to the host's word (av_post()) */
+static const uint32_t rop_of[] = {LOCO_ROP_READ, LOCO_ROP_WRITE, LOCO_ROP_FAA, LOCO_ROP_CAS};
+
 struct loco_atomic_var {
 	loco_object_t *obj;
 	loco_region_t *word;
@@ -179,16 +182,13 @@ static int av_post(loco_atomic_var_t *av, int op, uint64_t a, uint64_t b, unsign
 		av_local(av, op, a, b, slot);
 		return 0;
 	}
-	switch (op) {
-	case AV_READ:
-		return loco_read(av->res, loff, &av->hp.rref, 0, sizeof(uint64_t), ack);
-	case AV_WRITE:
-		return loco_write(av->res, loff, &av->hp.rref, 0, sizeof(uint64_t), ack);
-	case AV_FAA:
-		return loco_faa(av->res, loff, &av->hp.rref, 0, a, ack);
-	default:
-		return loco_cas(av->res, loff, &av->hp.rref, 0, a, b, ack);
-	}
+	return loco_rop_post(&av->hp.h, &(loco_rop_t){.opcode = rop_of[op],
+	                                              .local = av->res,
+	                                              .loff = loff,
+	                                              .len = sizeof(uint64_t),
+	                                              .compare = a,
+	                                              .value = op == AV_CAS ? b : a,
+	                                              .acks = {ack}});
 }
 
 /* av_async -- the asynchronous calls: check @slot, post. */

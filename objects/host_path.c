@@ -34,8 +34,9 @@ int host_path_get(struct host_path *p, const loco_region_t *word, uint32_t host,
 	if (kind == HOST_PATH_NONE) {
 		int ret = loco_region_remote(word, host, &rr);
 
+		if (ret == 0)
+			ret = loco_rhandle_bind(word, &rr, &p->h);
 		if (ret == 0) {
-			p->rref = rr;
 			kind = HOST_PATH_FABRIC;
 		} else {
 			/* -ENOENT: look again next time; not joined, a mismatch: the error */

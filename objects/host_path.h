@@ -6,8 +6,8 @@
  *
  * Every node's object has a region holding the word; only the host's
  * copy is used. The first use looks the host's copy up and caches the
- * path: through the fabric (loco_region_remote(); on the host itself,
- * through its self link), or, on a host without a self link (its set-up
+ * path: through the fabric (loco_region_remote(), bound to its link:
+ * loco_rhandle_bind(); on the host itself, through its self link), or, on a host without a self link (its set-up
  * failed), locally. Once the host leaves, the path is lost for good
  * (-ECONNRESET), so that a host that restarts with a fresh word never
  * passes for the old one.
@@ -30,9 +30,9 @@ enum host_path_kind {
 
 struct host_path {
 	pthread_mutex_t lock; /* serializes the look-up */
-	int kind;             /* enum host_path_kind; published with release after rref */
+	int kind;             /* enum host_path_kind; published with release after h */
 	int lost;             /* atomic: the host left (or its word is past knowing): sticky */
-	loco_rref_t rref;     /* HOST_PATH_FABRIC: the host's copy */
+	loco_rhandle_t h;     /* HOST_PATH_FABRIC: the host's copy, bound (loco_rop_post()) */
 };
 
 /* host_path_init / _fini -- a path not looked up yet; its lock. */
@@ -41,7 +41,7 @@ void host_path_fini(struct host_path *p);
 
 /*
  * host_path_get -- how to reach @host's copy of region @word from node
- * @me: HOST_PATH_FABRIC (p->rref is valid from now on) or
+ * @me: HOST_PATH_FABRIC (p->h is valid from now on) or
  * HOST_PATH_LOCAL; -ENOENT (the host is not paired yet: try again later),
  * -ECONNRESET (host_path_lose() was called).
  */

@@ -293,6 +293,7 @@ static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64
 	size_t loff = slot * sizeof(uint64_t);
 	int path = host_path_get(&hs->hp, lk->word, hs->node, lk->me), ret;
 	loco_waiter_t w;
+	loco_rop_t rop;
 
 	if (path < 0)
 		return path;
@@ -318,15 +319,19 @@ static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64
 	}
 	if (op == LK_WRITEO)
 		__atomic_store_n(res_ptr(lk, slot), a, __ATOMIC_RELEASE);
+	rop = (loco_rop_t){.opcode = op == LK_READ2    ? LOCO_ROP_READ
+	                             : op == LK_WRITEO ? LOCO_ROP_WRITE
+	                                               : LOCO_ROP_CAS,
+	                   .local = lk->res,
+	                   .loff = loff,
+	                   .roff = op == LK_WRITEO ? O_OFF : W_OFF,
+	                   .len = (op == LK_READ2 ? 2 : 1) * sizeof(uint64_t),
+	                   .compare = a,
+	                   .value = b,
+	                   .acks = {ack}};
 	lk_waiter(lk, &w);
 	for (;;) {
-		if (op == LK_READ2)
-			ret = loco_read(lk->res, loff, &hs->hp.rref, W_OFF, 2 * sizeof(uint64_t),
-			                ack);
-		else if (op == LK_WRITEO)
-			ret = loco_write(lk->res, loff, &hs->hp.rref, O_OFF, sizeof(uint64_t), ack);
-		else
-			ret = loco_cas(lk->res, loff, &hs->hp.rref, W_OFF, a, b, ack);
+		ret = loco_rop_post(&hs->hp.h, &rop);
 		if (ret != -EAGAIN)
 			break;
 		loco_waiter_pause(&w); /* queue or ack key full: the progress thread drains it */

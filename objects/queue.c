@@ -73,9 +73,9 @@ struct loco_queue {
 	pthread_mutex_t lock; /* enqueues of this node, one at a time */
 	pthread_mutex_t dq;   /* dequeues */
 	/* producer (lock) */
-	loco_rref_t ref; /* the owner's slots; ref.len 0: not read yet */
-	uint64_t guess;  /* the next ticket to try */
-	uint64_t tail;   /* the tail word as last seen: what a tail CAS expects */
+	loco_rhandle_t ref; /* the owner's slots, bound; ref.rref.len 0: not read yet */
+	uint64_t guess;     /* the next ticket to try */
+	uint64_t tail;      /* the tail word as last seen: what a tail CAS expects */
 	/* owner (dq) */
 	uint64_t head;
 	int64_t stuck_since_ns; /* when the slot at head was first seen claimed, not whole (0) */
@@ -162,9 +162,10 @@ int loco_queue_create(loco_channel_t *ch, const char *name, const loco_queue_cfg
 		    LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC | LOCO_ACCESS_UNLISTED, &q->slots);
 		/* the reference producers READ; zeroed slots are an empty queue */
 		if (ret == 0)
-			ret = loco_region_rref(q->slots, &q->ref);
+			ret = loco_region_rref(q->slots, &q->ref.rref);
 		if (ret == 0)
-			memcpy((char *)loco_region_ptr(q->ctl) + CTL_REF, &q->ref, sizeof(q->ref));
+			memcpy((char *)loco_region_ptr(q->ctl) + CTL_REF, &q->ref.rref,
+			       sizeof(q->ref.rref));
 	}
 	if (ret)
 		goto err_obj;
@@ -235,7 +236,7 @@ static int learn_ref(loco_queue_t *q)
 	loco_rref_t r;
 	int ret;
 
-	if (q->ref.len != 0)
+	if (q->ref.rref.len != 0)
 		return 0;
 	ret = read_ctl(q, CTL_REF, sizeof(r), STG_REF);
 	if (ret)
@@ -245,8 +246,7 @@ static int learn_ref(loco_queue_t *q)
 		return -EAGAIN; /* the owner has not set it up yet */
 	if (r.node != q->cfg.owner || r.len != want)
 		return -EPROTO;
-	q->ref = r;
-	return 0;
+	return loco_rhandle_bind(q->stage, &r, &q->ref);
 }
 
 /* link_lost -- an operation's error that a rebuilt link may cure. */
@@ -300,8 +300,13 @@ static int claim(loco_queue_t *q, uint64_t *t)
 		uint64_t g = q->guess, want = (uint64_t)round_of(q, g) << 32, old;
 		uint32_t ahead;
 
-		ret = loco_cas(q->stage, STG_CAS, &q->ref, slot_off(q, g), want, want | q->me,
-		               q->ack);
+		ret = loco_rop_post(&q->ref, &(loco_rop_t){.opcode = LOCO_ROP_CAS,
+		                                           .local = q->stage,
+		                                           .loff = STG_CAS,
+		                                           .roff = slot_off(q, g),
+		                                           .compare = want,
+		                                           .value = want | q->me,
+		                                           .acks = {q->ack}});
 		if (ret == 0)
 			ret = loco_ack_wait(q->ack, q->cfg.timeout_ns);
 		if (link_lost(ret) && obj_now_ns() < deadline && owner_present(q)) {
@@ -344,7 +349,7 @@ static int claim(loco_queue_t *q, uint64_t *t)
 int loco_queue_enqueue(loco_queue_t *q, const void *item, size_t len)
 {
 	char *img;
-	uint64_t t, w;
+	uint64_t t = 0, w; /* (t: set by claim() when it returns 0) */
 	int ret;
 
 	OBJ_CHECK(q);
@@ -371,8 +376,12 @@ int loco_queue_enqueue(loco_queue_t *q, const void *item, size_t len)
 	w = (uint64_t)round_of(q, t) << 32 | (uint32_t)len;
 	memcpy(img + SLOT_READY, &w, 8);
 	memcpy(img + SLOT_HDR, item, len);
-	ret = loco_write(q->stage, STG_IMG + SLOT_SUM, &q->ref, slot_off(q, t) + SLOT_SUM,
-	                 SLOT_HDR - SLOT_SUM + len, q->ack);
+	ret = loco_rop_post(&q->ref, &(loco_rop_t){.opcode = LOCO_ROP_WRITE,
+	                                           .local = q->stage,
+	                                           .loff = STG_IMG + SLOT_SUM,
+	                                           .roff = slot_off(q, t) + SLOT_SUM,
+	                                           .len = SLOT_HDR - SLOT_SUM + len,
+	                                           .acks = {q->ack}});
 	if (ret == 0) {
 		/*
 		 * The tail hint jumps past us from where we last saw it, unless

@@ -167,7 +167,7 @@ struct rpc_peer {
 	loco_ack_key_t *rack;
 	uint64_t rn;
 	int have_rrets, have_rsend;
-	loco_rref_t rrets, rsend;
+	loco_rhandle_t rrets, rsend; /* bound to the caller's link (loco_rop_post()) */
 };
 
 struct rpc_lane {

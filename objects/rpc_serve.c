@@ -44,7 +44,11 @@ static void reply(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t e, uint32_t sl
 		if (peer_epoch(p) != e)
 			goto drop;
 		if (!p->have_rrets) { /* its regions may reach us just after its first call */
-			ret = loco_region_remote(ep->rets, p->node, &p->rrets);
+			loco_rref_t rr;
+
+			ret = loco_region_remote(ep->rets, p->node, &rr);
+			if (ret == 0)
+				ret = loco_rhandle_bind(ep->rets, &rr, &p->rrets);
 			if (ret == 0)
 				p->have_rrets = 1;
 			else if (ret != -ENOENT || obj_now_ns() - t0 > REPLY_LOOKUP_NS)
@@ -63,8 +67,13 @@ static void reply(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t e, uint32_t sl
 			memcpy(src, &hd, sizeof(hd));
 			if (len)
 				memcpy(src + SLOT_HDR, data, len);
-			ret = loco_write(p->rsrc, off, &p->rrets, (size_t)slot * ep->slot_bytes,
-			                 SLOT_HDR + len, p->rack);
+			ret = loco_rop_post(&p->rrets,
+			                    &(loco_rop_t){.opcode = LOCO_ROP_WRITE,
+			                                  .local = p->rsrc,
+			                                  .loff = off,
+			                                  .roff = (uint64_t)slot * ep->slot_bytes,
+			                                  .len = SLOT_HDR + len,
+			                                  .acks = {p->rack}});
 			if (ret == 0) {
 				p->rn++;
 				ST_ADD(ep, replies, 1);
@@ -97,13 +106,21 @@ static int pull(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint3
 	if (l->pull_top + len > l->pull_base + ep->cfg.pull_bytes)
 		return -ENOBUFS;
 	if (!p->have_rsend) {
-		if (loco_region_remote(ep->send, p->node, &p->rsend) != 0)
+		loco_rref_t rr;
+
+		if (loco_region_remote(ep->send, p->node, &rr) != 0 ||
+		    loco_rhandle_bind(ep->send, &rr, &p->rsend) != 0)
 			return -EIO;
 		p->have_rsend = 1;
 	}
 	loco_waiter_init(&w, ep->m);
 	for (int tries = 0;; tries++) {
-		ret = loco_read(ep->pull, l->pull_top, &p->rsend, (size_t)pl->off, len, l->pack);
+		ret = loco_rop_post(&p->rsend, &(loco_rop_t){.opcode = LOCO_ROP_READ,
+		                                             .local = ep->pull,
+		                                             .loff = l->pull_top,
+		                                             .roff = (uint64_t)pl->off,
+		                                             .len = len,
+		                                             .acks = {l->pack}});
 		/* the send queue or the ack key full for a moment (a storm): not an error */
 		if (ret != -EAGAIN || tries >= 100000 || peer_epoch(p) != e)
 			break;

@@ -125,8 +125,8 @@ int rpipe_attach(loco_rpipe_t *p, const loco_rref_t *rring, const loco_rref_t *r
 	if (p->have_sess)
 		return -EBUSY;
 	if (p->is_writer)
-		p->rring = *rring;
-	p->rctl = *rctl;
+		(void)loco_rhandle_bind(p->ring, rring, &p->rring); /* (no NULL: cannot fail) */
+	(void)loco_rhandle_bind(p->ctl, rctl, &p->rctl);
 	p->sess = sess;
 	p->have_peer = 1;
 	__atomic_store_n(&p->have_sess, 1, __ATOMIC_RELEASE);
@@ -241,15 +241,20 @@ void loco_rpipe_stats(const loco_rpipe_t *p, loco_rpipe_stats_t *st)
 int rp_peer(loco_rpipe_t *p)
 {
 	uint32_t other = p->is_writer ? p->reader : p->writer;
+	loco_rref_t ctl, ring;
 	int ret;
 
 	if (p->have_peer)
 		return 0;
 	if (p->unlisted)
 		return -ENOENT; /* rpipe_attach() tells */
-	ret = loco_region_remote(p->ctl, other, &p->rctl);
+	ret = loco_region_remote(p->ctl, other, &ctl);
 	if (ret == 0 && p->is_writer)
-		ret = loco_region_remote(p->ring, other, &p->rring);
+		ret = loco_region_remote(p->ring, other, &ring);
+	if (ret == 0 && p->is_writer)
+		ret = loco_rhandle_bind(p->ring, &ring, &p->rring);
+	if (ret == 0)
+		ret = loco_rhandle_bind(p->ctl, &ctl, &p->rctl);
 	if (ret == 0)
 		p->have_peer = 1;
 	return ret;
@@ -415,7 +420,11 @@ int rp_ctl_put(loco_rpipe_t *p, uint64_t v)
 	if (ret != 0 && ret != -ETIMEDOUT && p->is_writer)
 		return rp_lose(p);
 	__atomic_store_n(&p->ctlw[CTL_SRC + slot], v, __ATOMIC_RELEASE);
-	ret = loco_write(p->ctl, (CTL_SRC + slot) * 8, &p->rctl, 0, 8, p->cack);
+	ret = loco_rop_post(&p->rctl, &(loco_rop_t){.opcode = LOCO_ROP_WRITE,
+	                                            .local = p->ctl,
+	                                            .loff = (CTL_SRC + slot) * 8,
+	                                            .len = 8,
+	                                            .acks = {p->cack}});
 	if (ret == 0)
 		p->ctl_n++;
 	return ret;

@@ -113,10 +113,10 @@ struct loco_rpipe {
 	int renewing;      /* atomic: reset, no new session yet (peer_leave ignored) */
 	uint64_t sess;     /* the session: a hash of both ends' incarnations */
 	uint64_t old_sess; /* the session that was lost (reset refuses it) */
-	loco_rref_t rring; /* writer: the reader's ring */
-	loco_rref_t rctl;  /* the other end's ctl */
-	uint64_t seq;      /* records written / read */
-	uint64_t ctl_n;    /* ctl WRITEs posted */
+	loco_rhandle_t rring; /* writer: the reader's ring, bound to its link */
+	loco_rhandle_t rctl;  /* the other end's ctl, bound to its link */
+	uint64_t seq;         /* records written / read */
+	uint64_t ctl_n;       /* ctl WRITEs posted */
 	/* writer */
 	uint64_t tail;   /* bytes placed (positions grow for ever) */
 	uint64_t asked;  /* the last want written */

@@ -73,14 +73,16 @@ static int wait_room(loco_rpipe_t *p, uint64_t need, int64_t deadline, int nonbl
  */
 static int post(loco_rpipe_t *p, size_t off, size_t len, int64_t deadline, int nonblock)
 {
-	loco_ack_key_t *ack = NULL;
+	loco_rop_t op = {
+	    .opcode = LOCO_ROP_WRITE, .local = p->ring, .loff = off, .roff = off, .len = len};
 	loco_waiter_t w;
 	int ret;
 
 	if (p->seq % SIGNAL_EVERY == 0 && !p->sig_pending)
-		ack = p->dack; /* rp_check() took the last one's result: none is outstanding */
+		op.acks[0] =
+		    p->dack; /* rp_check() took the last one's result: none is outstanding */
 	for (unsigned n = 0;; n++) {
-		ret = loco_write(p->ring, off, &p->rring, off, len, ack);
+		ret = loco_rop_post(&p->rring, &op);
 		if (ret != -EAGAIN)
 			break;
 		if (nonblock || (deadline >= 0 && obj_now_ns() >= deadline))
@@ -91,7 +93,7 @@ static int post(loco_rpipe_t *p, size_t off, size_t len, int64_t deadline, int n
 			loco_waiter_init(&w, p->m);
 		loco_waiter_pause(&w);
 	}
-	if (ret == 0 && ack != NULL)
+	if (ret == 0 && op.acks[0] != NULL)
 		p->sig_pending = 1;
 	if (ret == -ENOTCONN || obj_peer_gone_err(ret))
 		return rp_lose(p);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * queue-kill-wrap.c -- linked into queue-mpsc with -Wl,--wrap=loco_write:
- * once the test sets queue_test_die, the next loco_write() (the queue's
- * WRITE of an item, right after its claim) ends the process instead: a
- * producer that dies between its claim and its WRITE.
+ * queue-kill-wrap.c -- linked into queue-mpsc with -Wl,--wrap=loco_rop_post:
+ * once the test sets queue_test_die, the next WRITE posted (the queue's
+ * WRITE of an item, right after its claim, which is a CAS) ends the
+ * process instead: a producer that dies between its claim and its WRITE.
  */
 #include <unistd.h>
 
@@ -11,15 +11,12 @@
 
 extern int queue_test_die;
 
-int __real_loco_write(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
-                      size_t len, loco_ack_key_t *ack);
-int __wrap_loco_write(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
-                      size_t len, loco_ack_key_t *ack);
+int __real_loco_rop_post(loco_rhandle_t *h, const loco_rop_t *op);
+int __wrap_loco_rop_post(loco_rhandle_t *h, const loco_rop_t *op);
 
-int __wrap_loco_write(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
-                      size_t len, loco_ack_key_t *ack)
+int __wrap_loco_rop_post(loco_rhandle_t *h, const loco_rop_t *op)
 {
-	if (queue_test_die)
+	if (queue_test_die && op != NULL && op->opcode == LOCO_ROP_WRITE)
 		_exit(0);
-	return __real_loco_write(local, loff, remote, roff, len, ack);
+	return __real_loco_rop_post(h, op);
 }

@@ -16,7 +16,7 @@
  * Bad calls: len 0 and NULL are -EINVAL, len > item_max -EMSGSIZE, a
  * producer's dequeue -EPERM, a capacity that is no power of two -EINVAL.
  *
- * "kill" (linked with -Wl,--wrap=loco_write, queue-kill-wrap.c): node N
+ * "kill" (linked with -Wl,--wrap=loco_rop_post, queue-kill-wrap.c): node N
  * enqueues K / 2 items, then exits inside its next enqueue, after its
  * claim and before its WRITE: a claimed slot that nobody fills. Node 1
  * must skip it once node N left (stats.skipped >= 1) and still take every
@@ -37,7 +37,7 @@
 #define ITEM_MAX 200
 #define CAP      16
 
-int queue_test_die; /* queue-kill-wrap.c (kill mode): the next loco_write exits */
+int queue_test_die; /* queue-kill-wrap.c (kill mode): the next WRITE posted exits */
 
 struct item_hdr {
 	uint32_t node, seq, len;
