@@ -441,8 +441,8 @@ static int landed(loco_rpc_ep_t *ep, uint32_t s, uint64_t tag, struct slot_hdr *
 	return rpc_reply_sum(b + SLOT_HDR, hd->len, tag, hd->status) == hd->sum;
 }
 
-/* slot_get -- a free reply slot for a call to @node: 0, or -EBUSY */
-static int slot_get(loco_rpc_ep_t *ep, uint32_t node, uint32_t *slot, uint64_t *tag)
+/* slot_get -- a free reply slot for a call to @node (@pulled: its payload is in our memory): 0, -EBUSY */
+static int slot_get(loco_rpc_ep_t *ep, uint32_t node, int pulled, uint32_t *slot, uint64_t *tag)
 {
 	int ret = 0;
 
@@ -471,8 +471,11 @@ static int slot_get(loco_rpc_ep_t *ep, uint32_t node, uint32_t *slot, uint64_t *
 
 		if (ep->tagctr == 0)
 			ep->tagctr = (uint64_t)obj_now_ns() << 8; /* differs from a former run's */
-		ep->slots[s] = (struct rpc_slot){
-		    .tag = ++ep->tagctr, .node = node, .epoch = 1, .state = SLOT_WAIT};
+		ep->slots[s] = (struct rpc_slot){.tag = ++ep->tagctr,
+		                                 .node = node,
+		                                 .epoch = 1,
+		                                 .state = SLOT_WAIT,
+		                                 .pulled = pulled};
 		*slot = s;
 		*tag = ep->slots[s].tag;
 	}
@@ -503,7 +506,8 @@ static int call_slot(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, struc
 	if (ret_cap && ret == NULL)
 		return -EINVAL;
 	loco_waiter_init(&w, ep->m);
-	while ((rc = slot_get(ep, node, &h->slot, &h->tag)) == -EBUSY) {
+	while ((rc = slot_get(ep, node, h->kind == RF_PULL || h->kind == RF_DEST, &h->slot,
+	                      &h->tag)) == -EBUSY) {
 		if (timeout_ns == 0 || (deadline >= 0 && obj_now_ns() >= deadline))
 			return -EBUSY;
 		if (rpc_help(ep) == 0)
@@ -681,6 +685,60 @@ int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *
 			ret = rpc_flush_peer(ep, p);
 			pthread_mutex_unlock(&p->wlock);
 			(void)ret; /* errors reach the wait as the peer's death */
+		}
+		if (rpc_help(ep) == 0)
+			loco_waiter_pause(&w);
+	}
+}
+
+/* slot_consumed -- whether slot @s holds @tag's consumed mark (or its reply's tag: it landed) */
+static int slot_consumed(loco_rpc_ep_t *ep, uint32_t s, uint64_t tag)
+{
+	const uint64_t *w = (const uint64_t *)((const uint8_t *)loco_region_ptr(ep->rets) +
+	                                       (size_t)s * ep->slot_bytes);
+
+	/* each an aligned word: a WRITE never tears it */
+	return __atomic_load_n(&w[offsetof(struct slot_hdr, consumed) / 8], __ATOMIC_ACQUIRE) ==
+	           tag ||
+	       __atomic_load_n(&w[offsetof(struct slot_hdr, tag) / 8], __ATOMIC_ACQUIRE) == tag;
+}
+
+int loco_rpc_consumed(loco_rpc_ep_t *ep, const loco_rpc_ticket_t *t, int64_t timeout_ns)
+{
+	int64_t deadline = obj_deadline(timeout_ns);
+	struct rpc_peer *p;
+	loco_waiter_t w;
+	int ret;
+
+	OBJ_CHECK(ep);
+	if (t == NULL || t->tag == 0 || t->slot >= ep->cfg.ret_slots ||
+	    ep->slots[t->slot].tag != t->tag || ep->slots[t->slot].node != t->node)
+		return -EINVAL;
+	if (!ep->slots[t->slot].pulled)
+		return 0; /* the payload went in the ring: free once the call returned */
+	/* pulled, or WRITTEN ahead of the call (call_buffer_to): the callee tells */
+	p = rpc_peer_find(ep, t->node);
+	if (p == NULL)
+		return -ECONNRESET;
+	loco_waiter_init(&w, ep->m);
+	for (;;) {
+		if (slot_consumed(ep, t->slot, t->tag)) {
+			loco_waiter_done(&w);
+			return 0;
+		}
+		if (peer_epoch(p) != ep->slots[t->slot].epoch)
+			return -ECONNRESET; /* no READ of it can come any more */
+		ret = ep_check(ep);
+		if (ret)
+			return ret;
+		if (timeout_ns == 0)
+			return -EAGAIN;
+		if (deadline >= 0 && obj_now_ns() >= deadline)
+			return -ETIMEDOUT;
+		if (__atomic_load_n(&p->blen, __ATOMIC_RELAXED) != 0) { /* it may be batched */
+			pthread_mutex_lock(&p->wlock);
+			(void)rpc_flush_peer(ep, p);
+			pthread_mutex_unlock(&p->wlock);
 		}
 		if (rpc_help(ep) == 0)
 			loco_waiter_pause(&w);

@@ -125,7 +125,12 @@ struct slot_hdr {
 	int32_t status;
 	uint32_t len;
 	uint64_t sum;
-	uint64_t rsv;
+	/*
+	 * a pulled call's tag once the callee has its payload, WRITTEN ahead
+	 * of the reply (loco_rpc_consumed()); the reply writes 0 here. A 0.10
+	 * callee never writes it: the caller learns it from the reply.
+	 */
+	uint64_t consumed;
 };
 
 struct rpc_peer {
@@ -189,6 +194,7 @@ struct rpc_slot {
 	uint32_t node;
 	uint32_t epoch; /* the callee's, when the call was posted */
 	int state;
+	int pulled; /* the payload leaves the caller's memory after the call (READ, or WRITE ahead) */
 };
 
 struct rpc_handler {

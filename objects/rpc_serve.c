@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "obj_util.h"
@@ -25,13 +26,15 @@ static const struct rpc_handler *lookup(loco_rpc_ep_t *ep, uint32_t id)
 }
 
 /*
- * reply -- WRITE {tag, status, result} into the caller's slot, if it is
- * still the caller of epoch @e; replies never wait for handlers
+ * slot_put -- WRITE @n bytes, @a (@an bytes) then @b, at byte @at of the
+ * caller's reply slot @slot, if it is still the caller of epoch @e: a
+ * reply, or a pulled call's consumed mark. Never waits for handlers.
+ * Returns 0, or -1 when it was dropped (the caller left, or its slots are
+ * not known here in time).
  */
-static void reply(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t e, uint32_t slot, uint64_t tag,
-                  int32_t status, const void *data, uint32_t len)
+static int slot_put(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t e, uint32_t slot, size_t at,
+                    const void *a, size_t an, const void *b, size_t bn)
 {
-	struct slot_hdr hd = {.tag = tag, .status = status, .len = len};
 	int64_t t0 = obj_now_ns();
 	loco_waiter_t w;
 	size_t off;
@@ -63,20 +66,18 @@ static void reply(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t e, uint32_t sl
 			                    0); /* clear a failure: the view tells deaths */
 			off = (size_t)(p->rn % RSRC_K) * ep->slot_bytes;
 			src = (uint8_t *)loco_region_ptr(p->rsrc) + off;
-			hd.sum = rpc_reply_sum(data, len, tag, status);
-			memcpy(src, &hd, sizeof(hd));
-			if (len)
-				memcpy(src + SLOT_HDR, data, len);
-			ret = loco_rop_post(&p->rrets,
-			                    &(loco_rop_t){.opcode = LOCO_ROP_WRITE,
-			                                  .local = p->rsrc,
-			                                  .loff = off,
-			                                  .roff = (uint64_t)slot * ep->slot_bytes,
-			                                  .len = SLOT_HDR + len,
-			                                  .acks = {p->rack}});
+			memcpy(src, a, an);
+			if (bn)
+				memcpy(src + an, b, bn);
+			ret = loco_rop_post(
+			    &p->rrets, &(loco_rop_t){.opcode = LOCO_ROP_WRITE,
+			                             .local = p->rsrc,
+			                             .loff = off,
+			                             .roff = (uint64_t)slot * ep->slot_bytes + at,
+			                             .len = an + bn,
+			                             .acks = {p->rack}});
 			if (ret == 0) {
 				p->rn++;
-				ST_ADD(ep, replies, 1);
 				break;
 			}
 			if (ret != -EAGAIN)
@@ -85,11 +86,37 @@ static void reply(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t e, uint32_t sl
 		loco_waiter_pause(&w);
 	}
 	pthread_mutex_unlock(&p->rlock);
-	return;
+	return 0;
 drop:
 	pthread_mutex_unlock(&p->rlock);
-	ST_LOG(ep, dropped, LOCO_LOG_INFO,
-	       "reply dropped: the caller left, or its return slots are gone");
+	return -1;
+}
+
+/* reply -- {tag, status, result} into the caller's slot (slot_put()) */
+static void reply(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t e, uint32_t slot, uint64_t tag,
+                  int32_t status, const void *data, uint32_t len)
+{
+	struct slot_hdr hd = {.tag = tag, .status = status, .len = len};
+
+	hd.sum = rpc_reply_sum(data, len, tag, status);
+	if (slot_put(ep, p, e, slot, 0, &hd, sizeof(hd), data, len) == 0)
+		ST_ADD(ep, replies, 1);
+	else
+		ST_LOG(ep, dropped, LOCO_LOG_INFO,
+		       "reply dropped: the caller left, or its return slots are gone");
+}
+
+/*
+ * consumed -- a pulled payload is here (or a call_buffer_to one: the call
+ * came after its WRITE): its tag into the caller's slot's
+ * consumed word (loco_rpc_consumed()), ahead of the reply, which the link
+ * lands after it and which overwrites it. A mark that is dropped only
+ * makes the caller learn it from the reply.
+ */
+static void consumed(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t e, uint32_t slot, uint64_t tag)
+{
+	(void)slot_put(ep, p, e, slot, offsetof(struct slot_hdr, consumed), &tag, sizeof(tag), NULL,
+	               0);
 }
 
 /*
@@ -201,10 +228,14 @@ static void run_frame(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p,
 			return;
 		}
 	} else {
-		if (f->h.kind == RF_PULL)
+		if (f->h.kind == RF_PULL) {
 			msg.len = (size_t)f->pull.len;
-		if (f->h.kind == RF_DEST)
+			consumed(ep, p, e, f->h.slot, f->h.tag);
+		}
+		if (f->h.kind == RF_DEST) {
 			msg.len = (size_t)f->dest.len;
+			consumed(ep, p, e, f->h.slot, f->h.tag); /* (its WRITE came first) */
+		}
 		status = h->fn(h->arg, &msg, retbuf, cap, &rl);
 		ST_ADD(ep, handled, 1);
 		if (rl > cap)

@@ -258,6 +258,19 @@ int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *
                   int64_t timeout_ns);
 
 /*
+ * loco_rpc_consumed -- wait up to @timeout_ns until the callee has the
+ * payload of @t's call (call_buffer or call_buffer_to with a ticket), so
+ * that the caller may reuse its bytes before the call completes: a pulled
+ * payload once the callee's READ of it completed (the callee tells with a
+ * WRITE ahead of the reply), one copied into the ring at once. The ticket
+ * stays for loco_rpc_wait(). Returns 0; -EAGAIN (timeout 0), -ETIMEDOUT;
+ * -ECONNRESET (the callee left: no READ of it can come any more, so the
+ * bytes are free too); -EINVAL (a done ticket); -LOCO_ENOTJOINED,
+ * -LOCO_EPARTITION. Since loco 0.11.
+ */
+int loco_rpc_consumed(loco_rpc_ep_t *ep, const loco_rpc_ticket_t *t, int64_t timeout_ns);
+
+/*
  * loco_rpc_flush -- post this node's aggregated calls (to @node, or to
  * every member for 0), waiting up to @timeout_ns for room. Returns 0;
  * -EAGAIN, -ETIMEDOUT, -ECONNRESET, -EINVAL.
