@@ -376,6 +376,7 @@ int loco_rpc_create(loco_channel_t *ch, const char *name, const loco_rpc_cfg_t *
 	ep->me = loco_manager_node_id(ep->m);
 	snprintf(ep->name, sizeof(ep->name), "%s", name);
 	pthread_mutex_init(&ep->slock, NULL);
+	pthread_mutex_init(&ep->qlock, NULL);
 	pthread_mutex_init(&ep->hlock, NULL);
 	pthread_mutex_init(&ep->tlock, NULL);
 	ep->nlanes = c.threads ? c.threads : 1;
@@ -518,6 +519,7 @@ void loco_rpc_destroy(loco_rpc_ep_t *ep)
 			pthread_join(ep->lanes[i].th, NULL);
 	if (ep->poller)
 		loco_poller_remove(ep->poller);
+	rpc_retry_fini(ep); /* (its callbacks may still call: the object lives) */
 	/* no message reaches it after this: the callbacks of a destroyed object are waited out */
 	loco_object_destroy(ep->obj);
 	for (unsigned i = 0; i < ep->nlanes; i++) {
@@ -543,6 +545,7 @@ void loco_rpc_destroy(loco_rpc_ep_t *ep)
 	free(ep->slots);
 	free(ep->freel);
 	pthread_mutex_destroy(&ep->slock);
+	pthread_mutex_destroy(&ep->qlock);
 	pthread_mutex_destroy(&ep->hlock);
 	pthread_mutex_destroy(&ep->tlock);
 	loco_handle_free(ep);

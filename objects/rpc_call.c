@@ -279,6 +279,8 @@ static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, const stru
 		/* the record was another node's once @node left (reuse()): it is gone */
 		ret = p->node == node ? rpc_out_fresh(ep, p) : -ECONNRESET;
 		setup = ret == -EAGAIN;
+		if (ret == 0 && p->rq_head != NULL)
+			ret = -EAGAIN; /* behind the calls loco_rpc_call_retry() queued: in order */
 		if (ret == 0 && pre != NULL)
 			ret = pre_post(ep, p, pre);
 		if (ret == 0)
@@ -304,6 +306,21 @@ static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, const stru
 		if (rpc_help(ep) == 0)
 			loco_waiter_pause(&w);
 	}
+}
+
+int rpc_post_now(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t id, const void *args, size_t len)
+{
+	struct rf_hdr h = {.kind = RF_CALL, .hid = id, .plen = (uint32_t)len};
+	struct pl_iov pl = pl_one(args, len);
+	int ret = ep_check(ep);
+
+	if (ret == 0)
+		ret = rpc_out_fresh(ep, p);
+	if (ret == 0)
+		ret = try_post(ep, p, &h, &pl, 0);
+	if (ret == 0)
+		ST_ADD(ep, calls, 1);
+	return ret;
 }
 
 /* callee -- the record of member @node for a call to it (made on the first): NULL if none */

@@ -173,6 +173,9 @@ struct rpc_peer {
 	uint64_t rn;
 	int have_rrets, have_rsend;
 	loco_rhandle_t rrets, rsend; /* bound to the caller's link (loco_rop_post()) */
+	/* the caller side (wlock): one-way calls queued by loco_rpc_call_retry(), FIFO */
+	struct rpc_rq *rq_head, *rq_tail;
+	unsigned rq_n; /* atomic: queued here (a hint outside wlock) */
 };
 
 struct rpc_lane {
@@ -240,6 +243,13 @@ struct loco_rpc_ep {
 	} dest[LOCO_RPC_DESTS_MAX];
 	unsigned ndest;
 	loco_poller_t *poller;
+	/* loco_rpc_call_retry(): the queue's entries and its poller (rpc_retry.c) */
+	pthread_mutex_t qlock;
+	uint8_t *rq_mem;          /* LOCO_RPC_RETRY_MAX entries, made on first use (qlock) */
+	struct rpc_rq *rq_free;   /* qlock */
+	unsigned rq_count;        /* qlock: entries taken (queued, or being ended) */
+	int rq_on;                /* qlock: the retry poller runs (or is being added) */
+	loco_poller_t *rq_poller; /* qlock */
 	int stop;
 	loco_rpc_stats_t st; /* updated with atomic adds */
 };
@@ -338,5 +348,18 @@ int64_t rpc_tree_wait_ns(uint32_t ms);
 
 /* rpc_flush_peer -- post @p's batch (wlock held): 0, -EAGAIN (no room), or an error. */
 int rpc_flush_peer(loco_rpc_ep_t *ep, struct rpc_peer *p);
+
+/*
+ * rpc_post_now -- (wlock held) one-way call @id with @len bytes of @args
+ * to @p, taken by the aggregation mode without waiting: 0, -EAGAIN (no
+ * ring room, or its set-up under way), or an error.
+ */
+int rpc_post_now(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t id, const void *args, size_t len);
+
+/*
+ * rpc_retry_fini -- (loco_rpc_destroy(), after the server threads) stop
+ * the retry poller and end every queued call with -ECANCELED.
+ */
+void rpc_retry_fini(loco_rpc_ep_t *ep);
 
 #endif /* LOCO_OBJECTS_RPC_IMPL_H */

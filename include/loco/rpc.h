@@ -178,6 +178,39 @@ int loco_rpc_call(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *arg
                   int64_t timeout_ns);
 
 /*
+ * A call queued by loco_rpc_call_retry() has ended: @status 0 once it is
+ * in @node's ring (it runs there as a loco_rpc_call() would), or
+ * -ETIMEDOUT (not taken within its timeout), -ECONNRESET (@node left or
+ * died), -ECANCELED (the endpoint is being destroyed), or another error
+ * of loco_rpc_call(); then it was never sent. Runs on the manager's
+ * progress thread under the rules of the object callbacks (short, no
+ * waiting: it may call loco_rpc_call_retry(), or loco_rpc_call() with
+ * timeout 0), or for -ECANCELED in the thread of loco_rpc_destroy().
+ * Since loco 0.11.
+ */
+typedef void (*loco_rpc_done_fn)(void *arg, uint32_t node, uint32_t id, int status);
+
+#define LOCO_RPC_RETRY_MAX 64u /* calls queued by loco_rpc_call_retry() at once, per endpoint */
+
+/*
+ * loco_rpc_call_retry -- loco_rpc_call() that does not wait for ring
+ * room (Seriema's RetryAsync): when @node's ring is full (or not made
+ * yet) the call is copied into the endpoint's queue and posted by the
+ * library as room comes, within @timeout_ns (< 0: for as long as @node
+ * lives), and @done(@arg, @node, @id, status) tells how it ended. Calls
+ * to one node, queued or not, from any call form, go in the order they
+ * were made: while calls to @node are queued, the other forms wait
+ * behind them. Returns 0 (in the ring now: @done is not called);
+ * -EINPROGRESS (queued: @done is called exactly once); or, with nothing
+ * queued and @done never called, -ENOBUFS (LOCO_RPC_RETRY_MAX calls
+ * queued already), -EMSGSIZE, -ECONNRESET, -EINVAL (as loco_rpc_call(),
+ * and a NULL @done), -ECANCELED (from a callback of loco_rpc_destroy()), -ENOMEM, -LOCO_ENOTJOINED, -LOCO_EMISMATCH,
+ * -LOCO_EPARTITION. Since loco 0.11.
+ */
+int loco_rpc_call_retry(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *args, size_t len,
+                        int64_t timeout_ns, loco_rpc_done_fn done, void *arg);
+
+/*
  * loco_rpc_call_all -- loco_rpc_call() to every other member (without a
  * member list: every paired peer whose endpoint is known here), down a
  * tree: each call on the way, here and at the members that pass it on,
