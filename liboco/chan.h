@@ -120,6 +120,7 @@ struct loco_region {
 	size_t len;
 	unsigned access;
 	struct fab_mr *mr;
+	int foreign;     /* the caller's memory (loco_region_register()): never freed here */
 	uint64_t due_ns; /* destroyed: deregistered and freed after this (region.c, graves) */
 	struct loco_region *next;
 };

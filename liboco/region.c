@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "chan.h"
 #include "clock.h"
@@ -87,7 +89,8 @@ static void region_free(loco_manager_t *m, struct loco_region *r)
 
 	if (ret)
 		lc_log_warn("manager: deregistering region %s: %s", r->full, strerror(-ret));
-	lc_mem_free(&m->mem, r->ptr, r->len);
+	if (!r->foreign)
+		lc_mem_free(&m->mem, r->ptr, r->len);
 	free(r);
 }
 
@@ -401,6 +404,90 @@ err_mem:
 err_free:
 	free(r);
 	return ret;
+}
+
+/* mapped -- whether every page of [@ptr, @ptr + @len) is mapped in this process */
+static int mapped(const void *ptr, size_t len)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t s = (uintptr_t)ptr & ~(uintptr_t)(pg - 1), e = (uintptr_t)ptr + len;
+	unsigned char vec[64]; /* pages per mincore(2) call */
+
+	/* mincore(2) fails with ENOMEM on a range with an unmapped page */
+	for (; s < e; s += sizeof(vec) * pg) {
+		size_t n = e - s < sizeof(vec) * pg ? e - s : sizeof(vec) * pg;
+
+		if (mincore((void *)s, n, vec) != 0 && errno == ENOMEM)
+			return 0;
+	}
+	return 1;
+}
+
+int loco_region_register(loco_object_t *obj, void *ptr, size_t len, unsigned access,
+                         loco_region_t **out)
+{
+	static unsigned long serial; /* names the regions apart (atomic) */
+	loco_manager_t *m;
+	struct loco_region *r;
+	int ret = lc_handle_ok(obj);
+
+	if (ret)
+		return ret;
+	if (out == NULL || ptr == NULL || len == 0 || len > LC_REGION_MAX ||
+	    (uintptr_t)ptr + len < (uintptr_t)ptr ||
+	    (access & ~(unsigned)(LOCO_ACCESS_READ | LOCO_ACCESS_WRITE | LOCO_ACCESS_ATOMIC |
+	                          LOCO_ACCESS_UNLISTED)))
+		return -EINVAL;
+	if (!mapped(ptr, len))
+		return -EFAULT;
+	m = obj->ch->m;
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return -ENOMEM;
+	snprintf(r->full, sizeof(r->full), "%.*s/@%lu", LOCO_NAME_MAX - 24, obj->name,
+	         __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
+	ret = fab_mr_reg(m->fab, ptr, len, fab_access(access), &r->mr);
+	if (ret) {
+		lc_log_warn("manager: cannot register %zu bytes at %p for %s: %s", len, ptr,
+		            obj->name, strerror(-ret));
+		free(r);
+		return ret;
+	}
+	r->obj = obj;
+	r->ptr = ptr;
+	r->len = len;
+	r->access = access | LOCO_ACCESS_UNLISTED; /* the caller's memory is never announced */
+	r->foreign = 1;
+	pthread_mutex_lock(&m->lock);
+	region_publish(obj->ch, r);
+	pthread_mutex_unlock(&m->lock);
+	*out = r;
+	return 0;
+}
+
+int loco_region_unregister(loco_region_t *r)
+{
+	loco_manager_t *m;
+	struct loco_region **pp;
+
+	if (r == NULL || !r->foreign)
+		return -EINVAL;
+	m = r->obj->ch->m;
+	pthread_mutex_lock(&m->lock);
+	for (pp = &r->obj->regions; *pp != NULL && *pp != r; pp = &(*pp)->next)
+		;
+	if (*pp == r)
+		*pp = r->next;
+	pthread_mutex_unlock(&m->lock);
+	region_free(m, r); /* deregistered now: the caller said no peer reaches it any more */
+	return 0;
+}
+
+int loco_region_valid(const loco_region_t *r)
+{
+	if (r == NULL)
+		return -EINVAL;
+	return !r->foreign || mapped(r->ptr, r->len) ? 0 : -EFAULT;
 }
 
 void *loco_region_ptr(const loco_region_t *r)

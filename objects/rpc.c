@@ -377,6 +377,7 @@ int loco_rpc_create(loco_channel_t *ch, const char *name, const loco_rpc_cfg_t *
 	snprintf(ep->name, sizeof(ep->name), "%s", name);
 	pthread_mutex_init(&ep->slock, NULL);
 	pthread_mutex_init(&ep->qlock, NULL);
+	pthread_mutex_init(&ep->mlock, NULL);
 	pthread_mutex_init(&ep->hlock, NULL);
 	pthread_mutex_init(&ep->tlock, NULL);
 	ep->nlanes = c.threads ? c.threads : 1;
@@ -520,6 +521,7 @@ void loco_rpc_destroy(loco_rpc_ep_t *ep)
 	if (ep->poller)
 		loco_poller_remove(ep->poller);
 	rpc_retry_fini(ep); /* (its callbacks may still call: the object lives) */
+	rpc_mem_fini(ep);
 	/* no message reaches it after this: the callbacks of a destroyed object are waited out */
 	loco_object_destroy(ep->obj);
 	for (unsigned i = 0; i < ep->nlanes; i++) {
@@ -546,6 +548,7 @@ void loco_rpc_destroy(loco_rpc_ep_t *ep)
 	free(ep->freel);
 	pthread_mutex_destroy(&ep->slock);
 	pthread_mutex_destroy(&ep->qlock);
+	pthread_mutex_destroy(&ep->mlock);
 	pthread_mutex_destroy(&ep->hlock);
 	pthread_mutex_destroy(&ep->tlock);
 	loco_handle_free(ep);

@@ -127,10 +127,15 @@ int rpc_flush_peer(loco_rpc_ep_t *ep, struct rpc_peer *p)
 	return ret;
 }
 
-/* a payload in up to three pieces (a tree call's header, its node ids, its arguments) */
+/*
+ * a payload in pieces: a tree call's header, its node ids, its arguments;
+ * or a callv's argument table and its copied arguments
+ */
+#define PL_MAX (1 + RF_VEC_MAX)
+
 struct pl_iov {
-	const void *p[3];
-	size_t n[3];
+	const void *p[PL_MAX];
+	size_t n[PL_MAX];
 	size_t len; /* the sum */
 };
 
@@ -145,7 +150,7 @@ static void put_frame(uint8_t *dst, const struct rf_hdr *h, const struct pl_iov 
 	size_t flen = rf_r8(RF_HDR + pl->len), at = RF_HDR;
 
 	memcpy(dst, h, RF_HDR);
-	for (int i = 0; i < 3; i++) {
+	for (unsigned i = 0; i < PL_MAX; i++) {
 		if (pl->n[i])
 			memcpy(dst + at, pl->p[i], pl->n[i]);
 		at += pl->n[i];
@@ -509,13 +514,12 @@ static void slot_end(loco_rpc_ep_t *ep, uint32_t s, int state)
 	pthread_mutex_unlock(&ep->slock);
 }
 
-/* call_slot -- post frame @h (a reply wanted) with a reply slot: fills @t */
-static int call_slot(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, struct rf_hdr *h,
-                     struct pre_write *pre, const void *pl, size_t plen, void *ret, size_t ret_cap,
-                     loco_rpc_ticket_t *t, int64_t timeout_ns)
+/* call_slot_iov -- post frame @h + @iov (a reply wanted) with a reply slot: fills @t */
+static int call_slot_iov(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, struct rf_hdr *h,
+                         struct pre_write *pre, const struct pl_iov *iov, void *ret, size_t ret_cap,
+                         loco_rpc_ticket_t *t, int64_t timeout_ns)
 {
 	int64_t deadline = obj_deadline(timeout_ns);
-	struct pl_iov iov = pl_one(pl, plen);
 	loco_rpc_ticket_t local;
 	loco_waiter_t w;
 	int st = 0, rc;
@@ -523,16 +527,17 @@ static int call_slot(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, struc
 	if (ret_cap && ret == NULL)
 		return -EINVAL;
 	loco_waiter_init(&w, ep->m);
-	while ((rc = slot_get(ep, node, h->kind == RF_PULL || h->kind == RF_DEST, &h->slot,
-	                      &h->tag)) == -EBUSY) {
+	while (
+	    (rc = slot_get(ep, node, h->kind == RF_PULL || h->kind == RF_DEST || h->kind == RF_VEC,
+	                   &h->slot, &h->tag)) == -EBUSY) {
 		if (timeout_ns == 0 || (deadline >= 0 && obj_now_ns() >= deadline))
 			return -EBUSY;
 		if (rpc_help(ep) == 0)
 			loco_waiter_pause(&w);
 	}
 	h->ret_cap = (uint32_t)(ret_cap < ep->cfg.ret_max ? ret_cap : ep->cfg.ret_max);
-	rc = post(ep, p, node, h, &iov, 1, timeout_ns == 0, deadline, &ep->slots[h->slot].epoch,
-	          pre);
+	rc =
+	    post(ep, p, node, h, iov, 1, timeout_ns == 0, deadline, &ep->slots[h->slot].epoch, pre);
 	if (rc) {
 		slot_end(ep, h->slot, SLOT_FREE); /* never posted: no reply can come */
 		return rc;
@@ -547,6 +552,103 @@ static int call_slot(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, struc
 	if (rc == -EAGAIN) /* timeout 0: nobody holds the ticket; its late reply frees the slot */
 		slot_end(ep, t->slot, SLOT_ABANDONED);
 	return rc ? rc : (st < 0 ? st : 0);
+}
+
+/* call_slot -- call_slot_iov() of one piece */
+static int call_slot(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, struct rf_hdr *h,
+                     struct pre_write *pre, const void *pl, size_t plen, void *ret, size_t ret_cap,
+                     loco_rpc_ticket_t *t, int64_t timeout_ns)
+{
+	struct pl_iov iov = pl_one(pl, plen);
+
+	return call_slot_iov(ep, p, node, h, pre, &iov, ret, ret_cap, t, timeout_ns);
+}
+
+int rpc_slot_busy(loco_rpc_ep_t *ep, uint32_t slot, uint64_t tag)
+{
+	int busy;
+
+	pthread_mutex_lock(&ep->slock);
+	busy = ep->slots[slot].tag == tag && ep->slots[slot].state != SLOT_FREE;
+	pthread_mutex_unlock(&ep->slock);
+	return busy;
+}
+
+int loco_rpc_callv(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const loco_rpc_arg_t *args,
+                   unsigned nargs, void *ret, size_t ret_cap, loco_rpc_ticket_t *t,
+                   int64_t timeout_ns)
+{
+	struct rf_hdr h = {.kind = RF_VEC, .hid = id};
+	struct {
+		struct rf_vec v;
+		struct rf_varg a[RF_VEC_MAX];
+	} tab = {.v = {.n = nargs}};
+	struct pl_iov iov = {.len = 0};
+	int pinned[RF_VEC_MAX], npin = 0, rc, st = 0;
+	int64_t deadline = obj_deadline(timeout_ns);
+	size_t total = 0;
+	loco_rpc_ticket_t lt;
+	struct rpc_peer *p;
+
+	OBJ_CHECK(ep);
+	if (args == NULL || nargs == 0 || (ret_cap && ret == NULL) ||
+	    (p = callee(ep, node)) == NULL)
+		return -EINVAL;
+	if (nargs > LOCO_RPC_ARGS_MAX)
+		return -E2BIG;
+	if (ret_cap > ep->cfg.ret_max)
+		return -EMSGSIZE;
+	for (unsigned i = 0; i < nargs; i++) {
+		if (args[i].ptr == NULL || args[i].len == 0)
+			return -EINVAL;
+		total += args[i].len;
+		if (args[i].len > ep->cfg.pull_bytes || total > ep->cfg.pull_bytes)
+			return -EMSGSIZE; /* more than the callee lays out at once */
+	}
+	iov.p[0] = &tab;
+	iov.n[0] = sizeof(tab.v) + nargs * sizeof(tab.a[0]);
+	iov.len = iov.n[0];
+	/* small ones travel in the frame while it has room; the rest is READ from where it lies */
+	for (unsigned i = 0; i < nargs; i++) {
+		tab.a[i].len = args[i].len;
+		if (args[i].len <= LOCO_RPC_COPY_MAX &&
+		    iov.len + args[i].len <= ep->cfg.inline_max) {
+			tab.a[i].how = RF_VARG_COPY;
+			iov.p[1 + i] = args[i].ptr;
+			iov.n[1 + i] = args[i].len;
+			iov.len += args[i].len;
+			continue;
+		}
+		rc = rpc_mem_get(ep, args[i].ptr, args[i].len, &tab.a[i].rkey, &pinned[npin]);
+		if (rc)
+			goto out;
+		npin++;
+		tab.a[i].how = RF_VARG_READ;
+		tab.a[i].addr = (uint64_t)(uintptr_t)args[i].ptr;
+	}
+	if (iov.len > ep->cfg.inline_max) { /* (the table alone: inline_max below 200 bytes) */
+		rc = -EMSGSIZE;
+		goto out;
+	}
+	h.plen = (uint32_t)iov.len;
+	rc = call_slot_iov(ep, p, node, &h, NULL, &iov, ret, ret_cap, &lt, timeout_ns);
+	for (int i = 0; i < npin; i++) /* in use by this call until its slot is free */
+		rpc_mem_done(ep, pinned[i], rc == 0, lt.slot, lt.tag);
+	npin = 0;
+	if (rc)
+		return rc;
+	if (t != NULL) {
+		*t = lt;
+		return 0;
+	}
+	rc = loco_rpc_wait(ep, &lt, &st, NULL, timeout_ns == 0 ? 0 : obj_left_ns(deadline));
+	if (rc == -EAGAIN) /* timeout 0: nobody holds the ticket; its late reply frees the slot */
+		slot_end(ep, lt.slot, SLOT_ABANDONED);
+	return rc ? rc : (st < 0 ? st : 0);
+out:
+	for (int i = 0; i < npin; i++)
+		rpc_mem_done(ep, pinned[i], 0, 0, 0);
+	return rc;
 }
 
 int loco_rpc_call_return(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *args,

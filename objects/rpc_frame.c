@@ -48,6 +48,38 @@ int rf_next(const void *msg, size_t len, size_t *pos, const struct rf_limits *li
 		    f->dest.addr + f->dest.len < f->dest.addr)
 			return -EBADMSG; /* where it lies is the callee's check (its regions) */
 		break;
+	case RF_VEC: {
+		struct rf_vec v;
+		uint64_t copied = 0, total = 0;
+
+		if (f->h.slot >= lim->slots || f->h.plen < sizeof(v))
+			return -EBADMSG;
+		memcpy(&v, b + at + RF_HDR, sizeof(v));
+		if (v.n == 0 || v.n > RF_VEC_MAX || v.rsv != 0 ||
+		    f->h.plen - sizeof(v) < (uint64_t)v.n * sizeof(struct rf_varg))
+			return -EBADMSG;
+		f->vn = v.n;
+		f->varg = b + at + RF_HDR + sizeof(v);
+		f->vcopy = f->varg + (size_t)v.n * sizeof(struct rf_varg);
+		for (uint32_t i = 0; i < v.n; i++) {
+			struct rf_varg a;
+
+			memcpy(&a, f->varg + (size_t)i * sizeof(a), sizeof(a));
+			if (a.len == 0 || a.len > lim->pull_max ||
+			    (a.how != RF_VARG_COPY && a.how != RF_VARG_READ) ||
+			    (a.how == RF_VARG_COPY && (a.addr != 0 || a.rkey != 0)) ||
+			    (a.how == RF_VARG_READ && a.addr + a.len < a.addr))
+				return -EBADMSG;
+			copied += a.how == RF_VARG_COPY ? a.len : 0;
+			total += a.len;
+		}
+		/* the copied bytes fill the rest exactly; all of them fit the callee's pull room */
+		if (copied != f->h.plen - sizeof(v) - (uint64_t)v.n * sizeof(struct rf_varg) ||
+		    total > lim->pull_max)
+			return -EBADMSG;
+		f->vlen = total;
+		break;
+	}
 	case RF_TREE: {
 		uint32_t th[2];
 

@@ -37,7 +37,10 @@ enum {
 	RF_PULL = 3,
 	RF_TREE = 4,
 	RF_DEST = 5,
+	RF_VEC = 6, /* loco_rpc_callv(): arguments copied, and arguments to READ (loco 0.11) */
 };
+
+#define RF_VEC_MAX 8u /* arguments of one RF_VEC frame (LOCO_RPC_ARGS_MAX) */
 
 #define RF_TREE_MAX 4096u /* node ids one RF_TREE frame may name */
 
@@ -68,12 +71,40 @@ struct rf_dest {
 	uint32_t rsv;
 };
 
+/*
+ * the payload of an RF_VEC frame: struct rf_vec, @n struct rf_varg, then
+ * the copied arguments' bytes one after the other (no padding). The
+ * callee lays the arguments out one after the other, in order, and runs
+ * the handler on them: copied ones from the frame, the others READ from
+ * the caller's memory (@addr, @rkey: a region the caller registered).
+ */
+struct rf_vec {
+	uint32_t n;
+	uint32_t rsv;
+};
+
+struct rf_varg {
+	uint64_t len;
+	uint64_t addr; /* RF_VARG_READ: where on the caller; copied: 0 */
+	uint32_t rkey;
+	uint32_t how; /* RF_VARG_COPY or RF_VARG_READ */
+};
+
+enum {
+	RF_VARG_COPY = 0,
+	RF_VARG_READ = 1
+};
+
 /* a decoded frame: payload points into the message */
 struct rf_frame {
 	struct rf_hdr h;
 	const void *payload;
 	struct rf_pull pull; /* RF_PULL only */
 	struct rf_dest dest; /* RF_DEST only */
+	/* RF_VEC only: the arguments (unaligned: copy them out), the copied bytes, the total */
+	uint32_t vn;
+	const uint8_t *varg, *vcopy;
+	uint64_t vlen;
 	/* RF_TREE only: who called, and the nodes to pass it on to (unaligned u32s) */
 	uint32_t origin, nsub;
 	const uint8_t *sub;

@@ -250,6 +250,17 @@ struct loco_rpc_ep {
 	unsigned rq_count;        /* qlock: entries taken (queued, or being ended) */
 	int rq_on;                /* qlock: the retry poller runs (or is being added) */
 	loco_poller_t *rq_poller; /* qlock */
+	/* loco_rpc_callv(): the caller's buffers kept registered (rpc_mem.c) */
+	pthread_mutex_t mlock;
+	loco_object_t *mobj; /* "<name>.m", made on first use: their regions' object */
+	struct rpc_mreg {
+		uintptr_t start, end; /* the pages registered */
+		loco_region_t *r;     /* NULL: a free entry */
+		unsigned pins;        /* calls being made with it */
+		uint32_t slot;        /* the reply slot of the last call that used it */
+		uint64_t tag, used;   /* that call's tag; when last used (mclock) */
+	} mreg[LOCO_RPC_REG_MAX];     /* mlock */
+	uint64_t mclock;              /* mlock */
 	int stop;
 	loco_rpc_stats_t st; /* updated with atomic adds */
 };
@@ -355,6 +366,25 @@ int rpc_flush_peer(loco_rpc_ep_t *ep, struct rpc_peer *p);
  * ring room, or its set-up under way), or an error.
  */
 int rpc_post_now(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t id, const void *args, size_t len);
+
+/* rpc_slot_busy -- whether reply slot @slot still serves the call of @tag (slock) */
+int rpc_slot_busy(loco_rpc_ep_t *ep, uint32_t slot, uint64_t tag);
+
+/*
+ * rpc_mem_get -- the key of [@ptr, @ptr + @len) registered for READs by
+ * callees: an entry of the endpoint's cache that covers it and whose
+ * memory is still mapped, or a new registration of its pages (the least
+ * recently used entry that no call uses goes). The entry is pinned: its
+ * index into *@idx for rpc_mem_done(). 0; -EFAULT (not mapped), -EBUSY
+ * (every entry in use by calls in flight), -ENOMEM, the fabric's error.
+ */
+int rpc_mem_get(loco_rpc_ep_t *ep, const void *ptr, size_t len, uint32_t *rkey, int *idx);
+
+/* rpc_mem_done -- unpin entry @idx; @posted: the call of (@slot, @tag) may READ it until done */
+void rpc_mem_done(loco_rpc_ep_t *ep, int idx, int posted, uint32_t slot, uint64_t tag);
+
+/* rpc_mem_fini -- (destroy) unregister every entry, destroy their object */
+void rpc_mem_fini(loco_rpc_ep_t *ep);
 
 /*
  * rpc_retry_fini -- (loco_rpc_destroy(), after the server threads) stop

@@ -172,6 +172,60 @@ static int pull(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint3
 	return 0;
 }
 
+/*
+ * pullv -- lay an RF_VEC call's arguments out one after the other in the
+ * lane's pull stack: the copied ones from the frame, the others READ
+ * from the caller of epoch @e (all posted, then waited for together).
+ * 0, -ENOBUFS, -EIO (a READ failed: e.g. the caller's buffer is no longer
+ * registered), -ECONNRESET.
+ */
+static int pullv(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint32_t e,
+                 const struct rf_frame *f, const void **data)
+{
+	const uint8_t *copy = f->vcopy;
+	size_t at = l->pull_top;
+	uint8_t *base = loco_region_ptr(ep->pull);
+	int ret = 0, posted = 0;
+
+	if (l->pull_top + f->vlen > l->pull_base + ep->cfg.pull_bytes)
+		return -ENOBUFS;
+	for (uint32_t i = 0; i < f->vn && ret == 0; i++) {
+		struct rf_varg a;
+
+		memcpy(&a, f->varg + (size_t)i * sizeof(a), sizeof(a));
+		if (a.how == RF_VARG_COPY) {
+			memcpy(base + at, copy, a.len);
+			copy += a.len;
+		} else {
+			loco_rref_t rr = {
+			    .node = p->node, .rkey = a.rkey, .addr = a.addr, .len = a.len};
+			loco_waiter_t w;
+
+			loco_waiter_init(&w, ep->m);
+			for (int tries = 0;; tries++) {
+				ret = loco_read(ep->pull, at, &rr, 0, a.len, l->pack);
+				if (ret != -EAGAIN || tries >= 100000 || peer_epoch(p) != e)
+					break;
+				loco_waiter_pause(&w); /* the send queue full for a moment */
+			}
+			posted += ret == 0;
+		}
+		at += a.len;
+	}
+	if (posted) { /* (every one posted must be waited for, also after an error) */
+		int w =
+		    loco_ack_wait(l->pack, -1); /* completes or fails within the failure bound */
+
+		ret = ret ? ret : w;
+	}
+	if (ret)
+		return peer_epoch(p) != e ? -ECONNRESET : -EIO;
+	ST_ADD(ep, pulls, 1);
+	*data = base + l->pull_top;
+	l->pull_top += rf_r8(f->vlen);
+	return 0;
+}
+
 /* dest_find -- the local place of a call_buffer_to payload, in a destination region: 0, -EFAULT */
 static int dest_find(loco_rpc_ep_t *ep, const struct rf_dest *d, const void **data)
 {
@@ -221,15 +275,17 @@ static void run_frame(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p,
 		/* a place that is no destination region here: refused */
 		ST_LOG(ep, bad, LOCO_LOG_WARN,
 		       "call into a place that is no destination region here");
-	} else if (f->h.kind == RF_PULL && (status = pull(ep, l, p, e, &f->pull, &msg.data)) != 0) {
+	} else if ((f->h.kind == RF_PULL &&
+	            (status = pull(ep, l, p, e, &f->pull, &msg.data)) != 0) ||
+	           (f->h.kind == RF_VEC && (status = pullv(ep, l, p, e, f, &msg.data)) != 0)) {
 		if (status == -ECONNRESET) {
 			ST_LOG(ep, dropped, LOCO_LOG_INFO,
 			       "call dropped: its payload could not be read");
 			return;
 		}
 	} else {
-		if (f->h.kind == RF_PULL) {
-			msg.len = (size_t)f->pull.len;
+		if (f->h.kind == RF_PULL || f->h.kind == RF_VEC) {
+			msg.len = f->h.kind == RF_PULL ? (size_t)f->pull.len : (size_t)f->vlen;
 			consumed(ep, p, e, f->h.slot, f->h.tag);
 		}
 		if (f->h.kind == RF_DEST) {

@@ -67,6 +67,38 @@ int loco_region_create(loco_object_t *obj, const char *name, size_t len, unsigne
  */
 int loco_region_rref(const loco_region_t *r, loco_rref_t *out);
 
+/*
+ * loco_region_register -- a region over @len bytes of this process's own
+ * memory at @ptr (any mapping: heap, stack, mmap), for @obj, remotely
+ * accessible as @access says, never announced (as LOCO_ACCESS_UNLISTED:
+ * give its loco_region_rref() to the peers that may reach it). LOCO
+ * neither zeroes nor frees the memory; the caller keeps it mapped until
+ * loco_region_unregister() (or its object's destruction). Registration
+ * costs a system call or a device's pinning: done once, not per
+ * operation. Returns 0 and sets *@out; -EINVAL, -EFAULT (a page of the
+ * range is not mapped), -ENOMEM, or the fabric's error. Since loco 0.11.
+ */
+int loco_region_register(loco_object_t *obj, void *ptr, size_t len, unsigned access,
+                         loco_region_t **out);
+
+/*
+ * loco_region_unregister -- end a region of loco_region_register() at once
+ * (a peer's later access to it fails with -EACCES, which on RDMA breaks
+ * that peer's link: unregister once no peer reaches it any more). The
+ * memory stays the caller's. Returns 0; -EINVAL (NULL, or a region of
+ * loco_region_create()). Since loco 0.11.
+ */
+int loco_region_unregister(loco_region_t *r);
+
+/*
+ * loco_region_valid -- whether the memory of a registered region is still
+ * there: -EFAULT once a page of it is unmapped (freed to the system,
+ * munmap(2)), found with mincore(2); 0 otherwise, and always for regions
+ * of loco_region_create(). Memory unmapped and mapped again at the same
+ * address is not told apart. -EINVAL (NULL). Since loco 0.11.
+ */
+int loco_region_valid(const loco_region_t *r);
+
 /* loco_region_ptr / loco_region_len -- the local memory of @r. */
 void *loco_region_ptr(const loco_region_t *r);
 size_t loco_region_len(const loco_region_t *r);

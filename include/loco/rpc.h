@@ -267,6 +267,50 @@ int loco_rpc_call_buffer_to(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const
                             size_t len, const loco_rref_t *dst, size_t doff, void *ret,
                             size_t ret_cap, loco_rpc_ticket_t *t, int64_t timeout_ns);
 
+#define LOCO_RPC_ARGS_MAX 8u   /* arguments of one loco_rpc_callv() */
+#define LOCO_RPC_COPY_MAX 512u /* callv arguments up to this many bytes are copied */
+#define LOCO_RPC_REG_MAX  16u  /* the caller's buffers an endpoint keeps registered */
+
+/* One argument of loco_rpc_callv(): @len bytes at @ptr. */
+typedef struct loco_rpc_arg {
+	const void *ptr;
+	size_t len;
+} loco_rpc_arg_t;
+
+/*
+ * loco_rpc_callv -- call handler @id on @node with the @nargs (1 ..
+ * LOCO_RPC_ARGS_MAX) arguments @args, laid out one after the other for
+ * the handler (msg->data, msg->len: their sum, <= pull_bytes), from
+ * anywhere in this process's memory. Arguments up to LOCO_RPC_COPY_MAX
+ * bytes are copied into the call while it has room (inline_max); the
+ * others are READ by the callee from where they lie, registered on first
+ * use and kept registered (LOCO_RPC_REG_MAX buffers per endpoint, the
+ * least recently used going first), so that a buffer used again costs no
+ * registration. Such a buffer must stay unchanged and mapped until the
+ * call is consumed (loco_rpc_consumed()) or completes; before freeing or
+ * unmapping one, call loco_rpc_mem_forget() (a buffer found unmapped is
+ * dropped from the cache: -EFAULT). Result and returns as
+ * loco_rpc_call_return(); -E2BIG (more than LOCO_RPC_ARGS_MAX
+ * arguments), -EMSGSIZE (their sum above pull_bytes, or @ret_cap above
+ * ret_max), -EINVAL (no arguments, a NULL or empty one), -EFAULT (an
+ * argument's memory is not mapped), -EBUSY (every kept registration is
+ * in use by calls in flight, or every reply slot). The handler's status
+ * is -EIO when a READ failed. Since loco 0.11.
+ */
+int loco_rpc_callv(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const loco_rpc_arg_t *args,
+                   unsigned nargs, void *ret, size_t ret_cap, loco_rpc_ticket_t *t,
+                   int64_t timeout_ns);
+
+/*
+ * loco_rpc_mem_forget -- drop the kept registrations of the caller's
+ * memory that overlap [@ptr, @ptr + @len): call it before freeing or
+ * unmapping a buffer given to loco_rpc_callv(), as memory mapped again at
+ * the same address is not told apart from the old. Returns 0; -EBUSY (a
+ * call in flight may still READ one of them: nothing dropped), -EINVAL.
+ * Since loco 0.11.
+ */
+int loco_rpc_mem_forget(loco_rpc_ep_t *ep, const void *ptr, size_t len);
+
 /*
  * loco_rpc_dest_add -- let callers of @ep WRITE call_buffer_to payloads
  * into @r (a remotely writable region of this node, of any object of its

@@ -6,7 +6,9 @@
  * (so ASan sees any read past it) and walked with rf_next() to the end or
  * to the first refusal. Invariants: the walk advances at every frame and
  * never past the message; a frame's payload lies inside the message; its
- * kind is one of the five; a destination is non-empty and does not wrap; a tree's node list and arguments lie inside
+ * kind is one of the six; a callv's argument table and copied bytes fill
+ * its payload exactly, its arguments are non-empty and their total fits
+ * the pull room; a destination is non-empty and does not wrap; a tree's node list and arguments lie inside
  * its payload; a reply slot is below the limit; a pull's
  * extent is non-empty and inside the send region; the walk ends (a frame
  * takes at least RF_HDR bytes). Every violation ends in __builtin_trap()
@@ -27,7 +29,7 @@ int fuzz_replay_summary(void);
 static const struct rf_limits lim = {.slots = 64, .pull_max = 1u << 20, .send_len = 1u << 20};
 
 static struct {
-	unsigned long inputs, frames, bad, empty, by_kind[6];
+	unsigned long inputs, frames, bad, empty, by_kind[7];
 } stats;
 
 static void fail(const char *why)
@@ -59,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if ((const uint8_t *)f.payload != msg + last + RF_HDR ||
 		    last + RF_HDR + (size_t)f.h.plen > size)
 			fail("payload outside the message");
-		if (f.h.kind < 1 || f.h.kind > 5)
+		if (f.h.kind < 1 || f.h.kind > 6)
 			fail("bad kind accepted");
 		if (f.h.kind == 4 &&
 		    (f.nsub > RF_TREE_MAX || f.sub != (const uint8_t *)f.payload + 8 ||
@@ -78,6 +80,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (f.h.kind == 5 &&
 		    (f.dest.len == 0 || f.dest.rsv != 0 || f.dest.addr + f.dest.len < f.dest.addr))
 			fail("empty, reserved or wrapping destination accepted");
+		if (f.h.kind == 6) {
+			uint64_t total = 0, copied = 0;
+
+			if (f.h.slot >= lim.slots || f.vn == 0 || f.vn > RF_VEC_MAX ||
+			    f.varg != (const uint8_t *)f.payload + sizeof(struct rf_vec) ||
+			    f.vcopy != f.varg + (size_t)f.vn * sizeof(struct rf_varg))
+				fail("argument table out of range accepted");
+			for (uint32_t i = 0; i < f.vn; i++) {
+				struct rf_varg a;
+
+				memcpy(&a, f.varg + (size_t)i * sizeof(a), sizeof(a));
+				if (a.len == 0 || a.len > lim.pull_max || a.how > RF_VARG_READ)
+					fail("empty, oversized or unknown argument accepted");
+				total += a.len;
+				copied += a.how == RF_VARG_COPY ? a.len : 0;
+			}
+			if (total != f.vlen || total > lim.pull_max ||
+			    f.vcopy + copied != (const uint8_t *)f.payload + f.h.plen)
+				fail("copied arguments outside the payload, or a wrong total");
+		}
 		if (n > (int)(size / RF_HDR) + 1)
 			fail("more frames than the message can hold");
 	}
@@ -99,11 +121,11 @@ int fuzz_replay_summary(void)
 	fprintf(
 	    stderr,
 	    "fuzz-rpc-frame: %lu inputs, %lu frames (call %lu, ret %lu, pull %lu, tree %lu, dest "
-	    "%lu), %lu refused, %lu empty\n",
+	    "%lu, vec %lu), %lu refused, %lu empty\n",
 	    stats.inputs, stats.frames, stats.by_kind[1], stats.by_kind[2], stats.by_kind[3],
-	    stats.by_kind[4], stats.by_kind[5], stats.bad, stats.empty);
+	    stats.by_kind[4], stats.by_kind[5], stats.by_kind[6], stats.bad, stats.empty);
 	return stats.by_kind[1] && stats.by_kind[2] && stats.by_kind[3] && stats.by_kind[4] &&
-	               stats.by_kind[5] && stats.bad
+	               stats.by_kind[5] && stats.by_kind[6] && stats.bad
 	           ? 0
 	           : 1;
 }

@@ -24,7 +24,26 @@ def tree(origin, subs, args):
     return struct.pack('<II', origin, len(subs)) + b''.join(struct.pack('<I', n) for n in subs) + args
 
 
+def vec(args):
+    # args: (len, addr, rkey, how, copied bytes or b'')
+    t = struct.pack('<II', len(args), 0)
+    t += b''.join(struct.pack('<QQII', ln, ad, rk, how) for ln, ad, rk, how, _ in args)
+    return t + b''.join(c for _, _, _, _, c in args)
+
+
 seeds = {
+    'vec': frame(6, vec([(3, 0, 0, 0, b'abc'), (4096, 0x7f0000002000, 7, 1, b''), (2, 0, 0, 0, b'xy')])),
+    'vec-one-read': frame(6, vec([(1 << 20, 0x7f0000000000, 9, 1, b'')])),
+    'vec-too-many': frame(6, vec([(1, 0, 0, 0, b'a')] * 9)),
+    'vec-zero-args': frame(6, vec([])),
+    'vec-empty-arg': frame(6, vec([(0, 0, 0, 0, b'')])),
+    'vec-copied-short': frame(6, vec([(8, 0, 0, 0, b'abc')])),
+    'vec-copied-long': frame(6, vec([(2, 0, 0, 0, b'abcd')])),
+    'vec-total-over': frame(6, vec([(1 << 20, 0x1000, 1, 1, b''), (1, 0, 0, 0, b'z')])),
+    'vec-bad-how': frame(6, vec([(8, 0x1000, 1, 2, b'')])),
+    'vec-copy-addr': frame(6, vec([(1, 0x1000, 0, 0, b'q')])),
+    'vec-wrap': frame(6, vec([(16, 2**64 - 8, 1, 1, b'')])),
+    'vec-bad-slot': frame(6, vec([(1, 0, 0, 0, b'q')]), slot=64),
     'dest': frame(5, struct.pack('<QQII', 0x7f0000001000, 64, 0x1234, 0)),
     'dest-zero': frame(5, struct.pack('<QQII', 0x1000, 0, 1, 0)),
     'dest-wrap': frame(5, struct.pack('<QQII', 2**64 - 8, 16, 1, 0)),
