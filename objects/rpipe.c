@@ -381,6 +381,10 @@ int loco_rpipe_sync(loco_rpipe_t *p, int64_t timeout_ns)
 	OBJ_CHECK(p);
 	loco_waiter_init(&w, p->m);
 	while ((ret = rp_sess(p)) == -ENOENT) {
+		int st = p->unlisted ? 0 : loco_object_status(p->obj); /* (rp_sess() says -ENOENT) */
+
+		if (st)
+			return st;
 		if (loco_channel_partitioned(p->ch))
 			return -LOCO_EPARTITION;
 		if (deadline >= 0 && obj_now_ns() >= deadline)

@@ -22,8 +22,8 @@ static int64_t room(const loco_rpipe_t *p)
  * ask -- the writer is short of @need bytes: ask the reader for the space
  * (once per position wanted): what we need, or a batch past the head it
  * gave last if that is more (and written: the reader cannot return what it
- * has not read). Pull: make sure the reader knows all there is to READ.
- * 0 or the error that loses the pipe.
+ * has not read). Pull: make sure the reader knows all there is to READ,
+ * and whether that failed. 0 or the error that loses the pipe.
  */
 static int ask(loco_rpipe_t *p, uint64_t need)
 {
@@ -31,8 +31,11 @@ static int ask(loco_rpipe_t *p, uint64_t need)
 	int ret;
 
 	if (p->pull) {
-		if (p->pub == p->tail)
-			return 0;
+		if (p->pub == p->tail) {
+			/* the last one failed? (a WRITE to a dead reader fails at once) */
+			ret = loco_ack_wait(p->cack, 0);
+			return ret == 0 || ret == -ETIMEDOUT ? 0 : rp_lose(p);
+		}
 		ret = rp_pull_advance(p, 1);
 		if (ret == 0)
 			p->st.asks++;
