@@ -381,7 +381,8 @@ int loco_rpipe_sync(loco_rpipe_t *p, int64_t timeout_ns)
 	OBJ_CHECK(p);
 	loco_waiter_init(&w, p->m);
 	while ((ret = rp_sess(p)) == -ENOENT) {
-		int st = p->unlisted ? 0 : loco_object_status(p->obj); /* (rp_sess() says -ENOENT) */
+		/* a mismatch or an unjoined channel: rp_sess() says only -ENOENT */
+		int st = p->unlisted ? 0 : loco_object_status(p->obj);
 
 		if (st)
 			return st;

@@ -71,14 +71,18 @@ typedef struct loco_rpipe_cfg {
 	uint32_t mode;       /* LOCO_RPIPE_PUSH (0, the default) or LOCO_RPIPE_PULL; since 0.11 */
 } loco_rpipe_cfg_t;
 
-/* What one end did (loco_rpipe_stats()). */
+/*
+ * What one end did (loco_rpipe_stats()). In a pull pipe the writer's
+ * returns count its WRITEs of its position to the reader, and asks those
+ * it made while it waited for room.
+ */
 typedef struct loco_rpipe_stats {
 	uint64_t msgs;    /* messages written (writer) or read (reader) */
 	uint64_t bytes;   /* their payload bytes */
 	uint64_t wraps;   /* times the position went back to the ring's start */
 	uint64_t full;    /* writer: calls that found too little room and waited or gave up */
-	uint64_t asks;    /* writer: WRITEs asking the reader to return space now (pull: of its tail) */
-	uint64_t returns; /* reader: WRITEs of its position to the writer (batches); pull writer: of its tail */
+	uint64_t asks;    /* writer: WRITEs asking the reader to return space now */
+	uint64_t returns; /* reader: WRITEs of its position to the writer (batches) */
 	uint64_t empty;   /* reader: calls that found no message and waited or gave up */
 	uint64_t torn;    /* reader: polls that met a message not fully landed (checksum) */
 	uint64_t resets;  /* loco_rpipe_reset() calls that made the pipe usable again */

@@ -257,8 +257,7 @@ int main(int argc, char **argv)
 			if (pull) {
 				uint64_t pubs = sc_sync_get(&sync, BOX_PUB + (i ? 3 : 1)) - 1;
 
-				sc_log("pipe %c: the writer wrote its tail %llu times (%.1f messages "
-				       "each)",
+				sc_log("pipe %c: %llu tail WRITEs (%.1f messages each)",
 				       i ? 'b' : 'a', (unsigned long long)pubs,
 				       (double)st->msgs / (double)pubs);
 				SC_ASSERT(pubs > 0);
