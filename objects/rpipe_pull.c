@@ -37,7 +37,9 @@
  * writer's load sees the head (it publishes) or the READ sees the tail.
  * The reader waits for the completion rather than trusting the order of
  * the two requests on the link: a tcp target lands the WRITE and serves
- * the READ on one thread with no fence between a store and a later load.
+ * the READ on one thread with no fence between a store and a later load
+ * (it sends the ACK in between, through the kernel); on shm this thread
+ * does both, with a full fence between them.
  *
  * Space: the writer reuses ring space only below the returned head, and
  * the reader returns only what it consumed, so a READ in flight (above
@@ -133,6 +135,11 @@ static void pull_arm(loco_rpipe_t *p)
 	}
 	if (p->arm_pos != p->pulled || p->head != p->pulled)
 		return; /* moved on meanwhile */
+	/*
+	 * on shm this thread did the head's store itself (a WRITE completes as
+	 * it is posted) and the READ's load comes next: keep them in order
+	 */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (pull_post(p, &p->rctl, p->ctl, CTL_TSEEN * 8, CTL_TAIL * 8, 8) == 0) {
 		p->rd = RD_TAIL;
 		p->armed = p->pulled + 1;
