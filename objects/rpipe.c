@@ -142,25 +142,15 @@ void loco_rpipe_cfg_default(loco_rpipe_cfg_t *cfg)
 {
 	if (cfg != NULL)
 		*cfg = (loco_rpipe_cfg_t){.ring_bytes = 64 * 1024,
-		                          .return_div = LOCO_RPIPE_RETURN_DIV};
+		                          .return_div = LOCO_RPIPE_RETURN_DIV,
+		                          .mode = LOCO_RPIPE_PUSH};
 }
 
-int loco_rpipe_create_cfg(loco_channel_t *ch, const char *name, uint32_t writer, uint32_t reader,
-                          const loco_rpipe_cfg_t *cfg, loco_rpipe_t **out)
+/* rp_create -- this node's end of a listed pipe (loco_rpipe_create_cfg()). */
+static int rp_create(loco_channel_t *ch, const char *name, uint32_t writer, uint32_t reader,
+                     size_t ring_bytes, uint32_t return_div, uint32_t mode, loco_rpipe_t **out)
 {
-	int ret;
-
-	if (cfg == NULL || cfg->return_div < 1 || cfg->return_div > LOCO_RPIPE_RETURN_DIV_MAX)
-		return -EINVAL;
-	ret = loco_rpipe_create(ch, name, writer, reader, cfg->ring_bytes, out);
-	if (ret == 0)
-		(*out)->batch = cfg->ring_bytes / cfg->return_div; /* (not used before a write) */
-	return ret;
-}
-
-int loco_rpipe_create(loco_channel_t *ch, const char *name, uint32_t writer, uint32_t reader,
-                      size_t ring_bytes, loco_rpipe_t **out)
-{
+	unsigned ring_acc, ctl_acc = LOCO_ACCESS_WRITE;
 	loco_rpipe_t *p;
 	int ret;
 
@@ -169,25 +159,35 @@ int loco_rpipe_create(loco_channel_t *ch, const char *name, uint32_t writer, uin
 	ret = rp_new(ch, writer, reader, ring_bytes, &p);
 	if (ret)
 		return ret;
+	p->batch = ring_bytes / return_div;
+	p->pull = mode == LOCO_RPIPE_PULL;
 	ret = loco_object_create(ch, name, &rp_ops, p, &p->obj);
 	if (ret)
 		goto err_new;
 	/*
-	 * both ends must name the same ends and ring: checked as they pair.
-	 * The ends go in one parameter (writer << 32 | reader): a pipe takes
-	 * 4 of the channel's announced entries (2 parameters, 2 regions).
+	 * both ends must name the same ends, ring and mode: checked as they
+	 * pair. The ends go in one parameter (writer << 32 | reader), the
+	 * mode with the ring (ring_bytes | mode << 32: a push pipe's value is
+	 * its size, as before pull pipes were): a pipe takes 4 of the
+	 * channel's announced entries (2 parameters, 2 regions).
 	 */
 	ret = loco_object_agree(p->obj, "ends", (uint64_t)writer << 32 | reader);
 	if (ret == 0)
-		ret = loco_object_agree(p->obj, "ring", ring_bytes);
+		ret = loco_object_agree(p->obj, "ring", ring_bytes | (uint64_t)mode << 32);
 	if (ret)
 		goto err_obj;
+	/* push: the reader's ring is written; pull: the writer's is read, and its tail word */
+	if (p->pull) {
+		ring_acc = p->is_writer ? LOCO_ACCESS_READ : 0;
+		ctl_acc |= p->is_writer ? LOCO_ACCESS_READ : 0;
+	} else {
+		ring_acc = p->is_writer ? 0 : LOCO_ACCESS_WRITE;
+	}
 	/* the ctl first: loco_object_sync() waits for the first region */
-	ret = loco_region_create(p->obj, "ctl", CTL_LEN, LOCO_ACCESS_WRITE, &p->ctl);
+	ret = loco_region_create(p->obj, "ctl", CTL_LEN, ctl_acc, &p->ctl);
 	if (ret)
 		goto err_obj;
-	ret = loco_region_create(p->obj, "ring", ring_bytes, p->is_writer ? 0 : LOCO_ACCESS_WRITE,
-	                         &p->ring);
+	ret = loco_region_create(p->obj, "ring", ring_bytes, ring_acc, &p->ring);
 	if (ret)
 		goto err_obj;
 	p->base = loco_region_ptr(p->ring);
@@ -202,6 +202,23 @@ err_new:
 	return ret;
 }
 
+int loco_rpipe_create_cfg(loco_channel_t *ch, const char *name, uint32_t writer, uint32_t reader,
+                          const loco_rpipe_cfg_t *cfg, loco_rpipe_t **out)
+{
+	if (cfg == NULL || cfg->return_div < 1 || cfg->return_div > LOCO_RPIPE_RETURN_DIV_MAX ||
+	    (cfg->mode != LOCO_RPIPE_PUSH && cfg->mode != LOCO_RPIPE_PULL))
+		return -EINVAL;
+	return rp_create(ch, name, writer, reader, cfg->ring_bytes, cfg->return_div, cfg->mode,
+	                 out);
+}
+
+int loco_rpipe_create(loco_channel_t *ch, const char *name, uint32_t writer, uint32_t reader,
+                      size_t ring_bytes, loco_rpipe_t **out)
+{
+	return rp_create(ch, name, writer, reader, ring_bytes, LOCO_RPIPE_RETURN_DIV,
+	                 LOCO_RPIPE_PUSH, out);
+}
+
 void loco_rpipe_destroy(loco_rpipe_t *p)
 {
 	OBJ_DESTROY_CHECK(p);
@@ -212,7 +229,9 @@ void loco_rpipe_destroy(loco_rpipe_t *p)
 	 * (the last "want" again: the reader takes it as before) completes
 	 * after every one of them, and destroying cack waits for it.
 	 */
-	if (p->is_writer && p->have_sess && !is_lost(p)) {
+	if (p->pull) {
+		rp_pull_destroy(p);
+	} else if (p->is_writer && p->have_sess && !is_lost(p)) {
 		loco_waiter_t w;
 		int64_t dl = obj_deadline(5 * 1000000000ll);
 
@@ -241,6 +260,7 @@ void loco_rpipe_stats(const loco_rpipe_t *p, loco_rpipe_stats_t *st)
 int rp_peer(loco_rpipe_t *p)
 {
 	uint32_t other = p->is_writer ? p->reader : p->writer;
+	int ring_end = p->pull ? !p->is_writer : p->is_writer; /* the end that posts to a ring */
 	loco_rref_t ctl, ring;
 	int ret;
 
@@ -249,9 +269,9 @@ int rp_peer(loco_rpipe_t *p)
 	if (p->unlisted)
 		return -ENOENT; /* rpipe_attach() tells */
 	ret = loco_region_remote(p->ctl, other, &ctl);
-	if (ret == 0 && p->is_writer)
+	if (ret == 0 && ring_end)
 		ret = loco_region_remote(p->ring, other, &ring);
-	if (ret == 0 && p->is_writer)
+	if (ret == 0 && ring_end)
 		ret = loco_rhandle_bind(p->ring, &ring, &p->rring);
 	if (ret == 0)
 		ret = loco_rhandle_bind(p->ctl, &ctl, &p->rctl);
@@ -301,9 +321,9 @@ int rp_sess(loco_rpipe_t *p)
 		p->have_peer = 0; /* those were the old one's regions: look again */
 		return -ENOENT;   /* nobody new yet: the old one may still be in the view */
 	}
-	if (p->is_writer) {
+	if (p->is_writer || p->pull) {
 		/*
-		 * the old session's WRITEs that failed after a reset: the old
+		 * the old session's WRITEs (a pull reader's READs) that failed after a reset: the old
 		 * incarnation's link was closed (its operations completed) before
 		 * the view that let the new one pair
 		 */
@@ -334,6 +354,8 @@ int loco_rpipe_reset(loco_rpipe_t *p)
 		p->published = 0;
 		p->peek_rec = 0;
 	}
+	if (p->pull)
+		rp_pull_reset(p);
 	p->seq = 0;
 	if (p->have_sess)
 		p->old_sess = p->sess;
@@ -359,6 +381,11 @@ int loco_rpipe_sync(loco_rpipe_t *p, int64_t timeout_ns)
 	OBJ_CHECK(p);
 	loco_waiter_init(&w, p->m);
 	while ((ret = rp_sess(p)) == -ENOENT) {
+		/* a mismatch or an unjoined channel: rp_sess() says only -ENOENT */
+		int st = p->unlisted ? 0 : loco_object_status(p->obj);
+
+		if (st)
+			return st;
 		if (loco_channel_partitioned(p->ch))
 			return -LOCO_EPARTITION;
 		if (deadline >= 0 && obj_now_ns() >= deadline)
@@ -417,8 +444,11 @@ int rp_ctl_put(loco_rpipe_t *p, uint64_t v)
 	if (loco_ack_outstanding(p->cack) >= CTL_SLOTS)
 		return -EAGAIN;
 	ret = loco_ack_wait(p->cack, 0);
-	if (ret != 0 && ret != -ETIMEDOUT && p->is_writer)
-		return rp_lose(p);
+	if (ret != 0 && ret != -ETIMEDOUT) {
+		if (p->is_writer)
+			return rp_lose(p);
+		p->ctl_err = 1; /* a pull reader's arm writes its head again */
+	}
 	__atomic_store_n(&p->ctlw[CTL_SRC + slot], v, __ATOMIC_RELEASE);
 	ret = loco_rop_post(&p->rctl, &(loco_rop_t){.opcode = LOCO_ROP_WRITE,
 	                                            .local = p->ctl,

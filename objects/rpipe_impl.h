@@ -61,6 +61,14 @@
  * returned position is cleared by the writer's reset; a stale "want" left
  * in the reader's ctl is harmless (it only makes the reader return space
  * early).
+ *
+ * Pull mode (LOCO_RPIPE_PULL; rpipe_pull.c has its protocol): the same
+ * records and positions, but the writer's copy is the ring (remotely
+ * readable) and the reader's is a copy it READs whole ranges into; the
+ * reader's ctl word 0 is the writer's published tail instead of "want",
+ * and the writer's ctl word CTL_TAIL (remotely readable) its committed
+ * tail. The mode is agreed with the ring size (a mismatch is
+ * -LOCO_EMISMATCH). Unlisted ends (the rpc's) are push pipes.
  */
 #ifndef LOCO_OBJECTS_RPIPE_IMPL_H
 #define LOCO_OBJECTS_RPIPE_IMPL_H
@@ -78,6 +86,14 @@
 #define CTL_SLOTS    8u
 #define HDR          16u
 #define TRL          8u
+#define CTL_TAIL     1u /* pull, writer: its committed tail, which the reader READs */
+#define CTL_TSEEN    2u /* pull, reader: where that READ lands */
+
+enum {
+	RD_NONE = 0, /* pull, reader: no READ in flight */
+	RD_DATA = 1, /* a READ of ring bytes up to rd_to */
+	RD_TAIL = 2, /* a READ of the writer's CTL_TAIL */
+};
 
 enum {
 	KIND_MSG = 1,
@@ -106,6 +122,7 @@ struct loco_rpipe {
 	uint32_t writer, reader, me;
 	int is_writer;
 	int unlisted; /* an end inside another object (rpipe_open_unlisted()): no object of its own */
+	int pull;     /* LOCO_RPIPE_PULL: the ring is the writer's, the reader READs it */
 	int sig_pending;   /* writer: a signaled data WRITE was posted, its result not taken yet */
 	int lost;          /* atomic: the other end left, or a WRITE failed: sticky */
 	int have_peer;     /* the other end's regions were looked up */
@@ -126,6 +143,18 @@ struct loco_rpipe {
 	uint64_t head;      /* bytes consumed */
 	uint64_t published; /* the head written to the writer last */
 	size_t peek_rec;    /* bytes of the peeked record (0: none) */
+	/* pull, writer */
+	uint64_t pub; /* the tail written to the reader last */
+	/* pull, reader */
+	uint64_t pulled;  /* bytes of the writer's stream copied into the local ring */
+	uint64_t t_seen;  /* the writer's tail as the last READ of its CTL_TAIL gave it */
+	uint64_t rd_from; /* RD_DATA: the position its READ starts at */
+	uint64_t rd_to;   /* and ends at */
+	uint64_t arm_pos; /* the position an arm's head WRITE was posted at */
+	uint64_t armed;   /* the position a tail READ was made at, + 1 (0: none) */
+	int rd;           /* the READ in flight (RD_NONE, RD_DATA, RD_TAIL) */
+	int arming;       /* the arm's head WRITE is posted, not yet known complete */
+	int ctl_err;      /* a ctl WRITE failed: write the head again at the next arm */
 	loco_rpipe_stats_t st;
 };
 
@@ -199,5 +228,33 @@ int rp_check(loco_rpipe_t *p);
 
 /* rp_ctl_put -- write @v into the other end's ctl word 0: 0, -EAGAIN (try later), or an error. */
 int rp_ctl_put(loco_rpipe_t *p, uint64_t v);
+
+/* rp_pull_known -- pull, reader: the furthest writer's tail it knows of. */
+static inline uint64_t rp_pull_known(const loco_rpipe_t *p)
+{
+	uint64_t pub = __atomic_load_n(&p->ctlw[0], __ATOMIC_ACQUIRE); /* the writer's ctl_put */
+
+	return pub > p->t_seen ? pub : p->t_seen;
+}
+
+/*
+ * rp_pull_step -- pull, reader: take a finished READ, start the next one
+ * (what the writer committed beyond the copy); when @hungry (the copy is
+ * consumed), tell the writer and READ its tail once per position.
+ */
+void rp_pull_step(loco_rpipe_t *p, int hungry);
+
+/*
+ * rp_pull_advance -- pull, writer: the tail moved to p->tail (a record or
+ * pad sealed in the ring): store it, then tell the reader when it ran dry,
+ * a batch is ready, or @force. 0, or -ECONNRESET (the pipe is lost).
+ */
+int rp_pull_advance(loco_rpipe_t *p, int force);
+
+/* rp_pull_destroy -- pull: before an end's regions go (the reader takes the rest, READs end). */
+void rp_pull_destroy(loco_rpipe_t *p);
+
+/* rp_pull_reset -- pull: this end's part of loco_rpipe_reset(). */
+void rp_pull_reset(loco_rpipe_t *p);
 
 #endif /* LOCO_OBJECTS_RPIPE_IMPL_H */

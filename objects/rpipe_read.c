@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rpipe_read.c -- the rpipe's reader: polling the ring for the next
- * record, checking it, returning space in batches (rpipe_impl.h).
+ * record, checking it, returning space in batches (rpipe_impl.h). In pull
+ * mode the ring is a copy that rpipe_pull.c READs into.
  */
 #include <errno.h>
 #include <string.h>
@@ -48,7 +49,8 @@ static uint64_t ring_sum(loco_rpipe_t *p, const uint8_t *src, size_t len, uint64
 /*
  * publish -- return consumed space: write the head to the writer when a
  * batch (the watermark) was consumed since the last time, or the writer
- * waits for a head we reached.
+ * waits for a head we reached (push), or we consumed all the writer is
+ * known to have committed (pull: it then publishes at its next commit).
  */
 static void publish(loco_rpipe_t *p)
 {
@@ -56,9 +58,14 @@ static void publish(loco_rpipe_t *p)
 
 	if (unpub == 0 || is_lost(p))
 		return; /* lost: the head of a session that ended (or a stale one) helps nobody */
-	want = __atomic_load_n(&p->ctlw[0], __ATOMIC_ACQUIRE); /* the writer's ctl_put */
-	if (unpub < p->batch && !(want > p->published && p->head >= want))
-		return;
+	if (p->pull) {
+		if (unpub < p->batch && !(p->head == p->pulled && p->head >= rp_pull_known(p)))
+			return;
+	} else {
+		want = __atomic_load_n(&p->ctlw[0], __ATOMIC_ACQUIRE); /* the writer's ctl_put */
+		if (unpub < p->batch && !(want > p->published && p->head >= want))
+			return;
+	}
 	if (rp_ctl_put(p, p->head) != 0)
 		return; /* not paired yet, or slots busy: the next call tries again */
 	p->published = p->head;
@@ -76,8 +83,22 @@ static uint64_t load64(const void *a)
 }
 
 /*
+ * pull_torn -- pull: a record of the copy failed its checks, which only a
+ * fabric that broke a word could cause: count it, READ it again.
+ */
+static int pull_torn(loco_rpipe_t *p)
+{
+	if (p->pull) {
+		p->st.torn++;
+		p->pulled = p->head;
+	}
+	return 0;
+}
+
+/*
  * next -- whether the next message has fully landed: its payload offset
- * and length. Consumes PAD records and skips on the way.
+ * and length. Consumes PAD records and skips on the way. Pull: only
+ * within the copy's [head, pulled), which whole READs made.
  */
 static int next(loco_rpipe_t *p, size_t *poff, size_t *plen)
 {
@@ -89,6 +110,8 @@ static int next(loco_rpipe_t *p, size_t *poff, size_t *plen)
 		const uint8_t *r = p->base + o;
 		uint32_t tag;
 
+		if (p->pull && p->head >= p->pulled)
+			return 0;
 		if (left < HDR) {
 			p->head += left;
 			p->st.wraps++;
@@ -97,25 +120,27 @@ static int next(loco_rpipe_t *p, size_t *poff, size_t *plen)
 		tag = load32(r + 4);
 		if (tag == tag_of(KIND_PAD, p->seq)) {
 			if (load32(r) != 0 || load64(r + 8) != sum_of(p, NULL, 0, p->seq, KIND_PAD))
-				return 0;
+				return pull_torn(p);
 			p->head += left;
 			p->seq++;
 			p->st.wraps++;
 			continue;
 		}
 		if (tag != tag_of(KIND_MSG, p->seq))
-			return 0;
+			return pull_torn(p);
 		/* every field is untrusted until the sum matches */
 		len = load32(r);
-		if (len == 0 || HDR + r8(len) + TRL > left)
-			return 0;
+		if (len == 0 || HDR + r8(len) + TRL > left ||
+		    (p->pull && HDR + r8(len) + TRL > p->pulled - p->head))
+			return pull_torn(p);
 		sum = load64(r + 8);
 		if (load64(r + HDR + r8(len)) != sum)
-			return 0;
+			return pull_torn(p);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE); /* the payload after the words above */
 		if (ring_sum(p, r + HDR, len, p->seq) != sum) {
-			p->st.torn++;
-			return 0;
+			if (!p->pull)
+				p->st.torn++;
+			return pull_torn(p);
 		}
 		*poff = o + HDR;
 		*plen = len;
@@ -138,12 +163,16 @@ static int wait_msg(loco_rpipe_t *p, int64_t timeout_ns, size_t *off, size_t *le
 	ret = p->unlisted ? 0 : loco_object_status(p->obj);
 	if (ret)
 		return ret;
+	if (p->pull)
+		rp_pull_step(p, 0); /* a finished READ, the next one: no reaping */
 	if (next(p, off, len))
 		return 0;
 	for (unsigned n = 0;; n++) {
 		int lost = is_lost(p);
 
-		if (n > 0 && next(p, off, len))
+		if (p->pull)
+			rp_pull_step(p, 1); /* dry: reap, READ, tell the writer */
+		if ((n > 0 || p->pull) && next(p, off, len))
 			return 0;
 		if (!counted) {
 			p->st.empty++;

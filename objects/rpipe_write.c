@@ -2,6 +2,7 @@
 /*
  * rpipe_write.c -- the rpipe's writer: room from the reader's returned
  * position, records built in the shadow, one WRITE each (rpipe_impl.h).
+ * In pull mode the shadow is the ring, and rpipe_pull.c tells the reader.
  */
 #include <errno.h>
 #include <string.h>
@@ -17,6 +18,45 @@ static int64_t room(const loco_rpipe_t *p)
 	return (int64_t)p->size - (int64_t)(p->tail - head);
 }
 
+/*
+ * ask -- the writer is short of @need bytes: ask the reader for the space
+ * (once per position wanted): what we need, or a batch past the head it
+ * gave last if that is more (and written: the reader cannot return what it
+ * has not read). Pull: make sure the reader knows all there is to READ,
+ * and whether that failed. 0 or the error that loses the pipe.
+ */
+static int ask(loco_rpipe_t *p, uint64_t need)
+{
+	uint64_t want, head;
+	int ret;
+
+	if (p->pull) {
+		if (p->pub == p->tail) {
+			/* the last one failed? (a WRITE to a dead reader fails at once) */
+			ret = loco_ack_wait(p->cack, 0);
+			return ret == 0 || ret == -ETIMEDOUT ? 0 : rp_lose(p);
+		}
+		ret = rp_pull_advance(p, 1);
+		if (ret == 0)
+			p->st.asks++;
+		return ret;
+	}
+	want = p->tail + need - p->size;
+	head = __atomic_load_n(&p->ctlw[0], __ATOMIC_ACQUIRE);
+	if (want < head + p->batch)
+		want = head + p->batch < p->tail ? head + p->batch : p->tail;
+	if (want > p->asked) {
+		ret = rp_ctl_put(p, want);
+		if (ret == 0) {
+			p->asked = want;
+			p->st.asks++;
+		} else if (ret != -EAGAIN) {
+			return ret == -ECONNRESET ? ret : rp_lose(p);
+		}
+	}
+	return 0;
+}
+
 /* wait_room -- wait until @need bytes from tail on are free, or @deadline. */
 static int wait_room(loco_rpipe_t *p, uint64_t need, int64_t deadline, int nonblock)
 {
@@ -25,7 +65,6 @@ static int wait_room(loco_rpipe_t *p, uint64_t need, int64_t deadline, int nonbl
 
 	loco_waiter_init(&w, p->m);
 	for (unsigned n = 0;; n++) {
-		uint64_t want, head;
 		int ret;
 
 		if (room(p) >= (int64_t)need)
@@ -35,26 +74,10 @@ static int wait_room(loco_rpipe_t *p, uint64_t need, int64_t deadline, int nonbl
 			counted = 1;
 		}
 		ret = rp_check(p);
+		if (ret == 0)
+			ret = ask(p, need);
 		if (ret)
 			return ret;
-		/*
-		 * ask the reader for the space (once per position wanted): what we
-		 * need, or a batch past the head it gave last if that is more (and
-		 * written: the reader cannot return what it has not read)
-		 */
-		want = p->tail + need - p->size;
-		head = __atomic_load_n(&p->ctlw[0], __ATOMIC_ACQUIRE);
-		if (want < head + p->batch)
-			want = head + p->batch < p->tail ? head + p->batch : p->tail;
-		if (want > p->asked) {
-			ret = rp_ctl_put(p, want);
-			if (ret == 0) {
-				p->asked = want;
-				p->st.asks++;
-			} else if (ret != -EAGAIN) {
-				return ret == -ECONNRESET ? ret : rp_lose(p);
-			}
-		}
 		if (nonblock)
 			return -EAGAIN;
 		if (deadline >= 0 && n >= 4 && obj_now_ns() >= deadline)
@@ -153,12 +176,17 @@ static int place(loco_rpipe_t *p, uint64_t rec, int64_t deadline, int nonblock, 
 		h->len = 0;
 		h->tag = tag_of(KIND_PAD, p->seq);
 		h->sum = sum_of(p, NULL, 0, p->seq, KIND_PAD);
-		ret = post(p, o, HDR, deadline, nonblock);
+		ret = p->pull ? 0 : post(p, o, HDR, deadline, nonblock);
 		if (ret)
 			return ret;
 		p->seq++;
 		p->tail += left;
 		p->st.wraps++;
+		if (p->pull) {
+			ret = rp_pull_advance(p, 0);
+			if (ret)
+				return ret;
+		}
 	}
 }
 
@@ -206,14 +234,14 @@ int loco_rpipe_write(loco_rpipe_t *p, const void *buf, size_t len, int64_t timeo
 		return ret;
 	memcpy(p->base + off + HDR, buf, len);
 	seal(p, off, len);
-	ret = post(p, off, rec, deadline, timeout_ns == 0);
+	ret = p->pull ? 0 : post(p, off, rec, deadline, timeout_ns == 0);
 	if (ret)
 		return ret; /* nothing placed: the tail stays */
 	p->seq++;
 	p->tail += rec;
 	p->st.msgs++;
 	p->st.bytes += len;
-	return 0;
+	return p->pull ? rp_pull_advance(p, 0) : 0;
 }
 
 int loco_rpipe_reserve(loco_rpipe_t *p, size_t len, void **ptr, int64_t timeout_ns)
@@ -245,7 +273,7 @@ int loco_rpipe_commit(loco_rpipe_t *p, size_t len)
 	if (!p->is_writer || p->resv_len == 0 || len == 0 || len > p->resv_len)
 		return -EINVAL;
 	rec = seal(p, p->resv_off, len);
-	ret = post(p, p->resv_off, rec, -1, 0); /* a full queue drains: no deadline */
+	ret = p->pull ? 0 : post(p, p->resv_off, rec, -1, 0); /* a full queue drains: no deadline */
 	if (ret) {
 		p->resv_len = 0;
 		return ret;
@@ -255,5 +283,5 @@ int loco_rpipe_commit(loco_rpipe_t *p, size_t len)
 	p->tail += rec;
 	p->st.msgs++;
 	p->st.bytes += len;
-	return 0;
+	return p->pull ? rp_pull_advance(p, 0) : 0;
 }

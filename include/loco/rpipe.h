@@ -7,10 +7,13 @@
  * (no SEND, no work by the reader's CPU on the writer's path) and hands
  * the consumed space back in batches (one WRITE of its position per
  * batch). Copying (write/read) and zero-copy (reserve/commit,
- * peek/release) interfaces. See loco_rpipe(3).
+ * peek/release) interfaces. A pull pipe (LOCO_RPIPE_PULL) keeps the ring
+ * in the writer's memory instead: the writer commits there, the reader
+ * READs. See loco_rpipe(3).
  *
  * Both ends call loco_rpipe_create() with the same name, writer id,
- * reader id and ring size (agreed when the peers pair); another node of
+ * reader id and ring size (and mode, loco_rpipe_create_cfg(): agreed when
+ * the peers pair); another node of
  * the channel may not create it (-EINVAL).
  *
  * Thread safety: serialized per end (one thread at a time on the writer's
@@ -39,6 +42,10 @@ typedef struct loco_rpipe loco_rpipe_t;
 #define LOCO_RPIPE_RETURN_DIV     4u /* default watermark: a quarter of the ring */
 #define LOCO_RPIPE_RETURN_DIV_MAX 64u
 
+/* Where a pipe's ring lives (loco_rpipe_cfg_t.mode). Appeared in loco 0.11. */
+#define LOCO_RPIPE_PUSH 0u /* in the reader's memory: the writer WRITEs each message (default) */
+#define LOCO_RPIPE_PULL 1u /* in the writer's memory: the reader READs what the writer committed */
+
 /*
  * A pipe's configuration (loco_rpipe_create_cfg()). return_div is the
  * deferred synchronisation's watermark: the reader returns consumed space
@@ -47,14 +54,28 @@ typedef struct loco_rpipe loco_rpipe_t;
  * quarter (the default), up to LOCO_RPIPE_RETURN_DIV_MAX. A writer short
  * of room asks for at least that much too. Fewer returns cost the reader
  * fewer WRITEs; more keep a writer that runs ahead less often blocked.
- * Each end uses its own value (give both the same).
+ * Each end uses its own value (give both the same). In a pull pipe it is
+ * also how much the writer commits at most before it tells the reader its
+ * position unasked.
+ *
+ * mode: LOCO_RPIPE_PUSH (0, so a zeroed configuration is a push pipe) or
+ * LOCO_RPIPE_PULL: the writer builds messages in its own ring with no
+ * remote operation per message, tells the reader its position when the
+ * reader has run dry or a batch is ready (one 8-byte WRITE), and the
+ * reader pulls whole ranges with READs into its copy. Both ends must
+ * give the same mode (it is agreed with the ring size: -LOCO_EMISMATCH).
  */
 typedef struct loco_rpipe_cfg {
 	size_t ring_bytes;   /* a multiple of 64 in [LOCO_RPIPE_RING_MIN, LOCO_RPIPE_RING_MAX] */
 	uint32_t return_div; /* 1 .. LOCO_RPIPE_RETURN_DIV_MAX (default 4) */
+	uint32_t mode;       /* LOCO_RPIPE_PUSH (0, the default) or LOCO_RPIPE_PULL; since 0.11 */
 } loco_rpipe_cfg_t;
 
-/* What one end did (loco_rpipe_stats()). */
+/*
+ * What one end did (loco_rpipe_stats()). In a pull pipe the writer's
+ * returns count its WRITEs of its position to the reader, and asks those
+ * it made while it waited for room.
+ */
 typedef struct loco_rpipe_stats {
 	uint64_t msgs;    /* messages written (writer) or read (reader) */
 	uint64_t bytes;   /* their payload bytes */
@@ -78,20 +99,22 @@ typedef struct loco_rpipe_stats {
 int loco_rpipe_create(loco_channel_t *ch, const char *name, uint32_t writer, uint32_t reader,
                       size_t ring_bytes, loco_rpipe_t **out);
 
-/* loco_rpipe_cfg_default -- a 64 KiB ring, the default watermark. Appeared in loco 0.11. */
+/* loco_rpipe_cfg_default -- a 64 KiB ring, the default watermark, push. Appeared in loco 0.11. */
 void loco_rpipe_cfg_default(loco_rpipe_cfg_t *cfg);
 
 /*
- * loco_rpipe_create_cfg -- loco_rpipe_create() with @cfg (its ring and
- * watermark). Returns as loco_rpipe_create(); -EINVAL also for a
- * return_div out of range. Appeared in loco 0.11.
+ * loco_rpipe_create_cfg -- loco_rpipe_create() with @cfg (its ring,
+ * watermark and mode). Returns as loco_rpipe_create(); -EINVAL also for a
+ * return_div out of range or an unknown mode. Appeared in loco 0.11.
  */
 int loco_rpipe_create_cfg(loco_channel_t *ch, const char *name, uint32_t writer, uint32_t reader,
                           const loco_rpipe_cfg_t *cfg, loco_rpipe_t **out);
 
 /*
  * loco_rpipe_destroy -- free this end. The other end's waits then fail
- * once the channel drops this node, or when it dies. NULL-safe.
+ * once the channel drops this node, or when it dies. A pull writer first
+ * waits, up to 5 s, until the reader took every message (they are in its
+ * ring). NULL-safe.
  */
 void loco_rpipe_destroy(loco_rpipe_t *p);
 
@@ -137,9 +160,11 @@ int loco_rpipe_commit(loco_rpipe_t *p, size_t len);
  * and consume it; its length into *@len. Waits as loco_rpipe_write().
  * Returns 0; -EAGAIN, -ETIMEDOUT, -EMSGSIZE (@cap is too small: the
  * message stays, loco_rpipe_peek() gives its length), -ECONNRESET (the
- * writer left or died and every message it sent was read), -EPERM (this
- * node is the writer), -LOCO_ENOTJOINED, -LOCO_EMISMATCH,
- * -LOCO_EPARTITION, -EINVAL.
+ * writer left or died and every message it sent was read; pull: every
+ * one this end had copied), -EPERM (this node is the writer),
+ * -LOCO_ENOTJOINED, -LOCO_EMISMATCH, -LOCO_EPARTITION, -EINVAL. Pull: a
+ * call with @timeout_ns 0 may start the READ of a message the writer
+ * committed and return -EAGAIN; a later call takes it.
  */
 int loco_rpipe_read(loco_rpipe_t *p, void *buf, size_t cap, size_t *len, int64_t timeout_ns);
 

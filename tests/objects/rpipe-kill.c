@@ -4,8 +4,11 @@
  * end's calls fail with -ECONNRESET within the failure bound (no hang),
  * and a pipe between two other nodes streams on unaffected.
  *
- * loco-run -n 3, argument "reader" or "writer": the end that dies. Node 1
- * spawns node 9 (this program, role "victim-reader" or "victim-writer");
+ * loco-run -n 3, argument "reader" or "writer": the end that dies; a
+ * second argument "pull" makes both pipes pull pipes (LOCO_RPIPE_PULL),
+ * with the same errors and bounds asked of them. Node 1
+ * spawns node 9 (this program, role "victim-reader" or "victim-writer",
+ * with "-pull" in pull mode);
  * nodes 1, 2, 3 and 9 join channel "rpk". Pipe "v" joins node 2 and node
  * 9 (2 -> 9 when the reader dies, 9 -> 2 when the writer dies); pipe "o"
  * runs 3 -> 1 the whole time (node 1 reads it in a thread).
@@ -58,6 +61,28 @@
 #define BOX_DONE2 5 /* node 2 streamed RESTREAM messages through the new "v" */
 
 static uint8_t buf[MAXMSG];
+static int pull;
+
+/* make -- pipe @name from @writer to @reader, push or pull as the run says */
+static int make(loco_channel_t *ch, const char *name, uint32_t writer, uint32_t reader,
+                loco_rpipe_t **out)
+{
+	loco_rpipe_cfg_t cfg;
+
+	loco_rpipe_cfg_default(&cfg);
+	cfg.ring_bytes = RING;
+	cfg.mode = pull ? LOCO_RPIPE_PULL : LOCO_RPIPE_PUSH;
+	return loco_rpipe_create_cfg(ch, name, writer, reader, &cfg, out);
+}
+
+/* role -- the spawned node's role: @what, with "-pull" in pull mode */
+static const char *role(const char *what)
+{
+	static char r[32];
+
+	snprintf(r, sizeof(r), "%s%s", what, pull ? "-pull" : "");
+	return r;
+}
 
 /* stream_write -- message k of @seed through @p: 0 or the error. */
 static int stream_write(loco_rpipe_t *p, uint64_t seed, uint64_t k, int64_t tmo)
@@ -91,8 +116,7 @@ static noreturn void victim_main(int reader)
 	uint64_t k = 0;
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "rpk", 4, &ch));
-	SC_ASSERT_OK(
-	    loco_rpipe_create(ch, "v", reader ? 2 : VICTIM, reader ? VICTIM : 2, RING, &v));
+	SC_ASSERT_OK(make(ch, "v", reader ? 2 : VICTIM, reader ? VICTIM : 2, &v));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	sc_log("node %u is the %s of v (pid %d)", loco_manager_node_id(m),
 	       reader ? "reader" : "writer", (int)getpid());
@@ -115,8 +139,7 @@ static noreturn void again_main(int reader)
 	loco_rpipe_t *v;
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "rpk", 4, &ch));
-	SC_ASSERT_OK(
-	    loco_rpipe_create(ch, "v", reader ? 2 : VICTIM, reader ? VICTIM : 2, RING, &v));
+	SC_ASSERT_OK(make(ch, "v", reader ? 2 : VICTIM, reader ? VICTIM : 2, &v));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	sc_log("node %u is back (incarnation %llx) as the %s of v", loco_manager_node_id(m),
 	       (unsigned long long)loco_manager_incarnation(m), reader ? "reader" : "writer");
@@ -183,13 +206,17 @@ int main(int argc, char **argv)
 	double ms;
 
 	sc_init("rpipe-kill", argc, argv, 100);
+	if (argc > 1 && (strncmp(argv[1], "victim-", 7) == 0 || strncmp(argv[1], "again-", 6) == 0))
+		pull = strstr(argv[1], "-pull") != NULL;
 	if (argc > 1 && strncmp(argv[1], "victim-", 7) == 0)
-		victim_main(strcmp(argv[1], "victim-reader") == 0);
+		victim_main(strncmp(argv[1], "victim-reader", 13) == 0);
 	if (argc > 1 && strncmp(argv[1], "again-", 6) == 0)
-		again_main(strcmp(argv[1], "again-reader") == 0);
-	if (argc < 2 || (strcmp(argv[1], "reader") != 0 && strcmp(argv[1], "writer") != 0))
-		SC_FAIL("usage: rpipe-kill reader|writer");
+		again_main(strncmp(argv[1], "again-reader", 12) == 0);
+	if (argc < 2 || (strcmp(argv[1], "reader") != 0 && strcmp(argv[1], "writer") != 0) ||
+	    (argc > 2 && strcmp(argv[2], "pull") != 0))
+		SC_FAIL("usage: rpipe-kill reader|writer [pull]");
 	reader_dies = strcmp(argv[1], "reader") == 0;
+	pull = argc > 2;
 	if (sc_nodes() != 3)
 		SC_FAIL("run with loco-run -n 3 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
@@ -201,13 +228,12 @@ int main(int argc, char **argv)
 
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "rpk", 4, &ch));
 	if (me == 2)
-		SC_ASSERT_OK(loco_rpipe_create(ch, "v", reader_dies ? 2 : VICTIM,
-		                               reader_dies ? VICTIM : 2, RING, &v));
+		SC_ASSERT_OK(make(ch, "v", reader_dies ? 2 : VICTIM, reader_dies ? VICTIM : 2, &v));
 	if (me == 1 || me == 3)
-		SC_ASSERT_OK(loco_rpipe_create(ch, "o", 3, 1, RING, &o));
+		SC_ASSERT_OK(make(ch, "o", 3, 1, &o));
 	if (me == 1)
-		pid = sc_spawn_node(m, reader_dies ? "victim-reader" : "victim-writer", VICTIM,
-		                    &report);
+		pid = sc_spawn_node(m, role(reader_dies ? "victim-reader" : "victim-writer"),
+		                    VICTIM, &report);
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	if (me == 1) {
 		sc_read_line(report, line, sizeof(line), SC_WAIT_MS);
@@ -276,7 +302,7 @@ int main(int argc, char **argv)
 		SC_ASSERT_OK(loco_rpipe_reset(v));
 	sc_sync_wait(&sync, "reset", SC_WAIT_MS);
 	if (me == 1) {
-		pid = sc_spawn_node(m, reader_dies ? "again-reader" : "again-writer", VICTIM,
+		pid = sc_spawn_node(m, role(reader_dies ? "again-reader" : "again-writer"), VICTIM,
 		                    &report);
 		sc_read_line(report, line, sizeof(line), SC_WAIT_MS);
 		SC_ASSERT(strcmp(line, "ready") == 0);

@@ -4,9 +4,11 @@
  * message arrives once, whole, in order, through wrap-arounds and full
  * rings, on the copying or the zero-copy interface.
  *
- * loco-run -n 3, argument MODE [COUNT]: "copy" (loco_rpipe_write/read)
+ * loco-run -n 3, arguments MODE [COUNT [PIPE]]: "copy" (loco_rpipe_write/read)
  * or "zc" (reserve/commit, peek/release); COUNT messages in all (default
- * 1 M, halved between the pipes; divided by LOCO_TEST_SCALE). Channel
+ * 1 M, halved between the pipes; divided by LOCO_TEST_SCALE); PIPE "push"
+ * (the default) or "pull" (LOCO_RPIPE_PULL: the ring is the writer's, the
+ * reader READs it; both pipes, the rest as push). Channel
  * "rps": pipe "a" 1 -> 2 and pipe "b" 3 -> 2, 64 KiB rings. Node 2 reads
  * both pipes in two threads. Message k of a pipe has the size and content
  * of rpipe-pattern.h (seeded by the pipe): each read checks length and
@@ -22,6 +24,16 @@
  * LOCO_TCP_SLOW_WRITE set (the rpipe-torn rows), the count of polls that met a message not fully
  * landed is printed and must not be 0: the checksum is what kept them
  * from being read.
+ *
+ * Pull: the reader returns space at every batch and whenever it ran dry,
+ * so the push bound does not hold; instead the writer's WRITEs of its
+ * tail (its "returns") are bounded by their three causes: at most one per
+ * return of the reader (it ran dry), one per quarter ring committed, and
+ * one per ask (it waited for room), + 1. A writer whose ring is full asks
+ * by publishing its tail only if the reader does not know it all yet, so
+ * its asks may be 0. With slow writes only the 8-byte position words are
+ * slowed, and the reader parses only ranges whose READ completed: a
+ * message not fully there is never met, torn must be 0.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -41,8 +53,9 @@
 #define BOX_TRN 5  /* torn polls seen by node 2 */
 #define BOX_ASK 6  /* + writer id: its asks + 1 */
 #define BOX_FUL 10 /* + writer id: 1 once it found the ring full */
+#define BOX_PUB 14 /* + writer id: its WRITEs of its tail (pull) + 1 */
 
-static int zc;
+static int zc, pull;
 static struct sc_sync sync;
 
 struct rd {
@@ -162,15 +175,21 @@ int main(int argc, char **argv)
 	loco_manager_t *m;
 	loco_channel_t *ch;
 	loco_rpipe_t *pa, *pb;
+	loco_rpipe_cfg_t cfg;
 	uint64_t count, per;
 	uint32_t me;
 	int64_t t0;
 	double s;
 
 	sc_init("rpipe-stream", argc, argv, 280);
-	if (argc < 2 || (strcmp(argv[1], "copy") != 0 && strcmp(argv[1], "zc") != 0))
-		SC_FAIL("usage: rpipe-stream copy|zc [COUNT]");
+	if (argc < 2 || (strcmp(argv[1], "copy") != 0 && strcmp(argv[1], "zc") != 0) ||
+	    (argc > 3 && strcmp(argv[3], "push") != 0 && strcmp(argv[3], "pull") != 0))
+		SC_FAIL("usage: rpipe-stream copy|zc [COUNT [push|pull]]");
 	zc = strcmp(argv[1], "zc") == 0;
+	pull = argc > 3 && strcmp(argv[3], "pull") == 0;
+	loco_rpipe_cfg_default(&cfg);
+	cfg.ring_bytes = RING;
+	cfg.mode = pull ? LOCO_RPIPE_PULL : LOCO_RPIPE_PUSH;
 	count = argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000;
 	per = sc_scaled((uint32_t)(count / 2));
 	if (sc_nodes() != 3)
@@ -181,14 +200,15 @@ int main(int argc, char **argv)
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "rps", 3, &ch));
 	pa = pb = NULL;
 	if (me == 1 || me == 2)
-		SC_ASSERT_OK(loco_rpipe_create(ch, "a", 1, 2, RING, &pa));
+		SC_ASSERT_OK(loco_rpipe_create_cfg(ch, "a", 1, 2, &cfg, &pa));
 	if (me == 3 || me == 2)
-		SC_ASSERT_OK(loco_rpipe_create(ch, "b", 3, 2, RING, &pb));
+		SC_ASSERT_OK(loco_rpipe_create_cfg(ch, "b", 3, 2, &cfg, &pb));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	sc_sync_open(&sync, m, 3);
 	sc_sync_wait(&sync, "joined", SC_WAIT_MS);
-	sc_log("%s: %llu messages per pipe, ring %u B, sizes 1..%u B", zc ? "zero-copy" : "copy",
-	       (unsigned long long)per, RING, MAXMSG);
+	sc_log("%s, %s: %llu messages per pipe, ring %u B, sizes 1..%u B",
+	       zc ? "zero-copy" : "copy", pull ? "pull" : "push", (unsigned long long)per, RING,
+	       MAXMSG);
 
 	t0 = sc_now_ns();
 	if (me == 2) {
@@ -210,8 +230,12 @@ int main(int argc, char **argv)
 		}
 		sc_sync_put(&sync, BOX_TRN, ra.st.torn + rb.st.torn + 1);
 		/* lines landing shuffled: the reader met half-landed messages, and skipped them */
-		if (getenv("LOCO_TCP_SLOW_WRITE") != NULL && ra.st.torn + rb.st.torn == 0)
+		if (!pull && getenv("LOCO_TCP_SLOW_WRITE") != NULL && ra.st.torn + rb.st.torn == 0)
 			SC_FAIL("slow writes on, but no poll met a message not fully landed");
+		/* pull: only completed READs are parsed */
+		if (pull && ra.st.torn + rb.st.torn != 0)
+			SC_FAIL("pull: %llu polls met a message not fully copied",
+			        (unsigned long long)(ra.st.torn + rb.st.torn));
 		sc_sync_wait(&sync, "streamed", 120000);
 		/*
 		 * Batches: one return per quarter ring consumed, plus one per ask
@@ -230,7 +254,17 @@ int main(int argc, char **argv)
 			    (unsigned long long)st->msgs, (double)st->msgs / (double)st->returns,
 			    (unsigned long long)asks);
 			SC_ASSERT(st->returns > 0);
-			SC_ASSERT(st->returns <= ring / (RING / 4) + asks + 1);
+			if (pull) {
+				uint64_t pubs = sc_sync_get(&sync, BOX_PUB + (i ? 3 : 1)) - 1;
+
+				sc_log("pipe %c: %llu tail WRITEs (%.1f messages each)",
+				       i ? 'b' : 'a', (unsigned long long)pubs,
+				       (double)st->msgs / (double)pubs);
+				SC_ASSERT(pubs > 0);
+				SC_ASSERT(pubs <= st->returns + ring / (RING / 4) + asks + 1);
+			} else {
+				SC_ASSERT(st->returns <= ring / (RING / 4) + asks + 1);
+			}
 		}
 	} else {
 		loco_rpipe_stats_t st;
@@ -241,8 +275,9 @@ int main(int argc, char **argv)
 		print_stats(me == 1 ? "writer of a" : "writer of b", &st, s);
 		SC_ASSERT_EQ(st.msgs, per);
 		sc_sync_put(&sync, BOX_ASK + me, st.asks + 1);
+		sc_sync_put(&sync, BOX_PUB + me, st.returns + 1);
 		sc_sync_wait(&sync, "streamed", 120000);
-		if (st.wraps == 0 || st.full == 0 || st.asks == 0)
+		if (st.wraps == 0 || st.full == 0 || (!pull && st.asks == 0))
 			SC_FAIL("paths not hit: wraps %llu, full %llu, asks %llu",
 			        (unsigned long long)st.wraps, (unsigned long long)st.full,
 			        (unsigned long long)st.asks);
