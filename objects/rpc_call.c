@@ -742,6 +742,13 @@ int loco_rpc_dest_add(loco_rpc_ep_t *ep, loco_region_t *r)
 	return ret;
 }
 
+/* ticket_ok -- whether @t is a ticket of a call of @ep not waited for yet */
+static int ticket_ok(const loco_rpc_ep_t *ep, const loco_rpc_ticket_t *t)
+{
+	return t != NULL && t->tag != 0 && t->slot < ep->cfg.ret_slots &&
+	       ep->slots[t->slot].tag == t->tag && ep->slots[t->slot].node == t->node;
+}
+
 int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *ret_len,
                   int64_t timeout_ns)
 {
@@ -752,8 +759,7 @@ int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *
 	int ret;
 
 	OBJ_CHECK(ep);
-	if (t == NULL || t->tag == 0 || t->slot >= ep->cfg.ret_slots ||
-	    ep->slots[t->slot].tag != t->tag || ep->slots[t->slot].node != t->node)
+	if (!ticket_ok(ep, t))
 		return -EINVAL;
 	p = rpc_peer_find(ep, t->node);
 	if (p == NULL) { /* its record went to another node: it left long ago */
@@ -830,8 +836,7 @@ int loco_rpc_consumed(loco_rpc_ep_t *ep, const loco_rpc_ticket_t *t, int64_t tim
 	int ret;
 
 	OBJ_CHECK(ep);
-	if (t == NULL || t->tag == 0 || t->slot >= ep->cfg.ret_slots ||
-	    ep->slots[t->slot].tag != t->tag || ep->slots[t->slot].node != t->node)
+	if (!ticket_ok(ep, t))
 		return -EINVAL;
 	if (!ep->slots[t->slot].pulled)
 		return 0; /* the payload went in the ring: free once the call returned */
