@@ -87,7 +87,8 @@ static void call(loco_rpc_ep_t *ep, const loco_rpc_arg_t *a, unsigned n, const c
 static void node1(loco_rpc_ep_t *ep)
 {
 	static uint8_t small1[40], small2[300];
-	uint8_t *mid = malloc(600), *heap = malloc(256 * 1024), *mapped = map(600 * 1024), *bufs[NBUF], *x, *y;
+	uint8_t *mid = malloc(600), *heap = malloc(256 * 1024), *mapped = map(600 * 1024),
+	        *bufs[NBUF], *x, *y;
 	uint32_t hid = loco_rpc_id("sumv");
 	loco_rpc_ticket_t t;
 	uint64_t v[2];
