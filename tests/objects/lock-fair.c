@@ -31,7 +31,7 @@
 
 #include "scenario.h"
 
-#define LOCK_HOST    1
+#define LOCK_HOST 1
 /*
  * the round ends at PER_NODE x nodes grants in all (divided by
  * LOCO_TEST_SCALE: 200 in the VM). 2000 natively: a round of 200 took
