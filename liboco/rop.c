@@ -154,20 +154,42 @@ err_untake:
 	return ret;
 }
 
+/*
+ * wr_make -- @wr for @opcode (FAB_OP_*) between [@loff, @loff + @len) of
+ * @local and @roff of @remote: every check the remote operations share
+ * (bounds; for an atomic, 8 bytes, both ends 8-byte aligned). 0 or -EINVAL.
+ */
+static int wr_make(int opcode, unsigned flags, loco_region_t *local, uint64_t loff,
+                   const loco_rref_t *remote, uint64_t roff, uint64_t len, uint64_t compare,
+                   uint64_t swap, struct fab_wr *wr)
+{
+	int atomic = opcode == FAB_OP_CAS || opcode == FAB_OP_FAA;
+
+	if (atomic)
+		len = 8;
+	if (local == NULL || remote == NULL || len > UINT32_MAX ||
+	    !range_ok(loff, len, local->len) || !range_ok(roff, len, remote->len) ||
+	    (atomic && ((loff & 7) || ((remote->addr + roff) & 7))))
+		return -EINVAL;
+	*wr = (struct fab_wr){.opcode = (uint8_t)opcode,
+	                      .flags = (uint8_t)flags,
+	                      .local = (uint8_t *)local->ptr + loff,
+	                      .len = (uint32_t)len,
+	                      .remote_addr = remote->addr + roff,
+	                      .rkey = remote->rkey,
+	                      .compare = compare,
+	                      .swap = swap};
+	return 0;
+}
+
 static int rw(int opcode, unsigned flags, loco_region_t *local, size_t loff,
               const loco_rref_t *remote, size_t roff, size_t len, loco_ack_key_t *const *acks,
               unsigned nacks)
 {
-	struct fab_wr wr = {.opcode = (uint8_t)opcode, .flags = (uint8_t)flags};
+	struct fab_wr wr;
+	int ret = wr_make(opcode, flags, local, loff, remote, roff, len, 0, 0, &wr);
 
-	if (local == NULL || remote == NULL || len > UINT32_MAX ||
-	    !range_ok(loff, len, local->len) || !range_ok(roff, len, remote->len))
-		return -EINVAL;
-	wr.local = (uint8_t *)local->ptr + loff;
-	wr.len = (uint32_t)len;
-	wr.remote_addr = remote->addr + roff;
-	wr.rkey = remote->rkey;
-	return post(local, remote->node, NULL, &wr, acks, nacks);
+	return ret ? ret : post(local, remote->node, NULL, &wr, acks, nacks);
 }
 
 int loco_write(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
@@ -203,17 +225,10 @@ int loco_read(loco_region_t *local, size_t loff, const loco_rref_t *remote, size
 static int atomic_op(int opcode, loco_region_t *local, size_t loff, const loco_rref_t *remote,
                      size_t roff, uint64_t a, uint64_t b, loco_ack_key_t *ack)
 {
-	struct fab_wr wr = {.opcode = (uint8_t)opcode, .len = 8};
+	struct fab_wr wr;
+	int ret = wr_make(opcode, 0, local, loff, remote, roff, 8, a, b, &wr);
 
-	if (local == NULL || remote == NULL || !range_ok(loff, 8, local->len) ||
-	    !range_ok(roff, 8, remote->len) || (loff & 7) || ((remote->addr + roff) & 7))
-		return -EINVAL;
-	wr.local = (uint8_t *)local->ptr + loff;
-	wr.remote_addr = remote->addr + roff;
-	wr.compare = a;
-	wr.swap = b;
-	wr.rkey = remote->rkey;
-	return post(local, remote->node, NULL, &wr, &ack, ack != NULL);
+	return ret ? ret : post(local, remote->node, NULL, &wr, &ack, ack != NULL);
 }
 
 int loco_cas(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
@@ -239,50 +254,24 @@ int loco_rhandle_bind(const loco_region_t *r, const loco_rref_t *remote, loco_rh
 
 int loco_rop_post(loco_rhandle_t *h, const loco_rop_t *op)
 {
-	const loco_rref_t *remote = h != NULL ? &h->rref : NULL;
-	struct fab_wr wr = {0};
+	static const int fab_op[] = {[LOCO_ROP_WRITE] = FAB_OP_WRITE,
+	                             [LOCO_ROP_READ] = FAB_OP_READ,
+	                             [LOCO_ROP_CAS] = FAB_OP_CAS,
+	                             [LOCO_ROP_FAA] = FAB_OP_FAA};
+	struct fab_wr wr;
 	unsigned nacks = 0;
-	uint64_t len;
+	int ret;
 
-	if (h == NULL || op == NULL || op->local == NULL || op->reserved != 0 ||
-	    (op->flags & ~LOCO_ROP_INLINE) ||
+	if (h == NULL || op == NULL || op->reserved != 0 || op->opcode < LOCO_ROP_WRITE ||
+	    op->opcode > LOCO_ROP_FAA || (op->flags & ~LOCO_ROP_INLINE) ||
 	    ((op->flags & LOCO_ROP_INLINE) && op->opcode != LOCO_ROP_WRITE))
 		return -EINVAL;
-	switch (op->opcode) {
-	case LOCO_ROP_WRITE:
-		wr.opcode = FAB_OP_WRITE;
-		len = op->len;
-		break;
-	case LOCO_ROP_READ:
-		wr.opcode = FAB_OP_READ;
-		len = op->len;
-		break;
-	case LOCO_ROP_CAS:
-		wr.opcode = FAB_OP_CAS;
-		len = 8;
-		break;
-	case LOCO_ROP_FAA:
-		wr.opcode = FAB_OP_FAA;
-		len = 8;
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (len > UINT32_MAX || !range_ok(op->loff, len, op->local->len) ||
-	    !range_ok(op->roff, len, remote->len))
-		return -EINVAL;
-	if ((wr.opcode == FAB_OP_CAS || wr.opcode == FAB_OP_FAA) &&
-	    ((op->loff & 7) || ((remote->addr + op->roff) & 7)))
-		return -EINVAL;
-	if (op->flags & LOCO_ROP_INLINE)
-		wr.flags = FAB_WR_INLINE;
-	wr.local = (uint8_t *)op->local->ptr + op->loff;
-	wr.len = (uint32_t)len;
-	wr.remote_addr = remote->addr + op->roff;
-	wr.rkey = remote->rkey;
-	wr.compare = op->compare;
-	wr.swap = op->value;
+	ret =
+	    wr_make(fab_op[op->opcode], (op->flags & LOCO_ROP_INLINE) ? FAB_WR_INLINE : 0,
+	            op->local, op->loff, &h->rref, op->roff, op->len, op->compare, op->value, &wr);
+	if (ret)
+		return ret;
 	for (unsigned i = 0; i < LOCO_OP_ACKS_MAX; i++)
 		nacks = op->acks[i] != NULL ? i + 1 : nacks;
-	return post(op->local, remote->node, &h->private_[0], &wr, op->acks, nacks);
+	return post(op->local, h->rref.node, &h->private_[0], &wr, op->acks, nacks);
 }
