@@ -581,7 +581,7 @@ int lc_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 	if (lc_ack_idle(key))
 		return ack_idle_result(key);
 	if (timeout_ns == 0)
-		return -ETIMEDOUT;
+		return LC_ACK_BUSY;
 	lc_waiter_init(&w, key->table->wait);
 	/*
 	 * Bounded by the deadline; with timeout_ns < 0 by the completions
@@ -604,7 +604,7 @@ int lc_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 		if (timeout_ns > 0 &&
 		    (i % ACK_SPIN_CLOCK == 0 || lc_waiter(&w)->sleep_ns > LC_WAIT_SLEEP_MIN_NS) &&
 		    (int64_t)lc_now_ns() >= deadline)
-			return -ETIMEDOUT;
+			return LC_ACK_BUSY;
 		loco_waiter_pause(&w);
 	}
 }

@@ -42,6 +42,12 @@
 #define LC_ACK_FAN_SLOTS 16384u             /* such operations outstanding in a table */
 #define LC_ACK_SLOTS     LOCO_ACK_KEY_SLOTS /* operations one key can have outstanding */
 #define LC_ACK_MAX_KEYS  65536u
+/*
+ * lc_ack_wait()'s "operations still outstanding at the deadline": not
+ * -ETIMEDOUT, which an operation's own failure can be (its peer stopped
+ * answering). loco_ack_wait() waits in slices and must tell them apart.
+ */
+#define LC_ACK_BUSY 1
 
 struct lc_ack_table;
 struct lc_wait;
@@ -186,7 +192,7 @@ size_t lc_ack_outstanding(const loco_ack_key_t *key);
 /*
  * lc_ack_wait -- the body of loco_ack_wait(): pause by the wait policy
  * (wait.h) until idle or @timeout_ns (< 0: forever). Returns as
- * loco_ack_wait().
+ * loco_ack_wait(), except LC_ACK_BUSY where that returns -ETIMEDOUT.
  */
 int lc_ack_wait(loco_ack_key_t *key, int64_t timeout_ns);
 

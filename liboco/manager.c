@@ -686,7 +686,7 @@ void loco_ack_key_destroy(loco_ack_key_t *key)
 		return;
 	}
 	/* every attached operation completes within the fabric's dead-peer bound */
-	while (lc_ack_wait(key, 1000000000ll) == -ETIMEDOUT)
+	while (lc_ack_wait(key, 1000000000ll) == LC_ACK_BUSY)
 		lc_log_warn("manager: ack key destroy waits for %zu operation(s)",
 		            loco_ack_outstanding(key));
 	lc_ack_key_free(key);
@@ -707,15 +707,17 @@ int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 		 * thread from arming the completion queue (1 ms ticks, not sleep).
 		 */
 		ret = lc_ack_wait(key, 0); /* idle: one look at the slots, no reap */
-		if (ret != -ETIMEDOUT)
+		if (ret != LC_ACK_BUSY)
 			return ret;
 		lc_progress_reap(m);
-		return lc_ack_wait(key, 0);
+		ret = lc_ack_wait(key, 0);
+		return ret == LC_ACK_BUSY ? -ETIMEDOUT : ret;
 	}
 	if (loco_manager_partitioned(m))
 		return -LOCO_EPARTITION;
-	if (lc_ack_idle(key))
-		return lc_ack_wait(key, 0); /* nothing in flight: no waiter to count, no clock */
+	/* nothing in flight: no waiter to count, no clock (unless one was attached since) */
+	if (lc_ack_idle(key) && (ret = lc_ack_wait(key, 0)) != LC_ACK_BUSY)
+		return ret;
 	/*
 	 * A waiter that reaps itself keeps the progress thread from arming
 	 * the completion queue (it looks every millisecond instead). Under
@@ -725,13 +727,28 @@ int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 	block = lc_wait_policy(&m->wait) == LOCO_WAIT_BLOCK;
 	if (!block)
 		lc_progress_waiter_enter(m);
-	/* in slices, so that a partition ends the wait within the failure bound */
+	/*
+	 * In slices, so that a partition ends the wait within the failure
+	 * bound. A slice that ends with operations outstanding says
+	 * LC_ACK_BUSY: an operation's own -ETIMEDOUT (its peer stopped
+	 * answering) ends the wait with that error. (Both were -ETIMEDOUT: the
+	 * error, cleared by the slice that returned it, was taken for "not
+	 * yet", and the next slice found the key empty and returned 0.)
+	 */
 	for (int64_t left = timeout_ns;;) {
 		int64_t slice = left < 0 || left > 50000000 ? 50000000 : left;
 
 		ret = lc_ack_wait(key, slice);
-		if (ret != -ETIMEDOUT || (left >= 0 && (left -= slice) <= 0))
+		if (ret != LC_ACK_BUSY)
 			break;
+		if (left >= 0 && (left -= slice) <= 0) {
+			/* one last look: emptied since the slice's last test, the key's result */
+			lc_progress_reap(m);
+			ret = lc_ack_wait(key, 0);
+			if (ret == LC_ACK_BUSY)
+				ret = -ETIMEDOUT;
+			break;
+		}
 		if (loco_manager_partitioned(m)) {
 			ret = -LOCO_EPARTITION;
 			break;

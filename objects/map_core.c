@@ -716,8 +716,8 @@ static int map_replicate(loco_map_t *map, const uint32_t *reps, unsigned n, uint
 	for (;;) {
 		int posted = 0, pending = 0;
 
-		while ((ret = loco_ack_wait(ack, 1000000000ll)) == -ETIMEDOUT)
-			;
+		/* no deadline: -ETIMEDOUT is then a WRITE's own (its holder stopped answering) */
+		ret = loco_ack_wait(ack, -1);
 		nf = loco_ack_failures(ack, f, MAP_TGT_MAX, NULL);
 		for (int j = 0; j < nf && j < (int)MAP_TGT_MAX; j++)
 			for (unsigned k = 0; k < n; k++)

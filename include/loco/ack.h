@@ -47,7 +47,9 @@ void loco_ack_key_destroy(loco_ack_key_t *key);
  * loco_ack_wait -- wait until every operation attached to @key completed,
  * spinning, then yielding. @timeout_ns < 0 waits forever, 0 only tests.
  * Returns 0; the first error of an attached operation since the last call
- * (which it clears); -ETIMEDOUT when operations are still outstanding.
+ * (which it clears); -ETIMEDOUT when operations are still outstanding at
+ * the deadline. An operation's own error can be -ETIMEDOUT too (its peer
+ * stopped answering): loco_ack_outstanding() is then 0.
  */
 int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns);
 

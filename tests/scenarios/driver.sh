@@ -31,6 +31,10 @@ cleanup() {
 	for c in "${CLEANUPS[@]}"; do
 		eval "$c"
 	done
+	# LOCO_SCENARIO_KEEP=DIR: a failed run's files (nodes' output, state, records) go to DIR
+	if [[ -n ${LOCO_SCENARIO_KEEP:-} && $FAILS -gt 0 ]]; then
+		mkdir -p "$LOCO_SCENARIO_KEEP" && cp -r "$T" "$LOCO_SCENARIO_KEEP/"
+	fi
 	rm -rf "$T"
 }
 trap cleanup EXIT

@@ -8,7 +8,7 @@
  * takeover) over and over, holds it 2-20 ms while loco_lock_held() says
  * so, and releases it. For each grant it appends one line to DIR/lock.ID:
  *
- *   TOKEN NODE START_NS END_NS
+ *   TOKEN NODE START_NS END_NS RECOVERED
  *
  * START_NS: CLOCK_MONOTONIC when the acquire returned (after the grant);
  * END_NS: the earlier of the release call and the lease's end on this
@@ -43,6 +43,7 @@ static void hold(struct vlock *v, unsigned *seed)
 {
 	int64_t start = sc_now_ns(), end, lease_end, until;
 	uint64_t token = 0;
+	int recovered = loco_lock_recovered(v->lk);
 
 	lease_end = start + loco_lock_lease_left(v->lk);
 	if (loco_lock_token(v->lk, &token) != 0)
@@ -57,7 +58,8 @@ static void hold(struct vlock *v, unsigned *seed)
 	loco_lock_release(v->lk); /* -ETIMEDOUT/-ESTALE/-ECONNRESET: the hold ended anyway */
 	if (end > lease_end)
 		end = lease_end;
-	fprintf(v->f, "%" PRIu64 " %u %" PRId64 " %" PRId64 "\n", token, v->id, start, end);
+	fprintf(v->f, "%" PRIu64 " %u %" PRId64 " %" PRId64 " %d\n", token, v->id, start, end,
+	        recovered);
 	fflush(v->f);
 	v->grants++;
 }

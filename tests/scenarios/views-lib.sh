@@ -222,5 +222,8 @@ vl_check_leases() {
 		ok "$n lock grants: every token once, increasing, no two holds overlap"
 	else
 		fail "lock holds overlap: $out"
+		echo "the grants, by token (TOKEN NODE START_NS END_NS RECOVERED), around the first fault:"
+		cat "$T"/lock.* | sort -n -k1,1 | awk -v t="$(echo "$out" | awk 'NR == 1 { print $2 }')" \
+			'$1 >= t - 4 && $1 <= t + 2'
 	fi
 }
