@@ -397,6 +397,19 @@ static void fail_unlock(loco_ack_key_t *key)
 	__atomic_store_n(&key->fail_lock, 0, __ATOMIC_RELEASE);
 }
 
+/*
+ * ack_err -- an operation's error as a key keeps it. A peer that stopped
+ * answering fails it with -ETIMEDOUT in the fabric; the key says
+ * -EHOSTDOWN, so that loco_ack_wait()'s -ETIMEDOUT only ever means
+ * "operations still outstanding at the deadline" (a test loop on it took
+ * a failed operation for one not done yet, and the next test found the
+ * key empty and said 0: rpc pulls and pipe READs read as done).
+ */
+static int ack_err(int status)
+{
+	return status == -ETIMEDOUT ? -EHOSTDOWN : status;
+}
+
 /* fail_record -- append {@node, @status} to @key's pending failures, or count it dropped. */
 static void fail_record(loco_ack_key_t *key, uint32_t node, int status)
 {
@@ -438,6 +451,7 @@ int lc_ack_complete_node(struct lc_ack_table *t, uint64_t wrid, int status, uint
 		return -ENOENT;
 
 	if (status != 0) {
+		status = ack_err(status);
 		/* first error wins; made visible by the release AND below */
 		__atomic_compare_exchange_n(&key->first_err, &zero, status, 0, __ATOMIC_RELAXED,
 		                            __ATOMIC_RELAXED);
@@ -477,6 +491,7 @@ void lc_ack_fail_now(loco_ack_key_t *key, uint32_t node, int status)
 
 	if (key == NULL || status == 0)
 		return;
+	status = ack_err(status);
 	fail_record(key, node, status);
 	/* release, after the list: a waiter on another thread that takes the error sees it */
 	__atomic_compare_exchange_n(&key->first_err, &zero, status, 0, __ATOMIC_RELEASE,

@@ -97,11 +97,13 @@ static inline int64_t obj_left_ns(int64_t deadline)
 /*
  * obj_peer_gone_err -- whether an operation's error only says that its
  * peer died or was dropped (the link failed or was closed; its operations
- * flushed or timed out), not that this node did something wrong.
+ * flushed, or it stopped answering: -EHOSTDOWN from an ack key, -ETIMEDOUT
+ * elsewhere), not that this node did something wrong.
  */
 static inline int obj_peer_gone_err(int err)
 {
-	return err == -ECONNRESET || err == -ECANCELED || err == -ETIMEDOUT || err == -ENOTCONN;
+	return err == -ECONNRESET || err == -ECANCELED || err == -ETIMEDOUT || err == -EHOSTDOWN ||
+	       err == -ENOTCONN;
 }
 
 /*

@@ -48,8 +48,8 @@ void loco_ack_key_destroy(loco_ack_key_t *key);
  * spinning, then yielding. @timeout_ns < 0 waits forever, 0 only tests.
  * Returns 0; the first error of an attached operation since the last call
  * (which it clears); -ETIMEDOUT when operations are still outstanding at
- * the deadline. An operation's own error can be -ETIMEDOUT too (its peer
- * stopped answering): loco_ack_outstanding() is then 0.
+ * the deadline, and only then: an operation whose peer stopped answering
+ * fails with -EHOSTDOWN.
  */
 int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns);
 
