@@ -103,7 +103,9 @@
 #define W_STATE(w)      ((w)&0xfull)
 #define W_MAKE(t, r, s) ((uint64_t)(t) << 20 | ((uint64_t)(r)&0xffffull) << 4 | (uint64_t)(s))
 #define TOKEN_MAX       ((1ull << 44) - 1)
-#define O_MAKE(t, n)    ((uint64_t)(t) << 32 | (uint32_t)(n))
+/* in a result slot before its CAS or READ: state 0xf is no word's, so a slot left as it was says so */
+#define W_POISON     UINT64_MAX
+#define O_MAKE(t, n) ((uint64_t)(t) << 32 | (uint32_t)(n))
 
 #define BACKOFF_MIN_NS 2000ll
 #define BACKOFF_MAX_NS 1000000ll
@@ -317,8 +319,13 @@ static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64
 		}
 		return 0;
 	}
-	if (op == LK_WRITEO)
-		__atomic_store_n(res_ptr(lk, slot), a, __ATOMIC_RELEASE);
+	/*
+	 * A CAS or READ writes the word into the slot as it completes. Poisoned
+	 * first, a slot the operation did not write cannot pass for its result
+	 * (an error read as success once made a stale result a grant: ack
+	 * keys took an operation's -ETIMEDOUT for the wait's).
+	 */
+	__atomic_store_n(res_ptr(lk, slot), op == LK_WRITEO ? a : W_POISON, __ATOMIC_RELEASE);
 	rop = (loco_rop_t){.opcode = op == LK_READ2    ? LOCO_ROP_READ
 	                             : op == LK_WRITEO ? LOCO_ROP_WRITE
 	                                               : LOCO_ROP_CAS,
@@ -345,6 +352,11 @@ static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64
 		/* the fabric broke its bound: we cannot tell what the words hold */
 		host_path_lose(&hs->hp);
 		return -ECONNRESET;
+	}
+	if (ret == 0 && __atomic_load_n(res_ptr(lk, slot), __ATOMIC_ACQUIRE) == W_POISON) {
+		/* completed, but the result never landed: what the word holds is unknown */
+		host_path_lose(&hs->hp);
+		return -EIO;
 	}
 	if (ret == 0 && op == LK_CAS)
 		*old = __atomic_load_n(res_ptr(lk, slot), __ATOMIC_ACQUIRE);
