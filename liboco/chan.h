@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * chan.h -- the insides of channels, objects and regions, shared by
- * channel.c (channels, pairing, object callbacks), region.c (objects and
+ * channel.c (channels, pairing, object callbacks), chan_announce.c (the
+ * announcements a channel sends and receives), chan_peer.c (the peer
+ * table), chan_object.c (object sync and messages), region.c (objects and
  * regions) and rop.c (remote operations and fences).
  *
  * The data path reads a channel's peers without a lock, in an
@@ -192,6 +194,12 @@ unsigned lc_chan_entries(const loco_channel_t *ch);
  * another length marks the object bad and is logged. m->lock held.
  */
 void lc_chan_agree_check(loco_channel_t *ch, struct lc_peer *p, loco_object_t *only);
+
+/* lc_chan_peer_page -- keep a page of @p's announcement: 1 once whole (in p->pend). m->lock. */
+int lc_chan_peer_page(loco_channel_t *ch, struct lc_peer *p, const struct lc_msg *msg);
+
+/* lc_chan_peer_regions -- act on @p's whole announcement: keep, check, resolve it. m->lock. */
+void lc_chan_peer_regions(loco_channel_t *ch, struct lc_peer *p);
 
 /* lc_chan_object_gone -- @obj was unlinked: wait out a callback of it running now. m->lock. */
 void lc_chan_object_gone(loco_manager_t *m, loco_object_t *obj);
