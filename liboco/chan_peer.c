@@ -2,8 +2,8 @@
 /*
  * chan_peer.c -- a channel's peer table (chan.h): slots read lock-free by
  * the data path, their references to the peer's regions, and slots of
- * peers that left retired and freed after a grace. channel.c pairs and
- * announces; this file keeps the table.
+ * peers that left retired and freed after a grace. channel.c pairs,
+ * chan_announce.c announces; this file keeps the table.
  */
 #include <errno.h>
 #include <stdlib.h>
