@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * member.h -- the member table, owned by the progress thread.
+ * member.h -- the member table (member.c, member_conn.c), owned by the progress thread.
  *
  * Everything that changes membership runs on the progress thread (which
  * members there are is decided by the view-change protocol, view.h):
@@ -33,7 +33,7 @@
 #include "members.h"
 
 #define LC_MAX_NODES 256 /* members one node holds */
-/* control connections not authenticated yet, at most (beyond: the least advanced goes, member.c) */
+/* unauthenticated control connections, at most (beyond: the least advanced goes, member_conn.c) */
 #define LC_CTRL_UNAUTH_MAX     128
 #define LC_CTRL_UNAUTH_PER_SRC 16 /* from one IPv4 address */
 
