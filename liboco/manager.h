@@ -10,7 +10,8 @@
  *   manager.c   loco_init()/loco_fini(), identity, accessors
  *   config.c    the settings table (LOCO_* variables, loco-info -c)
  *   progress.c  the progress thread: reaping, control I/O, timers, pollers  m->prog
- *   member.c    the member table, its messages and connecting (member.h)    m->members
+ *   member.c    the member table, members' data links, timers (member.h)    m->members
+ *   member_conn.c  control connections: accepting, dialing, messages         m->members
  *   view.c      drives the membership state machine (view.h)                m->view
  *   membership/ the state machine itself (ms.h, opaque)                     m->ms
  *   dial.c      the dialer thread, control dials, the join's answer         m->dial
@@ -19,6 +20,8 @@
  *   links.c     the node -> data link table (links.h)                       m->links
  *   linkin.c    data links others open to us, the self link (linkin.h)      m->linkin
  *   channel.c   channels and pairing; object callbacks (chan.h, chans.h)    m->chans
+ *   chan_announce.c  a channel's region announcements, sent and received (chan.h)
+ *   chan_peer.c / chan_object.c  a channel's peer table; its objects (chan.h)
  *   region.c    objects, registered regions, their graves (region.h)        m->graves
  *   rop.c       remote operations and fences
  *   wait.c      wait policies (LOCO_WAIT), object waiters (wait.h)          m->wait

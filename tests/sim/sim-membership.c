@@ -528,7 +528,7 @@ static void node_crash(struct snode *s, uint64_t restart_in)
 	s->restart_at = restart_in ? now_sim + restart_in : 0;
 }
 
-/* conn_lost -- member.c's conn_reap: a member of the view is suspected, others dropped */
+/* conn_lost -- member_conn.c's lc_member_conn_reap: a member of the view is suspected, others dropped */
 static void conn_lost(struct snode *s, uint32_t peer)
 {
 	uint64_t inc = s->c[peer].peer_inc;
