@@ -10,8 +10,9 @@
  *   manager.c   loco_init()/loco_fini(), identity, accessors
  *   config.c    the settings table (LOCO_* variables, loco-info -c)
  *   progress.c  the progress thread: reaping, control I/O, timers, pollers  m->prog
- *   member.c    the member table, members' data links, timers (member.h)    m->members
- *   member_conn.c  control connections: accepting, dialing, messages         m->members
+ *   member.c    the member table, connection list, data links (member.h)    m->members
+ *   member_conn.c  drives it: control connections, messages, timers, link    m->members
+ *               failures (calls member.c, never the reverse)
  *   view.c      drives the membership state machine (view.h)                m->view
  *   membership/ the state machine itself (ms.h, opaque)                     m->ms
  *   dial.c      the dialer thread, control dials, the join's answer         m->dial

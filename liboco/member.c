@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * member.c -- the member table, on the progress thread (the rules are in
- * member.h): members' lifecycle (admitted, up, removed), their data links
- * (handed over, failed, rebuilt), the timers (heartbeats, silent
- * connections, strays, due dials), leaving, init and fini. The control
- * connections and their messages are in member_conn.c.
+ * member.h): the lower layer of membership. Members' lifecycle (admitted,
+ * up, removed), the connection list (a connection dropped), their data
+ * links (handed over, rebuilt), leaving, init and fini. What drives it
+ * (control connections and their messages, the timers, data-link
+ * failures) is in member_conn.c, which calls this file; this file never
+ * calls member_conn.c.
  *
  * A member is up (visible to channels) once it is in the installed view
  * (view.h), authenticated and linked. It is dropped only when a view
@@ -17,7 +19,6 @@
  * incarnation as private data.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +27,6 @@
 #include "manager.h"
 #include "member_impl.h"
 #include "view.h"
-#include "wake.h"
 
 struct lc_member *lc_member_find(loco_manager_t *m, uint32_t node)
 {
@@ -41,9 +41,6 @@ static void set_link(loco_manager_t *m, uint32_t node, struct fab_link *link)
 {
 	lc_links_set(&m->links, node, link);
 }
-
-static void link_rebuild(loco_manager_t *m, struct lc_member *mb, int cause);
-static void link_down(loco_manager_t *m, struct lc_member *mb, int cause, int status);
 
 /* member_check_up -- a member authenticated and linked becomes visible. */
 static void member_check_up(loco_manager_t *m, struct lc_member *mb)
@@ -77,6 +74,23 @@ void lc_member_attach_link(loco_manager_t *m, struct lc_member *mb, struct fab_l
 void lc_member_check_up(loco_manager_t *m, struct lc_member *mb)
 {
 	member_check_up(m, mb);
+}
+
+/* lc_member_conn_drop -- take @c out of the list and epoll, and free it. */
+void lc_member_conn_drop(loco_manager_t *m, struct lc_conn *c)
+{
+	for (struct lc_conn **pp = &m->members.conns; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	lc_conn_unwatch(c);
+	if (c->member != NULL && c->member->conn == c)
+		c->member->conn = NULL;
+	if (c->dial != NULL)
+		lc_cdial_failed(m, c->dial, c->dial_err ? c->dial_err : -ECONNREFUSED);
+	lc_conn_free(c);
 }
 
 /* member_remove -- drop @mb: its links close, then channels hear it is gone. */
@@ -207,164 +221,14 @@ void lc_member_handoffs(loco_manager_t *m)
 	pthread_mutex_unlock(&m->lock);
 }
 
-/* heartbeat -- to every authenticated connection, from the preallocated message. */
-static void heartbeat(loco_manager_t *m)
-{
-	++m->members.hb_seq;
-	for (struct lc_conn *c = m->members.conns; c != NULL; c = c->next)
-		if (c->state == LC_CONN_UP && !lc_conn_is_dead(c))
-			lc_conn_send(c,
-			             lc_ms_hb(m->ms)); /* our view id: a peer behind catches up */
-}
-
 /*
- * check_conns -- drop dead, silent and stalled connections; returns when
- * to look again. Silence is measured against the peer's detection bound
- * (the membership machine's, adaptive), less this node's own recent
- * lateness: a peer is not blamed for the time our thread slept.
+ * lc_member_link_rebuild -- @mb's data link went down (a refused access
+ * puts an RC link in the error state) while the member itself is alive:
+ * drop the link; the side that opened the control connection opens a new
+ * one, the other side takes it in lc_linkin_accept() (linkin.c). m->lock
+ * held.
  */
-static uint64_t check_conns(loco_manager_t *m, uint64_t now, uint64_t limit, uint64_t wake)
-{
-	/* a handshake is a few messages: the failure bound, at least LC_IO_TIMEOUT_MS */
-	uint64_t hs_limit =
-	    limit > LC_IO_TIMEOUT_MS * 1000000ull ? limit : LC_IO_TIMEOUT_MS * 1000000ull;
-	uint64_t late = lc_ms_late(m->ms);
-	int unsure = lc_ms_partitioned(m->ms) == LC_MS_UNSURE;
-	struct lc_conn *c, *next;
-
-	for (c = m->members.conns; c != NULL; c = next) {
-		uint64_t bound = c->state == LC_CONN_UP ? lc_ms_bound(m->ms, c->peer.node) : limit;
-		char why[80];
-
-		if (bound < limit)
-			bound = limit;
-		bound += late;
-		next = c->next;
-		if (lc_conn_is_dead(c)) {
-			snprintf(why, sizeof(why), "%s", lc_conn_dead_why(c));
-		} else if (c->state != LC_CONN_UP && now - c->accepted_ns > hs_limit + late) {
-			snprintf(why, sizeof(why), "no handshake within %llu ms",
-			         (unsigned long long)(hs_limit / 1000000));
-			c->dial_err = -ETIMEDOUT;
-		} else if (!unsure && now > c->last_rx_ns && now - c->last_rx_ns > 2 * bound) {
-			snprintf(why, sizeof(why), "nothing heard for %llu ms",
-			         (unsigned long long)(2 * bound / 1000000));
-		} else if (!unsure && lc_conn_stalled(c, now, bound)) {
-			snprintf(why, sizeof(why),
-			         "its control connection took nothing for %llu ms",
-			         (unsigned long long)(bound / 1000000));
-		} else {
-			if (c->last_rx_ns + 2 * bound + 1 < wake)
-				wake = c->last_rx_ns + 2 * bound + 1;
-			continue;
-		}
-		lc_member_conn_reap(m, c, why);
-		next = m->members.conns; /* the list may have changed */
-	}
-	return wake;
-}
-
-/*
- * strays -- peers connected to us that are not in the view: a joiner
- * waits for its view up to the join timeout, an excluded node (told so
- * by our VIEW) for twice the failure bound.
- */
-static void strays(loco_manager_t *m, uint64_t now, uint64_t limit)
-{
-	uint64_t join_limit = (uint64_t)m->cfg.join_timeout_ms * 1000000ull;
-
-	if (lc_ms_state(m->ms) != LC_VS_NORMAL)
-		return;
-	for (struct lc_member *mb = m->members.head; mb != NULL; mb = mb->next) {
-		if (lc_ms_in(m->ms, mb->info.node, mb->info.inc) ||
-		    now - mb->since_ns < (mb->joiner ? join_limit : 2 * limit))
-			continue;
-		member_remove(m, mb, 0,
-		              mb->joiner ? "not in a view within the join timeout"
-		                         : "not in the view");
-		return; /* at most one per tick: the list changed */
-	}
-}
-
-uint64_t lc_member_timers(loco_manager_t *m, uint64_t now)
-{
-	uint64_t limit = (uint64_t)m->cfg.fail_timeout_ms * 1000000ull, wake, t;
-
-	pthread_mutex_lock(&m->lock);
-	if (now >= m->members.next_hb_ns) {
-		heartbeat(m);
-		m->members.next_hb_ns = now + limit / 4;
-	}
-	for (struct lc_member *mb = m->members.head; mb != NULL; mb = mb->next) {
-		int cause = mb->link != NULL && mb->conn != NULL && !m->members.leaving
-		                ? fab_link_state(mb->link)
-		                : 0;
-
-		/*
-		 * A link that went down while its member still talks to us
-		 * (e.g. after a refused access): rebuild it. Whether the member
-		 * itself failed is for its control connection to say.
-		 */
-		if (cause != 0) {
-			link_down(m, mb, cause, 0);
-			break; /* at most one per tick: the list may have changed */
-		}
-	}
-	/* first: the machine sees how late this tick is, before any silence is judged */
-	t = lc_ms_tick(m->ms, now);
-	__atomic_store_n(&m->members.tick_ns, now,
-	                 __ATOMIC_RELEASE); /* loco_manager_partitioned() */
-	strays(m, now, limit);
-	/* wake for the next heartbeat, or the moment a silent peer passes the bound */
-	wake = check_conns(m, now, limit, m->members.next_hb_ns);
-	if (t < wake)
-		wake = t;
-	wake = lc_member_dials(m, now, wake);
-	pthread_mutex_unlock(&m->lock);
-	return wake;
-}
-
-void lc_member_link_report(loco_manager_t *m, uint32_t node, int status)
-{
-	uint64_t v = (uint64_t)node << 32 | (uint32_t)-status, zero;
-
-	for (unsigned i = 0; i < LC_LINK_ERR_SLOTS; i++) {
-		zero = 0;
-		if (__atomic_load_n(&m->members.link_err[i], __ATOMIC_RELAXED) == v)
-			goto wake; /* reported already */
-		if (__atomic_compare_exchange_n(&m->members.link_err[i], &zero, v, 0,
-		                                __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-			goto wake;
-	}
-	/* no room: the progress thread's scan of every link state finds it */
-	__atomic_store_n(&m->members.link_err_lost, 1, __ATOMIC_RELEASE);
-wake:
-	lc_wake(m);
-}
-
-void lc_member_link_errors(loco_manager_t *m)
-{
-	for (unsigned i = 0; i < LC_LINK_ERR_SLOTS; i++) {
-		uint64_t v;
-
-		/* a plain load first: an exchange of an empty slot would dirty its line each turn */
-		if (__atomic_load_n(&m->members.link_err[i], __ATOMIC_RELAXED) == 0)
-			continue;
-		v = __atomic_exchange_n(&m->members.link_err[i], 0, __ATOMIC_ACQUIRE);
-		if (v != 0)
-			lc_member_link_failed(m, (uint32_t)(v >> 32), -(int)(uint32_t)v);
-	}
-	/* the lost ones: lc_member_timers() checks every link's state each turn */
-	__atomic_store_n(&m->members.link_err_lost, 0, __ATOMIC_RELAXED);
-}
-
-/*
- * link_rebuild -- @mb's data link went down (a refused access puts an RC
- * link in the error state) while the member itself is alive: drop the
- * link; the side that opened the control connection opens a new one, the
- * other side takes it in lc_linkin_accept() (linkin.c). m->lock held.
- */
-static void link_rebuild(loco_manager_t *m, struct lc_member *mb, int cause)
+void lc_member_link_rebuild(loco_manager_t *m, struct lc_member *mb, int cause)
 {
 	struct fab_link *link;
 	int leaving = lc_ms_said_leave(m->ms, mb->info.node, mb->info.inc);
@@ -384,46 +248,6 @@ static void link_rebuild(loco_manager_t *m, struct lc_member *mb, int cause)
 	link = lc_linkin_take(m, mb->info.node, mb->info.inc);
 	if (link != NULL)
 		lc_member_attach_link(m, mb, link);
-}
-
-/*
- * link_down -- @mb's data link failed (@status, 0: unknown) or is down
- * (@cause, 0: not known to be). A member that leaves closes its links
- * after it sent LEAVE, which may wait unread on its control connection:
- * that is read first. A member that said LEAVE is neither suspected nor
- * relinked (the next view drops it); any other is suspected on a reset or
- * timeout (a failed data link is a suspicion, never a removal by itself)
- * and its link is rebuilt. m->lock held; @mb may be gone after it.
- */
-static void link_down(loco_manager_t *m, struct lc_member *mb, int cause, int status)
-{
-	uint32_t node = mb->info.node;
-	uint64_t inc = mb->info.inc;
-
-	if (mb->conn != NULL && mb->conn->state == LC_CONN_UP) {
-		lc_member_conn_input(m, mb->conn);
-		mb = lc_member_find(m, node);
-		if (mb == NULL || mb->info.inc != inc)
-			return;
-	}
-	if ((status == -ECONNRESET || status == -ETIMEDOUT) && mb->up &&
-	    !lc_ms_said_leave(m->ms, node, inc))
-		lc_ms_suspect(m->ms, lc_now_ns(), node);
-	if (cause == 0 && mb->link != NULL)
-		cause = fab_link_state(mb->link);
-	if (cause != 0 && mb->link != NULL && mb->conn != NULL)
-		link_rebuild(m, mb, cause);
-}
-
-void lc_member_link_failed(loco_manager_t *m, uint32_t node, int status)
-{
-	struct lc_member *mb;
-
-	pthread_mutex_lock(&m->lock);
-	mb = lc_member_find(m, node);
-	if (mb != NULL && !m->members.leaving)
-		link_down(m, mb, 0, status);
-	pthread_mutex_unlock(&m->lock);
 }
 
 void lc_members_leave(loco_manager_t *m)

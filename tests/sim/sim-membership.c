@@ -528,7 +528,7 @@ static void node_crash(struct snode *s, uint64_t restart_in)
 	s->restart_at = restart_in ? now_sim + restart_in : 0;
 }
 
-/* conn_lost -- member_conn.c's lc_member_conn_reap: a member of the view is suspected, others dropped */
+/* conn_lost -- member_conn.c's conn_reap(): a member of the view is suspected, others dropped */
 static void conn_lost(struct snode *s, uint32_t peer)
 {
 	uint64_t inc = s->c[peer].peer_inc;
@@ -667,7 +667,7 @@ static void deliver(struct smsg *m)
 	lc_ms_msg(s->ms, node_now(s), &from, c->joiner, &msg);
 }
 
-/* timers -- member.c's lc_member_timers: heartbeats, silent connections, strays, the tick */
+/* timers -- member_conn.c's lc_member_timers: heartbeats, silent connections, strays, the tick */
 static void timers(struct snode *s)
 {
 	uint64_t now = node_now(s), t, late = lc_ms_late(s->ms);
