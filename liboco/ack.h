@@ -43,9 +43,10 @@
 #define LC_ACK_SLOTS     LOCO_ACK_KEY_SLOTS /* operations one key can have outstanding */
 #define LC_ACK_MAX_KEYS  65536u
 /*
- * lc_ack_wait()'s "operations still outstanding at the deadline": not
- * -ETIMEDOUT, which an operation's own failure can be (its peer stopped
- * answering). loco_ack_wait() waits in slices and must tell them apart.
+ * lc_ack_wait()'s "operations still outstanding at the deadline": no
+ * errno, so that no operation's error can look like it. loco_ack_wait()
+ * waits in slices and tells the two apart by it (once both were
+ * -ETIMEDOUT, and a failed operation read as done).
  */
 #define LC_ACK_BUSY 1
 

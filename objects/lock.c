@@ -356,8 +356,8 @@ static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64
 	if (ret == 0 && __atomic_load_n(res_ptr(lk, slot), __ATOMIC_ACQUIRE) == W_POISON) {
 		/* completed, but the result never landed: what the word holds is unknown */
 		host_path_lose(&hs->hp);
-		__atomic_store_n(&lk->need_sync, 1,
-		                 __ATOMIC_RELEASE); /* a fresh path, after the peers */
+		/* the next acquire syncs with the peers, which gives the host a fresh path */
+		__atomic_store_n(&lk->need_sync, 1, __ATOMIC_RELEASE);
 		return -EIO;
 	}
 	if (ret == 0 && op == LK_CAS)

@@ -716,7 +716,8 @@ static int map_replicate(loco_map_t *map, const uint32_t *reps, unsigned n, uint
 	for (;;) {
 		int posted = 0, pending = 0;
 
-		/* no deadline: -ETIMEDOUT is then a WRITE's own (its holder stopped answering) */
+		/* until the key is empty (each WRITE completes within the fabric's bound), so
+		   that the failures listed below are all of this round's */
 		ret = loco_ack_wait(ack, -1);
 		nf = loco_ack_failures(ack, f, MAP_TGT_MAX, NULL);
 		for (int j = 0; j < nf && j < (int)MAP_TGT_MAX; j++)
