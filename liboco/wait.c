@@ -344,13 +344,29 @@ void loco_waiter_done(loco_waiter_t *pw)
 	/*
 	 * A wait that outlasted its window and slept ended when the sleeper
 	 * woke, not when the completion came: its length is the wake-up's, and
-	 * counting it would keep the window short (a short window sleeps, a
-	 * sleep makes waits long: map-lat GET on tcp stayed at 80-110 us where
-	 * spinning gives 12). It only says "longer than the window": leave it
-	 * out, and learn past the window from the waits that explore the cap.
+	 * counting it as it is would keep the window short (a short window
+	 * sleeps, a sleep makes waits long: map-lat GET on tcp stayed at
+	 * 80-110 us where spinning gives 12). One that ended in its first
+	 * sleep says "a little longer than the window": count it in the bucket
+	 * above the window. Left out, as they all were, such waits kept the
+	 * window where it was: with half the waits inside it, the 90 % bound
+	 * of those counted was the window itself (map-lat, tcp, 3 nodes: the
+	 * raw READ took 56-109 us, against 28 us spinning). A longer one says
+	 * only "long": leave it out, and learn past the window from the waits
+	 * that explore the cap (one in 64), which count as they are.
 	 */
-	if (w->sleep_ns != LC_WAIT_SLEEP_MIN_NS && ((w->t0_ns >> 10) & 63) != 0)
+	if (w->sleep_ns != LC_WAIT_SLEEP_MIN_NS && ((w->t0_ns >> 10) & 63) != 0) {
+		struct lc_wait *s = w->priv;
+		int64_t win, len;
+
+		if (s == NULL || w->t0_ns == 0)
+			return;
+		win = __atomic_load_n(&s->window_ns, __ATOMIC_RELAXED);
+		len = (int64_t)(lc_now_ns() - w->t0_ns);
+		if (len <= win + LC_WAIT_SLEEP_MIN_NS + LC_WAIT_WAKE_NS)
+			lc_wait_done(s, win); /* the bucket above the window's bound */
 		return;
+	}
 	lc_wait_done(w->priv, w->t0_ns != 0 ? (int64_t)(lc_now_ns() - w->t0_ns) : 0);
 }
 

@@ -74,6 +74,13 @@
  * of a burst needs no wake-up (sleep_ns < 0 holds the burst's end).
  */
 #define LC_WAIT_BURST_NS 50000ll
+/*
+ * A wait that slept and ended within its window, its first sleep
+ * (LC_WAIT_SLEEP_MIN_NS) and this much more ended in that first sleep: the
+ * wake-up of an idle CPU (40-100 us on a 2-vCPU VM). loco_waiter_done()
+ * counts it just past the window.
+ */
+#define LC_WAIT_WAKE_NS 100000ll
 /* LOCO_WAIT_WINDOW_US: a fixed window instead of the learnt one, 1 us to 1 ms */
 #define LC_WAIT_WINDOW_FIXED_MIN_US 1
 #define LC_WAIT_WINDOW_FIXED_MAX_US 1000
