@@ -7,7 +7,9 @@
  * parks while a driver does.
  *
  * Who may sleep where: one driver at a time sleeps in epoll (drv_sleeping),
- * without the role, and takes the role again to act on its events; the NIC
+ * without the role, and takes the role again to act on its events, and
+ * none while another thread spins (drives with timeout 0 again and again:
+ * spin_seen_ns): the events are the spinner's; the NIC
  * thread sleeps in epoll without it, or parks on a futex while a driver
  * drives (lease_end_ns). Posted work is counted in work_seq; whoever
  * sleeps counts itself in sleepers, then looks at work_seq (nic_epoll()),
@@ -485,6 +487,7 @@ int tcp_progress(struct fab *fab, int64_t timeout_ns)
 	struct tcp_fab *f = to_tcp_fab(fab);
 	struct epoll_event ev[TCP_EVENTS];
 	int busy, n, tnext, left, owed;
+	uintptr_t self;
 	uint64_t now;
 
 	if (timeout_ns < 0)
@@ -506,9 +509,17 @@ int tcp_progress(struct fab *fab, int64_t timeout_ns)
 	 * landed, by the 2 the spinner returns (landed_want).
 	 */
 	now = lc_now_ns();
+	self = (uintptr_t)pthread_self();
 	if (timeout_ns == 0) {
-		__atomic_store_n(&f->spin_seen_ns, now, __ATOMIC_RELAXED);
-	} else if (now - __atomic_load_n(&f->spin_seen_ns, __ATOMIC_RELAXED) < TCP_SPINNER_NS) {
+		if (__atomic_load_n(&f->look_tid, __ATOMIC_RELAXED) == self &&
+		    now - __atomic_load_n(&f->look_ns, __ATOMIC_RELAXED) < TCP_SPIN_GAP_NS) {
+			__atomic_store_n(&f->spin_tid, self, __ATOMIC_RELAXED);
+			__atomic_store_n(&f->spin_seen_ns, now, __ATOMIC_RELAXED);
+		}
+		__atomic_store_n(&f->look_tid, self, __ATOMIC_RELAXED);
+		__atomic_store_n(&f->look_ns, now, __ATOMIC_RELAXED);
+	} else if (now - __atomic_load_n(&f->spin_seen_ns, __ATOMIC_RELAXED) < TCP_SPINNER_NS &&
+	           __atomic_load_n(&f->spin_tid, __ATOMIC_RELAXED) != self) {
 		__atomic_store_n(&f->landed_want, 1, __ATOMIC_RELAXED);
 		return -EBUSY;
 	}

@@ -75,8 +75,13 @@
 #define TCP_INLINE_INFLIGHT 4          /* post_inline(): a link with this many in flight streams */
 #define TCP_ACK_DELAY_NS    200000ull  /* default of tcp_fab.ack_delay_ns */
 #define TCP_SPIN_US         50 /* spin_us FAB_SPIN_AUTO: the NIC thread's spin, host not busy */
-/* a thread drove with timeout 0 this recently: it spins, and no other driver sleeps in epoll */
-#define TCP_SPINNER_NS 100000ull
+/*
+ * A thread that drives with timeout 0 twice within TCP_SPIN_GAP_NS spins
+ * (one call is a look); while it did so within TCP_SPINNER_NS, no other
+ * driver sleeps in epoll (tcp_progress()).
+ */
+#define TCP_SPIN_GAP_NS 20000ull
+#define TCP_SPINNER_NS  100000ull
 
 /* who holds the NIC role (tcp_fab.role, written with it) */
 enum tcp_role {
@@ -207,7 +212,10 @@ struct tcp_fab {
 	int sleepers;          /* atomic: NIC-role threads in epoll_wait with a timeout */
 	int kicked;            /* atomic: the eventfd was written and not read yet */
 	int drv_sleeping;      /* atomic: a driver sleeps in epoll (tcp_progress()) */
-	uint64_t spin_seen_ns; /* atomic: when a driver last came with timeout 0 (a spinner) */
+	uint64_t look_ns;      /* atomic: when a driver last came with timeout 0 */
+	uintptr_t look_tid;    /* atomic: and which thread (pthread_self()) */
+	uint64_t spin_seen_ns; /* atomic: when a thread last looked twice in a row: it spins */
+	uintptr_t spin_tid;    /* atomic: that thread */
 	int landed_want;       /* atomic: a driver was sent off to sleep elsewhere (a spinner drives) */
 	int landed_seen;       /* atomic: a peer's request landed since (target.c: tcp_landed()) */
 	uint64_t work_seq;     /* atomic: bumped by every post, close and admit request */
