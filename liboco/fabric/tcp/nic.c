@@ -540,7 +540,8 @@ int tcp_progress(struct fab *fab, int64_t timeout_ns)
 	} else {
 		unsigned gen = f->free_gen;
 
-		__atomic_store_n(&f->landed_want, 0, __ATOMIC_RELAXED); /* it hears its own events */
+		/* this one hears its own events: nobody waits for a spinner's news */
+		__atomic_store_n(&f->landed_want, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&f->role, TCP_ROLE_NONE, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&f->nic_mu);
 		n = nic_epoll(f, ev, timeout_ns, 0);

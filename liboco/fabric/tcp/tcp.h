@@ -216,8 +216,8 @@ struct tcp_fab {
 	uintptr_t look_tid;    /* atomic: and which thread (pthread_self()) */
 	uint64_t spin_seen_ns; /* atomic: when a thread last looked twice in a row: it spins */
 	uintptr_t spin_tid;    /* atomic: that thread */
-	int landed_want;       /* atomic: a driver was sent off to sleep elsewhere (a spinner drives) */
-	int landed_seen;       /* atomic: a peer's request landed since (target.c: tcp_landed()) */
+	int landed_want;       /* atomic: a spinner sent a driver off to sleep elsewhere */
+	int landed_seen;       /* atomic: a peer's WRITE or atomic landed since (tcp_landed()) */
 	uint64_t work_seq;     /* atomic: bumped by every post, close and admit request */
 	uint64_t work_seen;    /* atomic: work_seq when the NIC role last took the work */
 	unsigned free_gen;     /* atomic, written with the role: bumped when a link may be freed */
