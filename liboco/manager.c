@@ -67,6 +67,10 @@ static int drive_fn(void *arg, int64_t ns)
 
 	if (ret > 0)
 		lc_progress_reap(m);
+	if (ret == 2) { /* a peer's WRITE landed: waiters that sleep elsewhere look again */
+		lc_wait_signal(&m->wait);
+		ret = 1;
+	}
 	return ret;
 }
 

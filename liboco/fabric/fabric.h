@@ -381,9 +381,11 @@ static inline int fab_poll(struct fab *fab, struct fab_wc *wc, int max)
  * @timeout_ns 0 only does the work: it need not report one-sided WRITEs
  * that landed here (shm reports them only to drivers that may sleep), a
  * spinning caller looks at its memory itself. Returns 1
- * (work was done), 0 (none arrived),
- * -EBUSY (another thread is doing the provider's work: sleep instead) or
- * -EOPNOTSUPP (the hardware does it: verbs). MT-safe.
+ * (work was done), 2 (work was done, and a peer's WRITE or atomic landed
+ * while a caller that -EBUSY sent off sleeps elsewhere: wake it), 0 (none
+ * arrived), -EBUSY (another thread is doing the provider's work, or spins
+ * on it: sleep instead) or -EOPNOTSUPP (the hardware does it: verbs).
+ * MT-safe.
  */
 static inline int fab_progress(struct fab *fab, int64_t timeout_ns)
 {

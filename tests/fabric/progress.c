@@ -22,6 +22,11 @@
  * 5. A link closed by another thread while a driver sleeps in
  *    fab_progress() with a long timeout: the close returns (the sleeper is
  *    woken to do it) well before that timeout.
+ * 6. tcp: while a thread spins (fab_progress(b, 0) again and again), a
+ *    driver that would sleep gets -EBUSY (it would wake for the spinner's
+ *    events and wait for the role it holds); a WRITE that lands meanwhile
+ *    makes the spinner's call return 2 (wake the one sent off); once the
+ *    spinning stopped, the driver sleeps again.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -291,6 +296,66 @@ static void close_while_driving(void)
 	       (long long)(t_now_ms() - t0));
 }
 
+struct spinner {
+	int stop, max_ret;
+	uint64_t done;
+};
+
+static void *spinner_main(void *arg)
+{
+	struct spinner *sp = arg;
+	struct fab_wc wc[16];
+
+	while (!__atomic_load_n(&sp->stop, __ATOMIC_ACQUIRE)) {
+		int ret = fab_progress(b, 0);
+
+		if (ret < 0 && ret != -EBUSY)
+			T_FAIL("fab_progress: %s", t_errname(ret));
+		if (ret > sp->max_ret)
+			sp->max_ret = ret;
+		for (int n; (n = fab_poll(b, wc, 16)) > 0;)
+			sp->done += (uint64_t)n;
+	}
+	return NULL;
+}
+
+static void spinner_keeps_sleepers_off(void)
+{
+	struct spinner sp = {0};
+	struct fab_wr wr;
+	struct fab_wc wc;
+	pthread_t th;
+	int ret = -1;
+
+	T_ASSERT_OK(pthread_create(&th, NULL, spinner_main, &sp));
+	t_sleep_ms(20); /* it spins by now */
+	/* -EBUSY at once while it spins; a sleep, if the host kept it off the CPU meanwhile */
+	for (int64_t t0 = t_now_ms(); (ret = fab_progress(b, 1000000)) != -EBUSY;) {
+		T_ASSERT(ret >= 0);
+		if (t_now_ms() - t0 > TMO)
+			T_FAIL("a driver slept in epoll beside a spinner for %d ms", TMO);
+	}
+	abuf[9] = 0xfeed0002;
+	wr = wr_write(amr, &abuf[9], bmr, &bbuf[1], 400000);
+	T_ASSERT_OK(fab_post(la, &wr, 1));
+	T_ASSERT_OK(t_poll_one(a, &wc, TMO));
+	T_ASSERT_EQ(wc.status, 0);
+	T_ASSERT_EQX(__atomic_load_n(&bbuf[1], __ATOMIC_ACQUIRE), 0xfeed0002);
+	/* the spinner's next call that finds the landing says so */
+	for (int64_t t0 = t_now_ms(); __atomic_load_n(&sp.max_ret, __ATOMIC_RELAXED) < 2;) {
+		if (t_now_ms() - t0 > TMO)
+			T_FAIL("the spinner's fab_progress() never returned 2 for the landing");
+		t_sleep_ms(1);
+	}
+	__atomic_store_n(&sp.stop, 1, __ATOMIC_RELEASE);
+	T_ASSERT_OK(pthread_join(th, NULL));
+	t_sleep_ms(5); /* past TCP_SPINNER_NS: nobody spins */
+	for (int i = 0; i < 100 && (ret = fab_progress(b, 1000000)) == -EBUSY; i++)
+		t_sleep_ms(1); /* the NIC thread may hold the role a moment */
+	T_ASSERT(ret >= 0);
+	printf("a spinner kept a sleeper off epoll, and said 2 for a landing: ok\n");
+}
+
 int main(void)
 {
 	int ret;
@@ -320,6 +385,8 @@ int main(void)
 		hand_over();
 		two_drivers();
 		driver_leaves();
+		if (strcmp(t_provider(), "tcp") == 0)
+			spinner_keeps_sleepers_off();
 		close_while_driving();
 	}
 	T_ASSERT_OK(fab_link_close(la));

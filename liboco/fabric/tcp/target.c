@@ -102,8 +102,8 @@ void tcp_exec_request(struct tcp_link *l, const struct tcp_frame *f, const uint8
 			return;
 		}
 		fab_land_write(fab->slow_ns, &fab->rng, p, data, f->len);
-		if (fab->base.attr.landed != NULL && (f->flags & TCP_FL_LAST))
-			fab->base.attr.landed(fab->base.attr.landed_arg); /* LOCO_WAIT=block */
+		if (f->flags & TCP_FL_LAST)
+			tcp_landed(fab);
 		if (f->type == TCP_F_WRITE_IMM) {
 			l->imm_len = (f->flags & TCP_FL_FIRST) ? f->len : l->imm_len + f->len;
 			if (f->flags & TCP_FL_LAST) {
@@ -161,8 +161,7 @@ void tcp_exec_request(struct tcp_link *l, const struct tcp_frame *f, const uint8
 		} else {
 			r.a = __atomic_fetch_add((uint64_t *)p, f->a, __ATOMIC_SEQ_CST);
 		}
-		if (fab->base.attr.landed != NULL)
-			fab->base.attr.landed(fab->base.attr.landed_arg);
+		tcp_landed(fab);
 		tcp_send_acks(l);
 		if (tcp_tx_response(l, &r) == NULL)
 			return;

@@ -75,6 +75,13 @@
 #define TCP_INLINE_INFLIGHT 4          /* post_inline(): a link with this many in flight streams */
 #define TCP_ACK_DELAY_NS    200000ull  /* default of tcp_fab.ack_delay_ns */
 #define TCP_SPIN_US         50 /* spin_us FAB_SPIN_AUTO: the NIC thread's spin, host not busy */
+/*
+ * A thread that drives with timeout 0 twice within TCP_SPIN_GAP_NS spins
+ * (one call is a look); while it did so within TCP_SPINNER_NS, no other
+ * driver sleeps in epoll (tcp_progress()).
+ */
+#define TCP_SPIN_GAP_NS 20000ull
+#define TCP_SPINNER_NS  100000ull
 
 /* who holds the NIC role (tcp_fab.role, written with it) */
 enum tcp_role {
@@ -205,6 +212,12 @@ struct tcp_fab {
 	int sleepers;          /* atomic: NIC-role threads in epoll_wait with a timeout */
 	int kicked;            /* atomic: the eventfd was written and not read yet */
 	int drv_sleeping;      /* atomic: a driver sleeps in epoll (tcp_progress()) */
+	uint64_t look_ns;      /* atomic: when a driver last came with timeout 0 */
+	uintptr_t look_tid;    /* atomic: and which thread (pthread_self()) */
+	uint64_t spin_seen_ns; /* atomic: when a thread last looked twice in a row: it spins */
+	uintptr_t spin_tid;    /* atomic: that thread */
+	int landed_want;       /* atomic: a spinner sent a driver off to sleep elsewhere */
+	int landed_seen;       /* atomic: a peer's WRITE or atomic landed since (tcp_landed()) */
 	uint64_t work_seq;     /* atomic: bumped by every post, close and admit request */
 	uint64_t work_seen;    /* atomic: work_seq when the NIC role last took the work */
 	unsigned free_gen;     /* atomic, written with the role: bumped when a link may be freed */
@@ -218,6 +231,20 @@ struct tcp_fab {
 	int left;              /* the role: its last turn left work no event will bring back */
 	unsigned nic_busy;     /* atomic: odd while the NIC touches memory (mr_dereg waits) */
 };
+
+/*
+ * tcp_landed -- a peer's WRITE, atomic or SEND landed (the role): tell
+ * the block policy's waiters (fab_attr.landed), and a spinner whose
+ * presence sent a driver to sleep elsewhere (tcp_progress() returns 2 for
+ * it: the manager wakes that sleeper, which may wait for this).
+ */
+static inline void tcp_landed(struct tcp_fab *fab)
+{
+	if (fab->base.attr.landed != NULL)
+		fab->base.attr.landed(fab->base.attr.landed_arg); /* LOCO_WAIT=block */
+	if (__atomic_load_n(&fab->landed_want, __ATOMIC_RELAXED))
+		__atomic_store_n(&fab->landed_seen, 1, __ATOMIC_RELAXED);
+}
 
 static inline int tcp_psn_before(uint32_t a, uint32_t b)
 {
