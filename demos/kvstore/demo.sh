@@ -160,8 +160,8 @@ LOCO with LOCO_FABRIC=tcp (servers and client) against memcached, both over loop
 there the owner's tcp NIC thread serves LOCO's READ (loco-fabric-tcp(7)). Between hosts,
 auto takes verbs (RDMA) when a device opens, else tcp: this one-host demo measures neither.
 An update is an rpc to the key's owner, which writes it to its replica before it answers
-(2 copies; memcached keeps 1); under LOCO_WAIT=sleep (the default) an idle owner's threads
-sleep, which costs hundreds of microseconds (demos/kvstore/README.md, "Limits"). Each client
+(2 copies; memcached keeps 1); an idle owner's threads spin a short window, then sleep,
+and a wake-up costs tens to hundreds of microseconds (demos/kvstore/README.md, "Limits"). Each client
 thread runs one operation at a time, so slow updates hold its reads back too: a row's read
 and update ops/s keep the workload's mix.
 
