@@ -233,7 +233,8 @@ struct tcp_fab {
 };
 
 /*
- * tcp_landed -- a peer's WRITE, atomic or SEND landed (the role): tell
+ * tcp_landed -- a peer's WRITE or atomic landed (the role; a SEND makes a
+ * completion, whose reap wakes waiters anyway): tell
  * the block policy's waiters (fab_attr.landed), and a spinner whose
  * presence sent a driver to sleep elsewhere (tcp_progress() returns 2 for
  * it: the manager wakes that sleeper, which may wait for this).
