@@ -31,10 +31,13 @@
  * participants of e, so it cannot hold them up before its first wait;
  * from e + 1 on it is.
  *
- * Pushes are written straight from the own row (loco_sst_set_direct()):
- * the row is one word that only grows, so a push still in flight when the
- * next episode stores a larger value carries that one, which its node has
- * entered: a row still shows e only once its node entered e. A wait that
+ * Pushes are copied inline when posted (loco_sst_set_direct()): no ring,
+ * whose slots the pushes not waited for would fill. The copy is what the
+ * memory rule above rests on: a WRITE that read the row only when the
+ * fabric sent it (on tcp a queued request, on verbs a DMA) could carry
+ * e + 1, stored after a later write of the node, and show e + 1 before
+ * that write landed (barrier-stress saw a node leave e + 1 with a peer's
+ * "entered" row still at e; sst-push-copy is the test). A wait that
  * lasts pushes the row again every 50 ms: a peer whose data link failed
  * and was rebuilt stays in the view (a failed link is only a suspicion),
  * and the push lost with the old link would otherwise hold it up for good.

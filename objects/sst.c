@@ -12,7 +12,9 @@
  * push goes through the node's staging ring (region "stage"), as an
  * owned_var's does. Rows of up to 8 bytes also get a region "fetch", into
  * which loco_sst_fetch() READs a peer's own row, and may be pushed
- * straight from the table (loco_sst_set_direct(): the ring goes).
+ * inline from the table (loco_sst_set_direct()), as LINE rows are: the
+ * WRITE copies the word when posted, so it carries the row as stored at
+ * the push call; the ring serves a link that copies less inline.
  *
  * Presence: a state byte per slot, set by the peer_join / peer_leave
  * callbacks on the progress thread. A row that leaves is zeroed, so a
@@ -56,7 +58,7 @@ struct loco_sst {
 	uint64_t *bits;   /* [max_rows / 64 rounded up], atomic: bit node - 1 is set while
 	                   * state may be ROW_PRESENT (a set bit is checked against state) */
 	uint64_t version; /* of this node's last store */
-	int direct;       /* push the own row straight from the table (loco_sst_set_direct) */
+	int direct;       /* a word row pushed inline (loco_sst_set_direct) */
 	int inl;          /* a LINE row: pushed inline from the table until a link refuses */
 	struct value_codec codec;
 	struct value_stage stage;
@@ -351,18 +353,21 @@ static unsigned others(const loco_sst_t *sst)
 static int sst_slot(loco_sst_t *sst, unsigned need, unsigned *slot)
 {
 	*slot = 0;
-	if (sst->direct || sst->inl)
-		return 0;
 	return value_stage_prepare(&sst->stage, row_ptr(sst, sst->rows, sst->me), sst->version,
 	                           need, &sst->ctr, slot);
 }
 
 /*
- * sst_push -- the own row into the same row of @rr: a LINE inline from the
- * table, else through *@slot (-1: none taken for this version yet; taken
- * here, for @need WRITEs (0: one to every other present row), and kept
- * for the caller's next pushes). A link
- * that copies less than a line inline turns the ring on for good.
+ * sst_push -- the own row into the same row of @rr: a LINE, or the word of
+ * a direct table, inline from the table (copied when posted), else
+ * through *@slot (-1: none taken for this version yet; taken here, for
+ * @need WRITEs (0: one to every other present row), and kept for the
+ * caller's next pushes). A link that copies less than a line inline
+ * turns the ring on for good for a LINE table; a direct table tries
+ * inline again on the next push (its links may differ). Never straight
+ * from the table: a WRITE that read the row when the fabric sent it
+ * could carry a store made after the push call, and land before a WRITE
+ * posted after it (sst-push-copy).
  */
 static int sst_push(loco_sst_t *sst, int *slot, unsigned need, const loco_rref_t *rr,
                     loco_ack_key_t *ack)
@@ -371,7 +376,8 @@ static int sst_push(loco_sst_t *sst, int *slot, unsigned need, const loco_rref_t
 	unsigned s;
 	int ret;
 
-	if (sst->inl) {
+	if (sst->inl || sst->direct) {
+		/* copied when posted: the push carries the row as stored now */
 		ret = value_push_inline(&sst->codec, sst->rows, off, rr, off, ack, &sst->ctr);
 		if (ret != -EMSGSIZE)
 			return ret;
@@ -383,8 +389,8 @@ static int sst_push(loco_sst_t *sst, int *slot, unsigned need, const loco_rref_t
 			return ret;
 		*slot = (int)s;
 	}
-	return value_push(&sst->codec, sst->direct ? NULL : &sst->stage, (unsigned)*slot, sst->rows,
-	                  off, rr, off, ack, &sst->ctr);
+	return value_push(&sst->codec, &sst->stage, (unsigned)*slot, sst->rows, off, rr, off, ack,
+	                  &sst->ctr);
 }
 
 int loco_sst_push_to(loco_sst_t *sst, uint32_t node, loco_ack_key_t *ack)
@@ -610,18 +616,12 @@ int loco_sst_predicate_remove(loco_sst_predicate_t *pred)
 /* ------------------------------------------------------------------ */
 /* one-word rows: direct pushes, fetches                              */
 
-/* loco_sst_set_direct -- push from the master row from now on; the unused ring's keys go. */
+/* loco_sst_set_direct -- push the word inline from now on (the ring stays for a link that refuses). */
 int loco_sst_set_direct(loco_sst_t *sst)
 {
 	OBJ_CHECK(sst);
 	if (sst->codec.kind != VALUE_WORD)
 		return -EINVAL;
-	if (sst->direct)
-		return 0;
-	if (__atomic_load_n(&sst->ctr.pushes, __ATOMIC_RELAXED) != 0)
-		return -EBUSY;         /* WRITEs from the ring may be in flight: keep it */
-	value_stage_fini(&sst->stage); /* nothing was posted from it: no wait */
-	sst->staged = 0;
 	sst->direct = 1;
 	return 0;
 }

@@ -119,13 +119,16 @@ void loco_sst_stats(const loco_sst_t *sst, loco_value_stats_t *st);
  * For tables of rows of at most 8 bytes: such a row is one aligned word,
  * which the fabric reads and writes whole.
  *
- * loco_sst_set_direct -- push this node's row straight from the table
- * instead of from a copy in the staging ring: one WRITE per node, attached
- * to the push's @ack itself, and no ring (its ack keys are freed). A push
- * then sends the row as it is when the fabric reads it, possibly a store
- * made after the push call: fine for a row that only grows. Call it before
- * the first push. Returns 0; -EINVAL (NULL, rows above 8 bytes), -EBUSY
- * (this node has pushed through the ring already).
+ * loco_sst_set_direct -- push this node's row with WRITEs that copy it
+ * inline when posted: one WRITE per node, attached to the push's @ack
+ * itself, with no slot of the staging ring to wait for. A push carries
+ * the row as stored at the push call, in order with this node's WRITEs
+ * posted before and after it (a row that shows a value was pushed after
+ * whatever the node wrote before that push). Over a link that copies
+ * fewer than 8 bytes inline (LOCO_MAX_INLINE below 8, or a verbs device
+ * without inline data) a push goes through the ring, as without this
+ * call. Call it before or after pushes. Returns 0; -EINVAL (NULL, rows
+ * above 8 bytes).
  */
 int loco_sst_set_direct(loco_sst_t *sst);
 
