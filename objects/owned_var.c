@@ -125,7 +125,7 @@ int loco_owned_var_store(loco_owned_var_t *ov, const void *val)
 /* ov_push -- push the current version through @slot to @node (its replica at @rr). */
 static int ov_push(loco_owned_var_t *ov, unsigned slot, const loco_rref_t *rr, loco_ack_key_t *ack)
 {
-	return value_push(&ov->codec, &ov->stage, slot, ov->val, 0, rr, 0, ack, &ov->ctr);
+	return value_push(&ov->stage, slot, rr, 0, ack, &ov->ctr);
 }
 
 /* ov_slot -- the staging slot of the current version, room for @need WRITEs. */

@@ -389,8 +389,7 @@ static int sst_push(loco_sst_t *sst, int *slot, unsigned need, const loco_rref_t
 			return ret;
 		*slot = (int)s;
 	}
-	return value_push(&sst->codec, &sst->stage, (unsigned)*slot, sst->rows, off, rr, off, ack,
-	                  &sst->ctr);
+	return value_push(&sst->stage, (unsigned)*slot, rr, off, ack, &sst->ctr);
 }
 
 int loco_sst_push_to(loco_sst_t *sst, uint32_t node, loco_ack_key_t *ack)

@@ -401,21 +401,11 @@ int value_push_inline(const struct value_codec *c, loco_region_t *mreg, size_t m
 	return ret;
 }
 
-int value_push(const struct value_codec *c, struct value_stage *s, unsigned slot,
-               loco_region_t *mreg, size_t moff, const loco_rref_t *rr, size_t roff,
+int value_push(struct value_stage *s, unsigned slot, const loco_rref_t *rr, size_t roff,
                loco_ack_key_t *ack, struct value_counters *ctr)
 {
-	int ret;
+	int ret = value_stage_post(s, slot, rr, roff, ack);
 
-	if (s == NULL)
-		/*
-		 * Straight from the master word (c->kind == VALUE_WORD): the
-		 * fabric reads an aligned word whole, whenever it reads it, so
-		 * it sends the value as stored at that moment.
-		 */
-		ret = loco_write(mreg, moff, rr, roff, c->enc_len, ack);
-	else
-		ret = value_stage_post(s, slot, rr, roff, ack);
 	if (ret == 0)
 		count(&ctr->pushes, 1);
 	return ret;

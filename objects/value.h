@@ -155,15 +155,11 @@ int value_stage_post(struct value_stage *s, unsigned slot, const loco_rref_t *rr
                      loco_ack_key_t *ack);
 
 /*
- * value_push -- push the master encoding (at @moff of region @mreg) to
- * [@roff, @roff + enc_len) of @rr, through @slot of @s
- * (value_stage_prepare()); with @s NULL, straight from the master, which
- * only a WORD allows: the fabric then sends the word as it is when it
- * reads it, possibly a later store than the one current at the call.
- * Counts the push. Returns as value_stage_post() / loco_write().
+ * value_push -- push the copy in @slot of @s (value_stage_prepare()) to
+ * [@roff, @roff + enc_len) of @rr. Counts the push. Returns as
+ * value_stage_post().
  */
-int value_push(const struct value_codec *c, struct value_stage *s, unsigned slot,
-               loco_region_t *mreg, size_t moff, const loco_rref_t *rr, size_t roff,
+int value_push(struct value_stage *s, unsigned slot, const loco_rref_t *rr, size_t roff,
                loco_ack_key_t *ack, struct value_counters *ctr);
 
 /*
