@@ -20,7 +20,9 @@
  * node no longer counts). So no node passes e before every participant
  * still there entered it. Memory: whatever a node wrote before entering
  * e (to any object, on the same links) landed before its row showed e,
- * and the acquire read of the row makes it visible.
+ * and the acquire read of the row makes it visible; unless its link
+ * failed meanwhile: the write is lost (its ack key says so), and the
+ * re-push below shows e over the rebuilt link.
  *
  * Joining: a node whose count is 0 first READs every peer's own row at
  * its source (loco_sst_fetch(): not our replica, which a peer fills only

@@ -74,8 +74,11 @@ int loco_sst_store_mine(loco_sst_t *sst, const void *row);
  * copy; with @ack, attached to it. Returns 0; -EINVAL (@node is this
  * node), -ENOENT (@node has no copy of the table, yet), -ENOTCONN, -EAGAIN.
  * loco_sst_push_broadcast -- the same to every node with a present row.
- * Returns how many it was posted to, or the first error (the pushes
- * posted before it stay attached to @ack).
+ * A node whose push fails with -ENOENT or -ENOTCONN (no copy yet, its
+ * data link down) is skipped, and nothing of it reaches @ack: compare
+ * the count returned with the other rows present to know that every node
+ * was reached. Returns how many it was posted to, or the first other
+ * error (the pushes posted before it stay attached to @ack).
  */
 int loco_sst_push_to(loco_sst_t *sst, uint32_t node, loco_ack_key_t *ack);
 int loco_sst_push_broadcast(loco_sst_t *sst, loco_ack_key_t *ack);

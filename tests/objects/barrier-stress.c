@@ -4,11 +4,14 @@
  *
  * loco-run -n 5. Channel "bar" holds barrier "b" and an sst "entered"
  * (8-byte rows): before each wait, a node stores the episode it is about
- * to enter in its "entered" row and pushes it (same links as the barrier's
- * own pushes, so it lands first). After loco_barrier_wait() returns for
+ * to enter in its "entered" row and pushes it, and waits for the pushes'
+ * acks (pushing again when a data link failed under them: announce()).
+ * After loco_barrier_wait() returns for
  * episode k, the node checks that every node whose row was present before
- * the wait, and still is, has entered k: no node leaves an episode before
- * all entered it. A broken barrier fails this check.
+ * the wait, and still is (and is still a peer of the channel), has entered
+ * k: no node leaves an episode before all entered it. A broken barrier
+ * fails this check, and so does one whose pushes may land ahead of the
+ * node's earlier WRITEs (sst-push-copy).
  *
  * Phase 1: EPISODES episodes on the 5 nodes; each node's episode number
  * must be exactly k (they started together).
@@ -42,11 +45,13 @@
 
 /* the counts above divided by LOCO_TEST_SCALE (sc_scaled), set once in main */
 static uint32_t episodes, joiner_episodes, after_kill;
+static uint32_t repushes; /* announce()'s pushes again */
 
 struct bar {
 	loco_channel_t *ch;
 	loco_barrier_t *b;
 	loco_sst_t *entered;
+	loco_ack_key_t *ack; /* the "entered" pushes */
 };
 
 static void bar_open(struct bar *s, loco_manager_t *m, uint32_t nodes)
@@ -56,14 +61,48 @@ static void bar_open(struct bar *s, loco_manager_t *m, uint32_t nodes)
 	 * joiner's "entered" row is present before its barrier row */
 	SC_ASSERT_OK(loco_barrier_create(s->ch, "b", &s->b));
 	SC_ASSERT_OK(loco_sst_create(s->ch, "entered", 8, MAX_ROWS, &s->entered));
+	SC_ASSERT_OK(loco_ack_key_create(m, &s->ack));
 	SC_ASSERT_OK(loco_channel_join(s->ch, (int64_t)SC_WAIT_MS * 1000000));
 }
 
 static void bar_close(struct bar *s)
 {
+	loco_ack_key_destroy(s->ack);
 	loco_sst_destroy(s->entered);
 	loco_barrier_destroy(s->b);
 	SC_ASSERT_OK(loco_channel_destroy(s->ch));
+}
+
+/*
+ * announce -- push the own "entered" row to every peer and wait until each
+ * push is acknowledged, pushing again while any failed or was skipped (a
+ * link down when posting: -ENOTCONN, not counted). A push lost with a
+ * data link that failed and was rebuilt (a host stalled past
+ * LOCO_FAIL_TIMEOUT_MS; the peer stays in the view) would leave a peer's
+ * row behind while the barrier, which pushes its own row again, passes:
+ * the check below would blame the barrier. A peer that died fails its
+ * pushes until the view drops it, which also holds the barrier up.
+ */
+static void announce(struct bar *s)
+{
+	int64_t dl = sc_now_ms() + WAIT_NS / 1000000;
+	int ret;
+
+	for (;;) {
+		/* the others present now (a node whose link is down is skipped: not counted) */
+		int others = loco_sst_rows(s->entered, NULL, 0) - 1;
+		int posted = loco_sst_push_broadcast(s->entered, s->ack);
+
+		SC_ASSERT(posted >= 0);
+		ret = loco_ack_wait(s->ack, WAIT_NS);
+		if (ret == 0 && posted >= others)
+			return;
+		if (sc_now_ms() >= dl)
+			SC_FAIL("\"entered\" not acknowledged: posted to %d of %d: %s", posted,
+			        others, loco_strerror(ret));
+		repushes++;
+		sc_sleep_ms(1);
+	}
 }
 
 /*
@@ -84,9 +123,7 @@ static uint64_t episode(struct bar *s, uint32_t me, bool check)
 		k = 0; /* a joiner's first episode is the others' current one: known after */
 	if (k) {
 		SC_ASSERT_OK(loco_sst_store_mine(s->entered, &k));
-		/* no ack key: one WRITE per peer, whose slot the sst tracks itself */
-		ret = loco_sst_push_broadcast(s->entered, NULL);
-		SC_ASSERT(ret >= 0);
+		announce(s);
 	}
 	ret = loco_barrier_wait(s->b, WAIT_NS);
 	if (ret)
@@ -102,7 +139,14 @@ static uint64_t episode(struct bar *s, uint32_t me, bool check)
 			continue; /* gone since */
 		if (e == 0)
 			continue; /* a joiner in its first episode, which it announces after */
-		if (e < k)
+		/*
+		 * A node that left (killed) leaves each object in turn: its
+		 * barrier row may be gone, and the wait passed without it,
+		 * while its "entered" row is still here. The channel drops
+		 * the peer before any object sees it leave, so a node still
+		 * a peer now still counted for the barrier.
+		 */
+		if (e < k && sc_is_peer(s->ch, before[i]))
 			SC_FAIL("left episode %llu while node %u had entered only %llu",
 			        (unsigned long long)k, before[i], (unsigned long long)e);
 	}
@@ -146,7 +190,6 @@ int main(int argc, char **argv)
 	loco_manager_t *m;
 	struct sc_sync sync;
 	struct bar s;
-	loco_value_stats_t st;
 	pid_t pid = 0;
 	int fd = -1;
 	int64_t t0, t1;
@@ -177,8 +220,8 @@ int main(int argc, char **argv)
 	t1 = sc_now_ns();
 	sc_log("phase 1: %u episodes on 5 nodes in %.3f s: %.1f us per episode", episodes,
 	       (double)(t1 - t0) / 1e9, (double)(t1 - t0) / 1e3 / episodes);
-	loco_sst_stats(s.entered, &st);
-	SC_ASSERT_EQ(st.push_errors, 0); /* nobody died yet: every push landed */
+	sc_log("phase 1: \"entered\" pushed again %u times (data links that failed under them)",
+	       repushes);
 	sc_sync_wait(&sync, "phase 1 done", SC_WAIT_MS);
 
 	/* phase 2: node 9 joins the running barrier, is killed in the middle */
