@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* scenario.c -- helpers of the multi-node scenario programs: see scenario.h. */
+#include <dirent.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -9,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +38,67 @@ static void sc_kill_kids(void)
 	proc_kill_all(sc_kids, SC_MAX_KIDS);
 }
 
+/*
+ * A node that runs past its time limit prints every thread's stack before
+ * it fails: where it hung is what its log lacks otherwise (rpc-callv-shm
+ * hung once in CI, after its last line, and never here in 90 runs). The
+ * names are the dynamic symbols (loco_* of liboco, and the test's own with
+ * -rdynamic); others show as module+offset.
+ */
+static volatile sig_atomic_t sc_stack_done;
+
+static void sc_print_tid(pid_t tid)
+{
+	char line[48] = "scenario: stack of thread ", d[12];
+	int n = (int)strlen(line), k = 0;
+
+	do
+		d[k++] = (char)('0' + tid % 10);
+	while ((tid /= 10) > 0 && k < (int)sizeof(d));
+	while (k > 0)
+		line[n++] = d[--k];
+	line[n++] = ':';
+	line[n++] = '\n';
+	if (write(STDOUT_FILENO, line, (size_t)n) < 0)
+		return;
+}
+
+static void sc_on_stack(int sig)
+{
+	void *pc[32];
+	int n = backtrace(pc, 32);
+
+	(void)sig;
+	sc_print_tid((pid_t)syscall(SYS_gettid));
+	backtrace_symbols_fd(pc, n, STDOUT_FILENO);
+	sc_stack_done = 1;
+}
+
+/* sc_dump_stacks -- every thread's stack on stdout, each thread printing its own. */
+static void sc_dump_stacks(void)
+{
+	pid_t me = (pid_t)syscall(SYS_gettid), pid = getpid();
+	DIR *d = opendir("/proc/self/task"); /* (not async-signal-safe: the process ends next) */
+	struct dirent *e;
+
+	sc_on_stack(0);
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		struct timespec ts = {0, 1000000};
+
+		if (tid <= 0 || tid == me)
+			continue;
+		sc_stack_done = 0;
+		if (syscall(SYS_tgkill, pid, tid, SIGUSR2) != 0)
+			continue;
+		for (int i = 0; i < 200 && !sc_stack_done; i++) /* up to 200 ms a thread */
+			nanosleep(&ts, NULL);
+	}
+	closedir(d);
+}
+
 static void sc_on_alarm(int sig)
 {
 	static const char msg[] = "scenario: alarm: the node ran past its time limit; failing\n";
@@ -43,6 +107,7 @@ static void sc_on_alarm(int sig)
 	if (write(STDOUT_FILENO, msg, sizeof(msg) - 1) < 0)
 		_exit(SC_EXIT_FAIL);
 	sc_kill_kids();
+	sc_dump_stacks();
 	_exit(SC_EXIT_FAIL);
 }
 
@@ -103,14 +168,19 @@ uint32_t sc_env_u32(const char *var, uint32_t def)
 
 void sc_init(const char *name, int argc, char **argv, unsigned timeout_s)
 {
-	struct sigaction sa = {.sa_handler = sc_on_alarm};
+	struct sigaction sa = {.sa_handler = sc_on_alarm}, st = {.sa_handler = sc_on_stack};
+	void *pc[1];
 
 	sc_name = name;
 	if (argc > 0 && argv[0] != NULL)
 		sc_argv0 = argv[0];
 	setvbuf(stdout, NULL, _IOLBF, 0);
+
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGALRM, &sa, NULL);
+	sigemptyset(&st.sa_mask);
+	sigaction(SIGUSR2, &st, NULL);
+	(void)backtrace(pc, 1); /* loads the unwinder now, not in a signal handler */
 	alarm(timeout_s);
 	if (getenv("LOCO_FAIL_TIMEOUT_MS") == NULL)
 		setenv("LOCO_FAIL_TIMEOUT_MS", "1000", 0);
