@@ -416,31 +416,43 @@ int rpc_tree_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8_
 	return first;
 }
 
+/*
+ * all_peers -- the other members a call to all goes to (RPC_TAB / 2 room
+ * at @peers): the member list, else every paired peer that holds the
+ * endpoint (its reply slots are known). Returns their count.
+ */
+static uint32_t all_peers(loco_rpc_ep_t *ep, uint32_t *peers)
+{
+	uint32_t n = 0;
+	int np;
+
+	if (ep->nodes != NULL) {
+		for (uint32_t i = 0; i < ep->cfg.nnodes; i++)
+			if (ep->nodes[i] != ep->me)
+				peers[n++] = ep->nodes[i];
+		return n;
+	}
+	np = loco_channel_peers(ep->ch, peers, RPC_TAB / 2);
+	for (int i = 0; i < np && i < (int)(RPC_TAB / 2); i++) {
+		loco_rref_t r;
+
+		if (loco_region_remote(ep->rets, peers[i], &r) == 0)
+			peers[n++] = peers[i];
+	}
+	return n;
+}
+
 int loco_rpc_call_all(loco_rpc_ep_t *ep, uint32_t id, const void *args, size_t len,
                       int64_t timeout_ns)
 {
-	uint32_t peers[RPC_TAB / 2], n = 0;
-	int np;
+	uint32_t peers[RPC_TAB / 2], n;
 
 	OBJ_CHECK(ep);
 	if (len && args == NULL)
 		return -EINVAL;
 	if (len > ep->cfg.inline_max)
 		return -EMSGSIZE;
-	if (ep->nodes != NULL) {
-		for (uint32_t i = 0; i < ep->cfg.nnodes; i++)
-			if (ep->nodes[i] != ep->me)
-				peers[n++] = ep->nodes[i];
-	} else {
-		/* every paired peer that holds the endpoint (its reply slots are known) */
-		np = loco_channel_peers(ep->ch, peers, RPC_TAB / 2);
-		for (int i = 0; i < np && i < (int)(RPC_TAB / 2); i++) {
-			loco_rref_t r;
-
-			if (loco_region_remote(ep->rets, peers[i], &r) == 0)
-				peers[n++] = peers[i];
-		}
-	}
+	n = all_peers(ep, peers);
 	return rpc_tree_send(ep, ep->me, id, (const uint8_t *)peers, n, args, len, timeout_ns);
 }
 
@@ -463,6 +475,8 @@ static int landed(loco_rpc_ep_t *ep, uint32_t s, uint64_t tag, struct slot_hdr *
 	return rpc_reply_sum(b + SLOT_HDR, hd->len, tag, hd->status) == hd->sum;
 }
 
+static int slot_consumed(loco_rpc_ep_t *ep, uint32_t s, uint64_t tag);
+
 /* slot_get -- a free reply slot for a call to @node (@pulled: its payload is in our memory): 0, -EBUSY */
 static int slot_get(loco_rpc_ep_t *ep, uint32_t node, int pulled, uint32_t *slot, uint64_t *tag)
 {
@@ -479,7 +493,9 @@ static int slot_get(loco_rpc_ep_t *ep, uint32_t node, int pulled, uint32_t *slot
 			if (sl->state != SLOT_ABANDONED)
 				continue;
 			p = rpc_peer_find(ep, sl->node);
-			if (landed(ep, s, sl->tag, &hd) || p == NULL ||
+			/* (a one-way RF_TREEV gets no reply: its consumed mark is its last word) */
+			if (landed(ep, s, sl->tag, &hd) ||
+			    (sl->oneway && slot_consumed(ep, s, sl->tag)) || p == NULL ||
 			    peer_epoch(p) != sl->epoch) {
 				sl->state = SLOT_FREE;
 				ep->freel[ep->nfree++] = s;
@@ -904,4 +920,228 @@ int loco_rpc_flush(loco_rpc_ep_t *ep, uint32_t node, int64_t timeout_ns)
 			return ret;
 	}
 	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* a buffer broadcast down a tree (RF_TREEV)                          */
+
+/* treev_ids_max -- the node ids an RF_TREEV frame with one READ argument has room for */
+static uint32_t treev_ids_max(const loco_rpc_ep_t *ep)
+{
+	size_t fixed =
+	    RF_HDR + 2 * sizeof(uint32_t) + sizeof(struct rf_vec) + sizeof(struct rf_varg);
+
+	return ep->rec_max > fixed ? (uint32_t)((ep->rec_max - fixed) / 4) : 0;
+}
+
+/* treev_slot -- a reply slot for an RF_TREEV to @node, waiting for one within @tv's time */
+static int treev_slot(loco_rpc_ep_t *ep, uint32_t node, const struct rpc_treev *tv, uint32_t *slot,
+                      uint64_t *tag)
+{
+	loco_waiter_t w;
+	int ret;
+
+	loco_waiter_init(&w, ep->m);
+	while ((ret = slot_get(ep, node, 1, slot, tag)) == -EBUSY) {
+		if (tv->timeout_ns == 0 || (tv->deadline >= 0 && obj_now_ns() >= tv->deadline))
+			return -EBUSY;
+		if (rpc_help(ep) == 0)
+			loco_waiter_pause(&w);
+	}
+	ep->slots[*slot].oneway = 1; /* (SLOT_WAIT: no reclaim looks at it) */
+	return ret;
+}
+
+/*
+ * treev_post -- post @g's RF_TREEV to its member sub[c], or, when that one
+ * cannot be posted to, to the next: the taker READs the bytes and passes
+ * them on to the rest of the group, [c + 1, hi). Sets g->out when one went.
+ */
+static void treev_post(loco_rpc_ep_t *ep, struct rpc_treev *tv, struct rpc_treev_group *g)
+{
+	for (; g->c < g->hi; g->c++) {
+		uint32_t node = sub_at(tv->sub, g->c), th[2] = {tv->origin, g->hi - g->c - 1};
+		struct {
+			struct rf_vec v;
+			struct rf_varg a;
+		} vec = {.v = {.n = 1},
+		         .a = {.len = tv->len,
+		               .addr = (uint64_t)(uintptr_t)tv->data,
+		               .rkey = tv->rkey,
+		               .how = RF_VARG_READ}};
+		struct rf_hdr h = {
+		    .kind = RF_TREEV, .hid = tv->hid, .ret_cap = tree_ms(tv->timeout_ns)};
+		struct pl_iov pl = {.p = {th, tv->sub + (size_t)(g->c + 1) * 4, &vec},
+		                    .n = {sizeof(th), (size_t)th[1] * 4, sizeof(vec)}};
+		struct rpc_peer *p;
+		int ret;
+
+		if (!rpc_is_member(ep, node) || node == tv->origin || node == ep->me ||
+		    (p = rpc_peer_get(ep, node)) == NULL)
+			continue; /* a hostile list, or no room for its record */
+		pl.len = pl.n[0] + pl.n[1] + pl.n[2];
+		h.plen = (uint32_t)pl.len;
+		ret = treev_slot(ep, node, tv, &h.slot, &h.tag);
+		if (ret == 0) {
+			ret = post(ep, p, node, &h, &pl, 1, tv->timeout_ns == 0, tv->deadline,
+			           &ep->slots[h.slot].epoch, NULL);
+			if (ret)
+				slot_end(ep, h.slot, SLOT_FREE); /* never posted: nothing comes */
+		}
+		if (ret == 0) {
+			g->slot = h.slot;
+			g->tag = h.tag;
+			g->out = 1;
+			return;
+		}
+		if (!tv->first)
+			tv->first = ret; /* the next member of the group takes its place */
+	}
+}
+
+int rpc_treev_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8_t *sub, uint32_t n,
+                   const void *data, size_t len, int64_t timeout_ns, struct rpc_treev *tv)
+{
+	uint32_t per = treev_ids_max(ep) + 1, ng = n < RPC_TREE_FANOUT ? n : RPC_TREE_FANOUT;
+	int ret;
+
+	tv->origin = origin;
+	tv->hid = hid;
+	tv->n = n;
+	tv->ngroups = 0;
+	tv->sub = sub;
+	tv->data = data;
+	tv->len = len;
+	tv->timeout_ns = timeout_ns;
+	tv->deadline = obj_deadline(timeout_ns);
+	tv->pin = -1;
+	tv->first = 0;
+	if (n == 0)
+		return 0;
+	/* more groups when a group's list would not fit its taker's frame */
+	if ((n + per - 1) / per > ng)
+		ng = (n + per - 1) / per;
+	if (ng > RPC_TREEV_GROUPS)
+		return -EMSGSIZE;
+	ret = rpc_mem_get(ep, data, len, &tv->rkey, &tv->pin);
+	if (ret) {
+		tv->pin = -1;
+		return ret;
+	}
+	tv->ngroups = ng;
+	for (uint32_t i = 0; i < ng; i++) {
+		struct rpc_treev_group *g = &tv->g[i];
+
+		*g = (struct rpc_treev_group){.lo = (uint32_t)((uint64_t)n * i / ng),
+		                              .hi = (uint32_t)((uint64_t)n * (i + 1) / ng)};
+		g->c = g->lo;
+		treev_post(ep, tv, g);
+	}
+	return 0;
+}
+
+/* treev_abandon -- stop waiting for @tv's takers: their slots go when their marks land */
+static void treev_abandon(loco_rpc_ep_t *ep, struct rpc_treev *tv, int err)
+{
+	int kept = 0;
+
+	for (uint32_t i = 0; i < tv->ngroups; i++) {
+		struct rpc_treev_group *g = &tv->g[i];
+
+		if (!g->out)
+			continue;
+		slot_end(ep, g->slot, SLOT_ABANDONED);
+		g->out = 0;
+		if (!kept) { /* the bytes stay registered while that call may READ them */
+			rpc_mem_done(ep, tv->pin, 1, g->slot, g->tag);
+			kept = 1;
+		}
+	}
+	if (!kept)
+		rpc_mem_done(ep, tv->pin, 0, 0, 0);
+	tv->pin = -1;
+	if (!tv->first)
+		tv->first = err;
+}
+
+int rpc_treev_wait(loco_rpc_ep_t *ep, struct rpc_treev *tv)
+{
+	loco_waiter_t w;
+	int ret, waited = 0;
+
+	if (tv->pin < 0)
+		return tv->first;
+	for (;;) {
+		unsigned out = 0;
+
+		for (uint32_t i = 0; i < tv->ngroups; i++) {
+			struct rpc_treev_group *g = &tv->g[i];
+			struct rpc_peer *p;
+
+			if (!g->out)
+				continue;
+			p = rpc_peer_find(ep, sub_at(tv->sub, g->c));
+			if (slot_consumed(ep, g->slot, g->tag)) {
+				slot_end(ep, g->slot, SLOT_FREE);
+				g->out = 0;
+				continue;
+			}
+			if (p == NULL || peer_epoch(p) != ep->slots[g->slot].epoch) {
+				/* it left before it took the bytes: the next member takes the group */
+				slot_end(ep, g->slot, SLOT_FREE);
+				g->out = 0;
+				g->c++;
+				treev_post(ep, tv, g);
+				out += g->out;
+				continue;
+			}
+			if (__atomic_load_n(&p->blen, __ATOMIC_RELAXED) != 0) { /* batched */
+				pthread_mutex_lock(&p->wlock);
+				(void)rpc_flush_peer(ep, p);
+				pthread_mutex_unlock(&p->wlock);
+			}
+			out++;
+		}
+		if (out == 0)
+			break;
+		ret = ep_check(ep);
+		if (ret == 0 &&
+		    (tv->timeout_ns == 0 || (tv->deadline >= 0 && obj_now_ns() >= tv->deadline)))
+			ret = -ETIMEDOUT;
+		if (ret) {
+			if (ret == -ETIMEDOUT)
+				ST_ADD(ep, timeouts, 1);
+			treev_abandon(ep, tv, ret);
+			return tv->first;
+		}
+		if (!waited++)
+			loco_waiter_init(&w, ep->m);
+		if (rpc_help(ep) == 0)
+			loco_waiter_pause(&w);
+	}
+	if (waited)
+		loco_waiter_done(&w);
+	rpc_mem_done(ep, tv->pin, 0, 0, 0); /* every taker holds the bytes, or left */
+	tv->pin = -1;
+	return tv->first;
+}
+
+int loco_rpc_call_buffer_all(loco_rpc_ep_t *ep, uint32_t id, const void *buf, size_t len,
+                             int64_t timeout_ns)
+{
+	uint32_t peers[RPC_TAB / 2], n;
+	struct rpc_treev tv;
+	int ret;
+
+	OBJ_CHECK(ep);
+	if (buf == NULL || len == 0)
+		return -EINVAL;
+	if (len > ep->cfg.pull_bytes)
+		return -EMSGSIZE;
+	ret = ep_check(ep);
+	if (ret)
+		return ret;
+	n = all_peers(ep, peers);
+	ret = rpc_treev_send(ep, ep->me, id, (const uint8_t *)peers, n, buf, len, timeout_ns, &tv);
+	return ret ? ret : rpc_treev_wait(ep, &tv);
 }

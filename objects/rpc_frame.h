@@ -21,7 +21,10 @@
  *   payload      plen bytes (RF_PULL: struct rf_pull), padded to 8
  * An RF_TREE payload: u32 origin (the node that called), u32 n, then n
  * u32 node ids (the subtree this node passes the call on to), then the
- * call's arguments (plen - 8 - 4 n bytes).
+ * call's arguments (plen - 8 - 4 n bytes). An RF_TREEV payload (a buffer
+ * broadcast, loco 0.12) is the same tree header and ids, then an RF_VEC
+ * body: the bytes to READ from the sender (its slot and tag: where the
+ * callee marks them consumed; no reply follows). ret_cap: as RF_TREE's.
  * The ring message is untrusted: every length is checked against what is
  * left of the message, and the kinds and the pull's extent too.
  */
@@ -37,7 +40,8 @@ enum {
 	RF_PULL = 3,
 	RF_TREE = 4,
 	RF_DEST = 5,
-	RF_VEC = 6, /* loco_rpc_callv(): arguments copied, and arguments to READ (loco 0.11) */
+	RF_VEC = 6,   /* loco_rpc_callv(): arguments copied, and arguments to READ (loco 0.11) */
+	RF_TREEV = 7, /* loco_rpc_call_buffer_all(): a tree call whose bytes are READ (loco 0.12) */
 };
 
 #define RF_VEC_MAX 8u /* arguments of one RF_VEC frame (LOCO_RPC_ARGS_MAX) */
@@ -101,21 +105,21 @@ struct rf_frame {
 	const void *payload;
 	struct rf_pull pull; /* RF_PULL only */
 	struct rf_dest dest; /* RF_DEST only */
-	/* RF_VEC only: the arguments (unaligned: copy them out), the copied bytes, the total */
+	/* RF_VEC, RF_TREEV: the arguments (unaligned: copy them out), the copied bytes, the total */
 	uint32_t vn;
 	const uint8_t *varg, *vcopy;
 	uint64_t vlen;
-	/* RF_TREE only: who called, and the nodes to pass it on to (unaligned u32s) */
+	/* RF_TREE, RF_TREEV: who called, and the nodes to pass it on to (unaligned u32s) */
 	uint32_t origin, nsub;
 	const uint8_t *sub;
-	/* the arguments: payload, or past the tree header for RF_TREE */
+	/* the arguments: payload, or past the tree header for RF_TREE (RF_TREEV: its vec body) */
 	const void *args;
 	uint32_t alen;
 };
 
 /* limits the decoder checks frames against (the endpoint's agreed sizes) */
 struct rf_limits {
-	uint32_t slots;    /* reply slots: slot < slots for RF_RET/RF_PULL */
+	uint32_t slots; /* reply slots: slot < slots for RF_RET/RF_PULL/RF_DEST/RF_VEC/RF_TREEV */
 	uint64_t pull_max; /* RF_PULL len in 1 .. pull_max */
 	uint64_t send_len; /* RF_PULL off + len <= send_len */
 };

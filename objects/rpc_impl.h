@@ -198,6 +198,7 @@ struct rpc_slot {
 	uint32_t epoch; /* the callee's, when the call was posted */
 	int state;
 	int pulled; /* the payload leaves the caller's memory after the call (READ, or WRITE ahead) */
+	int oneway; /* an RF_TREEV: no reply comes, its consumed mark is the last word */
 };
 
 struct rpc_handler {
@@ -356,6 +357,55 @@ int rpc_tree_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8_
 
 /* rpc_tree_wait_ns -- the wait an RF_TREE frame carries (ms; UINT32_MAX: forever), in ns */
 int64_t rpc_tree_wait_ns(uint32_t ms);
+
+#define RPC_TREEV_GROUPS 64u /* groups a buffer broadcast splits its nodes into, at most */
+
+/* one group of a buffer broadcast: the nodes [lo, hi) of the list; sub[c] holds the call */
+struct rpc_treev_group {
+	uint32_t lo, hi, c;
+	uint32_t slot;
+	uint64_t tag;
+	int out; /* an RF_TREEV is out to sub[c]: its consumed mark is waited for */
+};
+
+/*
+ * A buffer broadcast down a tree, as this node sends it: @len bytes at
+ * @data (READ by each group's taker: an entry of rpc_mem_get(), pinned
+ * until every taker marked them consumed or left).
+ */
+struct rpc_treev {
+	uint32_t origin, hid, n, ngroups, rkey;
+	const uint8_t *sub;
+	const void *data;
+	size_t len;
+	int64_t timeout_ns, deadline;
+	int pin;
+	int first; /* the first error met */
+	struct rpc_treev_group g[RPC_TREEV_GROUPS];
+};
+
+/*
+ * rpc_treev_send -- pass a buffer broadcast of @origin (handler @hid, the
+ * @len bytes at @data, which must stay as they are until rpc_treev_wait()
+ * returned) on to the @n nodes of @sub, as rpc_tree_send() does a call:
+ * in groups, each taken by its first member that can be posted to, which
+ * READs the bytes from here and passes them on to the rest of its group.
+ * Fills *@tv for rpc_treev_wait(). Returns 0 or an error of the whole
+ * (-EMSGSIZE: the list does not fit RPC_TREEV_GROUPS frames; -EBUSY,
+ * -EFAULT, -ENOMEM: @data could not be registered); a member's error is
+ * kept in tv->first.
+ */
+int rpc_treev_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8_t *sub, uint32_t n,
+                   const void *data, size_t len, int64_t timeout_ns, struct rpc_treev *tv);
+
+/*
+ * rpc_treev_wait -- until every group's taker marked the bytes consumed
+ * (a taker that leaves first hands its group on to the next member) or
+ * the broadcast's timeout passed; frees its reply slots and unpins the
+ * bytes. Returns 0 or the first error met (-ETIMEDOUT: a taker neither
+ * consumed nor left; the bytes may still be READ until it does).
+ */
+int rpc_treev_wait(loco_rpc_ep_t *ep, struct rpc_treev *tv);
 
 /* rpc_flush_peer -- post @p's batch (wlock held): 0, -EAGAIN (no room), or an error. */
 int rpc_flush_peer(loco_rpc_ep_t *ep, struct rpc_peer *p);

@@ -243,6 +243,50 @@ static int dest_find(loco_rpc_ep_t *ep, const struct rf_dest *d, const void **da
 	return -EFAULT;
 }
 
+/*
+ * run_treev -- a buffer broadcast's RF_TREEV (loco_rpc_call_buffer_all()):
+ * READ the bytes from the sender into the lane's pull stack, mark them
+ * consumed there (the sender's wait ends: also after a failed READ, after
+ * which no READ of them comes), pass them on to the subtree from here,
+ * run the handler on them as a call of the origin, then wait until the
+ * subtree's takers hold them too before the pull stack lets them go. No
+ * reply: it is one-way.
+ */
+static void run_treev(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint32_t e,
+                      const struct rf_frame *f, const struct rpc_handler *h, uint8_t *retbuf)
+{
+	loco_rpc_msg_t msg = {.ep = ep, .caller = f->origin, .id = f->h.hid};
+	struct rpc_treev tv;
+	int ret, sent = 0;
+	size_t rl = 0;
+
+	ret = pullv(ep, l, p, e, f, &msg.data);
+	if (ret != -ECONNRESET)
+		consumed(ep, p, e, f->h.slot, f->h.tag);
+	if (ret) {
+		ST_LOG(ep, dropped, LOCO_LOG_INFO,
+		       "tree call dropped: its payload could not be read");
+		return;
+	}
+	msg.len = (size_t)f->vlen;
+	if (f->nsub != 0) {
+		ret = rpc_treev_send(ep, f->origin, f->h.hid, f->sub, f->nsub, msg.data, msg.len,
+		                     rpc_tree_wait_ns(f->h.ret_cap), &tv);
+		sent = ret == 0;
+		if (ret)
+			ST_LOG(ep, dropped, LOCO_LOG_INFO,
+			       "tree call not passed on to its subtree");
+	}
+	if (h == NULL) {
+		ST_LOG(ep, unknown, LOCO_LOG_INFO, "call to an id with no handler here");
+	} else {
+		(void)h->fn(h->arg, &msg, retbuf, 0, &rl);
+		ST_ADD(ep, handled, 1);
+	}
+	if (sent && rpc_treev_wait(ep, &tv) != 0)
+		ST_LOG(ep, dropped, LOCO_LOG_INFO, "tree call not passed on to all of its subtree");
+}
+
 static void run_frame(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint32_t e,
                       const struct rf_frame *f)
 {
@@ -256,6 +300,11 @@ static void run_frame(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p,
 
 	if (cap > ep->cfg.ret_max)
 		cap = ep->cfg.ret_max;
+	if (f->h.kind == RF_TREEV) {
+		run_treev(ep, l, p, e, f, h, retbuf);
+		l->pull_top = top;
+		return;
+	}
 	if (f->h.kind == RF_TREE) {
 		/*
 		 * pass it on first (its subtree waits for us), then run it here;

@@ -223,6 +223,30 @@ int loco_rpc_call_all(loco_rpc_ep_t *ep, uint32_t id, const void *args, size_t l
                       int64_t timeout_ns);
 
 /*
+ * loco_rpc_call_buffer_all -- a one-way call of handler @id on every other
+ * member (as loco_rpc_call_all() finds them) with the @len bytes at @buf
+ * (1 .. pull_bytes; any memory of this process, registered on first use as
+ * loco_rpc_callv() does), down the same kind of tree: each member READs
+ * the bytes from the node that passed the call to it, and passes them on
+ * from where it READ them. The handler runs with msg->caller = this node.
+ * Returns once every member this node passed the call to holds the bytes
+ * (or left; the next member of its group then takes its place): @buf may
+ * then change. Each node waits up to @timeout_ns (< 0: as long as the
+ * members live) to pass the call on. Returns 0, or the first error met
+ * here (the call still went to the others): -EINVAL (NULL @buf, @len 0),
+ * -EMSGSIZE (@len above pull_bytes, or more members than the frames
+ * can list: only with a small inline_max), -ETIMEDOUT (a member neither
+ * took the bytes nor left within @timeout_ns: it may still READ them
+ * until it does), -EFAULT (@buf not mapped), -EBUSY (every registration
+ * or reply slot in use), -LOCO_ENOTJOINED, -LOCO_EMISMATCH,
+ * -LOCO_EPARTITION, or an error of loco_rpc_call(). Every member must run
+ * loco 0.11 or later (an older one drops the call as malformed).
+ * Since loco 0.11.
+ */
+int loco_rpc_call_buffer_all(loco_rpc_ep_t *ep, uint32_t id, const void *buf, size_t len,
+                             int64_t timeout_ns);
+
+/*
  * loco_rpc_call_return -- call handler @id on @node with @len bytes of
  * @args (copied, <= inline_max); its result is copied into @ret (@ret_cap
  * bytes, <= ret_max) when the call is waited for. With @t, returns once

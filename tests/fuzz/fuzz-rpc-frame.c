@@ -6,8 +6,8 @@
  * (so ASan sees any read past it) and walked with rf_next() to the end or
  * to the first refusal. Invariants: the walk advances at every frame and
  * never past the message; a frame's payload lies inside the message; its
- * kind is one of the six; a callv's argument table and copied bytes fill
- * its payload exactly, its arguments are non-empty and their total fits
+ * kind is one of the seven; a callv's argument table and copied bytes fill
+ * its payload (a buffer broadcast's: what follows its node list) exactly, its arguments are non-empty and their total fits
  * the pull room; a destination is non-empty and does not wrap; a tree's node list and arguments lie inside
  * its payload; a reply slot is below the limit; a pull's
  * extent is non-empty and inside the send region; the walk ends (a frame
@@ -29,7 +29,7 @@ int fuzz_replay_summary(void);
 static const struct rf_limits lim = {.slots = 64, .pull_max = 1u << 20, .send_len = 1u << 20};
 
 static struct {
-	unsigned long inputs, frames, bad, empty, by_kind[7];
+	unsigned long inputs, frames, bad, empty, by_kind[8];
 } stats;
 
 static void fail(const char *why)
@@ -61,17 +61,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if ((const uint8_t *)f.payload != msg + last + RF_HDR ||
 		    last + RF_HDR + (size_t)f.h.plen > size)
 			fail("payload outside the message");
-		if (f.h.kind < 1 || f.h.kind > 6)
+		if (f.h.kind < 1 || f.h.kind > 7)
 			fail("bad kind accepted");
-		if (f.h.kind == 4 &&
+		if ((f.h.kind == 4 || f.h.kind == 7) &&
 		    (f.nsub > RF_TREE_MAX || f.sub != (const uint8_t *)f.payload + 8 ||
 		     f.sub + (size_t)f.nsub * 4 != (const uint8_t *)f.args ||
 		     (const uint8_t *)f.args + f.alen != (const uint8_t *)f.payload + f.h.plen))
 			fail("tree list or arguments outside the payload");
-		if (f.h.kind != 4 && (f.args != f.payload || f.alen != f.h.plen))
+		if (f.h.kind != 4 && f.h.kind != 7 && (f.args != f.payload || f.alen != f.h.plen))
 			fail("arguments are not the payload");
 		stats.by_kind[f.h.kind]++;
-		if ((f.h.kind == 2 || f.h.kind == 3 || f.h.kind == 5) && f.h.slot >= lim.slots)
+		if ((f.h.kind == 2 || f.h.kind == 3 || f.h.kind == 5 || f.h.kind == 7) &&
+		    f.h.slot >= lim.slots)
 			fail("reply slot out of range accepted");
 		if (f.h.kind == 3 && (f.pull.len == 0 || f.pull.len > lim.pull_max ||
 		                      f.pull.off + f.pull.len > lim.send_len ||
@@ -80,11 +81,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (f.h.kind == 5 &&
 		    (f.dest.len == 0 || f.dest.rsv != 0 || f.dest.addr + f.dest.len < f.dest.addr))
 			fail("empty, reserved or wrapping destination accepted");
-		if (f.h.kind == 6) {
+		if (f.h.kind == 6 || f.h.kind == 7) {
+			/* a buffer broadcast's vec body follows its node list (f.args) */
+			const uint8_t *body = f.h.kind == 6 ? f.payload : f.args;
 			uint64_t total = 0, copied = 0;
 
 			if (f.h.slot >= lim.slots || f.vn == 0 || f.vn > RF_VEC_MAX ||
-			    f.varg != (const uint8_t *)f.payload + sizeof(struct rf_vec) ||
+			    f.varg != body + sizeof(struct rf_vec) ||
 			    f.vcopy != f.varg + (size_t)f.vn * sizeof(struct rf_varg))
 				fail("argument table out of range accepted");
 			for (uint32_t i = 0; i < f.vn; i++) {
@@ -121,11 +124,12 @@ int fuzz_replay_summary(void)
 	fprintf(
 	    stderr,
 	    "fuzz-rpc-frame: %lu inputs, %lu frames (call %lu, ret %lu, pull %lu, tree %lu, dest "
-	    "%lu, vec %lu), %lu refused, %lu empty\n",
+	    "%lu, vec %lu, treev %lu), %lu refused, %lu empty\n",
 	    stats.inputs, stats.frames, stats.by_kind[1], stats.by_kind[2], stats.by_kind[3],
-	    stats.by_kind[4], stats.by_kind[5], stats.by_kind[6], stats.bad, stats.empty);
+	    stats.by_kind[4], stats.by_kind[5], stats.by_kind[6], stats.by_kind[7], stats.bad,
+	    stats.empty);
 	return stats.by_kind[1] && stats.by_kind[2] && stats.by_kind[3] && stats.by_kind[4] &&
-	               stats.by_kind[5] && stats.by_kind[6] && stats.bad
+	               stats.by_kind[5] && stats.by_kind[6] && stats.by_kind[7] && stats.bad
 	           ? 0
 	           : 1;
 }
