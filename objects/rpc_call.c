@@ -964,11 +964,9 @@ static void treev_post(loco_rpc_ep_t *ep, struct rpc_treev *tv, struct rpc_treev
 		struct {
 			struct rf_vec v;
 			struct rf_varg a;
-		} vec = {.v = {.n = 1},
-		         .a = {.len = tv->len,
-		               .addr = (uint64_t)(uintptr_t)tv->data,
-		               .rkey = tv->rkey,
-		               .how = RF_VARG_READ}};
+		} vec = {
+		    .v = {.n = 1},
+		    .a = {.len = tv->len, .addr = tv->addr, .rkey = tv->rkey, .how = RF_VARG_READ}};
 		struct rf_hdr h = {
 		    .kind = RF_TREEV, .hid = tv->hid, .ret_cap = tree_ms(tv->timeout_ns)};
 		struct pl_iov pl = {.p = {th, tv->sub + (size_t)(g->c + 1) * 4, &vec},
@@ -1003,6 +1001,7 @@ int rpc_treev_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8
                    const void *data, size_t len, int64_t timeout_ns, struct rpc_treev *tv)
 {
 	uint32_t per = treev_ids_max(ep) + 1, ng = n < RPC_TREE_FANOUT ? n : RPC_TREE_FANOUT;
+	const uint8_t *send = loco_region_ptr(ep->send);
 	int ret;
 
 	tv->origin = origin;
@@ -1015,6 +1014,7 @@ int rpc_treev_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8
 	tv->timeout_ns = timeout_ns;
 	tv->deadline = obj_deadline(timeout_ns);
 	tv->pin = -1;
+	tv->sent = 0;
 	tv->first = 0;
 	if (n == 0)
 		return 0;
@@ -1023,11 +1023,25 @@ int rpc_treev_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8
 		ng = (n + per - 1) / per;
 	if (ng > RPC_TREEV_GROUPS)
 		return -EMSGSIZE;
-	ret = rpc_mem_get(ep, data, len, &tv->rkey, &tv->pin);
-	if (ret) {
-		tv->pin = -1;
-		return ret;
+	if ((const uint8_t *)data >= send &&
+	    (const uint8_t *)data + len <= send + ep->cfg.pull_bytes) {
+		/* in the send region: its own registration */
+		loco_rref_t rr;
+
+		ret = loco_region_rref(ep->send, &rr);
+		if (ret)
+			return ret;
+		tv->rkey = rr.rkey;
+		tv->addr = rr.addr + (uint64_t)((const uint8_t *)data - send);
+	} else {
+		ret = rpc_mem_get(ep, data, len, &tv->rkey, &tv->pin);
+		if (ret) {
+			tv->pin = -1;
+			return ret;
+		}
+		tv->addr = (uint64_t)(uintptr_t)data;
 	}
+	tv->sent = 1;
 	tv->ngroups = ng;
 	for (uint32_t i = 0; i < ng; i++) {
 		struct rpc_treev_group *g = &tv->g[i];
@@ -1052,14 +1066,15 @@ static void treev_abandon(loco_rpc_ep_t *ep, struct rpc_treev *tv, int err)
 			continue;
 		slot_end(ep, g->slot, SLOT_ABANDONED);
 		g->out = 0;
-		if (!kept) { /* the bytes stay registered while that call may READ them */
+		if (!kept && tv->pin >= 0) { /* the bytes stay registered while it may READ */
 			rpc_mem_done(ep, tv->pin, 1, g->slot, g->tag);
 			kept = 1;
 		}
 	}
-	if (!kept)
+	if (!kept && tv->pin >= 0)
 		rpc_mem_done(ep, tv->pin, 0, 0, 0);
 	tv->pin = -1;
+	tv->sent = 0;
 	if (!tv->first)
 		tv->first = err;
 }
@@ -1069,7 +1084,7 @@ int rpc_treev_wait(loco_rpc_ep_t *ep, struct rpc_treev *tv)
 	loco_waiter_t w;
 	int ret, waited = 0;
 
-	if (tv->pin < 0)
+	if (!tv->sent)
 		return tv->first;
 	for (;;) {
 		unsigned out = 0;
@@ -1121,8 +1136,10 @@ int rpc_treev_wait(loco_rpc_ep_t *ep, struct rpc_treev *tv)
 	}
 	if (waited)
 		loco_waiter_done(&w);
-	rpc_mem_done(ep, tv->pin, 0, 0, 0); /* every taker holds the bytes, or left */
+	if (tv->pin >= 0)
+		rpc_mem_done(ep, tv->pin, 0, 0, 0); /* every taker holds the bytes, or left */
 	tv->pin = -1;
+	tv->sent = 0;
 	return tv->first;
 }
 

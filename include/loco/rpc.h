@@ -225,8 +225,9 @@ int loco_rpc_call_all(loco_rpc_ep_t *ep, uint32_t id, const void *args, size_t l
 /*
  * loco_rpc_call_buffer_all -- a one-way call of handler @id on every other
  * member (as loco_rpc_call_all() finds them) with the @len bytes at @buf
- * (1 .. pull_bytes; any memory of this process, registered on first use as
- * loco_rpc_callv() does), down the same kind of tree: each member READs
+ * (1 .. pull_bytes; in loco_rpc_send_region(ep), which needs no more
+ * registration, or any memory of this process, registered on first use
+ * as loco_rpc_callv() does), down the same kind of tree: each member READs
  * the bytes from the node that passed the call to it, and passes them on
  * from where it READ them. The handler runs with msg->caller = this node.
  * Returns once every member this node passed the call to holds the bytes

@@ -7,10 +7,10 @@
  * and a handler "bcast" that checks the bytes (a header naming the origin
  * and the round, then a pattern of the round's seed), that msg->caller is
  * the origin, and counts the call by origin and round. Each round one of
- * nodes 1, 5 and 9 broadcasts ROUND_SIZES[r % 4] bytes (above inline_max
- * up to the endpoint's pull_bytes), from a buffer it changes as soon as
- * the call returns (the members it passed the call to hold the bytes by
- * then). Checks:
+ * nodes 1, 5 and 9 broadcasts round_sizes[r % 4] bytes (above inline_max
+ * up to the endpoint's pull_bytes; up to a page from the heap, above from
+ * the send region), from a buffer it changes as soon as the call returns
+ * (the members it passed the call to hold the bytes by then). Checks:
  *   - every other member runs the handler exactly once per round, with
  *     the whole pattern: a torn, late or repeated copy fails;
  *   - a tree, not a loop: the origin posts RPC_TREE_FANOUT (4) calls for
@@ -107,7 +107,7 @@ int main(int argc, char **argv)
 	loco_rpc_stats_t st0, st1;
 	struct sc_sync sync;
 	uint64_t calls_all = 0;
-	uint8_t *buf;
+	uint8_t *heap, *send;
 	uint32_t id;
 
 	sc_init("rpc-tree-buffer", argc, argv, 200);
@@ -129,12 +129,19 @@ int main(int argc, char **argv)
 	SC_ASSERT_OK(loco_rpc_sync(ep, 60 * SC_NS));
 	sc_sync_open(&sync, m, N);
 	sc_sync_wait(&sync, "joined", SC_WAIT_MS);
-	buf = malloc(cfg.pull_bytes + 1);
-	SC_ASSERT(buf != NULL);
+	/*
+	 * Up to a page the bytes come from the heap (registered by the call,
+	 * one page: a registration on shm cannot grow over pages it adopted
+	 * from a mapping it shares with others), above from the send region
+	 * (its own registration).
+	 */
+	heap = aligned_alloc(4096, 4096);
+	SC_ASSERT(heap != NULL);
+	send = loco_region_ptr(loco_rpc_send_region(ep));
 
 	SC_ASSERT_EQ(loco_rpc_call_buffer_all(ep, id, NULL, 100, TMO), -EINVAL);
-	SC_ASSERT_EQ(loco_rpc_call_buffer_all(ep, id, buf, 0, TMO), -EINVAL);
-	SC_ASSERT_EQ(loco_rpc_call_buffer_all(ep, id, buf, cfg.pull_bytes + 1, TMO), -EMSGSIZE);
+	SC_ASSERT_EQ(loco_rpc_call_buffer_all(ep, id, send, 0, TMO), -EINVAL);
+	SC_ASSERT_EQ(loco_rpc_call_buffer_all(ep, id, send, cfg.pull_bytes + 1, TMO), -EMSGSIZE);
 
 	for (uint32_t r = 1; r <= rounds; r++) {
 		uint32_t origin = round_origin(r);
@@ -143,6 +150,8 @@ int main(int argc, char **argv)
 		loco_rpc_stats(ep, &st0);
 		sc_sync_wait(&sync, "ready", SC_WAIT_MS);
 		if (me == origin) {
+			uint8_t *buf = round_size(r) <= 4096 ? heap : send;
+
 			fill(buf, me, r);
 			SC_ASSERT_OK(loco_rpc_call_buffer_all(ep, id, buf, round_size(r), TMO));
 			memset(buf, 0xee, round_size(r)); /* held by the members it went to */
@@ -189,8 +198,8 @@ int main(int argc, char **argv)
 	       rounds);
 
 	sc_sync_wait(&sync, "done", SC_WAIT_MS);
-	free(buf);
 	loco_rpc_destroy(ep);
+	free(heap); /* (after the endpoint, which kept its registration) */
 	SC_ASSERT_OK(loco_channel_destroy(ch));
 	sc_sync_close(&sync);
 	loco_fini(m);
