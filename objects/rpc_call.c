@@ -1006,10 +1006,8 @@ int rpc_treev_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8
 
 	tv->origin = origin;
 	tv->hid = hid;
-	tv->n = n;
 	tv->ngroups = 0;
 	tv->sub = sub;
-	tv->data = data;
 	tv->len = len;
 	tv->timeout_ns = timeout_ns;
 	tv->deadline = obj_deadline(timeout_ns);

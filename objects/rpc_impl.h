@@ -370,18 +370,17 @@ struct rpc_treev_group {
 
 /*
  * A buffer broadcast down a tree, as this node sends it: @len bytes at
- * @data, READ by each group's taker through the send region's own
+ * the bytes, READ by each group's taker through the send region's own
  * registration when they lie in it, else an entry of rpc_mem_get(),
  * pinned until every taker marked them consumed or left.
  */
 struct rpc_treev {
-	uint32_t origin, hid, n, ngroups, rkey;
-	uint64_t addr; /* where the takers READ @data, with @rkey */
+	uint32_t origin, hid, ngroups, rkey;
+	uint64_t addr; /* where the takers READ the bytes, with @rkey */
 	const uint8_t *sub;
-	const void *data;
 	size_t len;
 	int64_t timeout_ns, deadline;
-	int pin; /* the rpc_mem_get() entry; -1: none (nothing sent, or @data in the send region) */
+	int pin; /* the rpc_mem_get() entry; -1: none (nothing sent, or the bytes in the send region) */
 	int sent;  /* calls may be out: rpc_treev_wait() waits for them */
 	int first; /* the first error met */
 	struct rpc_treev_group g[RPC_TREEV_GROUPS];
