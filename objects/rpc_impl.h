@@ -369,8 +369,8 @@ struct rpc_treev_group {
 };
 
 /*
- * A buffer broadcast down a tree, as this node sends it: @len bytes at
- * the bytes, READ by each group's taker through the send region's own
+ * A buffer broadcast down a tree, as this node sends it: @len bytes,
+ * READ by each group's taker through the send region's own
  * registration when they lie in it, else an entry of rpc_mem_get(),
  * pinned until every taker marked them consumed or left.
  */
