@@ -73,6 +73,23 @@ int rpc_out_fresh(loco_rpc_ep_t *ep, struct rpc_peer *p)
 		__atomic_store_n(&p->blen, 0, __ATOMIC_RELAXED);
 		p->out_state = OUT_NONE;
 	}
+	if (p->out_state == OUT_READY && is_lost(p->out)) {
+		/*
+		 * a WRITE into its ring failed while the callee stayed a member
+		 * (its data link failed and is made again): a new session; what
+		 * the old one held and the callee had not read is dropped
+		 */
+		uint64_t n = __atomic_add_fetch(&ep->st_reopened, 1, __ATOMIC_RELAXED);
+
+		if (loco_log_due(n))
+			loco_log(LOCO_LOG_INFO,
+			         "rpc %s: the ring to node %u lost a WRITE while node %u stayed a "
+			         "member: a new session (%llu so far)",
+			         ep->name, p->node, p->node, (unsigned long long)n);
+		(void)loco_rpipe_reset(p->out);
+		__atomic_store_n(&p->blen, 0, __ATOMIC_RELAXED);
+		p->out_state = OUT_NONE;
+	}
 	if (p->out_state == OUT_READY)
 		return 0;
 	if (p->out == NULL) {
@@ -290,6 +307,11 @@ static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, const stru
 			ret = pre_post(ep, p, pre);
 		if (ret == 0)
 			ret = try_post(ep, p, h, pl, urgent);
+		if (ret == -ECONNRESET && p->node == node && p->out_epoch == peer_epoch(p) &&
+		    p->out != NULL && is_lost(p->out)) {
+			ret = -EAGAIN; /* the callee lives: a new session (rpc_out_fresh()) */
+			setup = 1;
+		}
 		if (ret == 0 && epoch != NULL)
 			*epoch = p->out_epoch;
 		pthread_mutex_unlock(&p->wlock);

@@ -224,6 +224,8 @@ struct loco_rpc_ep {
 	struct rpc_peer *plist[RPC_TAB]; /* atomic pointers */
 	unsigned np;                     /* atomic: records made */
 	uint64_t st_reused;              /* atomic: records taken over by another node */
+	uint64_t st_pull_again;          /* atomic: payload READs done again after a link failed */
+	uint64_t st_reopened;            /* atomic: rings to a live callee started again */
 	struct rpc_lane lanes[LOCO_RPC_THREADS_MAX];
 	unsigned nlanes;
 	/* reply slots */

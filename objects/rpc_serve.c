@@ -14,6 +14,8 @@
 
 /* how long a reply waits for the caller's reply slots to be known here */
 #define REPLY_LOOKUP_NS (5 * 1000000000ll)
+/* how long a payload's READ is tried again while its link fails and comes back */
+#define PULL_AGAIN_NS (5 * 1000000000ll)
 
 static const struct rpc_handler *lookup(loco_rpc_ep_t *ep, uint32_t id)
 {
@@ -80,7 +82,9 @@ static int slot_put(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t e, uint32_t 
 				p->rn++;
 				break;
 			}
-			if (ret != -EAGAIN)
+			/* a link that failed is made again while the caller lives (epoch) */
+			if (ret != -EAGAIN &&
+			    (ret != -ENOTCONN || obj_now_ns() - t0 > REPLY_LOOKUP_NS))
 				goto drop;
 		}
 		loco_waiter_pause(&w);
@@ -120,11 +124,12 @@ static void consumed(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t e, uint32_t
 }
 
 /*
- * pull -- READ a call_buffer payload of the caller of epoch @e into the
- * lane's pull stack: 0, -ENOBUFS, -EIO, -ECONNRESET
+ * pull_once -- READ a call_buffer payload of the caller of epoch @e into
+ * the lane's pull stack: 0, -ENOBUFS, -ECONNRESET (the caller left), or
+ * the READ's own error
  */
-static int pull(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint32_t e,
-                const struct rf_pull *pl, const void **data)
+static int pull_once(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint32_t e,
+                     const struct rf_pull *pl, const void **data)
 {
 	size_t len = (size_t)pl->len;
 	loco_waiter_t w;
@@ -137,7 +142,7 @@ static int pull(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint3
 
 		if (loco_region_remote(ep->send, p->node, &rr) != 0 ||
 		    loco_rhandle_bind(ep->send, &rr, &p->rsend) != 0)
-			return -EIO;
+			return -EINVAL;
 		p->have_rsend = 1;
 	}
 	loco_waiter_init(&w, ep->m);
@@ -154,7 +159,7 @@ static int pull(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint3
 		loco_waiter_pause(&w);
 	}
 	if (ret)
-		return ret == -EAGAIN || peer_epoch(p) == e ? -EIO : -ECONNRESET;
+		return peer_epoch(p) != e ? -ECONNRESET : ret;
 	for (;;) {
 		ret = loco_ack_wait(l->pack, 1000000);
 		if (ret != -ETIMEDOUT)
@@ -165,7 +170,7 @@ static int pull(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint3
 		}
 	}
 	if (ret)
-		return peer_epoch(p) != e ? -ECONNRESET : -EIO;
+		return peer_epoch(p) != e ? -ECONNRESET : ret;
 	ST_ADD(ep, pulls, 1);
 	*data = (const uint8_t *)loco_region_ptr(ep->pull) + l->pull_top;
 	l->pull_top += rf_r8(len);
@@ -173,14 +178,13 @@ static int pull(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint3
 }
 
 /*
- * pullv -- lay an RF_VEC call's arguments out one after the other in the
- * lane's pull stack: the copied ones from the frame, the others READ
+ * pullv_once -- lay an RF_VEC call's arguments out one after the other in
+ * the lane's pull stack: the copied ones from the frame, the others READ
  * from the caller of epoch @e (all posted, then waited for together).
- * 0, -ENOBUFS, -EIO (a READ failed: e.g. the caller's buffer is no longer
- * registered), -ECONNRESET.
+ * 0, -ENOBUFS, -ECONNRESET (the caller left), or a READ's own error.
  */
-static int pullv(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint32_t e,
-                 const struct rf_frame *f, const void **data)
+static int pullv_once(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint32_t e,
+                      const struct rf_frame *f, const void **data)
 {
 	const uint8_t *copy = f->vcopy;
 	size_t at = l->pull_top;
@@ -219,11 +223,78 @@ static int pullv(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint
 		ret = ret ? ret : w;
 	}
 	if (ret)
-		return peer_epoch(p) != e ? -ECONNRESET : -EIO;
+		return peer_epoch(p) != e ? -ECONNRESET : ret;
 	ST_ADD(ep, pulls, 1);
 	*data = base + l->pull_top;
 	l->pull_top += rf_r8(f->vlen);
 	return 0;
+}
+
+/*
+ * pull_again -- whether a pull that failed with @err is tried again: when
+ * the READ's link failed (a reset, a flush, a peer that did not answer in
+ * time) while its caller is still the member of epoch @e, the link is
+ * made again and the bytes are still there (the caller waits for them),
+ * so it pauses and says yes, for up to PULL_AGAIN_NS from @t0. Not when
+ * the caller's memory refused it (-EACCES, -EFAULT, -EINVAL): that
+ * stays so.
+ */
+static int pull_again(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t e, int err, int64_t t0,
+                      loco_waiter_t *w, int *waited)
+{
+	if (err == 0 || err == -ENOBUFS || err == -EACCES || err == -EFAULT || err == -EINVAL ||
+	    peer_epoch(p) != e || obj_now_ns() - t0 > PULL_AGAIN_NS)
+		return 0;
+	if (!(*waited)++) {
+		uint64_t n = __atomic_add_fetch(&ep->st_pull_again, 1, __ATOMIC_RELAXED);
+
+		loco_waiter_init(w, ep->m);
+		if (loco_log_due(n))
+			loco_log(LOCO_LOG_INFO,
+			         "rpc %s: a payload's READ failed with its link (%d): reading it "
+			         "again (%llu so far)",
+			         ep->name, err, (unsigned long long)n);
+	}
+	loco_waiter_pause(w);
+	return 1;
+}
+
+/* pull_end -- a pull's result to its call: 0, -ENOBUFS, -ECONNRESET, -EIO (as the docs say) */
+static int pull_end(struct rpc_peer *p, uint32_t e, int err, loco_waiter_t *w, int waited)
+{
+	if (waited)
+		loco_waiter_done(w);
+	if (err == 0 || err == -ENOBUFS)
+		return err;
+	return peer_epoch(p) != e ? -ECONNRESET : -EIO;
+}
+
+/* pull -- pull_once(), again while its link fails: 0, -ENOBUFS, -EIO, -ECONNRESET */
+static int pull(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint32_t e,
+                const struct rf_pull *pl, const void **data)
+{
+	int64_t t0 = obj_now_ns();
+	loco_waiter_t w;
+	int ret, waited = 0;
+
+	do
+		ret = pull_once(ep, l, p, e, pl, data);
+	while (pull_again(ep, p, e, ret, t0, &w, &waited));
+	return pull_end(p, e, ret, &w, waited);
+}
+
+/* pullv -- pullv_once(), again while a link fails: 0, -ENOBUFS, -EIO, -ECONNRESET */
+static int pullv(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint32_t e,
+                 const struct rf_frame *f, const void **data)
+{
+	int64_t t0 = obj_now_ns();
+	loco_waiter_t w;
+	int ret, waited = 0;
+
+	do
+		ret = pullv_once(ep, l, p, e, f, data);
+	while (pull_again(ep, p, e, ret, t0, &w, &waited));
+	return pull_end(p, e, ret, &w, waited);
 }
 
 /* dest_find -- the local place of a call_buffer_to payload, in a destination region: 0, -EFAULT */

@@ -48,7 +48,7 @@ static int tcp_open(const struct fab_attr *attr, struct fab **out)
 {
 	struct tcp_fab *f;
 	struct epoll_event ev;
-	const char *slow = getenv("LOCO_TCP_SLOW_WRITE");
+	const char *slow = getenv("LOCO_TCP_SLOW_WRITE"), *fail = getenv("LOCO_TCP_FAIL_READS");
 	int ret;
 
 	if (attr->max_inline > TCP_MAX_SEG || attr->sq_depth > 65536 || attr->rq_depth > 65536 ||
@@ -68,6 +68,14 @@ static int tcp_open(const struct fab_attr *attr, struct fab **out)
 	f->rng = lc_now_ns() | 1;
 	if (slow != NULL && *slow != '\0')
 		f->slow_ns = strtoull(slow, NULL, 10);
+	/* test knob "N[@B]": the first N READs (of exactly B bytes) take their link down */
+	if (fail != NULL && *fail != '\0') {
+		char *end;
+
+		f->fail_reads = (uint32_t)strtoul(fail, &end, 10);
+		if (*end == '@')
+			f->fail_reads_len = (uint32_t)strtoul(end + 1, NULL, 10);
+	}
 	/*
 	 * After work the NIC thread looks again for spin_us, yielding
 	 * whenever nothing came (nic.c), before it sleeps in epoll: the next

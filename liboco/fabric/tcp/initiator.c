@@ -41,6 +41,20 @@ static int local_ok(struct tcp_link *l, const struct fab_wr *wr, unsigned access
 	return keytab_check(&l->fab->kt, wr->lkey, (uintptr_t)wr->local, wr->len, access, &p);
 }
 
+/* fail_read -- whether a READ of @len bytes is one LOCO_TCP_FAIL_READS fails (a test knob) */
+static int fail_read(struct tcp_fab *f, uint32_t len)
+{
+	uint32_t n = __atomic_load_n(&f->fail_reads, __ATOMIC_RELAXED);
+
+	if (n == 0 || (f->fail_reads_len != 0 && len != f->fail_reads_len))
+		return 0;
+	while (n != 0)
+		if (__atomic_compare_exchange_n(&f->fail_reads, &n, n - 1, 0, __ATOMIC_RELAXED,
+		                                __ATOMIC_RELAXED))
+			return 1;
+	return 0;
+}
+
 /*
  * issue_one -- put as much of request @e on the wire as limits allow.
  * Returns 1 when it is fully issued, 0 when it must wait, -1 when the link failed.
@@ -71,6 +85,11 @@ static int issue_one(struct tcp_link *l, struct tcp_sqe *e, uint32_t psn)
 			l->has_fault = 1;
 			tcp_link_fail(l, -EFAULT, -ECANCELED,
 			              "local buffer outside its region (lkey)");
+			return -1;
+		}
+		if (wr->opcode == FAB_OP_READ && fail_read(l->fab, wr->len)) {
+			tcp_link_fail(l, -ECONNRESET, -ECANCELED,
+			              "LOCO_TCP_FAIL_READS: a READ took the link down");
 			return -1;
 		}
 	}

@@ -213,7 +213,7 @@ static void make_room(struct tcp_fab *f, const struct fab_addr *peer)
  */
 static int link_publish(struct tcp_fab *f, struct tcp_link *l, const char **why)
 {
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = l};
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = l};
 
 	pthread_mutex_lock(&f->lock);
 	if (f->nlinks == TCP_MAX_LINKS) {
@@ -282,7 +282,7 @@ void tcp_on_hello(struct tcp_link *l, const struct tcp_frame *fr, const uint8_t 
 void tcp_nic_admit(struct tcp_link *l)
 {
 	struct tcp_fab *f = l->fab;
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = l};
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = l};
 	struct tcp_hello mine = {.magic = TCP_MAGIC, .version = TCP_VERSION};
 	struct tcp_frame ack = {.type = TCP_F_HELLO_ACK, .len = TCP_HELLO_LEN};
 	uint8_t b;

@@ -53,8 +53,9 @@ static void link_input(struct tcp_link *l)
 	/*
 	 * Before admission only a HELLO is read (rx_cap), and nothing after
 	 * it. The socket is edge-triggered: a read shorter than asked for
-	 * drained it; after four full reads (fairness between links) the rest
-	 * is left for the next turn (rx_more), since no event will say so.
+	 * drained it (but see rx_hup); after four full reads (fairness
+	 * between links) the rest is left for the next turn (rx_more), since
+	 * no event will say so.
 	 */
 	l->rx_more = 0;
 	for (int round = 0;
@@ -106,7 +107,12 @@ static void link_input(struct tcp_link *l)
 			return;
 		memmove(l->rx, l->rx + off, l->rx_len - off);
 		l->rx_len -= off;
-		if ((size_t)n < want)
+		/*
+		 * A short read drained the socket, unless the peer's close came
+		 * with the data: one edge said both, and only the next read
+		 * sees the close (no edge comes for it again).
+		 */
+		if ((size_t)n < want && !l->rx_hup)
 			break; /* drained */
 		if (round == 3)
 			l->rx_more = 1;
@@ -370,7 +376,9 @@ static int nic_events(struct tcp_fab *f, const struct epoll_event *ev, int n)
 			tcp_link_fail(l, -ECONNRESET, -ECONNRESET, NULL);
 			continue;
 		}
-		if (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+		if (ev[i].events & (EPOLLRDHUP | EPOLLERR | EPOLLHUP))
+			l->rx_hup = 1; /* link_input() reads on to the close */
+		if (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP))
 			link_input(l);
 		if (l->state == TCP_LINK_UP)
 			tcp_tx_flush(l);

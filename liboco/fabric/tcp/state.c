@@ -21,7 +21,7 @@
 
 void tcp_link_set_out(struct tcp_link *l, int want)
 {
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLET | (want ? EPOLLOUT : 0),
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET | (want ? EPOLLOUT : 0),
 	                         .data.ptr = l};
 
 	if (l->want_out == want || l->fd < 0)

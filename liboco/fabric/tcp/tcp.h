@@ -122,6 +122,7 @@ struct tcp_link {
 	int want_out;  /* EPOLLOUT armed */
 	int draining;  /* down after a NAK: flush it, half-close, read to EOF */
 	int rx_more;   /* NIC: input left unread (edge-triggered: no event will say so) */
+	int rx_hup;    /* NIC: the peer closed or failed (EPOLLRDHUP): read until the close */
 	uint64_t drain_deadline;
 
 	/* admission (the passive side): HANDSHAKE -> HELD -> (admit) UP */
@@ -189,6 +190,8 @@ struct tcp_fab {
 	int stop;
 	struct fab_addr addr;
 	uint64_t slow_ns;
+	uint32_t fail_reads;     /* atomic: READs still to fail their link (LOCO_TCP_FAIL_READS) */
+	uint32_t fail_reads_len; /* ... of this many bytes (0: any) */
 	uint64_t rng;
 	struct lc_hostload load; /* NIC thread: no spin after work while the host is busy */
 
