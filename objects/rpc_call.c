@@ -12,7 +12,7 @@
 #include "obj_util.h"
 #include "rpc_impl.h"
 
-static int ep_check(loco_rpc_ep_t *ep)
+int rpc_ep_check(loco_rpc_ep_t *ep)
 {
 	int ret = loco_object_status(ep->obj);
 
@@ -144,23 +144,6 @@ int rpc_flush_peer(loco_rpc_ep_t *ep, struct rpc_peer *p)
 	return ret;
 }
 
-/*
- * a payload in pieces: a tree call's header, its node ids, its arguments;
- * or a callv's argument table and its copied arguments
- */
-#define PL_MAX (1 + RF_VEC_MAX)
-
-struct pl_iov {
-	const void *p[PL_MAX];
-	size_t n[PL_MAX];
-	size_t len; /* the sum */
-};
-
-static struct pl_iov pl_one(const void *p, size_t n)
-{
-	return (struct pl_iov){.p = {p}, .n = {n}, .len = n};
-}
-
 /* put_frame -- frame @h + @pl at @dst (rf_r8(RF_HDR + pl->len) bytes, padding zeroed) */
 static void put_frame(uint8_t *dst, const struct rf_hdr *h, const struct pl_iov *pl)
 {
@@ -269,10 +252,7 @@ static int pre_post(loco_rpc_ep_t *ep, struct rpc_peer *p, struct pre_write *pre
 	return ret;
 }
 
-/* a deadline not worked out yet: DL_LAZY - timeout (post() reads the clock once it waits) */
-#define DL_LAZY (INT64_MIN / 2)
-
-static int64_t deadline_lazy(int64_t timeout_ns)
+int64_t rpc_deadline_lazy(int64_t timeout_ns)
 {
 	if (timeout_ns > INT64_MAX / 4) /* beyond DL_LAZY's range: worked out now */
 		return obj_deadline(timeout_ns);
@@ -280,13 +260,13 @@ static int64_t deadline_lazy(int64_t timeout_ns)
 }
 
 /*
- * post -- send one frame to @p, waiting (running calls meanwhile) until
- * @deadline (or deadline_lazy()); *@epoch (may be NULL): the callee's
+ * rpc_post -- send one frame to @p, waiting (running calls meanwhile) until
+ * @deadline (or rpc_deadline_lazy()); *@epoch (may be NULL): the callee's
  * epoch it went to. With @pre, its WRITE goes first.
  */
-static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, const struct rf_hdr *h,
-                const struct pl_iov *pl, int urgent, int nowait, int64_t deadline, uint32_t *epoch,
-                struct pre_write *pre)
+int rpc_post(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, const struct rf_hdr *h,
+             const struct pl_iov *pl, int urgent, int nowait, int64_t deadline, uint32_t *epoch,
+             struct pre_write *pre)
 {
 	loco_waiter_t w;
 	int full = 0, setup, ret;
@@ -294,7 +274,7 @@ static int post(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, const stru
 	for (int n = 0;; n++) {
 		if (peer_dead(p))
 			return -ECONNRESET;
-		ret = ep_check(ep);
+		ret = rpc_ep_check(ep);
 		if (ret)
 			return ret;
 		pthread_mutex_lock(&p->wlock);
@@ -339,7 +319,7 @@ int rpc_post_now(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t id, const void 
 {
 	struct rf_hdr h = {.kind = RF_CALL, .hid = id, .plen = (uint32_t)len};
 	struct pl_iov pl = pl_one(args, len);
-	int ret = ep_check(ep);
+	int ret = rpc_ep_check(ep);
 
 	if (ret == 0)
 		ret = rpc_out_fresh(ep, p);
@@ -368,114 +348,8 @@ int loco_rpc_call(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *arg
 		return -EINVAL;
 	if (len > ep->cfg.inline_max)
 		return -EMSGSIZE;
-	return post(ep, p, node, &h, &pl, 0, timeout_ns == 0, deadline_lazy(timeout_ns), NULL,
-	            NULL);
-}
-
-/* sub_at -- node id @i of a tree's list (unaligned: it may point into a ring message) */
-static uint32_t sub_at(const uint8_t *sub, uint32_t i)
-{
-	uint32_t v;
-
-	memcpy(&v, sub + (size_t)i * 4, sizeof(v));
-	return v;
-}
-
-/* tree_ms -- a wait as an RF_TREE frame carries it: ms, rounded up; UINT32_MAX: forever */
-static uint32_t tree_ms(int64_t timeout_ns)
-{
-	if (timeout_ns < 0 || timeout_ns / 1000000 >= UINT32_MAX - 1)
-		return UINT32_MAX;
-	return (uint32_t)((timeout_ns + 999999) / 1000000);
-}
-
-int64_t rpc_tree_wait_ns(uint32_t ms)
-{
-	return ms == UINT32_MAX ? -1 : (int64_t)ms * 1000000;
-}
-
-int rpc_tree_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8_t *sub, uint32_t n,
-                  const void *args, size_t alen, int64_t timeout_ns)
-{
-	uint32_t groups = n < RPC_TREE_FANOUT ? n : RPC_TREE_FANOUT;
-	int first = 0;
-
-	for (uint32_t g = 0; g < groups; g++) {
-		/* group g: [lo, hi); its first reachable member takes the call and passes it on */
-		uint32_t lo = (uint32_t)((uint64_t)n * g / groups);
-		uint32_t hi = (uint32_t)((uint64_t)n * (g + 1) / groups);
-
-		for (uint32_t c = lo; c < hi; c++) {
-			uint32_t node = sub_at(sub, c), th[2] = {origin, 0};
-			struct rf_hdr h = {
-			    .kind = RF_TREE, .hid = hid, .ret_cap = tree_ms(timeout_ns)};
-			struct pl_iov pl;
-			struct rpc_peer *p;
-			int ret;
-
-			if (!rpc_is_member(ep, node) || node == origin ||
-			    (p = rpc_peer_get(ep, node)) == NULL)
-				continue; /* a hostile list, or no room for its record */
-			th[1] = hi - c - 1;
-			pl = (struct pl_iov){.p = {th, sub + (size_t)(c + 1) * 4, args},
-			                     .n = {sizeof(th), (size_t)th[1] * 4, alen}};
-			pl.len = pl.n[0] + pl.n[1] + pl.n[2];
-			if (rf_r8(RF_HDR + pl.len) > ep->rec_max) {
-				/* the list does not fit a ring message: this one gets a plain call */
-				h = (struct rf_hdr){.kind = RF_CALL, .hid = hid};
-				pl = pl_one(args, alen);
-			}
-			h.plen = (uint32_t)pl.len;
-			/* each post waits its own @timeout_ns: a slow ring set-up costs no other */
-			ret = post(ep, p, node, &h, &pl, 0, timeout_ns == 0,
-			           deadline_lazy(timeout_ns), NULL, NULL);
-			if (ret == 0 && h.kind == RF_TREE)
-				break; /* it passes the call on to the rest of the group */
-			if (ret && !first)
-				first = ret; /* the next member of the group takes its place */
-		}
-	}
-	return first;
-}
-
-/*
- * all_peers -- the other members a call to all goes to (RPC_TAB / 2 room
- * at @peers): the member list, else every paired peer that holds the
- * endpoint (its reply slots are known). Returns their count.
- */
-static uint32_t all_peers(loco_rpc_ep_t *ep, uint32_t *peers)
-{
-	uint32_t n = 0;
-	int np;
-
-	if (ep->nodes != NULL) {
-		for (uint32_t i = 0; i < ep->cfg.nnodes; i++)
-			if (ep->nodes[i] != ep->me)
-				peers[n++] = ep->nodes[i];
-		return n;
-	}
-	np = loco_channel_peers(ep->ch, peers, RPC_TAB / 2);
-	for (int i = 0; i < np && i < (int)(RPC_TAB / 2); i++) {
-		loco_rref_t r;
-
-		if (loco_region_remote(ep->rets, peers[i], &r) == 0)
-			peers[n++] = peers[i];
-	}
-	return n;
-}
-
-int loco_rpc_call_all(loco_rpc_ep_t *ep, uint32_t id, const void *args, size_t len,
-                      int64_t timeout_ns)
-{
-	uint32_t peers[RPC_TAB / 2], n;
-
-	OBJ_CHECK(ep);
-	if (len && args == NULL)
-		return -EINVAL;
-	if (len > ep->cfg.inline_max)
-		return -EMSGSIZE;
-	n = all_peers(ep, peers);
-	return rpc_tree_send(ep, ep->me, id, (const uint8_t *)peers, n, args, len, timeout_ns);
+	return rpc_post(ep, p, node, &h, &pl, 0, timeout_ns == 0, rpc_deadline_lazy(timeout_ns),
+	                NULL, NULL);
 }
 
 /* landed -- whether the reply of @tag is whole in slot @s; its header into *@hd */
@@ -497,10 +371,8 @@ static int landed(loco_rpc_ep_t *ep, uint32_t s, uint64_t tag, struct slot_hdr *
 	return rpc_reply_sum(b + SLOT_HDR, hd->len, tag, hd->status) == hd->sum;
 }
 
-static int slot_consumed(loco_rpc_ep_t *ep, uint32_t s, uint64_t tag);
-
 /* slot_get -- a free reply slot for a call to @node (@pulled: its payload is in our memory): 0, -EBUSY */
-static int slot_get(loco_rpc_ep_t *ep, uint32_t node, int pulled, uint32_t *slot, uint64_t *tag)
+int rpc_slot_get(loco_rpc_ep_t *ep, uint32_t node, int pulled, uint32_t *slot, uint64_t *tag)
 {
 	int ret = 0;
 
@@ -517,7 +389,7 @@ static int slot_get(loco_rpc_ep_t *ep, uint32_t node, int pulled, uint32_t *slot
 			p = rpc_peer_find(ep, sl->node);
 			/* (a one-way RF_TREEV gets no reply: its consumed mark is its last word) */
 			if (landed(ep, s, sl->tag, &hd) ||
-			    (sl->oneway && slot_consumed(ep, s, sl->tag)) || p == NULL ||
+			    (sl->oneway && rpc_slot_consumed(ep, s, sl->tag)) || p == NULL ||
 			    peer_epoch(p) != sl->epoch) {
 				sl->state = SLOT_FREE;
 				ep->freel[ep->nfree++] = s;
@@ -543,7 +415,7 @@ static int slot_get(loco_rpc_ep_t *ep, uint32_t node, int pulled, uint32_t *slot
 	return ret;
 }
 
-static void slot_end(loco_rpc_ep_t *ep, uint32_t s, int state)
+void rpc_slot_end(loco_rpc_ep_t *ep, uint32_t s, int state)
 {
 	pthread_mutex_lock(&ep->slock);
 	ep->slots[s].state = state;
@@ -565,19 +437,19 @@ static int call_slot_iov(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, s
 	if (ret_cap && ret == NULL)
 		return -EINVAL;
 	loco_waiter_init(&w, ep->m);
-	while (
-	    (rc = slot_get(ep, node, h->kind == RF_PULL || h->kind == RF_DEST || h->kind == RF_VEC,
-	                   &h->slot, &h->tag)) == -EBUSY) {
+	while ((rc = rpc_slot_get(ep, node,
+	                          h->kind == RF_PULL || h->kind == RF_DEST || h->kind == RF_VEC,
+	                          &h->slot, &h->tag)) == -EBUSY) {
 		if (timeout_ns == 0 || (deadline >= 0 && obj_now_ns() >= deadline))
 			return -EBUSY;
 		if (rpc_help(ep) == 0)
 			loco_waiter_pause(&w);
 	}
 	h->ret_cap = (uint32_t)(ret_cap < ep->cfg.ret_max ? ret_cap : ep->cfg.ret_max);
-	rc =
-	    post(ep, p, node, h, iov, 1, timeout_ns == 0, deadline, &ep->slots[h->slot].epoch, pre);
+	rc = rpc_post(ep, p, node, h, iov, 1, timeout_ns == 0, deadline, &ep->slots[h->slot].epoch,
+	              pre);
 	if (rc) {
-		slot_end(ep, h->slot, SLOT_FREE); /* never posted: no reply can come */
+		rpc_slot_end(ep, h->slot, SLOT_FREE); /* never posted: no reply can come */
 		return rc;
 	}
 	if (t == NULL)
@@ -588,7 +460,7 @@ static int call_slot_iov(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, s
 		return 0;
 	rc = loco_rpc_wait(ep, t, &st, NULL, timeout_ns == 0 ? 0 : obj_left_ns(deadline));
 	if (rc == -EAGAIN) /* timeout 0: nobody holds the ticket; its late reply frees the slot */
-		slot_end(ep, t->slot, SLOT_ABANDONED);
+		rpc_slot_end(ep, t->slot, SLOT_ABANDONED);
 	return rc ? rc : (st < 0 ? st : 0);
 }
 
@@ -681,7 +553,7 @@ int loco_rpc_callv(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const loco_rpc
 	}
 	rc = loco_rpc_wait(ep, &lt, &st, NULL, timeout_ns == 0 ? 0 : obj_left_ns(deadline));
 	if (rc == -EAGAIN) /* timeout 0: nobody holds the ticket; its late reply frees the slot */
-		slot_end(ep, lt.slot, SLOT_ABANDONED);
+		rpc_slot_end(ep, lt.slot, SLOT_ABANDONED);
 	return rc ? rc : (st < 0 ? st : 0);
 out:
 	for (int i = 0; i < npin; i++)
@@ -801,7 +673,7 @@ int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *
 		return -EINVAL;
 	p = rpc_peer_find(ep, t->node);
 	if (p == NULL) { /* its record went to another node: it left long ago */
-		slot_end(ep, t->slot, SLOT_FREE);
+		rpc_slot_end(ep, t->slot, SLOT_FREE);
 		t->tag = 0;
 		return -ECONNRESET;
 	}
@@ -816,7 +688,7 @@ int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *
 
 			if (n)
 				memcpy(t->ret, b, n);
-			slot_end(ep, t->slot, SLOT_FREE);
+			rpc_slot_end(ep, t->slot, SLOT_FREE);
 			t->tag = 0;
 			if (status)
 				*status = hd.status;
@@ -826,11 +698,11 @@ int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *
 		}
 		if (peer_epoch(p) != ep->slots[t->slot].epoch) {
 			/* it left (and maybe came back): no WRITE for this call can come anymore */
-			slot_end(ep, t->slot, SLOT_FREE);
+			rpc_slot_end(ep, t->slot, SLOT_FREE);
 			t->tag = 0;
 			return -ECONNRESET;
 		}
-		ret = ep_check(ep);
+		ret = rpc_ep_check(ep);
 		if (ret == 0 && timeout_ns == 0)
 			return -EAGAIN; /* the ticket stays valid */
 		if (ret == 0 && deadline >= 0 && obj_now_ns() >= deadline) {
@@ -838,7 +710,7 @@ int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *
 			ret = -ETIMEDOUT;
 		}
 		if (ret) {
-			slot_end(ep, t->slot, SLOT_ABANDONED);
+			rpc_slot_end(ep, t->slot, SLOT_ABANDONED);
 			t->tag = 0;
 			return ret;
 		}
@@ -855,7 +727,7 @@ int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *
 }
 
 /* slot_consumed -- whether slot @s holds @tag's consumed mark (or its reply's tag: it landed) */
-static int slot_consumed(loco_rpc_ep_t *ep, uint32_t s, uint64_t tag)
+int rpc_slot_consumed(loco_rpc_ep_t *ep, uint32_t s, uint64_t tag)
 {
 	const uint64_t *w = (const uint64_t *)((const uint8_t *)loco_region_ptr(ep->rets) +
 	                                       (size_t)s * ep->slot_bytes);
@@ -884,13 +756,13 @@ int loco_rpc_consumed(loco_rpc_ep_t *ep, const loco_rpc_ticket_t *t, int64_t tim
 		return -ECONNRESET;
 	loco_waiter_init(&w, ep->m);
 	for (;;) {
-		if (slot_consumed(ep, t->slot, t->tag)) {
+		if (rpc_slot_consumed(ep, t->slot, t->tag)) {
 			loco_waiter_done(&w);
 			return 0;
 		}
 		if (peer_epoch(p) != ep->slots[t->slot].epoch)
 			return -ECONNRESET; /* no READ of it can come any more */
-		ret = ep_check(ep);
+		ret = rpc_ep_check(ep);
 		if (ret)
 			return ret;
 		if (timeout_ns == 0)
@@ -942,243 +814,4 @@ int loco_rpc_flush(loco_rpc_ep_t *ep, uint32_t node, int64_t timeout_ns)
 			return ret;
 	}
 	return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* a buffer broadcast down a tree (RF_TREEV)                          */
-
-/* treev_ids_max -- the node ids an RF_TREEV frame with one READ argument has room for */
-static uint32_t treev_ids_max(const loco_rpc_ep_t *ep)
-{
-	size_t fixed =
-	    RF_HDR + 2 * sizeof(uint32_t) + sizeof(struct rf_vec) + sizeof(struct rf_varg);
-
-	return ep->rec_max > fixed ? (uint32_t)((ep->rec_max - fixed) / 4) : 0;
-}
-
-/* treev_slot -- a reply slot for an RF_TREEV to @node, waiting for one within @tv's time */
-static int treev_slot(loco_rpc_ep_t *ep, uint32_t node, const struct rpc_treev *tv, uint32_t *slot,
-                      uint64_t *tag)
-{
-	loco_waiter_t w;
-	int ret;
-
-	loco_waiter_init(&w, ep->m);
-	while ((ret = slot_get(ep, node, 1, slot, tag)) == -EBUSY) {
-		if (tv->timeout_ns == 0 || (tv->deadline >= 0 && obj_now_ns() >= tv->deadline))
-			return -EBUSY;
-		if (rpc_help(ep) == 0)
-			loco_waiter_pause(&w);
-	}
-	ep->slots[*slot].oneway = 1; /* (SLOT_WAIT: no reclaim looks at it) */
-	return ret;
-}
-
-/*
- * treev_post -- post @g's RF_TREEV to its member sub[c], or, when that one
- * cannot be posted to, to the next: the taker READs the bytes and passes
- * them on to the rest of the group, [c + 1, hi). Sets g->out when one went.
- */
-static void treev_post(loco_rpc_ep_t *ep, struct rpc_treev *tv, struct rpc_treev_group *g)
-{
-	for (; g->c < g->hi; g->c++) {
-		uint32_t node = sub_at(tv->sub, g->c), th[2] = {tv->origin, g->hi - g->c - 1};
-		struct {
-			struct rf_vec v;
-			struct rf_varg a;
-		} vec = {
-		    .v = {.n = 1},
-		    .a = {.len = tv->len, .addr = tv->addr, .rkey = tv->rkey, .how = RF_VARG_READ}};
-		struct rf_hdr h = {
-		    .kind = RF_TREEV, .hid = tv->hid, .ret_cap = tree_ms(tv->timeout_ns)};
-		struct pl_iov pl = {.p = {th, tv->sub + (size_t)(g->c + 1) * 4, &vec},
-		                    .n = {sizeof(th), (size_t)th[1] * 4, sizeof(vec)}};
-		struct rpc_peer *p;
-		int ret;
-
-		if (!rpc_is_member(ep, node) || node == tv->origin || node == ep->me ||
-		    (p = rpc_peer_get(ep, node)) == NULL)
-			continue; /* a hostile list, or no room for its record */
-		pl.len = pl.n[0] + pl.n[1] + pl.n[2];
-		h.plen = (uint32_t)pl.len;
-		ret = treev_slot(ep, node, tv, &h.slot, &h.tag);
-		if (ret == 0) {
-			ret = post(ep, p, node, &h, &pl, 1, tv->timeout_ns == 0, tv->deadline,
-			           &ep->slots[h.slot].epoch, NULL);
-			if (ret)
-				slot_end(ep, h.slot, SLOT_FREE); /* never posted: nothing comes */
-		}
-		if (ret == 0) {
-			g->slot = h.slot;
-			g->tag = h.tag;
-			g->out = 1;
-			return;
-		}
-		if (!tv->first)
-			tv->first = ret; /* the next member of the group takes its place */
-	}
-}
-
-int rpc_treev_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8_t *sub, uint32_t n,
-                   const void *data, size_t len, int64_t timeout_ns, struct rpc_treev *tv)
-{
-	uint32_t per = treev_ids_max(ep) + 1, ng = n < RPC_TREE_FANOUT ? n : RPC_TREE_FANOUT;
-	const uint8_t *send = loco_region_ptr(ep->send);
-	int ret;
-
-	tv->origin = origin;
-	tv->hid = hid;
-	tv->ngroups = 0;
-	tv->sub = sub;
-	tv->len = len;
-	tv->timeout_ns = timeout_ns;
-	tv->deadline = obj_deadline(timeout_ns);
-	tv->pin = -1;
-	tv->sent = 0;
-	tv->first = 0;
-	if (n == 0)
-		return 0;
-	/* more groups when a group's list would not fit its taker's frame */
-	if ((n + per - 1) / per > ng)
-		ng = (n + per - 1) / per;
-	if (ng > RPC_TREEV_GROUPS)
-		return -EMSGSIZE;
-	if ((const uint8_t *)data >= send &&
-	    (const uint8_t *)data + len <= send + ep->cfg.pull_bytes) {
-		/* in the send region: its own registration */
-		loco_rref_t rr;
-
-		ret = loco_region_rref(ep->send, &rr);
-		if (ret)
-			return ret;
-		tv->rkey = rr.rkey;
-		tv->addr = rr.addr + (uint64_t)((const uint8_t *)data - send);
-	} else {
-		ret = rpc_mem_get(ep, data, len, &tv->rkey, &tv->pin);
-		if (ret) {
-			tv->pin = -1;
-			return ret;
-		}
-		tv->addr = (uint64_t)(uintptr_t)data;
-	}
-	tv->sent = 1;
-	tv->ngroups = ng;
-	for (uint32_t i = 0; i < ng; i++) {
-		struct rpc_treev_group *g = &tv->g[i];
-
-		*g = (struct rpc_treev_group){.lo = (uint32_t)((uint64_t)n * i / ng),
-		                              .hi = (uint32_t)((uint64_t)n * (i + 1) / ng)};
-		g->c = g->lo;
-		treev_post(ep, tv, g);
-	}
-	return 0;
-}
-
-/* treev_abandon -- stop waiting for @tv's takers: their slots go when their marks land */
-static void treev_abandon(loco_rpc_ep_t *ep, struct rpc_treev *tv, int err)
-{
-	int kept = 0;
-
-	for (uint32_t i = 0; i < tv->ngroups; i++) {
-		struct rpc_treev_group *g = &tv->g[i];
-
-		if (!g->out)
-			continue;
-		slot_end(ep, g->slot, SLOT_ABANDONED);
-		g->out = 0;
-		if (!kept && tv->pin >= 0) { /* the bytes stay registered while it may READ */
-			rpc_mem_done(ep, tv->pin, 1, g->slot, g->tag);
-			kept = 1;
-		}
-	}
-	if (!kept && tv->pin >= 0)
-		rpc_mem_done(ep, tv->pin, 0, 0, 0);
-	tv->pin = -1;
-	tv->sent = 0;
-	if (!tv->first)
-		tv->first = err;
-}
-
-int rpc_treev_wait(loco_rpc_ep_t *ep, struct rpc_treev *tv)
-{
-	loco_waiter_t w;
-	int ret, waited = 0;
-
-	if (!tv->sent)
-		return tv->first;
-	for (;;) {
-		unsigned out = 0;
-
-		for (uint32_t i = 0; i < tv->ngroups; i++) {
-			struct rpc_treev_group *g = &tv->g[i];
-			struct rpc_peer *p;
-
-			if (!g->out)
-				continue;
-			p = rpc_peer_find(ep, sub_at(tv->sub, g->c));
-			if (slot_consumed(ep, g->slot, g->tag)) {
-				slot_end(ep, g->slot, SLOT_FREE);
-				g->out = 0;
-				continue;
-			}
-			if (p == NULL || peer_epoch(p) != ep->slots[g->slot].epoch) {
-				/* it left before it took the bytes: the next member takes the group */
-				slot_end(ep, g->slot, SLOT_FREE);
-				g->out = 0;
-				g->c++;
-				treev_post(ep, tv, g);
-				out += g->out;
-				continue;
-			}
-			if (__atomic_load_n(&p->blen, __ATOMIC_RELAXED) != 0) { /* batched */
-				pthread_mutex_lock(&p->wlock);
-				(void)rpc_flush_peer(ep, p);
-				pthread_mutex_unlock(&p->wlock);
-			}
-			out++;
-		}
-		if (out == 0)
-			break;
-		ret = ep_check(ep);
-		if (ret == 0 &&
-		    (tv->timeout_ns == 0 || (tv->deadline >= 0 && obj_now_ns() >= tv->deadline)))
-			ret = -ETIMEDOUT;
-		if (ret) {
-			if (ret == -ETIMEDOUT)
-				ST_ADD(ep, timeouts, 1);
-			treev_abandon(ep, tv, ret);
-			return tv->first;
-		}
-		if (!waited++)
-			loco_waiter_init(&w, ep->m);
-		if (rpc_help(ep) == 0)
-			loco_waiter_pause(&w);
-	}
-	if (waited)
-		loco_waiter_done(&w);
-	if (tv->pin >= 0)
-		rpc_mem_done(ep, tv->pin, 0, 0, 0); /* every taker holds the bytes, or left */
-	tv->pin = -1;
-	tv->sent = 0;
-	return tv->first;
-}
-
-int loco_rpc_call_buffer_all(loco_rpc_ep_t *ep, uint32_t id, const void *buf, size_t len,
-                             int64_t timeout_ns)
-{
-	uint32_t peers[RPC_TAB / 2], n;
-	struct rpc_treev tv;
-	int ret;
-
-	OBJ_CHECK(ep);
-	if (buf == NULL || len == 0)
-		return -EINVAL;
-	if (len > ep->cfg.pull_bytes)
-		return -EMSGSIZE;
-	ret = ep_check(ep);
-	if (ret)
-		return ret;
-	n = all_peers(ep, peers);
-	ret = rpc_treev_send(ep, ep->me, id, (const uint8_t *)peers, n, buf, len, timeout_ns, &tv);
-	return ret ? ret : rpc_treev_wait(ep, &tv);
 }

@@ -2,8 +2,10 @@
 /*
  * rpc_impl.h -- objects/-private: the parts of the rpc endpoint (rpc.c:
  * set-up, handlers, the flush poller, server threads; rpc_call.c: the
- * caller; rpc_serve.c: running calls and replying; rpc_frame.c: the
- * decoder). Public API only.
+ * caller; rpc_tree.c: calls to all down a tree; rpc_serve.c: running
+ * calls and replying; rpc_frame.c: the decoder; rpc_mem.c: the
+ * registration cache; rpc_retry.c: queued one-way calls). Public API
+ * only.
  *
  * Transport. One pipe per ordered pair of members that talk carries the
  * calls of the first to the second, made on first use: a caller's first
@@ -423,6 +425,56 @@ int rpc_post_now(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t id, const void 
 
 /* rpc_slot_busy -- whether reply slot @slot still serves the call of @tag (slock) */
 int rpc_slot_busy(loco_rpc_ep_t *ep, uint32_t slot, uint64_t tag);
+
+/* ---- the caller's pieces, which the trees (rpc_tree.c) use too (rpc_call.c) ---- */
+
+/* rpc_ep_check -- what every call looks at first: 0, the object's status, -LOCO_EPARTITION */
+int rpc_ep_check(loco_rpc_ep_t *ep);
+
+/*
+ * a payload in pieces: a tree call's header, its node ids, its arguments;
+ * or a callv's argument table and its copied arguments
+ */
+#define PL_MAX (1 + RF_VEC_MAX)
+
+struct pl_iov {
+	const void *p[PL_MAX];
+	size_t n[PL_MAX];
+	size_t len; /* the sum */
+};
+
+static inline struct pl_iov pl_one(const void *p, size_t n)
+{
+	return (struct pl_iov){.p = {p}, .n = {n}, .len = n};
+}
+
+/* a deadline not worked out yet: DL_LAZY - timeout (rpc_post() reads the clock once it waits) */
+#define DL_LAZY (INT64_MIN / 2)
+
+/* rpc_deadline_lazy -- @timeout_ns (< 0: none) as rpc_post() takes it, the clock not read */
+int64_t rpc_deadline_lazy(int64_t timeout_ns);
+
+struct pre_write; /* rpc_call.c's: a WRITE that goes before a call's record */
+
+/*
+ * rpc_post -- send one frame @h + @pl to @p (member @node), waiting
+ * (running calls meanwhile) until @deadline (or rpc_deadline_lazy());
+ * @nowait: -EAGAIN instead; *@epoch (may be NULL): the callee's epoch it
+ * went to. With @pre, its WRITE goes first. 0, -EAGAIN, -ETIMEDOUT,
+ * -ECONNRESET (the callee left), or the object's or fabric's error.
+ */
+int rpc_post(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, const struct rf_hdr *h,
+             const struct pl_iov *pl, int urgent, int nowait, int64_t deadline, uint32_t *epoch,
+             struct pre_write *pre);
+
+/* rpc_slot_get -- a free reply slot for a call to @node (@pulled: its payload is in our memory): 0, -EBUSY */
+int rpc_slot_get(loco_rpc_ep_t *ep, uint32_t node, int pulled, uint32_t *slot, uint64_t *tag);
+
+/* rpc_slot_end -- reply slot @s is done with: @state SLOT_FREE (back on the list) or SLOT_ABANDONED */
+void rpc_slot_end(loco_rpc_ep_t *ep, uint32_t s, int state);
+
+/* rpc_slot_consumed -- whether slot @s holds @tag's consumed mark (or its reply's tag: it landed) */
+int rpc_slot_consumed(loco_rpc_ep_t *ep, uint32_t s, uint64_t tag);
 
 /*
  * rpc_mem_get -- the key of [@ptr, @ptr + @len) registered for READs by

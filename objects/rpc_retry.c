@@ -9,7 +9,7 @@
  * queued; free entries on a list (qlock); taken ones on their callee's
  * FIFO (struct rpc_peer's rq_head/rq_tail, under its wlock, which every
  * post to that callee holds: so queued calls and the other call forms
- * keep one order, post() waiting while a queue is not empty).
+ * keep one order, rpc_post() waiting while a queue is not empty).
  *
  * Who posts them: a poller on the manager's progress thread, added while
  * entries are taken (rq_on), at LOCO_POLLER_PERIOD_MIN_NS: ring room

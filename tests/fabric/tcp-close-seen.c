@@ -62,7 +62,7 @@ static int side_b(struct t_chan *ch, void *arg)
 		int64_t t0;
 		uint64_t down = 0;
 
-		t_send_u64(ch, 1); /* accepted */
+		t_send_u64(ch, 1);                     /* accepted */
 		T_ASSERT_EQ(t_recv_u64(ch, 30000), 2); /* A closed its end (we were stopped) */
 		t0 = t_now_ms();
 		while (t_now_ms() - t0 <= TMO && !(down = fab_link_state(lb) != 0))
