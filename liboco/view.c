@@ -28,6 +28,9 @@ struct lc_view {
 	unsigned evh, evt;
 };
 
+/* failure bounds a caller waits for the progress thread's word (loco_manager_partitioned()) */
+#define LC_PART_WAIT 3
+
 static uint64_t fail_ns(const loco_manager_t *m)
 {
 	return (uint64_t)m->cfg.fail_timeout_ms * 1000000ull;
@@ -276,9 +279,14 @@ int loco_manager_set_event_fn(loco_manager_t *m, loco_event_fn *fn, void *arg)
  * node's own thread came back late, and has not heard a majority since),
  * or the machine has not ticked for a failure bound (the process was
  * stopped and this caller ran first after it resumed). A caller other
- * than the progress thread then waits for it, up to one failure bound,
- * instead of failing at once with -LOCO_EPARTITION for a silence that
+ * than the progress thread then waits for it, up to LC_PART_WAIT failure
+ * bounds, instead of failing with -LOCO_EPARTITION for a silence that
  * was its own; the progress thread itself (object callbacks) is told 1.
+ * The wait is that long because on a busy host the progress thread can
+ * be starved for more than a bound while this caller runs: one bound
+ * (before) made live nodes of a healthy majority fail a barrier with
+ * -LOCO_EPARTITION, and no view ever said they were partitioned. Waiting
+ * longer never lets a node act alone: it acts only on the fresh word.
  */
 int loco_manager_partitioned(loco_manager_t *m)
 {
@@ -299,8 +307,14 @@ int loco_manager_partitioned(loco_manager_t *m)
 			return 0;
 		if (start == 0)
 			start = now;
-		if (pthread_equal(pthread_self(), m->progress) || now - start > f)
+		if (pthread_equal(pthread_self(), m->progress))
 			return 1;
+		if (now - start > LC_PART_WAIT * f) {
+			lc_log_warn("manager: the progress thread gave no fresh word on the "
+			            "view for %llu ms: counted as partitioned",
+			            (unsigned long long)((now - start) / 1000000));
+			return 1;
+		}
 		usleep(1000);
 	}
 }
