@@ -317,6 +317,18 @@ struct fab_link *lc_linkin_ready(loco_manager_t *m, uint32_t *node, uint64_t *in
 	return r.link;
 }
 
+int lc_linkin_newer(loco_manager_t *m, uint32_t *node, uint64_t *inc)
+{
+	struct lc_linkin *li = &m->linkin;
+
+	if (li->nnewer == 0)
+		return 0;
+	li->nnewer--;
+	*node = li->newer[li->nnewer].node;
+	*inc = li->newer[li->nnewer].inc;
+	return 1;
+}
+
 /* accept_one -- check a link just accepted: admit and bind it, hold it, or refuse it. */
 static void accept_one(loco_manager_t *m, struct fab_link *link, const void *buf, size_t len)
 {
@@ -345,10 +357,14 @@ static void accept_one(loco_manager_t *m, struct fab_link *link, const void *buf
 		 * has a link (a rebuild the other side started before we saw
 		 * ours go down): wait, held, checked when taken.
 		 */
-		if (c != NULL && (ret = check_in(m, c, &priv)) != 0)
+		if (c != NULL && (ret = check_in(m, c, &priv)) != 0) {
 			refuse(m, link, priv.node, priv.inc, why_str(ret));
-		else
-			hold(m, link, &priv);
+			return;
+		}
+		hold(m, link, &priv);
+		if (c != NULL && m->linkin.nnewer < LC_READY_MAX)
+			m->linkin.newer[m->linkin.nnewer++] =
+			    (struct lc_ready_link){.node = priv.node, .inc = priv.inc};
 		return;
 	}
 	ret = check_in(m, c, &priv);

@@ -64,6 +64,8 @@ struct lc_linkin {
 	unsigned npending;
 	struct lc_ready_link ready[LC_READY_MAX];
 	unsigned nready;
+	struct lc_ready_link newer[LC_READY_MAX]; /* members whose link a new one supersedes */
+	unsigned nnewer;
 	uint8_t self_key[LC_LINK_KEY_LEN]; /* the self link's key, drawn at start */
 	int self_ready;     /* atomic: self_key drawn (before: self claims refused) */
 	uint64_t self_seen; /* highest counter admitted on the self link */
@@ -94,6 +96,15 @@ void lc_linkin_accept(loco_manager_t *m);
  * (*@node, *@inc), or NULL when none waits. The caller binds or closes it.
  */
 struct fab_link *lc_linkin_ready(loco_manager_t *m, uint32_t *node, uint64_t *inc);
+
+/*
+ * lc_linkin_newer -- m->lock held: a member (*@node, *@inc) that opened a
+ * new data link, proven, while ours to it still looks up: it dials only
+ * when its end of the old link went down, so ours is dead too (a close
+ * this side missed). The member table drops the old link and takes the
+ * new one (lc_linkin_take()). 0 when none waits, else 1.
+ */
+int lc_linkin_newer(loco_manager_t *m, uint32_t *node, uint64_t *inc);
 
 /*
  * lc_linkin_take -- m->lock held: @node/@inc's session is authenticated

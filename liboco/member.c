@@ -211,6 +211,18 @@ void lc_member_handoffs(loco_manager_t *m)
 		else
 			fab_link_close(link);
 	}
+	/* members that opened a new link while ours to them looks up: ours is dead */
+	while (lc_linkin_newer(m, &node, &inc)) {
+		struct lc_member *mb = lc_member_find(m, node);
+
+		if (mb == NULL || mb->info.inc != inc || mb->link == NULL || mb->conn == NULL ||
+		    mb->conn->initiator)
+			continue;
+		lc_log_info("manager: node %u opened a new data link: its end of the old one "
+		            "is down, so ours is too",
+		            node);
+		lc_member_link_rebuild(m, mb, -ECONNRESET); /* takes the new one */
+	}
 	while (d != NULL) {
 		struct lc_dial_done *next = d->next;
 

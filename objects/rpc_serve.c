@@ -269,30 +269,21 @@ static int pull_end(struct rpc_peer *p, uint32_t e, int err, loco_waiter_t *w, i
 	return peer_epoch(p) != e ? -ECONNRESET : -EIO;
 }
 
-/* pull -- pull_once(), again while its link fails: 0, -ENOBUFS, -EIO, -ECONNRESET */
+/*
+ * pull -- the payload of @f (RF_PULL: one READ; RF_VEC, RF_TREEV: its
+ * arguments) into the lane's pull stack, again while its link fails:
+ * 0, -ENOBUFS, -EIO, -ECONNRESET
+ */
 static int pull(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint32_t e,
-                const struct rf_pull *pl, const void **data)
+                const struct rf_frame *f, const void **data)
 {
 	int64_t t0 = obj_now_ns();
 	loco_waiter_t w;
 	int ret, waited = 0;
 
 	do
-		ret = pull_once(ep, l, p, e, pl, data);
-	while (pull_again(ep, p, e, ret, t0, &w, &waited));
-	return pull_end(p, e, ret, &w, waited);
-}
-
-/* pullv -- pullv_once(), again while a link fails: 0, -ENOBUFS, -EIO, -ECONNRESET */
-static int pullv(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, uint32_t e,
-                 const struct rf_frame *f, const void **data)
-{
-	int64_t t0 = obj_now_ns();
-	loco_waiter_t w;
-	int ret, waited = 0;
-
-	do
-		ret = pullv_once(ep, l, p, e, f, data);
+		ret = f->h.kind == RF_PULL ? pull_once(ep, l, p, e, &f->pull, data)
+		                           : pullv_once(ep, l, p, e, f, data);
 	while (pull_again(ep, p, e, ret, t0, &w, &waited));
 	return pull_end(p, e, ret, &w, waited);
 }
@@ -331,7 +322,7 @@ static void run_treev(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p,
 	int ret, sent = 0;
 	size_t rl = 0;
 
-	ret = pullv(ep, l, p, e, f, &msg.data);
+	ret = pull(ep, l, p, e, f, &msg.data);
 	if (ret != -ECONNRESET)
 		consumed(ep, p, e, f->h.slot, f->h.tag);
 	if (ret) {
@@ -395,9 +386,8 @@ static void run_frame(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p,
 		/* a place that is no destination region here: refused */
 		ST_LOG(ep, bad, LOCO_LOG_WARN,
 		       "call into a place that is no destination region here");
-	} else if ((f->h.kind == RF_PULL &&
-	            (status = pull(ep, l, p, e, &f->pull, &msg.data)) != 0) ||
-	           (f->h.kind == RF_VEC && (status = pullv(ep, l, p, e, f, &msg.data)) != 0)) {
+	} else if ((f->h.kind == RF_PULL || f->h.kind == RF_VEC) &&
+	           (status = pull(ep, l, p, e, f, &msg.data)) != 0) {
 		if (status == -ECONNRESET) {
 			ST_LOG(ep, dropped, LOCO_LOG_INFO,
 			       "call dropped: its payload could not be read");
