@@ -292,13 +292,53 @@ static void on_link_event(struct vrb_fab *f, const struct vrb_event *ev)
 	}
 }
 
+/*
+ * log_async -- the device's asynchronous events, logged: a QP that a
+ * fatal event put into the error state shows no error completion of its
+ * own, only flushes ("the device flushed a request for no reported
+ * reason"): this line names the cause. Each is acknowledged at once (a
+ * QP's destroy waits for its events' acks), and nothing else is done.
+ */
+static void log_async(struct vrb_fab *f)
+{
+	for (int i = 0; i < VRB_CM_BATCH; i++) {
+		struct ibv_async_event ae;
+		uint32_t qpn = 0;
+
+		if (ibv_get_async_event(f->ctx, &ae) != 0)
+			return; /* EAGAIN: drained */
+		switch (ae.event_type) {
+		case IBV_EVENT_QP_FATAL:
+		case IBV_EVENT_QP_REQ_ERR:
+		case IBV_EVENT_QP_ACCESS_ERR:
+		case IBV_EVENT_COMM_EST:
+		case IBV_EVENT_SQ_DRAINED:
+		case IBV_EVENT_PATH_MIG:
+		case IBV_EVENT_PATH_MIG_ERR:
+		case IBV_EVENT_QP_LAST_WQE_REACHED:
+			qpn = ae.element.qp != NULL ? ae.element.qp->qp_num : 0;
+			break;
+		default:
+			break;
+		}
+		if (ae.event_type == IBV_EVENT_COMM_EST)
+			lc_log_debug("verbs: %s: async event %s (QP %u)", f->dev,
+			             ibv_event_type_str(ae.event_type), qpn);
+		else
+			lc_log_warn("verbs: %s: async event %s (link %u; 0: none)", f->dev,
+			            ibv_event_type_str(ae.event_type), qpn);
+		ibv_ack_async_event(&ae);
+	}
+}
+
 void *vrb_event_main(void *arg)
 {
 	struct vrb_fab *f = arg;
 
 	while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
-		struct pollfd pfd[2] = {{.fd = f->ch->fd, .events = POLLIN},
-		                        {.fd = f->ctl_fd, .events = POLLIN}};
+		struct pollfd pfd[3] = {{.fd = f->ch->fd, .events = POLLIN},
+		                        {.fd = f->ctl_fd, .events = POLLIN},
+		                        {.fd = f->ctx->async_fd, .events = POLLIN}};
 		unsigned zombies;
 		bool held = vrb_check_holds(f);
 		uint64_t v;
@@ -307,7 +347,7 @@ void *vrb_event_main(void *arg)
 		pthread_mutex_lock(&f->lock);
 		zombies = f->nzombies;
 		pthread_mutex_unlock(&f->lock);
-		r = poll(pfd, 2, zombies ? VRB_REAP_MS : held ? VRB_HOLD_CHECK_MS : -1);
+		r = poll(pfd, 3, zombies ? VRB_REAP_MS : held ? VRB_HOLD_CHECK_MS : -1);
 		if (r < 0 && errno != EINTR) {
 			lc_log_err("verbs: %s: event thread: poll failed: %s", f->dev,
 			           strerror(errno));
@@ -315,6 +355,8 @@ void *vrb_event_main(void *arg)
 		}
 		if (pfd[1].revents && read(f->ctl_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 			lc_log_warn("verbs: %s: eventfd read: %s", f->dev, strerror(errno));
+		if (pfd[2].revents)
+			log_async(f);
 		for (int i = 0; i < VRB_CM_BATCH; i++) {
 			struct vrb_event ev;
 

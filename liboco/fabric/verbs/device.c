@@ -318,7 +318,8 @@ int vrb_setup_device(struct vrb_fab *f)
 	a->max_inline = inl;
 
 	if (fcntl(f->cc->fd, F_SETFL, fcntl(f->cc->fd, F_GETFL) | O_NONBLOCK) < 0 ||
-	    fcntl(f->ch->fd, F_SETFL, fcntl(f->ch->fd, F_GETFL) | O_NONBLOCK) < 0) {
+	    fcntl(f->ch->fd, F_SETFL, fcntl(f->ch->fd, F_GETFL) | O_NONBLOCK) < 0 ||
+	    fcntl(f->ctx->async_fd, F_SETFL, fcntl(f->ctx->async_fd, F_GETFL) | O_NONBLOCK) < 0) {
 		ret = -errno;
 		lc_log_err("verbs: %s: cannot make the event fds non-blocking: %s", f->dev,
 		           strerror(-ret));
