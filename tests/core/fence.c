@@ -16,14 +16,9 @@
 
 #include <loco.h>
 
-#define ROUNDS 200
+#include "../fail.h"
 
-#define FAIL(...)                             \
-	do {                                  \
-		fprintf(stderr, __VA_ARGS__); \
-		fputc('\n', stderr);          \
-		exit(1);                      \
-	} while (0)
+#define ROUNDS 200
 
 int main(void)
 {

@@ -24,6 +24,8 @@
 
 #include <loco.h>
 
+#include "../fail.h"
+
 #define LINES     256
 #define LINE      64
 #define LEN       (LINES * LINE + 4096)
@@ -33,13 +35,6 @@
 #define DONE      (LEN - 8)
 #define FAA_N     1000
 #define NS        1000000000ll
-
-#define FAIL(...)                             \
-	do {                                  \
-		fprintf(stderr, __VA_ARGS__); \
-		fputc('\n', stderr);          \
-		exit(1);                      \
-	} while (0)
 
 static uint64_t word(unsigned line, unsigned w)
 {

@@ -22,18 +22,13 @@
 
 #include <loco.h>
 
+#include "../fail.h"
+
 #define SLOTS 512
 #define LINE  64
 #define BIG   65536 /* the region: SLOTS lines, the big payload's target, the done word */
 #define DONE  (BIG - 8)
 #define NS    1000000000ll
-
-#define FAIL(...)                             \
-	do {                                  \
-		fprintf(stderr, __VA_ARGS__); \
-		fputc('\n', stderr);          \
-		exit(1);                      \
-	} while (0)
 
 static uint64_t word(unsigned slot, unsigned w)
 {

@@ -25,15 +25,10 @@
 #include <loco.h>
 #include <loco/poller.h>
 
+#include "../fail.h"
+
 #define HOLD_MS 2500
 #define RUN_MS  (HOLD_MS + 1500)
-
-#define FAIL(...)                             \
-	do {                                  \
-		fprintf(stderr, __VA_ARGS__); \
-		fputc('\n', stderr);          \
-		exit(1);                      \
-	} while (0)
 
 static int held;
 

@@ -20,14 +20,9 @@
 #include <loco.h>
 #include <loco/shared_region.h>
 
-#define CHURN 200 /* destroyed regions after the doomed one: more than are ever kept */
+#include "../fail.h"
 
-#define FAIL(...)                             \
-	do {                                  \
-		fprintf(stderr, __VA_ARGS__); \
-		fputc('\n', stderr);          \
-		exit(1);                      \
-	} while (0)
+#define CHURN 200 /* destroyed regions after the doomed one: more than are ever kept */
 
 static double now_s(void)
 {
