@@ -197,6 +197,9 @@ struct fab_link *lc_links_set(struct lc_links *t, uint32_t node, struct fab_link
 			return NULL;
 		}
 	}
+	if (link != NULL) /* before the link: whoever sees the new link sees its serial */
+		__atomic_store_n(&s->serial, __atomic_add_fetch(&t->serials, 1, __ATOMIC_RELAXED),
+		                 __ATOMIC_RELEASE);
 	old = __atomic_exchange_n(&s->link, link, __ATOMIC_SEQ_CST);
 	/* a poster that loaded @old named @s in its record first: wait until it has posted */
 	if (old != NULL)
@@ -298,6 +301,21 @@ uint64_t lc_links_cache(struct lc_links *t, uint32_t node)
 		return 0;
 	s = find(t, node, &key); /* (before cache_of() reads @key) */
 	return cache_of(t, s, key);
+}
+
+int lc_links_serial(struct lc_links *t, uint32_t node, uint64_t *out)
+{
+	struct lc_link_slot *s;
+	uint64_t key = 0, v;
+
+	if (node == 0 || (s = find(t, node, &key)) == NULL ||
+	    __atomic_load_n(&s->link, __ATOMIC_ACQUIRE) == NULL)
+		return -ENOTCONN;
+	v = __atomic_load_n(&s->serial, __ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&s->key, __ATOMIC_ACQUIRE) != key)
+		return -ENOTCONN; /* freed or given to another node meanwhile */
+	*out = v;
+	return 0;
 }
 
 int lc_links_has(struct lc_links *t, uint32_t node)

@@ -54,6 +54,7 @@
 struct lc_link_slot {
 	uint64_t key;          /* atomic: generation << 32 | node; node 0: free (0: never used) */
 	struct fab_link *link; /* atomic; NULL: no link now */
+	uint64_t serial;       /* atomic: which link @link is (lc_links_serial()) */
 };
 
 /* lc_link_hazard -- one posting thread's record: the slot it holds now. */
@@ -67,6 +68,7 @@ struct lc_links {
 	struct lc_link_slot slot[LC_LINK_SLOTS];
 	uint32_t max_probe; /* atomic: the longest displacement of a node present */
 	uint32_t nodes;     /* nodes present (the writer's) */
+	uint64_t serials;   /* atomic: links set so far (each link's serial) */
 	/* posters' hazard records (links.c) */
 	pthread_key_t hz_key; /* a thread's record */
 	pthread_mutex_t hz_lock;
@@ -118,6 +120,14 @@ int lc_links_hold_cached(struct lc_links *t, uint32_t node, uint64_t *cache, str
 
 /* lc_links_cache -- @node's slot, for lc_links_hold_cached() (0: none now). */
 uint64_t lc_links_cache(struct lc_links *t, uint32_t node);
+
+/*
+ * lc_links_serial -- which link @node has now, in *@out: a number given
+ * to each link as lc_links_set() installs it, never 0, never given twice
+ * in this table. 0; -ENOTCONN when the node has no link now. A snapshot:
+ * the link may be replaced as it returns.
+ */
+int lc_links_serial(struct lc_links *t, uint32_t node, uint64_t *out);
 
 /* lc_links_release -- the end of an lc_links_hold() (NULL: nothing held). */
 static inline void lc_links_release(struct lc_link_hazard *hz)

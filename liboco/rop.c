@@ -249,7 +249,23 @@ int loco_rhandle_bind(const loco_region_t *r, const loco_rref_t *remote, loco_rh
 		return -EINVAL;
 	*out = (loco_rhandle_t){.rref = *remote};
 	out->private_[0] = lc_links_cache(&r->obj->ch->m->links, remote->node);
+	out->private_[1] = (uint64_t)(uintptr_t)&r->obj->ch->m->links;
 	return 0;
+}
+
+int loco_rhandle_link(const loco_rhandle_t *h, uint64_t *out)
+{
+	struct lc_links *t;
+	uint64_t v;
+	int ret;
+
+	if (h == NULL || out == NULL || h->private_[1] == 0)
+		return -EINVAL;
+	t = (struct lc_links *)(uintptr_t)h->private_[1];
+	ret = lc_links_serial(t, h->rref.node, &v);
+	if (ret == 0)
+		*out = v;
+	return ret;
 }
 
 int loco_rop_post(loco_rhandle_t *h, const loco_rop_t *op)

@@ -585,7 +585,7 @@ static int in_make(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rpc_open_
 		ret = loco_region_create(n.iobj, "rsrc", (size_t)RSRC_K * ep->slot_bytes,
 		                         LOCO_ACCESS_UNLISTED, &n.rsrc);
 	if (ret == 0)
-		ret = rpipe_attach(n.in, NULL, &o->ctl, o->sess);
+		ret = rpipe_attach(n.in, o->ring.len != 0 ? &o->ring : NULL, &o->ctl, o->sess);
 	if (ret) {
 		in_free(&n);
 		return ret;
@@ -619,11 +619,12 @@ void rpc_on_msg(loco_object_t *obj, uint32_t node, const void *msg, size_t len, 
 		return;
 	}
 	memcpy(&kind, msg, sizeof(kind));
-	if (kind == MSG_OPEN && len == sizeof(struct rpc_open_msg)) {
-		struct rpc_open_msg o;
+	if (kind == MSG_OPEN && (len == sizeof(struct rpc_open_msg) || len == RPC_OPEN_OLD_LEN)) {
+		struct rpc_open_msg o = {0};
 
-		memcpy(&o, msg, sizeof(o));
+		memcpy(&o, msg, len); /* an older caller's has no ring: its pipe is not mended */
 		if (o.sess == 0 || !rref_ok(&o.ctl, node, CTL_LEN) ||
+		    (len == sizeof(o) && !rref_ok(&o.ring, node, ep->cfg.ring_bytes)) ||
 		    (p = rpc_peer_get(ep, node)) == NULL) {
 			ST_LOG(ep, bad, LOCO_LOG_WARN,
 			       "open message refused: bad session or reference");
@@ -639,6 +640,7 @@ void rpc_on_msg(loco_object_t *obj, uint32_t node, const void *msg, size_t len, 
 		} else {
 			p->o_sess = o.sess; /* the lane that reads it starts it again */
 			p->o_ctl = o.ctl;
+			p->o_ring = o.ring;
 			__atomic_store_n(&p->reopen, 1, __ATOMIC_RELEASE);
 		}
 		pthread_mutex_unlock(&p->glock);
@@ -704,7 +706,8 @@ int rpc_in_serve(loco_rpc_ep_t *ep, struct rpc_peer *p)
 	p->in_epoch = e;
 	if (reopen) {
 		__atomic_store_n(&p->reopen, 0, __ATOMIC_RELAXED);
-		if (rpipe_attach(p->in, NULL, &p->o_ctl, p->o_sess) == 0) {
+		if (rpipe_attach(p->in, p->o_ring.len != 0 ? &p->o_ring : NULL, &p->o_ctl,
+		                 p->o_sess) == 0) {
 			p->in_sess = p->o_sess;
 			send_grant(ep, p, p->o_sess);
 		}

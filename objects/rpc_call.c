@@ -49,10 +49,9 @@ static int out_make(loco_rpc_ep_t *ep, struct rpc_peer *p)
 static int ask(loco_rpc_ep_t *ep, struct rpc_peer *p)
 {
 	struct rpc_open_msg o = {.kind = MSG_OPEN, .sess = p->out_sess};
-	loco_rref_t ring;
 	int ret;
 
-	rpipe_refs(p->out, &ring, &o.ctl);
+	rpipe_refs(p->out, &o.ring, &o.ctl);
 	ret = loco_object_send(ep->obj, p->node, &o, sizeof(o));
 	p->asked_ns = obj_now_ns();
 	/* not paired (yet), or its queue is full: asked again later */

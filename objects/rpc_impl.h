@@ -74,6 +74,7 @@
 #define LOCO_OBJECTS_RPC_IMPL_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <loco.h>
@@ -112,8 +113,10 @@ struct rpc_open_msg {
 	uint32_t kind;
 	uint32_t rsv;
 	uint64_t sess;
-	loco_rref_t ctl; /* the writer's ctl */
+	loco_rref_t ctl;  /* the writer's ctl */
+	loco_rref_t ring; /* its shadow, which the reader READs to mend (loco 0.11: not sent) */
 };
+#define RPC_OPEN_OLD_LEN offsetof(struct rpc_open_msg, ring) /* an OPEN without @ring */
 
 struct rpc_grant_msg {
 	uint32_t kind;
@@ -163,6 +166,7 @@ struct rpc_peer {
 	int reopen;
 	uint64_t o_sess;
 	loco_rref_t o_ctl;
+	loco_rref_t o_ring; /* (len 0: none sent) */
 	/* the callee side: in is published with release (glock), then its lane's */
 	loco_object_t *iobj;
 	loco_rpipe_t *in;

@@ -98,12 +98,16 @@ int rpipe_open_unlisted(loco_object_t *obj, const char *prefix, uint32_t writer,
 		return ret;
 	p->unlisted = 1;
 	p->obj = obj;
-	ret =
-	    loco_region_create(obj, cn, CTL_LEN, LOCO_ACCESS_WRITE | LOCO_ACCESS_UNLISTED, &p->ctl);
+	/* the writer's ctl and shadow are read by a reader that mends (rpipe_mend.c) */
+	ret = loco_region_create(obj, cn, CTL_LEN,
+	                         LOCO_ACCESS_WRITE | LOCO_ACCESS_UNLISTED |
+	                             (p->is_writer ? LOCO_ACCESS_READ : 0),
+	                         &p->ctl);
 	if (ret == 0)
-		ret = loco_region_create(
-		    obj, rn, ring_bytes,
-		    (p->is_writer ? 0 : LOCO_ACCESS_WRITE) | LOCO_ACCESS_UNLISTED, &p->ring);
+		ret = loco_region_create(obj, rn, ring_bytes,
+		                         (p->is_writer ? LOCO_ACCESS_READ : LOCO_ACCESS_WRITE) |
+		                             LOCO_ACCESS_UNLISTED,
+		                         &p->ring);
 	if (ret) {
 		rp_free(p); /* the regions go with @obj */
 		return ret;
@@ -124,9 +128,12 @@ int rpipe_attach(loco_rpipe_t *p, const loco_rref_t *rring, const loco_rref_t *r
 {
 	if (p->have_sess)
 		return -EBUSY;
-	if (p->is_writer)
+	if (rring != NULL) /* the reader's ring; for a reader, the writer's shadow */
 		(void)loco_rhandle_bind(p->ring, rring, &p->rring); /* (no NULL: cannot fail) */
 	(void)loco_rhandle_bind(p->ctl, rctl, &p->rctl);
+	p->can_mend = !p->is_writer && !p->pull && rring != NULL;
+	if (p->can_mend)
+		rp_mend_mark(p);
 	p->sess = sess;
 	p->have_peer = 1;
 	__atomic_store_n(&p->have_sess, 1, __ATOMIC_RELEASE);
@@ -176,13 +183,12 @@ static int rp_create(loco_channel_t *ch, const char *name, uint32_t writer, uint
 		ret = loco_object_agree(p->obj, "ring", ring_bytes | (uint64_t)mode << 32);
 	if (ret)
 		goto err_obj;
-	/* push: the reader's ring is written; pull: the writer's is read, and its tail word */
-	if (p->pull) {
-		ring_acc = p->is_writer ? LOCO_ACCESS_READ : 0;
-		ctl_acc |= p->is_writer ? LOCO_ACCESS_READ : 0;
-	} else {
-		ring_acc = p->is_writer ? 0 : LOCO_ACCESS_WRITE;
-	}
+	/*
+	 * push: the reader's ring is written; pull: the writer's is read, and
+	 * its tail word; push too, by a reader that mends (rpipe_mend.c)
+	 */
+	ring_acc = p->is_writer ? LOCO_ACCESS_READ : p->pull ? 0 : LOCO_ACCESS_WRITE;
+	ctl_acc |= p->is_writer ? LOCO_ACCESS_READ : 0;
 	/* the ctl first: loco_object_sync() waits for the first region */
 	ret = loco_region_create(p->obj, "ctl", CTL_LEN, ctl_acc, &p->ctl);
 	if (ret)
@@ -260,7 +266,6 @@ void loco_rpipe_stats(const loco_rpipe_t *p, loco_rpipe_stats_t *st)
 int rp_peer(loco_rpipe_t *p)
 {
 	uint32_t other = p->is_writer ? p->reader : p->writer;
-	int ring_end = p->pull ? !p->is_writer : p->is_writer; /* the end that posts to a ring */
 	loco_rref_t ctl, ring;
 	int ret;
 
@@ -268,15 +273,18 @@ int rp_peer(loco_rpipe_t *p)
 		return 0;
 	if (p->unlisted)
 		return -ENOENT; /* rpipe_attach() tells */
+	/* every end posts to the other's ring: writes, pulls, or mends (rpipe_mend.c) */
 	ret = loco_region_remote(p->ctl, other, &ctl);
-	if (ret == 0 && ring_end)
+	if (ret == 0)
 		ret = loco_region_remote(p->ring, other, &ring);
-	if (ret == 0 && ring_end)
+	if (ret == 0)
 		ret = loco_rhandle_bind(p->ring, &ring, &p->rring);
 	if (ret == 0)
 		ret = loco_rhandle_bind(p->ctl, &ctl, &p->rctl);
-	if (ret == 0)
+	if (ret == 0) {
+		p->can_mend = !p->is_writer && !p->pull;
 		p->have_peer = 1;
+	}
 	return ret;
 }
 
@@ -331,6 +339,8 @@ int rp_sess(loco_rpipe_t *p)
 		(void)loco_ack_wait(p->cack, 0);
 	}
 	p->sess = s;
+	if (p->can_mend)
+		rp_mend_mark(p);
 	p->have_sess = 1;
 	/* a new incarnation paired: the old one's leave ran before (views come in order) */
 	__atomic_store_n(&p->renewing, 0, __ATOMIC_RELEASE);
@@ -349,7 +359,10 @@ int loco_rpipe_reset(loco_rpipe_t *p)
 		p->asked = 0;
 		p->resv_len = 0;
 		__atomic_store_n(&p->ctlw[0], 0, __ATOMIC_RELEASE); /* the old reader's head */
+		__atomic_store_n(&p->ctlw[CTL_TAIL], 0, __ATOMIC_RELEASE);
 	} else {
+		if (!p->pull)
+			rp_mend_reset(p);
 		p->head = 0;
 		p->published = 0;
 		p->peek_rec = 0;
@@ -357,6 +370,7 @@ int loco_rpipe_reset(loco_rpipe_t *p)
 	if (p->pull)
 		rp_pull_reset(p);
 	p->seq = 0;
+	p->ctl_err = 0;
 	if (p->have_sess)
 		p->old_sess = p->sess;
 	p->have_sess = 0;
@@ -415,11 +429,14 @@ int rp_check(loco_rpipe_t *p)
 		return ret;
 	if (p->is_writer && p->have_sess) { /* before: the lost session's, if any */
 		if (p->sig_pending) {
-			/* errors of completed data WRITEs: the signaled one says */
+			/*
+			 * errors of completed data WRITEs: the signaled one says. A
+			 * link's: the reader mends (rpipe_mend.c); others lose the pipe.
+			 */
 			ret = loco_ack_wait(p->dack, 0);
-			if (ret != 0 && ret != -ETIMEDOUT)
+			if (ret != 0 && ret != -ETIMEDOUT && !rp_link_err(p, ret))
 				return rp_lose(p);
-			if (ret == 0)
+			if (ret != -ETIMEDOUT)
 				p->sig_pending = 0;
 		}
 		if (is_lost(p))
@@ -445,9 +462,10 @@ int rp_ctl_put(loco_rpipe_t *p, uint64_t v)
 		return -EAGAIN;
 	ret = loco_ack_wait(p->cack, 0);
 	if (ret != 0 && ret != -ETIMEDOUT) {
-		if (p->is_writer)
+		if (p->is_writer && !rp_link_err(p, ret))
 			return rp_lose(p);
-		p->ctl_err = 1; /* a pull reader's arm writes its head again */
+		p->ctl_err =
+		    1; /* lost with a link: a head (a push writer's want) is written again */
 	}
 	__atomic_store_n(&p->ctlw[CTL_SRC + slot], v, __ATOMIC_RELEASE);
 	ret = loco_rop_post(&p->rctl, &(loco_rop_t){.opcode = LOCO_ROP_WRITE,
@@ -457,5 +475,7 @@ int rp_ctl_put(loco_rpipe_t *p, uint64_t v)
 	                                            .acks = {p->cack}});
 	if (ret == 0)
 		p->ctl_n++;
+	else if (ret == -ENOTCONN && rp_link_err(p, ret))
+		ret = -EAGAIN; /* push: the link is made again (or the end's leave comes) */
 	return ret;
 }

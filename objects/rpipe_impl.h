@@ -44,9 +44,28 @@
  *
  * Failure: peer_leave(other end) makes the pipe lost: the writer's calls
  * fail with -ECONNRESET; the reader reads what fully landed, then fails
- * with -ECONNRESET. One WRITE in SIGNAL_EVERY, one in flight at a time, is signaled to an ack
- * key, whose errors make the writer's pipe lost too (a message may have
- * been dropped on a failed link: never go on silently).
+ * with -ECONNRESET. One WRITE in SIGNAL_EVERY, one in flight at a time, is
+ * signaled to an ack key: an error that is not a link's (-EACCES: the
+ * reader's ring is gone) makes the writer's pipe lost too.
+ *
+ * A failed link between two ends that stay members (rpipe_mend.c): the
+ * manager makes a new link, and the WRITEs that were in flight on the old
+ * one may be lost, most without an error (they are unsignaled). The pipe
+ * goes on. Push mode: the writer takes a link's errors (a failed or
+ * refused post, a signaled WRITE's error) as "posted": every record it
+ * wrote stays in its shadow, at its ring offset, until the reader
+ * returns the space, and it stores its tail in its ctl word CTL_TAIL after
+ * each record, as the pull writer does. The reader, when the link to the
+ * writer changed (loco_rhandle_link()), READs the writer's CTL_TAIL, then
+ * [head, tail) from the shadow into its ring at the same offsets (both
+ * regions are readable by the reader): what landed is overwritten with
+ * the same bytes, what was lost arrives; the records are checked as
+ * always. Because the writer may still post on its old link for a moment
+ * after the reader saw the new one, it READs again MEND_ROUNDS times, at
+ * growing gaps. Ctl WRITEs are all signaled: a want or a head lost with a
+ * link is written again (ctl_err). A reader that cannot READ the shadow
+ * (an rpc caller that sent no reference to it) cannot mend: its pipe is
+ * lost on a link error as before.
  *
  * Sessions: every sum is seeded with the session too, a hash of the two
  * ends' incarnations (loco_manager_member_incarnation()), which each end works
@@ -86,8 +105,8 @@
 #define CTL_SLOTS    8u
 #define HDR          16u
 #define TRL          8u
-#define CTL_TAIL     1u /* pull, writer: its committed tail, which the reader READs */
-#define CTL_TSEEN    2u /* pull, reader: where that READ lands */
+#define CTL_TAIL     1u /* writer: its committed tail, which the reader READs */
+#define CTL_TSEEN    2u /* reader: where that READ lands */
 
 enum {
 	RD_NONE = 0, /* pull, reader: no READ in flight */
@@ -154,7 +173,16 @@ struct loco_rpipe {
 	uint64_t armed;   /* the position a tail READ was made at, + 1 (0: none) */
 	int rd;           /* the READ in flight (RD_NONE, RD_DATA, RD_TAIL) */
 	int arming;       /* the arm's head WRITE is posted, not yet known complete */
-	int ctl_err;      /* a ctl WRITE failed: write the head again at the next arm */
+	int ctl_err;      /* a ctl WRITE failed: write the head (the want) again */
+	/* push, reader: mending after a link change (rpipe_mend.c; rd, rd_from, rd_to as pull's) */
+	int can_mend;       /* the writer's shadow is known (rring): a link error is mended */
+	unsigned mend_left; /* READs of the writer's tail still to make after a link change */
+	unsigned mend_tick; /* polls since the link was looked at */
+	int64_t mend_at;    /* the next of those READs, not before */
+	uint64_t lnk;       /* the link to the writer when last looked at (0: none) */
+	uint64_t mend_to;   /* RD_DATA: the writer's tail that READ goes to */
+	uint64_t mended;    /* bytes READ again */
+	uint64_t mends;     /* atomic: link changes that started mending (logged) */
 	loco_rpipe_stats_t st;
 };
 
@@ -202,9 +230,11 @@ int rpipe_open_unlisted(loco_object_t *obj, const char *prefix, uint32_t writer,
 void rpipe_refs(const loco_rpipe_t *p, loco_rref_t *ring, loco_rref_t *ctl);
 
 /*
- * rpipe_attach -- the other end's references (@rring: the reader's ring,
- * writer only) and the session @sess (not 0) both ends use: the pipe
- * works from now on. Returns 0; -EBUSY (attached already: reset first).
+ * rpipe_attach -- the other end's references (@rring: its ring; for a
+ * reader the writer's shadow, which it READs to mend the stream after a
+ * link change: NULL, no mending) and the session @sess (not 0) both ends
+ * use: the pipe works from now on. Returns 0; -EBUSY (attached already:
+ * reset first).
  */
 int rpipe_attach(loco_rpipe_t *p, const loco_rref_t *rring, const loco_rref_t *rctl, uint64_t sess);
 
@@ -228,6 +258,26 @@ int rp_check(loco_rpipe_t *p);
 
 /* rp_ctl_put -- write @v into the other end's ctl word 0: 0, -EAGAIN (try later), or an error. */
 int rp_ctl_put(loco_rpipe_t *p, uint64_t v);
+
+/*
+ * rp_link_err -- push: whether a post's or a completion's error @err only
+ * says that the link to the other end failed (mended: rpipe_mend.c).
+ */
+int rp_link_err(const loco_rpipe_t *p, int err);
+
+/* rp_mend_mark -- push, reader: the link to the writer as it is now (at a session's start). */
+void rp_mend_mark(loco_rpipe_t *p);
+
+/*
+ * rp_mend_step -- push, reader, nothing to read: take a finished mending
+ * READ, start the next; look at the link to the writer (each call when
+ * @hungry, else every MEND_LOOK_EVERY calls) and start mending when it
+ * changed.
+ */
+void rp_mend_step(loco_rpipe_t *p, int hungry);
+
+/* rp_mend_reset -- push, reader: this end's part of loco_rpipe_reset(). */
+void rp_mend_reset(loco_rpipe_t *p);
 
 /* rp_pull_known -- pull, reader: the furthest writer's tail it knows of. */
 static inline uint64_t rp_pull_known(const loco_rpipe_t *p)

@@ -55,19 +55,30 @@ static uint64_t ring_sum(loco_rpipe_t *p, const uint8_t *src, size_t len, uint64
 static void publish(loco_rpipe_t *p)
 {
 	uint64_t want, unpub = p->head - p->published;
+	int again = !p->pull && p->ctl_err; /* push: the last head may be lost with a link */
 
-	if (unpub == 0 || is_lost(p))
+	if ((unpub == 0 && !again) || is_lost(p))
 		return; /* lost: the head of a session that ended (or a stale one) helps nobody */
 	if (p->pull) {
 		if (unpub < p->batch && !(p->head == p->pulled && p->head >= rp_pull_known(p)))
 			return;
 	} else {
+		/*
+		 * a mending READ in flight may still land old bytes from rd_from
+		 * on: space consumed meanwhile is not returned until it is done
+		 */
+		if (p->rd == RD_DATA)
+			return;
 		want = __atomic_load_n(&p->ctlw[0], __ATOMIC_ACQUIRE); /* the writer's ctl_put */
-		if (unpub < p->batch && !(want > p->published && p->head >= want))
+		if (!again && unpub < p->batch && !(want > p->published && p->head >= want))
 			return;
 	}
-	if (rp_ctl_put(p, p->head) != 0)
+	if (!p->pull)
+		p->ctl_err = 0; /* (rp_ctl_put() sets it again for an older WRITE that failed) */
+	if (rp_ctl_put(p, p->head) != 0) {
+		p->ctl_err |= again;
 		return; /* not paired yet, or slots busy: the next call tries again */
+	}
 	p->published = p->head;
 	p->st.returns++;
 }
@@ -179,6 +190,9 @@ static int wait_msg(loco_rpipe_t *p, int64_t timeout_ns, size_t *off, size_t *le
 			counted = 1;
 		}
 		publish(p); /* the writer may wait for space we consumed */
+		if (p->can_mend)
+			rp_mend_step(p,
+			             timeout_ns != 0); /* a link changed: READ what may be lost */
 		if (lost)
 			return next(p, off, len) ? 0
 			                         : -ECONNRESET; /* what landed before its death */

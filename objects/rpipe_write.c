@@ -41,6 +41,19 @@ static int ask(loco_rpipe_t *p, uint64_t need)
 			p->st.asks++;
 		return ret;
 	}
+	if (loco_ack_outstanding(p->cack) != 0) {
+		/* a want lost with a link (every ctl WRITE is signaled): ask again */
+		ret = loco_ack_wait(p->cack, 0);
+		if (ret != 0 && ret != -ETIMEDOUT) {
+			if (!rp_link_err(p, ret))
+				return rp_lose(p);
+			p->ctl_err = 1;
+		}
+	}
+	if (p->ctl_err) {
+		p->ctl_err = 0;
+		p->asked = 0;
+	}
 	want = p->tail + need - p->size;
 	head = __atomic_load_n(&p->ctlw[0], __ATOMIC_ACQUIRE);
 	if (want < head + p->batch)
@@ -118,9 +131,17 @@ static int post(loco_rpipe_t *p, size_t off, size_t len, int64_t deadline, int n
 	}
 	if (ret == 0 && op.acks[0] != NULL)
 		p->sig_pending = 1;
+	if (rp_link_err(p, ret))
+		return 0; /* no link now: the record stays in the shadow, the reader mends */
 	if (ret == -ENOTCONN || obj_peer_gone_err(ret))
 		return rp_lose(p);
 	return ret;
+}
+
+/* stored -- the tail moved (a record or a pad is sealed): the reader that mends READs it */
+static void stored(loco_rpipe_t *p)
+{
+	__atomic_store_n(&p->ctlw[CTL_TAIL], p->tail, __ATOMIC_RELEASE);
 }
 
 /*
@@ -186,6 +207,8 @@ static int place(loco_rpipe_t *p, uint64_t rec, int64_t deadline, int nonblock, 
 			ret = rp_pull_advance(p, 0);
 			if (ret)
 				return ret;
+		} else {
+			stored(p);
 		}
 	}
 }
@@ -241,7 +264,10 @@ int loco_rpipe_write(loco_rpipe_t *p, const void *buf, size_t len, int64_t timeo
 	p->tail += rec;
 	p->st.msgs++;
 	p->st.bytes += len;
-	return p->pull ? rp_pull_advance(p, 0) : 0;
+	if (p->pull)
+		return rp_pull_advance(p, 0);
+	stored(p);
+	return 0;
 }
 
 int loco_rpipe_reserve(loco_rpipe_t *p, size_t len, void **ptr, int64_t timeout_ns)
@@ -283,5 +309,8 @@ int loco_rpipe_commit(loco_rpipe_t *p, size_t len)
 	p->tail += rec;
 	p->st.msgs++;
 	p->st.bytes += len;
-	return p->pull ? rp_pull_advance(p, 0) : 0;
+	if (p->pull)
+		return rp_pull_advance(p, 0);
+	stored(p);
+	return 0;
 }

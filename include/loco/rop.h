@@ -179,6 +179,20 @@ typedef struct loco_rhandle {
  */
 int loco_rhandle_bind(const loco_region_t *r, const loco_rref_t *remote, loco_rhandle_t *out);
 
+/*
+ * loco_rhandle_link -- which data link to @h's node posts take now, in
+ * *@out: a number each new link gets, never 0, never given twice by one
+ * manager. It changes when the link is made again after a failure (the
+ * node stays a member: what was in flight on the old link may be lost
+ * without an error to a post that asked for none) and when the node
+ * comes back. For an object that repairs its own stream (loco_rpipe(3)
+ * READs what it may have missed). A snapshot, and cheap (no lock, no
+ * system call). Returns 0; -ENOTCONN (no link to the node now); -EINVAL
+ * (NULL, or @h was never bound). @h must have been bound from a region
+ * that still exists. Thread-safe. Since loco 0.11.
+ */
+int loco_rhandle_link(const loco_rhandle_t *h, uint64_t *out);
+
 /* The operations loco_rop_post() posts: as loco_write() and the rest. */
 enum loco_rop_opcode {
 	LOCO_ROP_WRITE = 1,
