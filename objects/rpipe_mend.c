@@ -128,10 +128,11 @@ void rp_mend_step(loco_rpipe_t *p, int hungry)
 		uint64_t n = __atomic_add_fetch(&p->mends, 1, __ATOMIC_RELAXED);
 
 		if (loco_log_due(n))
-			loco_log(LOCO_LOG_INFO,
-			         "rpipe: the link to writer node %u was made again: reading what may "
-			         "have been lost on the old one (%llu so far)",
-			         p->writer, (unsigned long long)n);
+			loco_log(
+			    LOCO_LOG_INFO,
+			    "rpipe: the link to writer node %u was made again: reading what may "
+			    "have been lost on the old one (%llu so far)",
+			    p->writer, (unsigned long long)n);
 		p->lnk = s;
 		p->mend_left = MEND_ROUNDS;
 		p->mend_at = 0;

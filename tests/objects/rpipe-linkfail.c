@@ -109,7 +109,8 @@ static void reader(loco_rpipe_t *p)
 			SC_FAIL("read of message %llu: %s", (unsigned long long)k,
 			        loco_strerror(ret));
 		if (len != want)
-			SC_FAIL("message %llu: %zu B, expected %zu", (unsigned long long)k, len, want);
+			SC_FAIL("message %llu: %zu B, expected %zu", (unsigned long long)k, len,
+			        want);
 		if (!rp_check(buf, len, SEED, k))
 			SC_FAIL("message %llu (%zu B): wrong content", (unsigned long long)k, len);
 		/* the rounds wait for this: say it at once while they run */
@@ -162,6 +163,7 @@ int main(int argc, char **argv)
 	SC_ASSERT_EQ(st.resets, 0);
 	sc_sync_wait(&sync, "done", SC_WAIT_MS);
 	SC_ASSERT(sc_members_are(m, all, 2)); /* nobody was dropped: only the link failed */
+	sc_sync_wait(&sync, "checked", SC_WAIT_MS);
 	loco_rpipe_destroy(p);
 	loco_object_destroy(pobj);
 	sc_sync_close(&sync);
