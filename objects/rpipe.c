@@ -282,7 +282,7 @@ int rp_peer(loco_rpipe_t *p)
 	if (ret == 0)
 		ret = loco_rhandle_bind(p->ctl, &ctl, &p->rctl);
 	if (ret == 0) {
-		p->can_mend = !p->is_writer && !p->pull;
+		p->can_mend = !p->is_writer;
 		p->have_peer = 1;
 	}
 	return ret;
@@ -361,8 +361,7 @@ int loco_rpipe_reset(loco_rpipe_t *p)
 		__atomic_store_n(&p->ctlw[0], 0, __ATOMIC_RELEASE); /* the old reader's head */
 		__atomic_store_n(&p->ctlw[CTL_TAIL], 0, __ATOMIC_RELEASE);
 	} else {
-		if (!p->pull)
-			rp_mend_reset(p);
+		rp_mend_reset(p);
 		p->head = 0;
 		p->published = 0;
 		p->peek_rec = 0;
@@ -475,7 +474,5 @@ int rp_ctl_put(loco_rpipe_t *p, uint64_t v)
 	                                            .acks = {p->cack}});
 	if (ret == 0)
 		p->ctl_n++;
-	else if (ret == -ENOTCONN && rp_link_err(p, ret))
-		ret = -EAGAIN; /* push: the link is made again (or the end's leave comes) */
 	return ret;
 }

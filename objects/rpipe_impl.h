@@ -65,7 +65,9 @@
  * growing gaps. Ctl WRITEs are all signaled: a want or a head lost with a
  * link is written again (ctl_err). A reader that cannot READ the shadow
  * (an rpc caller that sent no reference to it) cannot mend: its pipe is
- * lost on a link error as before.
+ * lost on a link error as before. Pull mode (rpipe_pull.c): a publish of
+ * the writer lost with a link is made again at its next advance, and the
+ * reader arms again (head, then a READ of the tail) at the same gaps.
  *
  * Sessions: every sum is seeded with the session too, a hash of the two
  * ends' incarnations (loco_manager_member_incarnation()), which each end works
@@ -175,7 +177,7 @@ struct loco_rpipe {
 	int arming;       /* the arm's head WRITE is posted, not yet known complete */
 	int ctl_err;      /* a ctl WRITE failed: write the head (the want) again */
 	/* push, reader: mending after a link change (rpipe_mend.c; rd, rd_from, rd_to as pull's) */
-	int can_mend;       /* the writer's shadow is known (rring): a link error is mended */
+	int can_mend;       /* reader: push, the writer's shadow is known (rring); pull: paired */
 	unsigned mend_left; /* READs of the writer's tail still to make after a link change */
 	unsigned mend_tick; /* polls since the link was looked at */
 	int64_t mend_at;    /* the next of those READs, not before */

@@ -31,7 +31,7 @@ static const int64_t mend_gap_ns[MEND_ROUNDS] = {0, 20000000ll, 200000000ll, 200
 
 int rp_link_err(const loco_rpipe_t *p, int err)
 {
-	return !p->pull && !is_lost(p) && obj_peer_gone_err(err);
+	return !is_lost(p) && obj_peer_gone_err(err);
 }
 
 void rp_mend_mark(loco_rpipe_t *p)
@@ -111,12 +111,12 @@ void rp_mend_step(loco_rpipe_t *p, int hungry)
 
 	if (!p->can_mend || !p->have_sess || is_lost(p))
 		return;
-	if (p->rd != RD_NONE) {
+	if (!p->pull && p->rd != RD_NONE) {
 		mend_reap(p);
 		return;
 	}
-	/* a head WRITE that failed: write it again (publish()) */
-	if (loco_ack_outstanding(p->cack) != 0) {
+	/* a head WRITE that failed: write it again (publish(); pull: its arm reaps them) */
+	if (!p->pull && loco_ack_outstanding(p->cack) != 0) {
 		ret = loco_ack_wait(p->cack, 0);
 		if (ret != 0 && ret != -ETIMEDOUT)
 			p->ctl_err = 1;
@@ -143,6 +143,14 @@ void rp_mend_step(loco_rpipe_t *p, int hungry)
 	now = obj_now_ns();
 	if (now < p->mend_at)
 		return;
+	if (p->pull) {
+		/* pull: arm again (the head, then a READ of the tail), as a dry reader does */
+		p->armed = 0;
+		p->mend_left--;
+		if (p->mend_left > 0)
+			p->mend_at = now + mend_gap_ns[MEND_ROUNDS - p->mend_left];
+		return;
+	}
 	ret = loco_rop_post(&p->rctl, &(loco_rop_t){.opcode = LOCO_ROP_READ,
 	                                            .local = p->ctl,
 	                                            .loff = CTL_TSEEN * 8,
@@ -161,13 +169,15 @@ void rp_mend_step(loco_rpipe_t *p, int hungry)
 
 void rp_mend_reset(loco_rpipe_t *p)
 {
+	p->mend_left = 0;
+	p->mend_tick = 0;
+	p->lnk = 0;
+	if (p->pull)
+		return; /* rp_pull_reset() has the READs */
 	/* a mending READ of the lost session must not land in the next one's records */
 	if (p->rd != RD_NONE)
 		(void)loco_ack_wait(p->dack, 2 * 1000000000ll);
 	(void)loco_ack_wait(p->dack, 0);
 	p->rd = RD_NONE;
-	p->mend_left = 0;
-	p->mend_tick = 0;
-	p->lnk = 0;
 	__atomic_store_n(&p->ctlw[CTL_TSEEN], 0, __ATOMIC_RELEASE);
 }

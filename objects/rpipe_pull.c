@@ -48,10 +48,14 @@
  * tail: nothing half-written is ever parsed.
  *
  * Failures: the writer's publishes are ctl WRITEs (rp_ctl_put(): an error
- * loses the pipe, as for the push writer's WRITEs); peer_leave loses it.
- * A READ that fails is made again (the bytes stay in the writer's ring
- * until returned) until the pipe is lost; the reader then takes what it
- * copied, then -ECONNRESET. The writer's destroy waits (5 s at most) for
+ * that is not a link's loses the pipe); peer_leave loses it. A publish
+ * lost with a link (the ends stay members) is made again at the next
+ * advance, whatever the batch; the reader, when its link to the writer
+ * changed (rpipe_mend.c), arms again at growing gaps: it writes its head
+ * and READs the writer's tail, so a writer that commits nothing more is
+ * read to its end. A READ that fails is made again (the bytes stay in the
+ * writer's ring until returned) until the pipe is lost; the reader then
+ * takes what it copied, then -ECONNRESET. The writer's destroy waits (5 s at most) for
  * the reader to return every byte: its ring holds the messages.
  */
 #include <errno.h>
@@ -69,6 +73,13 @@ int rp_pull_advance(loco_rpipe_t *p, int force)
 
 	__atomic_store_n(&p->ctlw[CTL_TAIL], p->tail, __ATOMIC_RELEASE); /* the reader's READ */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* the tail's store before the head's load */
+	if (p->ctl_err) {
+		/* a publish was lost with a link: the next one goes whatever the batch */
+		p->ctl_err = 0;
+		force = 1;
+		if (p->pub == p->tail)
+			p->pub = 0;
+	}
 	if (p->pub == p->tail)
 		return 0;
 	head = __atomic_load_n(&p->ctlw[0], __ATOMIC_ACQUIRE); /* the reader's ctl_put */
@@ -80,6 +91,11 @@ int rp_pull_advance(loco_rpipe_t *p, int force)
 		if (ret == 0) {
 			p->pub = p->tail;
 			p->st.returns++;
+			return 0;
+		}
+		if (rp_link_err(p, ret)) {
+			/* no link now: the reader READs the tail once it sees the new one */
+			p->ctl_err = 1;
 			return 0;
 		}
 		if (ret != -EAGAIN)

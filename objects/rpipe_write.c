@@ -32,9 +32,18 @@ static int ask(loco_rpipe_t *p, uint64_t need)
 
 	if (p->pull) {
 		if (p->pub == p->tail) {
-			/* the last one failed? (a WRITE to a dead reader fails at once) */
+			/*
+			 * the last one failed? (a WRITE to a dead reader fails at once;
+			 * one lost with a link: the reader READs the tail when it sees
+			 * the new link, and the next advance publishes again)
+			 */
 			ret = loco_ack_wait(p->cack, 0);
-			return ret == 0 || ret == -ETIMEDOUT ? 0 : rp_lose(p);
+			if (ret == 0 || ret == -ETIMEDOUT)
+				return 0;
+			if (!rp_link_err(p, ret))
+				return rp_lose(p);
+			p->ctl_err = 1;
+			return 0;
 		}
 		ret = rp_pull_advance(p, 1);
 		if (ret == 0)
@@ -63,9 +72,9 @@ static int ask(loco_rpipe_t *p, uint64_t need)
 		if (ret == 0) {
 			p->asked = want;
 			p->st.asks++;
-		} else if (ret != -EAGAIN) {
+		} else if (ret != -EAGAIN && !rp_link_err(p, ret)) {
 			return ret == -ECONNRESET ? ret : rp_lose(p);
-		}
+		} /* (no link now: asked again on a later turn) */
 	}
 	return 0;
 }

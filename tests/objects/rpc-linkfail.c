@@ -74,8 +74,8 @@ static void add_one(loco_rpc_ep_t *ep, uint64_t k)
 static void check_count(loco_rpc_ep_t *ep, uint64_t k, const char *when)
 {
 	uint64_t got = 0;
-	int ret = loco_rpc_call_return(ep, 2, loco_rpc_id("get"), NULL, 0, &got, sizeof(got), NULL,
-	                               TMO);
+	int ret =
+	    loco_rpc_call_return(ep, 2, loco_rpc_id("get"), NULL, 0, &got, sizeof(got), NULL, TMO);
 
 	if (ret)
 		SC_FAIL("%s: get: %s (node 2 never ran the adds lost with the link?)", when,
@@ -154,7 +154,8 @@ int main(int argc, char **argv)
 		caller(m, ep, probe);
 	sc_sync_wait(&sync, "done", 3 * TMO / 1000000);
 	if (me == 2) {
-		sc_log("ran %llu adds", (unsigned long long)__atomic_load_n(&adds, __ATOMIC_RELAXED));
+		sc_log("ran %llu adds",
+		       (unsigned long long)__atomic_load_n(&adds, __ATOMIC_RELAXED));
 		SC_ASSERT_EQ(out_of_order, 0);
 		SC_ASSERT_EQ(adds, ROUNDS * (BURST + TAIL) + MORE);
 	}

@@ -6,6 +6,10 @@
  * the failure still gets its last messages read (the reader mends:
  * objects/rpipe_mend.c).
  *
+ * Argument "pull": the same with a pull pipe (LOCO_RPIPE_PULL: the reader
+ * READs the writer's ring; what a failed link loses is the writer's
+ * publishes of its tail and the reader's READs in flight).
+ *
  * loco-run -n 2 with LOCO_TCP_FAIL_READS=ROUNDS@PROBE_LEN (tcp, mixed):
  * the first ROUNDS READs of PROBE_LEN bytes a process issues take their
  * link down, as a reset would; the manager makes a new one and both nodes
@@ -134,6 +138,8 @@ int main(int argc, char **argv)
 	uint32_t me;
 
 	sc_init("rpipe-linkfail", argc, argv, 180);
+	if (argc > 2 || (argc == 2 && strcmp(argv[1], "pull") != 0))
+		SC_FAIL("usage: rpipe-linkfail [pull]");
 	if (sc_nodes() != 2)
 		SC_FAIL("run with loco-run -n 2 (LOCO_NODES=%u)", sc_nodes());
 	m = sc_start();
@@ -142,6 +148,7 @@ int main(int argc, char **argv)
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "rlf", 2, &ch));
 	loco_rpipe_cfg_default(&cfg);
 	cfg.ring_bytes = RING;
+	cfg.mode = argc == 2 ? LOCO_RPIPE_PULL : LOCO_RPIPE_PUSH;
 	SC_ASSERT_OK(loco_rpipe_create_cfg(ch, "lf", 1, 2, &cfg, &p));
 	SC_ASSERT_OK(loco_object_create(ch, "probe", NULL, NULL, &pobj));
 	SC_ASSERT_OK(loco_region_create(pobj, "p", PROBE_LEN, LOCO_ACCESS_READ, &probe));
