@@ -125,9 +125,10 @@ void rp_mend_step(loco_rpipe_t *p, int hungry)
 		return;
 	p->mend_tick = 0;
 	if (loco_rhandle_link(&p->rctl, &s) == 0 && s != p->lnk) {
-		uint64_t n = __atomic_add_fetch(&p->mends, 1, __ATOMIC_RELAXED);
+		/* (from no link at the session's start: mended all the same, quietly) */
+		uint64_t n = p->lnk == 0 ? 0 : __atomic_add_fetch(&p->mends, 1, __ATOMIC_RELAXED);
 
-		if (loco_log_due(n))
+		if (n != 0 && loco_log_due(n))
 			loco_log(
 			    LOCO_LOG_INFO,
 			    "rpipe: the link to writer node %u was made again: reading what may "
