@@ -6,11 +6,11 @@
  * a reply gets it (the callee mends its ring from the caller's copy:
  * objects/rpipe_mend.c; the caller's OPEN sends that copy's reference).
  *
- * loco-run -n 2 with LOCO_TCP_FAIL_READS=ROUNDS@PROBE_LEN (tcp, mixed), as
+ * loco-run -n 2 with LOCO_TCP_FAIL_READS=LF_ROUNDS@LF_PROBE_LEN (tcp, mixed), as
  * rpipe-linkfail. Node 2 serves endpoint "rlf" with one server thread:
  * "add" (one-way: its argument must be the count of adds run so far, then
  * the count goes up) and "get" (returns the count). Node 1, each round:
- * BURST adds, a READ of PROBE_LEN bytes from node 2 (it takes the link
+ * BURST adds, a READ of LF_PROBE_LEN bytes from node 2 (it takes the link
  * down; what is queued behind it is flushed, posts just after it go to the
  * failed link), TAIL more adds, then a "get" whose reply must be the adds
  * so far, within 20 s. Then 5,000 more adds and a last "get".
@@ -24,14 +24,13 @@
 
 #include <loco/rpc.h>
 
+#include "linkfail.h"
 #include "scenario.h"
 
-#define PROBE_LEN 100000u /* longer than any ring: no mending READ is this long */
-#define ROUNDS    3u
-#define BURST     200u
-#define TAIL      3u
-#define MORE      5000u
-#define TMO       (20 * SC_NS)
+#define BURST 200u
+#define TAIL  3u
+#define MORE  5000u
+#define TMO   (20 * SC_NS)
 
 static uint64_t adds; /* node 2: adds run (its one server thread's) */
 static int out_of_order;
@@ -95,22 +94,17 @@ static void caller(loco_manager_t *m, loco_rpc_ep_t *ep, loco_region_t *probe)
 	SC_ASSERT_OK(loco_ack_key_create(m, &ack));
 	SC_WAIT_UNTIL(loco_region_remote(probe, 2, &rr) == 0, SC_WAIT_MS, "node 2's probe");
 	check_count(ep, 0, "start"); /* the ring to node 2 is made */
-	for (unsigned r = 0; r < ROUNDS; r++) {
+	for (unsigned r = 0; r < LF_ROUNDS; r++) {
 		int ret;
 
 		for (unsigned i = 0; i < BURST; i++)
 			add_one(ep, k++);
-		ret = loco_read(probe, 0, &rr, 0, PROBE_LEN, ack);
-		if (ret != 0 && ret != -ENOTCONN)
-			SC_FAIL("round %u: the probe READ: %s", r, loco_strerror(ret));
+		ret = lf_probe(probe, &rr, ack, r);
 		for (unsigned i = 0; i < TAIL; i++)
 			add_one(ep, k++);
 		snprintf(when, sizeof(when), "round %u", r);
 		check_count(ep, k, when);
-		if (ret == 0 && loco_ack_wait(ack, TMO) == 0)
-			SC_FAIL("round %u: the probe READ succeeded: the link did not fail "
-			        "(LOCO_TCP_FAIL_READS=%u@%u set?)",
-			        r, ROUNDS, PROBE_LEN);
+		(void)lf_probe_failed(ack, ret, r);
 		sc_log("round %u: node 2 ran all %llu adds", r, (unsigned long long)k);
 	}
 	for (unsigned i = 0; i < MORE; i++)
@@ -145,7 +139,7 @@ int main(int argc, char **argv)
 	SC_ASSERT_OK(loco_rpc_register(ep, "add", add, NULL, NULL));
 	SC_ASSERT_OK(loco_rpc_register(ep, "get", get, NULL, NULL));
 	SC_ASSERT_OK(loco_object_create(ch, "probe", NULL, NULL, &pobj));
-	SC_ASSERT_OK(loco_region_create(pobj, "p", PROBE_LEN, LOCO_ACCESS_READ, &probe));
+	SC_ASSERT_OK(loco_region_create(pobj, "p", LF_PROBE_LEN, LOCO_ACCESS_READ, &probe));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	SC_ASSERT_OK(loco_rpc_sync(ep, 20 * SC_NS));
 	sc_sync_open(&sync, m, 2);
@@ -158,7 +152,7 @@ int main(int argc, char **argv)
 		sc_log("ran %llu adds",
 		       (unsigned long long)__atomic_load_n(&adds, __ATOMIC_RELAXED));
 		SC_ASSERT_EQ(out_of_order, 0);
-		SC_ASSERT_EQ(adds, ROUNDS * (BURST + TAIL) + MORE);
+		SC_ASSERT_EQ(adds, LF_ROUNDS * (BURST + TAIL) + MORE);
 	}
 	SC_ASSERT(sc_members_are(m, all, 2)); /* nobody was dropped: only the link failed */
 	sc_sync_wait(&sync, "checked", SC_WAIT_MS);

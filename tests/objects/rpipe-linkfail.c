@@ -10,12 +10,12 @@
  * READs the writer's ring; what a failed link loses is the writer's
  * publishes of its tail and the reader's READs in flight).
  *
- * loco-run -n 2 with LOCO_TCP_FAIL_READS=ROUNDS@PROBE_LEN (tcp, mixed):
- * the first ROUNDS READs of PROBE_LEN bytes a process issues take their
+ * loco-run -n 2 with LOCO_TCP_FAIL_READS=LF_ROUNDS@LF_PROBE_LEN (tcp, mixed):
+ * the first LF_ROUNDS READs of LF_PROBE_LEN bytes a process issues take their
  * link down, as a reset would; the manager makes a new one and both nodes
  * stay members. Node 1 writes pipe "lf" (64 KiB ring) to node 2. Each
  * round: BURST messages (rpipe-pattern.h sizes and contents), then a READ
- * of PROBE_LEN bytes from node 2's "probe" region (it fails the link: the
+ * of LF_PROBE_LEN bytes from node 2's "probe" region (it fails the link: the
  * WRITEs queued behind it are flushed, later posts find no link), then
  * TAIL more messages, then the writer waits, posting nothing, until node 2
  * has read every message so far (mailbox BOX_READ). Then the rest of the
@@ -25,7 +25,7 @@
  * of message k); no write or read fails (before the mending, the writer
  * got -ECONNRESET at its next signaled WRITE, or the reader waited for
  * good for the flushed messages); each probe READ failed (the link really
- * went down ROUNDS times).
+ * went down LF_ROUNDS times).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -35,18 +35,17 @@
 #include <loco/rpipe.h>
 
 #include "rpipe-pattern.h"
+#include "linkfail.h"
 #include "scenario.h"
 
-#define RING      (64u * 1024)
-#define MAXMSG    (16u * 1024)
-#define PROBE_LEN 100000u /* longer than the ring: no mending READ is this long */
-#define ROUNDS    3u
-#define BURST     200u
-#define TAIL      3u
-#define COUNT     20000u
-#define SEED      7u
-#define TMO       (20 * SC_NS)
-#define BOX_READ  1 /* node 2: messages read so far */
+#define RING     (64u * 1024)
+#define MAXMSG   (16u * 1024)
+#define BURST    200u
+#define TAIL     3u
+#define COUNT    20000u
+#define SEED     7u
+#define TMO      (20 * SC_NS)
+#define BOX_READ 1 /* node 2: messages read so far */
 
 static struct sc_sync sync;
 
@@ -71,27 +70,19 @@ static void writer(loco_manager_t *m, loco_rpipe_t *p, loco_region_t *probe)
 
 	SC_ASSERT_OK(loco_ack_key_create(m, &ack));
 	SC_WAIT_UNTIL(loco_region_remote(probe, 2, &rr) == 0, SC_WAIT_MS, "node 2's probe");
-	for (unsigned r = 0; r < ROUNDS; r++) {
+	for (unsigned r = 0; r < LF_ROUNDS; r++) {
 		int ret;
 
 		for (unsigned i = 0; i < BURST; i++)
 			write_one(p, k++);
 		/* the link goes down at this READ's issue: what is queued behind it is flushed */
-		ret = loco_read(probe, 0, &rr, 0, PROBE_LEN, ack);
-		if (ret != 0 && ret != -ENOTCONN)
-			SC_FAIL("round %u: the probe READ: %s", r, loco_strerror(ret));
+		ret = lf_probe(probe, &rr, ack, r);
 		for (unsigned i = 0; i < TAIL; i++)
 			write_one(p, k++);
 		/* quiet now: only the reader can find the last ones */
 		SC_WAIT_UNTIL(sc_sync_get(&sync, BOX_READ) >= k, SC_WAIT_MS,
 		              "node 2 read every message of the round");
-		if (ret == 0) {
-			ret = loco_ack_wait(ack, TMO);
-			if (ret == 0)
-				SC_FAIL("round %u: the probe READ succeeded: the link did not fail "
-				        "(LOCO_TCP_FAIL_READS=%u@%u set?)",
-				        r, ROUNDS, PROBE_LEN);
-		}
+		ret = lf_probe_failed(ack, ret, r);
 		sc_log("round %u: %llu messages read; the probe READ failed (%s)", r,
 		       (unsigned long long)k, loco_strerror(ret));
 	}
@@ -118,7 +109,7 @@ static void reader(loco_rpipe_t *p)
 		if (!rp_check(buf, len, SEED, k))
 			SC_FAIL("message %llu (%zu B): wrong content", (unsigned long long)k, len);
 		/* the rounds wait for this: say it at once while they run */
-		if (k < ROUNDS * (BURST + TAIL) + 1 || k + 1 - told >= 1000) {
+		if (k < LF_ROUNDS * (BURST + TAIL) + 1 || k + 1 - told >= 1000) {
 			sc_sync_put(&sync, BOX_READ, k + 1);
 			told = k + 1;
 		}
@@ -152,7 +143,7 @@ int main(int argc, char **argv)
 	cfg.mode = argc == 2 ? LOCO_RPIPE_PULL : LOCO_RPIPE_PUSH;
 	SC_ASSERT_OK(loco_rpipe_create_cfg(ch, "lf", 1, 2, &cfg, &p));
 	SC_ASSERT_OK(loco_object_create(ch, "probe", NULL, NULL, &pobj));
-	SC_ASSERT_OK(loco_region_create(pobj, "p", PROBE_LEN, LOCO_ACCESS_READ, &probe));
+	SC_ASSERT_OK(loco_region_create(pobj, "p", LF_PROBE_LEN, LOCO_ACCESS_READ, &probe));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	SC_ASSERT_OK(loco_rpipe_sync(p, 20 * SC_NS));
 	sc_sync_open(&sync, m, 2);
