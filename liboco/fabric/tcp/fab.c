@@ -58,6 +58,8 @@ static int tcp_open(const struct fab_attr *attr, struct fab **out)
 	if (f == NULL)
 		return -ENOMEM;
 	f->lfd = f->epfd = f->evfd = f->load.fd = -1;
+	for (unsigned i = 0; i < TCP_LINGERS; i++)
+		f->lingers[i].fd = -1;
 	f->base.attr = *attr;
 	fab_ops_fill(&f->ops, &fab_tcp_ops);
 	f->base.ops = &f->ops;
@@ -153,6 +155,7 @@ static void tcp_close(struct fab *fab)
 		tcp_nic_unpark(f);
 		pthread_join(f->nic, NULL);
 	}
+	tcp_linger_fini(f); /* the peers' FINs, TCP_LINGER_MS at most */
 	if (f->nlinks)
 		lc_log_warn("tcp: closing the fabric with %u link(s) open", f->nlinks);
 	for (unsigned i = 0; i < f->nlinks; i++)

@@ -199,6 +199,8 @@ static void nic_sync(struct tcp_fab *f)
 			if (l->state == TCP_LINK_UP) {
 				tcp_send_acks(l);
 				tcp_tx_flush(l);
+				tcp_linger(f, l->fd); /* a FIN, no RST, also for what comes */
+				l->fd = -1;
 			}
 			tcp_link_fail(l, -ECANCELED, -ECANCELED, NULL);
 			/*
@@ -246,7 +248,8 @@ static void nic_sync(struct tcp_fab *f)
 /*
  * nic_timers -- fail links whose peer stopped answering, close connections
  * that sent no HELLO in TCP_HELLO_MS, refuse held links not admitted in
- * fab_hold_ms(); returns the next check in ms.
+ * fab_hold_ms(), end the lingering sockets of closed links; returns the
+ * next check in ms.
  */
 static int nic_timers(struct tcp_fab *f, uint64_t now)
 {
@@ -303,6 +306,11 @@ static int nic_timers(struct tcp_fab *f, uint64_t now)
 		if (next < 0 || ms < next)
 			next = ms;
 	}
+	if (f->nlingers > 0) {
+		int ms = tcp_linger_timers(f, now);
+
+		next = ms >= 0 && (next < 0 || ms < next) ? ms : next;
+	}
 	return next;
 }
 
@@ -354,6 +362,10 @@ static int nic_events(struct tcp_fab *f, const struct epoll_event *ev, int n)
 
 		if (l == NULL) {
 			tcp_nic_accept(f);
+			continue;
+		}
+		if (tcp_linger_slot(f, l) != NULL) {
+			tcp_linger_input(f, tcp_linger_slot(f, l));
 			continue;
 		}
 		if (l == (struct tcp_link *)f) {

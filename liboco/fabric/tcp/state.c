@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -125,6 +126,95 @@ void tcp_drain(struct tcp_link *l, int timed_out)
 	close(l->fd);
 	l->fd = -1;
 	l->draining = 0;
+}
+
+/* linger_read -- read and drop what @fd has: 1 while more may come, 0 at its EOF or an error */
+static int linger_read(int fd)
+{
+	uint8_t junk[4096];
+
+	for (int i = 0; i < 64; i++) {
+		ssize_t n = recv(fd, junk, sizeof(junk), MSG_DONTWAIT);
+
+		if (n > 0)
+			continue;
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+	}
+	return 1;
+}
+
+static void linger_end(struct tcp_fab *f, struct tcp_linger *g)
+{
+	epoll_ctl(f->epfd, EPOLL_CTL_DEL, g->fd, NULL);
+	close(g->fd);
+	g->fd = -1;
+	f->nlingers--;
+}
+
+void tcp_linger(struct tcp_fab *f, int fd)
+{
+	struct epoll_event ev = {.events =
+	                             EPOLLIN | EPOLLRDHUP}; /* level: a dropped event comes back */
+	struct tcp_linger *g = NULL;
+
+	shutdown(fd, SHUT_WR); /* our FIN: the peer sees a close */
+	for (unsigned i = 0; f->nlingers < TCP_LINGERS && i < TCP_LINGERS && g == NULL; i++)
+		if (f->lingers[i].fd < 0)
+			g = &f->lingers[i];
+	if (g == NULL || !linger_read(fd)) {
+		epoll_ctl(f->epfd, EPOLL_CTL_DEL, fd, NULL);
+		lc_sock_close(fd);
+		return;
+	}
+	g->fd = fd;
+	g->deadline_ns = lc_now_ns() + TCP_LINGER_MS * 1000000ull;
+	f->nlingers++;
+	ev.data.ptr = g;
+	if (epoll_ctl(f->epfd, EPOLL_CTL_MOD, fd, &ev) < 0 &&
+	    epoll_ctl(f->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		linger_end(f, g); /* unwatched: close it now */
+}
+
+void tcp_linger_input(struct tcp_fab *f, struct tcp_linger *g)
+{
+	if (g->fd >= 0 && !linger_read(g->fd))
+		linger_end(f, g);
+}
+
+int tcp_linger_timers(struct tcp_fab *f, uint64_t now)
+{
+	int next = -1;
+
+	for (unsigned i = 0; f->nlingers > 0 && i < TCP_LINGERS; i++) {
+		struct tcp_linger *g = &f->lingers[i];
+		int ms;
+
+		if (g->fd < 0)
+			continue;
+		if (now >= g->deadline_ns || !linger_read(g->fd)) {
+			linger_end(f, g);
+			continue;
+		}
+		ms = (int)((g->deadline_ns - now) / 1000000ull) + 1;
+		next = next < 0 || ms < next ? ms : next;
+	}
+	return next;
+}
+
+void tcp_linger_fini(struct tcp_fab *f)
+{
+	for (int ms; (ms = tcp_linger_timers(f, lc_now_ns())) >= 0;) {
+		struct pollfd pfd[TCP_LINGERS];
+		nfds_t n = 0;
+
+		for (unsigned i = 0; i < TCP_LINGERS; i++)
+			if (f->lingers[i].fd >= 0)
+				pfd[n++] =
+				    (struct pollfd){.fd = f->lingers[i].fd, .events = POLLIN};
+		poll(pfd, n, ms);
+	}
 }
 
 void tcp_nic_kick(struct tcp_fab *f)

@@ -91,6 +91,14 @@ enum tcp_role {
 	TCP_ROLE_DRIVER, /* a waiting thread (tcp_progress()), between its sleeps in epoll */
 };
 #define TCP_HELLO_MS 1000 /* an accepted connection must send its HELLO within */
+/*
+ * A link we close sends its FIN, then reads and drops what the peer still
+ * sends until the peer's FIN, for this long at most, before close()
+ * (tcp_linger()): a close() with bytes unread, or bytes that land after
+ * it, is answered with a RST, which the peer logs as a reset link.
+ */
+#define TCP_LINGER_MS 250
+#define TCP_LINGERS   64 /* sockets lingering at once; more are closed at once */
 
 _Static_assert(TCP_PRIV_MAX <= FAB_PRIV_MAX, "HELLO private data fits struct fab_pending");
 
@@ -180,6 +188,12 @@ struct tcp_link {
 	struct tcp_link *evicted_next; /* on tcp_fab.evicted */
 };
 
+/* a closed link's socket, half-closed, read to its EOF before close() (tcp_linger()) */
+struct tcp_linger {
+	int fd; /* -1: a free slot */
+	uint64_t deadline_ns;
+};
+
 struct tcp_fab {
 	struct fab base;
 	struct fab_ops ops;
@@ -205,6 +219,10 @@ struct tcp_fab {
 	struct tcp_link *evicted; /* closed to make room, out of links[]: nic_sync() frees them */
 
 	struct fab_ratelog refuse_log; /* NIC: connections refused by the caps */
+
+	/* the role: sockets of closed links, read to the peer's FIN (epoll: data.ptr = the slot) */
+	struct tcp_linger lingers[TCP_LINGERS];
+	unsigned nlingers;
 
 	/* the NIC's private view of links[] */
 	struct tcp_link *nic_links[TCP_MAX_LINKS];
@@ -314,6 +332,26 @@ uint8_t *tcp_tx_frame(struct tcp_link *l, const struct tcp_frame *f);
 uint8_t *tcp_tx_response(struct tcp_link *l, const struct tcp_frame *f);
 void tcp_tx_flush(struct tcp_link *l);
 void tcp_drain(struct tcp_link *l, int timed_out);
+/*
+ * tcp_linger -- (the role) close @fd, the socket of a link we close, with a
+ * FIN and no RST: half-close it, then read and drop what comes until the
+ * peer's FIN or for TCP_LINGER_MS, then close() it (tcp_linger_input(),
+ * tcp_linger_timers(); tcp_linger_fini() at the fab's close).
+ */
+void tcp_linger(struct tcp_fab *f, int fd);
+/* tcp_linger_slot -- the slot an epoll event names, or NULL (a link, the listener, ...) */
+static inline struct tcp_linger *tcp_linger_slot(struct tcp_fab *f, void *ptr)
+{
+	return (uintptr_t)ptr >= (uintptr_t)f->lingers &&
+	               (uintptr_t)ptr < (uintptr_t)(f->lingers + TCP_LINGERS)
+	           ? ptr
+	           : NULL;
+}
+void tcp_linger_input(struct tcp_fab *f, struct tcp_linger *g);
+/* tcp_linger_timers -- read every lingering socket, close the done and the late; next ms or -1 */
+int tcp_linger_timers(struct tcp_fab *f, uint64_t now);
+/* tcp_linger_fini -- (no NIC thread any more) wait for the lingering sockets, then close them */
+void tcp_linger_fini(struct tcp_fab *f);
 
 /* link.c */
 void tcp_link_free(struct tcp_link *l);
