@@ -446,6 +446,18 @@ int rp_check(loco_rpipe_t *p)
 	return 0;
 }
 
+int rp_ctl_reap(loco_rpipe_t *p)
+{
+	int ret = loco_ack_wait(p->cack, 0);
+
+	if (ret == 0 || ret == -ETIMEDOUT)
+		return 0;
+	if (p->is_writer && !rp_link_err(p, ret))
+		return rp_lose(p);
+	p->ctl_err = 1; /* lost with a link: a head (a push writer's want) is written again */
+	return 0;
+}
+
 /*
  * rp_ctl_put -- write @v into the other end's ctl word 0 from a source slot.
  * Every ctl WRITE is signaled and WRITEs to one node complete in order:
@@ -459,13 +471,9 @@ int rp_ctl_put(loco_rpipe_t *p, uint64_t v)
 
 	if (loco_ack_outstanding(p->cack) >= CTL_SLOTS)
 		return -EAGAIN;
-	ret = loco_ack_wait(p->cack, 0);
-	if (ret != 0 && ret != -ETIMEDOUT) {
-		if (p->is_writer && !rp_link_err(p, ret))
-			return rp_lose(p);
-		p->ctl_err =
-		    1; /* lost with a link: a head (a push writer's want) is written again */
-	}
+	ret = rp_ctl_reap(p);
+	if (ret)
+		return ret;
 	__atomic_store_n(&p->ctlw[CTL_SRC + slot], v, __ATOMIC_RELEASE);
 	ret = loco_rop_post(&p->rctl, &(loco_rop_t){.opcode = LOCO_ROP_WRITE,
 	                                            .local = p->ctl,

@@ -252,6 +252,12 @@ int rp_peer(loco_rpipe_t *p);
  */
 int rp_sess(loco_rpipe_t *p);
 
+/*
+ * rp_ctl_reap -- take the ctl WRITEs done: one lost with a link sets
+ * ctl_err (what it carried is written again). Returns 0, or, on a writer,
+ * rp_lose() for an error that is not a link's.
+ */
+int rp_ctl_reap(loco_rpipe_t *p);
 /* rp_lose -- the pipe is unusable from now on: -ECONNRESET. */
 int rp_lose(loco_rpipe_t *p);
 

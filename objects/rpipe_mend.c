@@ -116,11 +116,8 @@ void rp_mend_step(loco_rpipe_t *p, int hungry)
 		return;
 	}
 	/* a head WRITE that failed: write it again (publish(); pull: its arm reaps them) */
-	if (!p->pull && loco_ack_outstanding(p->cack) != 0) {
-		ret = loco_ack_wait(p->cack, 0);
-		if (ret != 0 && ret != -ETIMEDOUT)
-			p->ctl_err = 1;
-	}
+	if (!p->pull && loco_ack_outstanding(p->cack) != 0)
+		rp_ctl_reap(p); /* a reader's: never loses the pipe */
 	if (p->mend_left == 0 && !hungry && ++p->mend_tick < MEND_LOOK_EVERY)
 		return;
 	p->mend_tick = 0;

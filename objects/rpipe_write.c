@@ -37,13 +37,7 @@ static int ask(loco_rpipe_t *p, uint64_t need)
 			 * one lost with a link: the reader READs the tail when it sees
 			 * the new link, and the next advance publishes again)
 			 */
-			ret = loco_ack_wait(p->cack, 0);
-			if (ret == 0 || ret == -ETIMEDOUT)
-				return 0;
-			if (!rp_link_err(p, ret))
-				return rp_lose(p);
-			p->ctl_err = 1;
-			return 0;
+			return rp_ctl_reap(p);
 		}
 		ret = rp_pull_advance(p, 1);
 		if (ret == 0)
@@ -52,12 +46,9 @@ static int ask(loco_rpipe_t *p, uint64_t need)
 	}
 	if (loco_ack_outstanding(p->cack) != 0) {
 		/* a want lost with a link (every ctl WRITE is signaled): ask again */
-		ret = loco_ack_wait(p->cack, 0);
-		if (ret != 0 && ret != -ETIMEDOUT) {
-			if (!rp_link_err(p, ret))
-				return rp_lose(p);
-			p->ctl_err = 1;
-		}
+		ret = rp_ctl_reap(p);
+		if (ret)
+			return ret;
 	}
 	if (p->ctl_err) {
 		p->ctl_err = 0;

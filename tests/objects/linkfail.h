@@ -17,6 +17,22 @@
 #define LF_PROBE_LEN 100000u /* longer than any ring: no mending READ is this long */
 #define LF_ROUNDS    3u
 
+/* lf_probe_create -- object "probe" in @ch (before its join), with region "p" to READ */
+static inline loco_region_t *lf_probe_create(loco_channel_t *ch, loco_object_t **obj)
+{
+	loco_region_t *probe;
+
+	SC_ASSERT_OK(loco_object_create(ch, "probe", NULL, NULL, obj));
+	SC_ASSERT_OK(loco_region_create(*obj, "p", LF_PROBE_LEN, LOCO_ACCESS_READ, &probe));
+	return probe;
+}
+
+/* lf_probe_remote -- node 2's probe region into *@rr (it may come after the join) */
+static inline void lf_probe_remote(loco_region_t *probe, loco_rref_t *rr)
+{
+	SC_WAIT_UNTIL(loco_region_remote(probe, 2, rr) == 0, SC_WAIT_MS, "node 2's probe");
+}
+
 /* lf_probe -- round @r's probe READ: 0 (posted: it fails later) or -ENOTCONN (no link now). */
 static inline int lf_probe(loco_region_t *probe, const loco_rref_t *rr, loco_ack_key_t *ack,
                            unsigned r)

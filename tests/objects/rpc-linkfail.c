@@ -92,7 +92,7 @@ static void caller(loco_manager_t *m, loco_rpc_ep_t *ep, loco_region_t *probe)
 	char when[32];
 
 	SC_ASSERT_OK(loco_ack_key_create(m, &ack));
-	SC_WAIT_UNTIL(loco_region_remote(probe, 2, &rr) == 0, SC_WAIT_MS, "node 2's probe");
+	lf_probe_remote(probe, &rr);
 	check_count(ep, 0, "start"); /* the ring to node 2 is made */
 	for (unsigned r = 0; r < LF_ROUNDS; r++) {
 		int ret;
@@ -138,8 +138,7 @@ int main(int argc, char **argv)
 	SC_ASSERT_OK(loco_rpc_create(ch, "rlf", &cfg, &ep));
 	SC_ASSERT_OK(loco_rpc_register(ep, "add", add, NULL, NULL));
 	SC_ASSERT_OK(loco_rpc_register(ep, "get", get, NULL, NULL));
-	SC_ASSERT_OK(loco_object_create(ch, "probe", NULL, NULL, &pobj));
-	SC_ASSERT_OK(loco_region_create(pobj, "p", LF_PROBE_LEN, LOCO_ACCESS_READ, &probe));
+	probe = lf_probe_create(ch, &pobj);
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	SC_ASSERT_OK(loco_rpc_sync(ep, 20 * SC_NS));
 	sc_sync_open(&sync, m, 2);

@@ -69,7 +69,7 @@ static void writer(loco_manager_t *m, loco_rpipe_t *p, loco_region_t *probe)
 	uint64_t k = 0;
 
 	SC_ASSERT_OK(loco_ack_key_create(m, &ack));
-	SC_WAIT_UNTIL(loco_region_remote(probe, 2, &rr) == 0, SC_WAIT_MS, "node 2's probe");
+	lf_probe_remote(probe, &rr);
 	for (unsigned r = 0; r < LF_ROUNDS; r++) {
 		int ret;
 
@@ -142,8 +142,7 @@ int main(int argc, char **argv)
 	cfg.ring_bytes = RING;
 	cfg.mode = argc == 2 ? LOCO_RPIPE_PULL : LOCO_RPIPE_PUSH;
 	SC_ASSERT_OK(loco_rpipe_create_cfg(ch, "lf", 1, 2, &cfg, &p));
-	SC_ASSERT_OK(loco_object_create(ch, "probe", NULL, NULL, &pobj));
-	SC_ASSERT_OK(loco_region_create(pobj, "p", LF_PROBE_LEN, LOCO_ACCESS_READ, &probe));
+	probe = lf_probe_create(ch, &pobj);
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	SC_ASSERT_OK(loco_rpipe_sync(p, 20 * SC_NS));
 	sc_sync_open(&sync, m, 2);
