@@ -32,10 +32,11 @@
 #include "clock.h"
 #include "ctrl_wire.h"
 
-#define LC_CONN_TXQ_MIN  (16u * 1024)             /* first size of a send queue */
-#define LC_CONN_TXQ_MAX  (128u * LC_CTRL_MAX_MSG) /* 8 MiB: a peer this far behind is dropped */
-#define LC_IO_TIMEOUT_MS 2000                     /* one step of a handshake */
-#define LC_LINK_KEY_LEN  32                       /* a session's data-link key (auth.h) */
+#define LC_CONN_TXQ_MIN   (16u * 1024)             /* first size of a send queue */
+#define LC_CONN_TXQ_MAX   (128u * LC_CTRL_MAX_MSG) /* 8 MiB: a peer this far behind is dropped */
+#define LC_IO_TIMEOUT_MS  2000                     /* one step of a handshake */
+#define LC_LINK_KEY_LEN   32                       /* a session's data-link key (auth.h) */
+#define LC_CONN_LINGER_MS 250 /* at the manager's end: the peers' FINs (lc_sock_close_all()) */
 
 struct lc_member;
 struct lc_cdial;

@@ -26,6 +26,7 @@
 #include "log.h"
 #include "manager.h"
 #include "member_impl.h"
+#include "sock.h"
 #include "view.h"
 
 struct lc_member *lc_member_find(loco_manager_t *m, uint32_t node)
@@ -287,6 +288,35 @@ int lc_members_sent(loco_manager_t *m)
 	return all;
 }
 
+/*
+ * close_conns -- free every control connection at the manager's end. Their
+ * sockets close together, each after its peer's FIN (LC_CONN_LINGER_MS at
+ * most in all), so that no peer sees a reset, which could cost it the
+ * LEAVE or the VIEW we sent last.
+ */
+static void close_conns(loco_manager_t *m)
+{
+	unsigned n = 0, i = 0;
+	int *fd;
+
+	for (struct lc_conn *c = m->members.conns; c != NULL; c = c->next)
+		n++;
+	fd = n > 0 ? malloc(n * sizeof(*fd)) : NULL;
+	for (struct lc_conn *c = m->members.conns; fd != NULL && c != NULL; c = c->next) {
+		fd[i++] = c->fd;
+		c->fd = -1; /* closed below, not by lc_conn_free() */
+	}
+	if (fd != NULL)
+		lc_sock_close_all(fd, n, LC_CONN_LINGER_MS);
+	free(fd);
+	while (m->members.conns != NULL) {
+		struct lc_conn *c = m->members.conns;
+
+		m->members.conns = c->next;
+		lc_conn_free(c);
+	}
+}
+
 void lc_members_free(loco_manager_t *m)
 {
 	lc_cdials_free(m);
@@ -301,12 +331,7 @@ void lc_members_free(loco_manager_t *m)
 			fab_link_close(mb->link);
 		free(mb);
 	}
-	while (m->members.conns != NULL) {
-		struct lc_conn *c = m->members.conns;
-
-		m->members.conns = c->next;
-		lc_conn_free(c);
-	}
+	close_conns(m);
 	lc_linkin_free(m);
 }
 

@@ -25,4 +25,20 @@ int lc_sock_io_full(int fd, void *buf, size_t len, int out, uint64_t deadline_ns
  */
 void lc_sock_close(int fd);
 
+/*
+ * lc_sock_drain -- read and drop what @fd has, never blocking (at most 64
+ * reads): 1 while more may come, 0 at its EOF or an error.
+ */
+int lc_sock_drain(int fd);
+
+/*
+ * lc_sock_close_all -- close the @n sockets @fd[] (< 0: skipped; each set
+ * to -1) with a FIN and no RST: each sends its FIN first (shutdown), then
+ * what the peers still send is read and dropped until each peer's FIN, for
+ * @ms at most in all; only then are they closed. A close() with bytes
+ * unread, or bytes that land after it, is answered with a RST, which can
+ * cost the peer what we sent last (the end of a job: loco_fini()).
+ */
+void lc_sock_close_all(int *fd, unsigned n, unsigned ms);
+
 #endif

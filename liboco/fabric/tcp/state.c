@@ -128,23 +128,6 @@ void tcp_drain(struct tcp_link *l, int timed_out)
 	l->draining = 0;
 }
 
-/* linger_read -- read and drop what @fd has: 1 while more may come, 0 at its EOF or an error */
-static int linger_read(int fd)
-{
-	uint8_t junk[4096];
-
-	for (int i = 0; i < 64; i++) {
-		ssize_t n = recv(fd, junk, sizeof(junk), MSG_DONTWAIT);
-
-		if (n > 0)
-			continue;
-		if (n < 0 && errno == EINTR)
-			continue;
-		return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-	}
-	return 1;
-}
-
 static void linger_end(struct tcp_fab *f, struct tcp_linger *g)
 {
 	epoll_ctl(f->epfd, EPOLL_CTL_DEL, g->fd, NULL);
@@ -163,7 +146,7 @@ void tcp_linger(struct tcp_fab *f, int fd)
 	for (unsigned i = 0; f->nlingers < TCP_LINGERS && i < TCP_LINGERS && g == NULL; i++)
 		if (f->lingers[i].fd < 0)
 			g = &f->lingers[i];
-	if (g == NULL || !linger_read(fd)) {
+	if (g == NULL || !lc_sock_drain(fd)) {
 		epoll_ctl(f->epfd, EPOLL_CTL_DEL, fd, NULL);
 		lc_sock_close(fd);
 		return;
@@ -179,7 +162,7 @@ void tcp_linger(struct tcp_fab *f, int fd)
 
 void tcp_linger_input(struct tcp_fab *f, struct tcp_linger *g)
 {
-	if (g->fd >= 0 && !linger_read(g->fd))
+	if (g->fd >= 0 && !lc_sock_drain(g->fd))
 		linger_end(f, g);
 }
 
@@ -193,7 +176,7 @@ int tcp_linger_timers(struct tcp_fab *f, uint64_t now)
 
 		if (g->fd < 0)
 			continue;
-		if (now >= g->deadline_ns || !linger_read(g->fd)) {
+		if (now >= g->deadline_ns || !lc_sock_drain(g->fd)) {
 			linger_end(f, g);
 			continue;
 		}
