@@ -123,6 +123,8 @@
 #define LK_MARGIN_NS  (10ll * 1000000ll)
 #define LK_RENEW_MAX  64  /* renewals per lease at most: closer ones are no-ops */
 #define LK_GAP_LEASES 256 /* x 64 renewals per L: about 16.4k, a quarter of 2^16 */
+/* the coarse clock times a grant when its lag is at most L / this (2 s: 31 ms) */
+#define LK_COARSE_LEASES 64
 
 /*
  * lk_waiter -- a waiter for @lk's manager: every polling wait of the lock
@@ -208,6 +210,10 @@ int loco_lock_create_cfg(loco_channel_t *ch, const char *name, uint32_t host,
 	lk->me = loco_manager_node_id(m);
 	lk->lease_ns = lease;
 	lk->takeover_ns = takeover;
+	/* the coarse clock's lag must be small against the lease it shortens */
+	lk->coarse_lag_ns = obj_coarse_lag_ns();
+	if (lk->coarse_lag_ns > lease / LK_COARSE_LEASES)
+		lk->coarse_lag_ns = 0;
 	lk->rng = inc | 1;
 	lk->watch.takeover = true; /* the acquires' watch; a try has its own */
 	pthread_mutex_init(&lk->query_lock, NULL);
@@ -223,12 +229,9 @@ int loco_lock_create_cfg(loco_channel_t *ch, const char *name, uint32_t host,
 	ret = loco_ack_key_create(m, &lk->sack);
 	if (ret)
 		goto err_destroy_qack;
-	ret = loco_ack_key_create(m, &lk->oack);
-	if (ret)
-		goto err_destroy_sack;
 	ret = loco_object_create(ch, name, &lk_ops, lk, &lk->obj);
 	if (ret)
-		goto err_destroy_oack;
+		goto err_destroy_sack;
 	/* the host given here is where the lock starts: every node names the same */
 	ret = loco_object_agree(lk->obj, "host", host); /* checked as peers pair */
 	if (ret)
@@ -247,8 +250,6 @@ int loco_lock_create_cfg(loco_channel_t *ch, const char *name, uint32_t host,
 
 err_destroy_obj:
 	loco_object_destroy(lk->obj); /* and the region made so far */
-err_destroy_oack:
-	loco_ack_key_destroy(lk->oack);
 err_destroy_sack:
 	loco_ack_key_destroy(lk->sack);
 err_destroy_qack:
@@ -287,7 +288,11 @@ int loco_lock_create_config(loco_channel_t *ch, const char *name, uint32_t host,
  * waits (up to T) for the word of the grant it sees, and a grant then
  * costs one round trip, not two. Requests to one host execute in order,
  * so the WRITE has landed when the holder's next CAS (its release) has.
- * The next WRITE settles it first (its source slot is reused).
+ * It is posted inline and without a key (@ack NULL): its source is copied
+ * at post and nothing is settled later (with a key and its settling, a
+ * grant took 70-100 ns more on shm, against 60 for a CAS and its ack); a
+ * failure is logged, and loco_lock_holder() then waits T, as for a holder
+ * that died before its WRITE.
  */
 static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64_t b, unsigned slot,
                  loco_ack_key_t *ack, uint64_t *old, int64_t timeout_ns)
@@ -300,7 +305,7 @@ static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64
 	if (path < 0)
 		return path;
 	/* an earlier operation that timed out may still land in the slots: settle it first */
-	if (loco_ack_outstanding(ack) > 0 &&
+	if (ack != NULL && loco_ack_outstanding(ack) > 0 &&
 	    lk_settle(lk, ack, obj_deadline(op == LK_READ2 ? timeout_ns : OP_CAP_NS)) == -ETIMEDOUT)
 		return -ETIMEDOUT;
 	if (path == HOST_PATH_LOCAL) {
@@ -333,6 +338,7 @@ static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64
 	                   .loff = loff,
 	                   .roff = op == LK_WRITEO ? O_OFF : W_OFF,
 	                   .len = (op == LK_READ2 ? 2 : 1) * sizeof(uint64_t),
+	                   .flags = op == LK_WRITEO ? LOCO_ROP_INLINE : 0,
 	                   .compare = a,
 	                   .value = b,
 	                   .acks = {ack}};
@@ -473,22 +479,48 @@ static uint64_t lk_user_token(const struct lk_host *hs, uint64_t word)
 }
 
 /*
- * grant -- our CAS to @word on @hs, posted at @t_post, succeeded (seen at
- * @now): take the hold, publish the owner word. 1 when held; 0 when the
- * CAS completed too late (the lease had already run out: given back, try
- * again); or an error, the lock given back as far as possible.
+ * lk_post_time -- the time a grant's lease counts from, read before its
+ * CAS is posted: the coarse clock where its lag is small against the lease
+ * (create decides), else obj_now_ns(). The coarse clock is never ahead, so
+ * a lease it starts ends early, never late. A fine read costs half of a
+ * CAS and its ack on shm; acquire + release took four of them.
  */
-static int grant(loco_lock_t *lk, struct lk_host *hs, uint64_t word, int64_t t_post, int64_t now,
-                 bool stolen)
+static int64_t lk_post_time(const loco_lock_t *lk)
+{
+	return lk->coarse_lag_ns > 0 ? obj_coarse_ns() : obj_now_ns();
+}
+
+/*
+ * lk_before -- whether it is still before @end (an obj_now_ns() time): the
+ * coarse clock answers while @end is more than its lag away, the fine one
+ * near it. (A coarse clock held back longer than its lag, by a stalled
+ * tick, can let a grant that came a moment too late stand: its lease has
+ * then ended, loco_lock_held() says so, as it does for a holder that was
+ * descheduled just after acquire returned; and a release then misses the
+ * -ETIMEDOUT it reports for a hold that outlived its lease.)
+ */
+static bool lk_before(const loco_lock_t *lk, int64_t end)
+{
+	if (lk->coarse_lag_ns > 0 && obj_coarse_ns() < end - lk->coarse_lag_ns)
+		return true;
+	return obj_now_ns() < end;
+}
+
+/*
+ * grant -- our CAS to @word on @hs, posted at @t_post, succeeded: take the
+ * hold, publish the owner word. 1 when held; 0 when the CAS completed too
+ * late (the lease had already run out: given back, try again); or an
+ * error, the lock given back as far as possible.
+ */
+static int grant(loco_lock_t *lk, struct lk_host *hs, uint64_t word, int64_t t_post, bool stolen)
 {
 	uint64_t old = 0;
 	int ret;
 
 	lk->seen = word;
 	lk->watch.val = 0; /* ours now: a watch of the word before says nothing after */
-	ret = lk_op(lk, hs, LK_WRITEO, O_MAKE(W_TOKEN(word), lk->me), 0, RES_OWNER, lk->oack, NULL,
-	            -1);
-	if (ret == 0 && now - t_post < lk->lease_ns) {
+	ret = lk_op(lk, hs, LK_WRITEO, O_MAKE(W_TOKEN(word), lk->me), 0, RES_OWNER, NULL, NULL, -1);
+	if (ret == 0 && lk_before(lk, t_post + lk->lease_ns)) {
 		/* the first grant of a host the lock moved to: what it guarded may be half-done */
 		bool moved = hs->epoch > 0 && W_TOKEN(word) == 1;
 
@@ -518,8 +550,9 @@ static int grant(loco_lock_t *lk, struct lk_host *hs, uint64_t word, int64_t t_p
 /*
  * attempt -- one CAS toward a grant on @hs: of *@expect when it is FREE,
  * or, when it has been HELD unchanged for T (@w), a takeover. *@t0: when
- * the acquire's first CAS was posted (0 until then: this one sets it);
- * NULL for a try, which never marks the word. 1 when taken,
+ * the acquire's first CAS came back busy (0 until then: this one sets it),
+ * which a wait of WAIT_MARK_NS counts from; NULL for a try, which never
+ * marks the word. 1 when taken,
  * 0 when not (*@expect updated to what the word holds), or an error.
  */
 static int attempt(loco_lock_t *lk, struct lk_host *hs, uint64_t *expect, struct lk_watch *w,
@@ -547,13 +580,10 @@ static int attempt(loco_lock_t *lk, struct lk_host *hs, uint64_t *expect, struct
 		if (W_TOKEN(guess) >= TOKEN_MAX)
 			return -EOVERFLOW; /* 2^44 grants: not in this universe's lifetime */
 		want = W_MAKE(W_TOKEN(guess) + 1, 0, ST_HELD);
-		t_post = obj_now_ns();
-		if (t0 != NULL && *t0 == 0)
-			*t0 = t_post;
+		t_post = lk_post_time(lk);
 		ret = lk_op(lk, hs, LK_CAS, guess, want, RES_OP, lk->ack, &old, -1);
 		if (ret)
 			return ret;
-		now = obj_now_ns();
 		if (old == guess && lk_partitioned(lk)) {
 			/*
 			 * Partitioned by the time the CAS took the word: this node
@@ -570,11 +600,15 @@ static int attempt(loco_lock_t *lk, struct lk_host *hs, uint64_t *expect, struct
 			return -LOCO_EPARTITION;
 		}
 		if (old == guess) {
-			ret = grant(lk, hs, want, t_post, now, steal);
+			ret = grant(lk, hs, want, t_post, steal);
 			if (ret != 0)
 				return ret;
 			old = lk->seen; /* too late: given back */
 		}
+		/* not granted: the watch and the mark need the fine clock (a grant reads none) */
+		now = obj_now_ns();
+		if (t0 != NULL && *t0 == 0)
+			*t0 = now; /* the acquire's first CAS came back busy: it waits from here */
 		*expect = old;
 		lk->seen = old;
 		if (!W_FREE(old)) {
@@ -625,7 +659,7 @@ static int try_host(loco_lock_t *lk, struct lk_watch *w, int64_t *t0)
 
 int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 {
-	int64_t deadline, delay = BACKOFF_MIN_NS, t0 = 0;
+	int64_t deadline = 0, delay = BACKOFF_MIN_NS, t0 = 0; /* deadline 0: not read yet */
 	int ret;
 
 	OBJ_CHECK(lk);
@@ -638,10 +672,17 @@ int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 	if (__atomic_load_n(&lk->held, __ATOMIC_ACQUIRE) &&
 	    __atomic_load_n(&lk->hold_thr, __ATOMIC_RELAXED) == lk_self())
 		return -EDEADLK;
-	deadline = obj_deadline(timeout_ns == 0 ? 1 : timeout_ns); /* 0 would mean one try */
-	ret = claim(lk, deadline);
-	if (ret)
-		return ret;
+	/*
+	 * The clock is read when the lock makes us wait (the claim, or a busy
+	 * first attempt), not for one that is free: a read costs half of a CAS
+	 * and its ack on shm. obj_deadline() never gives 0, one try's deadline.
+	 */
+	if (claim(lk, 0) != 0) {
+		deadline = obj_deadline(timeout_ns == 0 ? 1 : timeout_ns);
+		ret = claim(lk, deadline);
+		if (ret)
+			return ret;
+	}
 	for (;;) {
 		if (lk_partitioned(lk)) {
 			/* it may be excluded: after the partition, ask the peers first */
@@ -655,6 +696,8 @@ int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 			return 0; /* the claim stays with the hold */
 		if (ret < 0)
 			break;
+		if (deadline == 0)
+			deadline = obj_deadline(timeout_ns == 0 ? 1 : timeout_ns);
 		if (deadline >= 0 && obj_now_ns() >= deadline) {
 			ret = -ETIMEDOUT;
 			break;
@@ -752,7 +795,7 @@ int loco_lock_release(loco_lock_t *lk)
 		pthread_mutex_unlock(&lk->hold_lock);
 		return -EPERM; /* one release per hold, whichever thread makes it */
 	}
-	expired = obj_now_ns() >= __atomic_load_n(&lk->lease_end, __ATOMIC_RELAXED);
+	expired = !lk_before(lk, __atomic_load_n(&lk->lease_end, __ATOMIC_RELAXED));
 	freed = W_MAKE(W_TOKEN(lk->cur), 0, ST_FREE);
 	if (lk_host_cur(lk) != lk->hold_hs) {
 		ret = -ECONNRESET; /* the lock moved away from the host of this hold */
@@ -871,8 +914,7 @@ void loco_lock_destroy(loco_lock_t *lk)
 {
 	OBJ_DESTROY_CHECK(lk);
 	if (__atomic_load_n(&lk->held, __ATOMIC_ACQUIRE))
-		loco_lock_release(lk);  /* best effort: -ECONNRESET when the host is gone */
-	loco_ack_key_destroy(lk->oack); /* waits for a grant's owner WRITE */
+		loco_lock_release(lk); /* best effort: -ECONNRESET when the host is gone */
 	loco_ack_key_destroy(lk->sack);
 	loco_ack_key_destroy(lk->qack);
 	loco_ack_key_destroy(lk->ack);

@@ -28,7 +28,7 @@
 #define EPOCH_MAX    ((1u << EPOCH_BITS) - 1)
 #define RES_OP       0 /* result slots: acquire/try/renew/release */
 #define RES_HOLDER   1 /* loco_lock_holder(): W and O, 2 slots */
-#define RES_OWNER    3 /* the source of the owner write */
+#define RES_OWNER    3 /* the source of the owner WRITE (copied at post) */
 #define RES_SYNC     4 /* a peer's M word */
 #define RES_LEN      (5 * sizeof(uint64_t))
 
@@ -78,12 +78,11 @@ struct loco_lock {
 	uint32_t me;
 	int64_t lease_ns;
 	int64_t takeover_ns;
-	loco_ack_key_t *ack;  /* acquire/try/renew/release: under the claim (and hold_lock) */
-	loco_ack_key_t *qack; /* loco_lock_holder(): under query_lock */
-	loco_ack_key_t *sack; /* lk_sync()'s READs (under the claim), apart from ack: a
-	                         stalled peer never holds up the acquire's CASes */
-	loco_ack_key_t *oack; /* the owner word's WRITE, posted by a grant and not waited
-	                         for (under the claim): settled before the next one */
+	int64_t coarse_lag_ns; /* lk_post_time(): obj_coarse_lag_ns(), or 0 to read obj_now_ns() */
+	loco_ack_key_t *ack;   /* acquire/try/renew/release: under the claim (and hold_lock) */
+	loco_ack_key_t *qack;  /* loco_lock_holder(): under query_lock */
+	loco_ack_key_t *sack;  /* lk_sync()'s READs (under the claim), apart from ack: a
+	                          stalled peer never holds up the acquire's CASes */
 	pthread_mutex_t query_lock;
 	pthread_mutex_t hold_lock; /* renew vs release */
 	int claimed;               /* a thread of this node is acquiring or holds */

@@ -15,7 +15,8 @@
  * hardware NIC's. See loco_atomic_var(3).
  *
  * Thread safety: MT-safe. The synchronous calls of one object take turns
- * (an internal mutex); an asynchronous call's slot belongs to one
+ * (an internal flag; a thread that finds it taken waits by the wait
+ * policy, within its timeout); an asynchronous call's slot belongs to one
  * operation at a time.
  */
 #ifndef LOCO_ATOMIC_VAR_H
