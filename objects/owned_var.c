@@ -10,7 +10,12 @@
  * ring: a push copies the master into a slot and writes from the slot, so
  * that the source of a WRITE never changes in flight, and a slot is reused
  * only once its WRITEs completed: a push sends the value as stored at
- * the call, whatever is stored while it is in flight.
+ * the call, whatever is stored while it is in flight. An encoding of up
+ * to OV_INLINE_MAX bytes skips the ring: its WRITEs copy it from the
+ * master when posted (inline), until a link refuses that size
+ * (-EMSGSIZE: a verbs device that copies less), and the ring serves from
+ * then on (on shm a push of 8 B took 1.6x the WRITEs it is made of
+ * through the ring, 1.4x inline).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,6 +25,9 @@
 
 #include "obj_util.h"
 #include "value.h"
+
+/* the largest encoding pushed inline: what tcp and shm copy at post */
+#define OV_INLINE_MAX 256u
 
 struct loco_owned_var {
 	loco_object_t *obj;
@@ -31,6 +39,7 @@ struct loco_owned_var {
 	struct value_codec codec;
 	struct value_stage stage; /* owner */
 	int staged;               /* the stage was set up */
+	int inl;                  /* owner: pushes copy the master inline (until a link refuses) */
 	struct value_scratch big;
 	struct value_counters ctr;
 };
@@ -77,6 +86,7 @@ int loco_owned_var_create(loco_channel_t *ch, const char *name, uint32_t owner, 
 		if (ret)
 			goto err_destroy_obj;
 		ov->staged = 1;
+		ov->inl = ov->codec.enc_len <= OV_INLINE_MAX;
 	}
 	*out = ov;
 	return 0;
@@ -122,12 +132,6 @@ int loco_owned_var_store(loco_owned_var_t *ov, const void *val)
 	return 0;
 }
 
-/* ov_push -- push the current version through @slot to @node (its replica at @rr). */
-static int ov_push(loco_owned_var_t *ov, unsigned slot, const loco_rref_t *rr, loco_ack_key_t *ack)
-{
-	return value_push(&ov->stage, slot, rr, 0, ack, &ov->ctr);
-}
-
 /* ov_slot -- the staging slot of the current version, room for @need WRITEs. */
 static int ov_slot(loco_owned_var_t *ov, unsigned need, unsigned *slot)
 {
@@ -135,11 +139,37 @@ static int ov_slot(loco_owned_var_t *ov, unsigned need, unsigned *slot)
 	                           &ov->ctr, slot);
 }
 
+/*
+ * ov_push -- push the current version to a replica at @rr: inline from the
+ * master (copied when posted: the owner's one thread stores it, so it is
+ * whole), else through *@slot (-1: none taken for this version yet; taken
+ * here for @need WRITEs and kept for the caller's next pushes).
+ */
+static int ov_push(loco_owned_var_t *ov, int *slot, unsigned need, const loco_rref_t *rr,
+                   loco_ack_key_t *ack)
+{
+	unsigned s;
+	int ret;
+
+	if (ov->inl) {
+		ret = value_push_inline(&ov->codec, ov->val, 0, rr, 0, ack, &ov->ctr);
+		if (ret != -EMSGSIZE)
+			return ret;
+		ov->inl = 0; /* a link that copies less: the ring from now on */
+	}
+	if (*slot < 0) {
+		ret = ov_slot(ov, need, &s);
+		if (ret)
+			return ret;
+		*slot = (int)s;
+	}
+	return value_push(&ov->stage, (unsigned)*slot, rr, 0, ack, &ov->ctr);
+}
+
 int loco_owned_var_push_to(loco_owned_var_t *ov, uint32_t node, loco_ack_key_t *ack)
 {
 	loco_rref_t rr;
-	unsigned slot;
-	int ret;
+	int slot = -1, ret;
 
 	OBJ_CHECK(ov);
 	if (ov->me != ov->owner)
@@ -147,19 +177,15 @@ int loco_owned_var_push_to(loco_owned_var_t *ov, uint32_t node, loco_ack_key_t *
 	if (node == ov->me)
 		return -EINVAL;
 	ret = loco_region_remote(ov->val, node, &rr);
-	if (ret)
-		return ret;
-	ret = ov_slot(ov, 1, &slot);
-	return ret ? ret : ov_push(ov, slot, &rr, ack);
+	return ret ? ret : ov_push(ov, &slot, 1, &rr, ack);
 }
 
-/* loco_owned_var_push_broadcast -- one staged copy, one WRITE per peer holding it. */
+/* loco_owned_var_push_broadcast -- one WRITE per peer holding it, inline or from one staged copy. */
 int loco_owned_var_push_broadcast(loco_owned_var_t *ov, loco_ack_key_t *ack)
 {
 	uint32_t ids[VALUE_MAX_PEERS];
 	loco_rref_t rr;
-	unsigned slot;
-	int n, ret, posted = 0;
+	int n, ret, posted = 0, slot = -1;
 
 	OBJ_CHECK(ov);
 	if (ov->me != ov->owner)
@@ -172,13 +198,10 @@ int loco_owned_var_push_broadcast(loco_owned_var_t *ov, loco_ack_key_t *ack)
 		return n;
 	if (n > (int)VALUE_MAX_PEERS)
 		n = VALUE_MAX_PEERS;
-	ret = ov_slot(ov, (unsigned)n, &slot);
-	if (ret)
-		return ret;
 	for (int i = 0; i < n; i++) {
 		ret = loco_region_remote(ov->val, ids[i], &rr);
 		if (ret == 0)
-			ret = ov_push(ov, slot, &rr, ack);
+			ret = ov_push(ov, &slot, (unsigned)(n - i), &rr, ack);
 		if (ret == 0)
 			posted++;
 		else if (!value_skip_peer(ret))

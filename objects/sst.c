@@ -59,7 +59,7 @@ struct loco_sst {
 	                   * state may be ROW_PRESENT (a set bit is checked against state) */
 	uint64_t version; /* of this node's last store */
 	int direct;       /* a word row pushed inline (loco_sst_set_direct) */
-	int inl;          /* a LINE row: pushed inline from the table until a link refuses */
+	int inl;          /* a WORD or LINE row: inline from the table until a link refuses */
 	struct value_codec codec;
 	struct value_stage stage;
 	int staged;
@@ -268,7 +268,8 @@ int loco_sst_create(loco_channel_t *ch, const char *name, size_t row_size, uint3
 	if (ret)
 		goto err_destroy_obj;
 	sst->staged = 1;
-	sst->inl = sst->codec.kind == VALUE_LINE; /* (the ring stays for a link that refuses) */
+	/* (the ring stays for a link that refuses) */
+	sst->inl = sst->codec.kind == VALUE_LINE || sst->codec.kind == VALUE_WORD;
 	sst_scan_peers(sst);
 	*out = sst;
 	return 0;

@@ -163,7 +163,7 @@ int value_push(struct value_stage *s, unsigned slot, const loco_rref_t *rr, size
                loco_ack_key_t *ack, struct value_counters *ctr);
 
 /*
- * value_push_inline -- push the master encoding of a LINE (at @moff of
+ * value_push_inline -- push the master encoding (at @moff of
  * @mreg) straight from the master, copied when the call returns
  * (loco_write_inline()): the owner may store again at once, no staging
  * slot is taken. Counts the push. Returns as loco_write_inline():
