@@ -21,6 +21,16 @@ static inline void count(uint64_t *ctr, uint64_t n)
 	__atomic_fetch_add(ctr, n, __ATOMIC_RELAXED);
 }
 
+/*
+ * count_owner -- count(), for the counters only the owner's pushes move
+ * (one thread at a time): a load and a store, not a locked add, which
+ * took a tenth of an 8-byte push on shm. Readers still load it whole.
+ */
+static inline void count_owner(uint64_t *ctr, uint64_t n)
+{
+	__atomic_store_n(ctr, __atomic_load_n(ctr, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
 int value_codec_init(struct value_codec *c, size_t size)
 {
 	if (size == 0 || size > VALUE_MAX_SIZE)
@@ -338,7 +348,7 @@ static void stage_take(struct value_stage *s, unsigned i, const void *master, ui
 {
 	/* idle: hands over (and clears) the error of an earlier push from this slot */
 	if (loco_ack_wait(s->keys[i], 0) != 0)
-		count(&ctr->push_errors, 1);
+		count_owner(&ctr->push_errors, 1);
 	/* only this thread writes the master, so it is stable while we copy it */
 	memcpy((uint8_t *)loco_region_ptr(s->ring) + (size_t)i * s->c->stride, master,
 	       s->c->enc_len);
@@ -373,7 +383,7 @@ int value_stage_prepare(struct value_stage *s, const void *master, uint64_t ver,
 	if (ret != 0 && loco_ack_outstanding(s->keys[oldest]) != 0)
 		return ret;
 	if (ret != 0)
-		count(&ctr->push_errors, 1);
+		count_owner(&ctr->push_errors, 1);
 	stage_take(s, oldest, master, ver, ctr);
 	*slot = oldest;
 	return 0;
@@ -397,7 +407,7 @@ int value_push_inline(const struct value_codec *c, loco_region_t *mreg, size_t m
 	int ret = loco_write_inline(mreg, moff, rr, roff, c->enc_len, ack);
 
 	if (ret == 0)
-		count(&ctr->pushes, 1);
+		count_owner(&ctr->pushes, 1);
 	return ret;
 }
 
@@ -407,6 +417,6 @@ int value_push(struct value_stage *s, unsigned slot, const loco_rref_t *rr, size
 	int ret = value_stage_post(s, slot, rr, roff, ack);
 
 	if (ret == 0)
-		count(&ctr->pushes, 1);
+		count_owner(&ctr->pushes, 1);
 	return ret;
 }
