@@ -11,12 +11,22 @@
  * cores, 3 share one core in half of the runs, and every round of a
  * collective then needs 3 switches there instead of 2 (allreduce 8 B on
  * shm: 11 against 7.5 us on the machine where this was measured).
+ *
+ * And the start does not last: a thread that sleeps (the adaptive policy
+ * sleeps past its window) is woken on its waker's CPU when that one is
+ * free enough, so two nodes that answer each other end up on one CPU,
+ * each spin yielding to the other, and every round trip costs two
+ * context switches (shm, rpc call_return and a raw WRITE round trip:
+ * 10-11.5 us in 3 runs of 5, 2.4-3.5 in the others, with the pair seen
+ * sharing one CPU). So the spins bring the placed thread back
+ * (lc_wait_set_home(), wait.c): where it runs is one sched_getcpu() away.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
 
+#include "clock.h"
 #include "log.h"
 #include "manager.h"
 #include "member.h"
@@ -39,7 +49,7 @@ void lc_spread(loco_manager_t *m)
 {
 	uint32_t below = 0, local = 1;
 	struct fab_addr self, peer;
-	cpu_set_t old, one;
+	cpu_set_t old;
 	int cpu;
 
 	if ((lc_wait_policy(&m->wait) != LOCO_WAIT_SPIN &&
@@ -69,20 +79,29 @@ void lc_spread(loco_manager_t *m)
 	cpu = lc_spread_cpu(&old, below);
 	if (cpu < 0)
 		return;
-	/*
-	 * Move there (the kernel migrates the caller before returning) and
-	 * give the thread its old mask back at once: a start, not a binding.
-	 */
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	if (sched_setaffinity(0, sizeof(one), &one) != 0)
+	/* a start, not a binding: the scheduler may move it, and its spins bring it back */
+	if (lc_spread_move(cpu, &old) != 0)
 		return;
-	if (sched_setaffinity(0, sizeof(old), &old) != 0) {
-		lc_log_err("wait: spin: could not give the thread its CPU mask back: %s",
-		           strerror(errno));
-		return;
-	}
+	lc_wait_set_home(&m->wait, cpu, local <= (uint32_t)CPU_COUNT(&old));
 	lc_log_info("wait: spin: node %u (index %u of the %u nodes on this host) starts on CPU %d "
 	            "(of the %d it may use)",
 	            (unsigned)m->node_id, (unsigned)below, (unsigned)local, cpu, CPU_COUNT(&old));
+}
+
+int lc_spread_move(int cpu, const cpu_set_t *mask)
+{
+	cpu_set_t one;
+
+	/* the kernel migrates the caller before sched_setaffinity() returns */
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	if (sched_setaffinity(0, sizeof(one), &one) != 0)
+		return -errno;
+	if (sched_setaffinity(0, sizeof(*mask), mask) != 0) {
+		int err = errno;
+
+		lc_log_err("wait: could not give the thread its CPU mask back: %s", strerror(err));
+		return -err;
+	}
+	return 0;
 }

@@ -48,6 +48,7 @@
 #ifndef LOCO_LC_WAIT_H
 #define LOCO_LC_WAIT_H
 
+#include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -98,6 +99,12 @@
 #define LC_WAIT_WINDOW_OVERSUB_NS 1000000ll
 #define LC_WAIT_HIST              12                  /* buckets: < 1 us << i; one more: longer */
 #define LC_WAIT_LOOK_NS           LC_HOSTLOAD_LOOK_NS /* how often the progress thread looks */
+/* go_home() (wait.c): a thread is moved back to its home CPU at most this often */
+#define LC_WAIT_HOME_EVERY_NS 10000000ll
+/* go_home(): a spin looks where it runs at its first pause and every this many after */
+#define LC_WAIT_HOME_PAUSES 1024u
+/* adaptive: a spin at home (at_home(), wait.c) yields once in this many empty drives */
+#define LC_WAIT_HOME_YIELD 64u
 
 struct lc_wait {
 	int policy;   /* enum loco_wait_policy, never LOCO_WAIT_DEFAULT */
@@ -116,6 +123,12 @@ struct lc_wait {
 	uint32_t hist[LC_WAIT_HIST + 1]; /* atomic: recent wait durations, decaying */
 	uint32_t samples;                /* atomic: lc_wait_done() calls */
 	struct lc_hostload load;         /* progress thread: is the host oversubscribed */
+	/* the thread lc_spread() placed, and the CPU its spins return it to (lc_wait_set_home()) */
+	int home_cpu;          /* atomic: -1 none; set after home_thr and home_alone (release) */
+	int home_alone;        /* no other node of the host was given home_cpu */
+	pthread_t home_thr;    /* the joining thread that was placed */
+	uint64_t home_next_ns; /* atomic: lc_wait_home() moves nothing before this */
+	uint64_t homes;        /* atomic: moves back home so far */
 };
 
 /* lc_wait_parse -- "adaptive", "spin", "sleep" or "block" into *@policy. 0, -EINVAL. */
@@ -194,10 +207,26 @@ void lc_waiter_init(loco_waiter_t *w, struct lc_wait *s);
  * among this host's nodes picks (lc_spread_cpu(): the nodes whose control
  * address has our IP, by id; round robin over the CPUs the thread may
  * use), then give it back its CPU mask: it starts there and the scheduler
- * may move it. Nothing for other policies, a node alone on its host, or a
- * thread that may use one CPU (loco-run --bind). Logged at info. spread.c.
+ * may move it; its spins move it back (lc_wait_set_home()). Nothing for other
+ * policies, a node alone on its host, or a thread that may use one CPU
+ * (loco-run --bind). Logged at info. spread.c.
  */
 void lc_spread(loco_manager_t *m);
+
+/*
+ * lc_wait_set_home -- (lc_spread()) the calling thread was placed on
+ * @cpu; @alone: no other node of the host was given it. Its spins bring
+ * it back there when the scheduler moves it, and, alone there, pause
+ * rather than yield (wait.c, go_home() and spin_step()).
+ */
+void lc_wait_set_home(struct lc_wait *w, int cpu, int alone);
+
+/*
+ * lc_spread_move -- move the calling thread to @cpu, then give it @mask:
+ * it runs there until the scheduler moves it. 0, or -errno (logged when
+ * the mask could not be given back). spread.c.
+ */
+int lc_spread_move(int cpu, const cpu_set_t *mask);
 
 /* lc_spread_cpu -- the @index-th CPU of @allowed, round robin; -1 if @allowed is empty. */
 int lc_spread_cpu(const cpu_set_t *allowed, uint32_t index);

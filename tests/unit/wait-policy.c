@@ -9,7 +9,8 @@
  * follows the histogram of wait durations (90 % bound, clamped; the cap
  * when most waits outlast it but half end within; the minimum when
  * spinning does not pay); lc_wait_done() moves it and decays; the load
- * look parses /proc/loadavg's runnable count.
+ * look parses /proc/loadavg's runnable count; a spin brings the thread
+ * lc_spread() placed back to its CPU after the scheduler moved it.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,8 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,6 +303,54 @@ static void adaptive__spins_then_blocks(void **state)
 	lc_wait_fini(&s);
 }
 
+/*
+ * home__spin_brings_the_placed_thread_back -- the scheduler may move the
+ * thread lc_spread() placed (a wake-up puts it beside its waker); its next
+ * spin moves it back to the CPU it was given, and gives it its CPU mask
+ * back. Another thread's spin moves nothing. Needs 2 CPUs (else skipped).
+ */
+static void home__spin_brings_the_placed_thread_back(void **state)
+{
+	cpu_set_t all;
+	struct lc_wait s;
+	loco_waiter_t w;
+	int home, away, ok = 0;
+
+	(void)state;
+	if (sched_getaffinity(0, sizeof(all), &all) != 0 || CPU_COUNT(&all) < 2) {
+		skip();
+		return;
+	}
+	home = lc_spread_cpu(&all, 0);
+	away = lc_spread_cpu(&all, 1);
+	lc_wait_init(&s, LOCO_WAIT_ADAPTIVE);
+	lc_wait_set_home(&s, home, 1);
+	/* the scheduler could move us again between the move and the look: a few tries */
+	for (int i = 0; i < 5 && !ok; i++) {
+		cpu_set_t now;
+
+		s.home_next_ns = 0; /* (the rate limit: one move in LC_WAIT_HOME_EVERY_NS) */
+		assert_int_equal(lc_spread_move(away, &all), 0); /* as the scheduler would */
+		lc_waiter_init(&w, &s);
+		loco_waiter_pause(&w); /* a spin's first pause */
+		ok = sched_getcpu() == home;
+		assert_int_equal(sched_getaffinity(0, sizeof(now), &now), 0);
+		assert_true(CPU_EQUAL(&now, &all)); /* free to move again: a start, not a binding */
+	}
+	assert_true(ok);
+	assert_true(s.homes >= 1);
+	lc_wait_fini(&s);
+	/* a state whose placed thread is another: this thread stays where it is */
+	lc_wait_init(&s, LOCO_WAIT_ADAPTIVE);
+	lc_wait_set_home(&s, home, 1);
+	s.home_thr = (pthread_t)0; /* not this thread (pthread_self() is never 0 here) */
+	assert_int_equal(lc_spread_move(away, &all), 0);
+	lc_waiter_init(&w, &s);
+	loco_waiter_pause(&w);
+	assert_int_equal(s.homes, 0);
+	lc_wait_fini(&s);
+}
+
 /* done_after -- report a wait of @ns, started at a clock that did not explore; it slept if it
    outlasted the window */
 static void done_after(struct lc_wait *s, int64_t ns)
@@ -391,6 +442,7 @@ int main(void)
 	    cmocka_unit_test(window__fixed_is_not_learnt),
 	    cmocka_unit_test(window__slept_waits_count_past_it),
 	    cmocka_unit_test(look__parses_the_load),
+	    cmocka_unit_test(home__spin_brings_the_placed_thread_back),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
