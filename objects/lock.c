@@ -660,6 +660,7 @@ static int try_host(loco_lock_t *lk, struct lk_watch *w, int64_t *t0)
 int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 {
 	int64_t deadline = 0, delay = BACKOFF_MIN_NS, t0 = 0; /* deadline 0: not read yet */
+	int64_t tmo = timeout_ns == 0 ? 1 : timeout_ns;       /* 0 would mean one try */
 	int ret;
 
 	OBJ_CHECK(lk);
@@ -678,7 +679,7 @@ int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 	 * and its ack on shm. obj_deadline() never gives 0, one try's deadline.
 	 */
 	if (claim(lk, 0) != 0) {
-		deadline = obj_deadline(timeout_ns == 0 ? 1 : timeout_ns);
+		deadline = obj_deadline(tmo);
 		ret = claim(lk, deadline);
 		if (ret)
 			return ret;
@@ -697,7 +698,7 @@ int loco_lock_acquire(loco_lock_t *lk, int64_t timeout_ns)
 		if (ret < 0)
 			break;
 		if (deadline == 0)
-			deadline = obj_deadline(timeout_ns == 0 ? 1 : timeout_ns);
+			deadline = obj_deadline(tmo);
 		if (deadline >= 0 && obj_now_ns() >= deadline) {
 			ret = -ETIMEDOUT;
 			break;
