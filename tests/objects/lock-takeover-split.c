@@ -26,9 +26,14 @@
  *    granted (bounded), with the witness: "grants" is 3 + 3 x ROUNDS and
  *    nobody sees recovered.
  *
- * C. A renewing holder keeps it. Node 2 takes S and renews every L/4 for
- *    3T; nodes 1 and 3 loop acquire(500 ms) meanwhile, and every call must
- *    time out. Then node 2 releases and node 3 gets S, not recovered.
+ * C. A renewing holder keeps it. Lock "R" on "lk-split-w" (host node 1,
+ *    lease LC 2 s, takeover time TC 3 s): node 2 takes R and renews every
+ *    LC/8 for 1.5 TC; nodes 1 and 3 loop acquire(500 ms) meanwhile, and
+ *    every call must time out. Then node 2 releases and node 3 gets R, not
+ *    recovered. R's lease is longer than S's so that a holder descheduled
+ *    for a while on a loaded host still renews in time (S's 1 s lease with
+ *    renewals every 250 ms once ran out on CI: a stall of 750 ms or more);
+ *    a renewal that fails says how long after the one before it started.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -53,12 +58,16 @@
 #define ROUNDS      20
 #define MS          1000000ll
 #define TMO         (10 * SC_NS)
-#define BOX_T       1  /* node 1's kill time */
-#define BOX_TOK     2  /* node 9's token */
-#define BOX_REC     3  /* the base nodes' recovered flags + 1: 3 + id */
-#define BOX_CDONE   20 /* + id: nodes 1 and 3 stopped trying in phase C */
+#define BOX_T       1    /* node 1's kill time */
+#define BOX_TOK     2    /* node 9's token */
+#define BOX_REC     3    /* the base nodes' recovered flags + 1: 3 + id */
+#define BOX_CDONE   20   /* + id: nodes 1 and 3 stopped trying in phase C */
+#define LEASE_C_MS  2000 /* phase C's lock R */
+#define TAKE_C_MS   3000
+#define WAIT_C_MS   (3 * TAKE_C_MS / 2) /* how long nodes 1 and 3 try for R */
 
 static const loco_lock_cfg_t lcfg = {LEASE_MS * MS, TAKE_MS *MS};
+static const loco_lock_cfg_t lcfg_c = {LEASE_C_MS * MS, TAKE_C_MS *MS};
 
 /* holder_main -- node 9: join "lk-split", take S, report, wait for SIGKILL. */
 static noreturn void holder_main(void)
@@ -116,19 +125,35 @@ static void inside(loco_atomic_var_t *in, loco_atomic_var_t *grants)
 	SC_ASSERT_EQ(old, 1);
 }
 
+/*
+ * renew -- renew @lk, which this node holds: any error fails the test, and
+ * says how long after the previous renewal's start (*@t_last) it came.
+ */
+static void renew(loco_lock_t *lk, int64_t *t_last)
+{
+	int64_t now = sc_now_ns();
+	int ret = loco_lock_renew(lk);
+
+	if (ret)
+		SC_FAIL("loco_lock_renew(R): %s, %.1f ms after the previous renewal started "
+		        "(lease %d ms)",
+		        loco_strerror(ret), (double)(now - *t_last) / 1e6, LEASE_C_MS);
+	*t_last = now;
+}
+
 int main(int argc, char **argv)
 {
 	static const uint32_t base[] = {1, 2, 3};
 	loco_manager_t *m;
 	loco_channel_t *ch, *wch;
-	loco_lock_t *lk;
+	loco_lock_t *lk, *lkc;
 	loco_atomic_var_t *in, *grants;
 	struct sc_sync sync;
 	char line[64];
 	uint32_t me, holder;
 	uint64_t token, token9, v, rec = 0;
 	unsigned long long tok;
-	int64_t t_kill, t0;
+	int64_t t_kill, t0, t_renew;
 	int report = -1, n, ret;
 	pid_t pid = 0;
 	double ms;
@@ -147,6 +172,7 @@ int main(int argc, char **argv)
 	SC_ASSERT_OK(loco_channel_create(m, NULL, "lk-split-w", 3, &wch));
 	SC_ASSERT_OK(loco_atomic_var_create(wch, "inside", WIT_HOST, &in));
 	SC_ASSERT_OK(loco_atomic_var_create(wch, "grants", WIT_HOST, &grants));
+	SC_ASSERT_OK(loco_lock_create_cfg(wch, "R", LOCK_HOST, &lcfg_c, &lkc));
 	SC_ASSERT_OK(loco_channel_join(ch, 20 * SC_NS));
 	SC_ASSERT_OK(loco_channel_join(wch, 20 * SC_NS));
 	sc_sync_open(&sync, m, 3);
@@ -217,25 +243,25 @@ int main(int argc, char **argv)
 
 	/* C. a holder that renews is never taken over, however the others wait */
 	if (me == 2) {
-		SC_ASSERT_OK(loco_lock_acquire(lk, TMO));
-		SC_ASSERT_OK(loco_lock_token(lk, &token));
+		SC_ASSERT_OK(loco_lock_acquire(lkc, TMO));
+		SC_ASSERT_OK(loco_lock_token(lkc, &token));
 	}
+	t_renew = sc_now_ns();
 	sc_sync_wait(&sync, "node 2 holds", SC_WAIT_MS);
 	t0 = sc_now_ns();
 	if (me == 2) {
-		for (int i = 0;
-		     i < 4 * 3 * TAKE_MS / LEASE_MS && sc_now_ns() - t0 < 3 * TAKE_MS * MS; i++) {
-			SC_ASSERT_OK(loco_lock_renew(lk));
-			SC_ASSERT_EQ(loco_lock_held(lk), 1);
-			sc_sleep_ms(LEASE_MS / 4);
+		while (sc_now_ns() - t0 < WAIT_C_MS * MS) {
+			renew(lkc, &t_renew);
+			SC_ASSERT_EQ(loco_lock_held(lkc), 1);
+			sc_sleep_ms(LEASE_C_MS / 8);
 		}
 	} else {
 		int calls = 0;
 
-		while (calls < 3 * TAKE_MS / SPLIT_MS && sc_now_ns() - t0 < 3 * TAKE_MS * MS) {
-			ret = loco_lock_acquire(lk, SPLIT_MS * MS);
+		while (calls < WAIT_C_MS / SPLIT_MS && sc_now_ns() - t0 < WAIT_C_MS * MS) {
+			ret = loco_lock_acquire(lkc, SPLIT_MS * MS);
 			if (ret == 0)
-				SC_FAIL("S granted to node %u %.0f ms into node 2's renewed hold",
+				SC_FAIL("R granted to node %u %.0f ms into node 2's renewed hold",
 				        me, (double)(sc_now_ns() - t0) / 1e6);
 			SC_ASSERT_EQ(ret, -ETIMEDOUT);
 			calls++;
@@ -256,30 +282,31 @@ int main(int argc, char **argv)
 		       sc_sync_get(&sync, BOX_CDONE + 3) == 0) {
 			if (sc_now_ns() - t0 > SC_WAIT_MS * MS)
 				SC_FAIL("nodes 1 and 3 did not end phase C's acquires");
-			SC_ASSERT_OK(loco_lock_renew(lk));
-			sc_sleep_ms(LEASE_MS / 8);
+			renew(lkc, &t_renew);
+			sc_sleep_ms(LEASE_C_MS / 16);
 		}
-		SC_ASSERT_OK(loco_lock_renew(lk));
+		renew(lkc, &t_renew);
 	}
 	sc_sync_wait(&sync, "renewals held", SC_WAIT_MS);
 	if (me == 2) {
 		uint64_t tk;
 
-		SC_ASSERT_OK(loco_lock_token(lk, &tk));
+		SC_ASSERT_OK(loco_lock_token(lkc, &tk));
 		SC_ASSERT_EQ(tk, token); /* the same hold throughout */
-		SC_ASSERT_OK(loco_lock_release(lk));
+		SC_ASSERT_OK(loco_lock_release(lkc));
 	}
 	sc_sync_wait(&sync, "node 2 released", SC_WAIT_MS);
 	if (me == 3) {
-		SC_ASSERT_OK(loco_lock_acquire(lk, TMO));
-		SC_ASSERT_EQ(loco_lock_recovered(lk), 0);
-		SC_ASSERT_OK(loco_lock_release(lk));
+		SC_ASSERT_OK(loco_lock_acquire(lkc, TMO));
+		SC_ASSERT_EQ(loco_lock_recovered(lkc), 0);
+		SC_ASSERT_OK(loco_lock_release(lkc));
 	}
 	sc_sync_wait(&sync, "done", SC_WAIT_MS);
 	sc_log("phase C passed");
 
 	loco_atomic_var_destroy(grants);
 	loco_atomic_var_destroy(in);
+	loco_lock_destroy(lkc);
 	loco_lock_destroy(lk);
 	SC_ASSERT_OK(loco_channel_destroy(wch));
 	SC_ASSERT_OK(loco_channel_destroy(ch));
