@@ -88,6 +88,14 @@
 #define LC_WAIT_LONG_NS             20000000ll
 #define LC_WAIT_SLEEP_LONG_NS       4000000ll
 /*
+ * Adaptive, past its window while another waiter of the node spun within
+ * LC_WAIT_NAP_MAX_NS (that one drives the fabric): a waiter naps, at
+ * most this long, instead of driving (nap() in wait.c). Spinners note
+ * when they spun at most every LC_WAIT_SPUN_NS.
+ */
+#define LC_WAIT_NAP_MAX_NS 1000000ll
+#define LC_WAIT_SPUN_NS    100000ll
+/*
  * adaptive's spin window: at least 20 us (a tcp round trip, 10-12 us
  * here, with its system calls), at most 100 us: past that a timed sleep (50 us
  * timer slack) or a futex wake costs less than the CPU a spin burns, and
@@ -126,9 +134,12 @@ struct lc_wait {
 	/* the thread lc_spread() placed, and the CPU its spins return it to (lc_wait_set_home()) */
 	int home_cpu;          /* atomic: -1 none; set after home_thr and home_alone (release) */
 	int home_alone;        /* no other node of the host was given home_cpu */
+	int home_guests;       /* the node's other spinning threads go home too (no CPU is spare) */
 	pthread_t home_thr;    /* the joining thread that was placed */
 	uint64_t home_next_ns; /* atomic: lc_wait_home() moves nothing before this */
 	uint64_t homes;        /* atomic: moves back home so far */
+	uint64_t spun_ns;      /* atomic: a waiter last spun in its window (every LC_WAIT_SPUN_NS) */
+	pthread_t spun_thr;    /* atomic: ... which one (nap(): another than the napper) */
 };
 
 /* lc_wait_parse -- "adaptive", "spin", "sleep" or "block" into *@policy. 0, -EINVAL. */
@@ -217,9 +228,12 @@ void lc_spread(loco_manager_t *m);
  * lc_wait_set_home -- (lc_spread()) the calling thread was placed on
  * @cpu; @alone: no other node of the host was given it. Its spins bring
  * it back there when the scheduler moves it, and, alone there, pause
- * rather than yield (wait.c, go_home() and spin_step()).
+ * rather than yield (wait.c, go_home() and spin_step()). @guests: every
+ * CPU went to a node, so the node's other threads that spin (an rpc or
+ * map server thread, a second application thread) go there too, rather
+ * than onto another node's CPU.
  */
-void lc_wait_set_home(struct lc_wait *w, int cpu, int alone);
+void lc_wait_set_home(struct lc_wait *w, int cpu, int alone, int guests);
 
 /*
  * lc_spread_move -- move the calling thread to @cpu, then give it @mask:

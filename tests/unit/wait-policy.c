@@ -10,7 +10,10 @@
  * when most waits outlast it but half end within; the minimum when
  * spinning does not pay); lc_wait_done() moves it and decays; the load
  * look parses /proc/loadavg's runnable count; a spin brings the thread
- * lc_spread() placed back to its CPU after the scheduler moved it.
+ * lc_spread() placed back to its CPU after the scheduler moved it, and
+ * any spinning thread of the node where every CPU went to a node (guests);
+ * past its window, a waiter naps without driving the fabric while
+ * another thread of the node spins, and drives as before otherwise.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -324,7 +327,7 @@ static void home__spin_brings_the_placed_thread_back(void **state)
 	home = lc_spread_cpu(&all, 0);
 	away = lc_spread_cpu(&all, 1);
 	lc_wait_init(&s, LOCO_WAIT_ADAPTIVE);
-	lc_wait_set_home(&s, home, 1);
+	lc_wait_set_home(&s, home, 1, 0);
 	/* the scheduler could move us again between the move and the look: a few tries */
 	for (int i = 0; i < 5 && !ok; i++) {
 		cpu_set_t now;
@@ -342,12 +345,123 @@ static void home__spin_brings_the_placed_thread_back(void **state)
 	lc_wait_fini(&s);
 	/* a state whose placed thread is another: this thread stays where it is */
 	lc_wait_init(&s, LOCO_WAIT_ADAPTIVE);
-	lc_wait_set_home(&s, home, 1);
+	lc_wait_set_home(&s, home, 1, 0);
 	s.home_thr = (pthread_t)0; /* not this thread (pthread_self() is never 0 here) */
 	assert_int_equal(lc_spread_move(away, &all), 0);
 	lc_waiter_init(&w, &s);
 	loco_waiter_pause(&w);
 	assert_int_equal(s.homes, 0);
+	lc_wait_fini(&s);
+}
+
+/*
+ * home__guests_follow_their_node -- where every CPU went to a node (no
+ * spare CPU: guests), a spin of the node's other threads (an rpc or map
+ * server thread) moves them to the node's CPU too, so that they do not
+ * pile up on another node's (shm, 3 nodes, map PUT 11-12 us in 1 run of
+ * 3, the owner's server thread beside the caller on one CPU while the
+ * other idled). Needs 2 CPUs (else skipped).
+ */
+static void home__guests_follow_their_node(void **state)
+{
+	cpu_set_t all;
+	struct lc_wait s;
+	loco_waiter_t w;
+	int home, away, ok = 0;
+
+	(void)state;
+	if (sched_getaffinity(0, sizeof(all), &all) != 0 || CPU_COUNT(&all) < 2) {
+		skip();
+		return;
+	}
+	home = lc_spread_cpu(&all, 0);
+	away = lc_spread_cpu(&all, 1);
+	lc_wait_init(&s, LOCO_WAIT_ADAPTIVE);
+	lc_wait_set_home(&s, home, 0, 1);
+	s.home_thr = (pthread_t)0; /* the placed thread is another: this one is a guest */
+	for (int i = 0; i < 5 && !ok; i++) {
+		cpu_set_t now;
+
+		s.home_next_ns = 0;
+		assert_int_equal(lc_spread_move(away, &all), 0);
+		lc_waiter_init(&w, &s);
+		loco_waiter_pause(&w);
+		ok = sched_getcpu() == home;
+		assert_int_equal(sched_getaffinity(0, sizeof(now), &now), 0);
+		assert_true(CPU_EQUAL(&now, &all));
+	}
+	assert_true(ok);
+	assert_true(s.homes >= 1);
+	lc_wait_fini(&s);
+}
+
+static int drives;
+
+/* count_drive -- a fabric with work every time (a busy node's) */
+static int count_drive(void *arg, int64_t ns)
+{
+	(void)arg;
+	(void)ns;
+	drives++;
+	return 1;
+}
+
+static void *spin_once(void *arg)
+{
+	loco_waiter_t w;
+
+	lc_waiter_init(&w, arg);
+	loco_waiter_pause(&w); /* a pause in its window: notes that it spun */
+	return NULL;
+}
+
+/*
+ * adaptive__naps_beside_a_spinner -- past its window, while another thread
+ * of the node spins, a waiter sleeps without driving the fabric and
+ * without a burst (an idle server thread beside a busy one spun on: every
+ * drive found the busy thread's work); with no other spinner (its own
+ * spin does not count), it drives as before: on tcp it is the node's NIC.
+ */
+static void adaptive__naps_beside_a_spinner(void **state)
+{
+	struct lc_wait s;
+	loco_waiter_t w;
+	pthread_t t;
+	uint64_t t0;
+
+	(void)state;
+	lc_wait_init(&s, LOCO_WAIT_ADAPTIVE);
+	lc_wait_fix_window(&s, LC_WAIT_WINDOW_MIN_NS); /* no wait explores the cap */
+	lc_wait_set_drive(&s, count_drive, NULL);
+	assert_int_equal(pthread_create(&t, NULL, spin_once, &s), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_true(s.spun_ns != 0);
+	/* a wait past its window */
+	lc_waiter_init(&w, &s);
+	lc_waiter(&w)->t0_ns = lc_now_ns() - 2 * (uint64_t)LC_WAIT_WINDOW_MIN_NS;
+	lc_waiter(&w)->pauses = 1;
+	drives = 0;
+	t0 = lc_now_ns();
+	loco_waiter_pause(&w);
+	assert_int_equal(drives, 0);
+	assert_true(lc_now_ns() - t0 >= (uint64_t)LC_WAIT_SLEEP_MIN_NS); /* it slept */
+	assert_true(lc_waiter(&w)->sleep_ns == 2 * LC_WAIT_SLEEP_MIN_NS); /* no burst: grows */
+	/* the spinner stopped long ago: drive as before (work found: a burst) */
+	s.spun_ns = lc_now_ns() - 2 * (uint64_t)LC_WAIT_NAP_MAX_NS;
+	lc_waiter_init(&w, &s);
+	lc_waiter(&w)->t0_ns = lc_now_ns() - 2 * (uint64_t)LC_WAIT_WINDOW_MIN_NS;
+	lc_waiter(&w)->pauses = 1;
+	loco_waiter_pause(&w);
+	assert_true(drives > 0);
+	assert_true(lc_waiter(&w)->sleep_ns < 0);
+	/* this thread's own spin a moment ago is no other spinner */
+	spin_once(&s);
+	drives = 0;
+	lc_waiter_init(&w, &s);
+	lc_waiter(&w)->t0_ns = lc_now_ns() - 2 * (uint64_t)LC_WAIT_WINDOW_MIN_NS;
+	lc_waiter(&w)->pauses = 1;
+	loco_waiter_pause(&w);
+	assert_true(drives > 0);
 	lc_wait_fini(&s);
 }
 
@@ -443,6 +557,8 @@ int main(void)
 	    cmocka_unit_test(window__slept_waits_count_past_it),
 	    cmocka_unit_test(look__parses_the_load),
 	    cmocka_unit_test(home__spin_brings_the_placed_thread_back),
+	    cmocka_unit_test(home__guests_follow_their_node),
+	    cmocka_unit_test(adaptive__naps_beside_a_spinner),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
