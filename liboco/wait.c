@@ -303,8 +303,8 @@ static void nap(struct lc_waiter *w)
 	ts.tv_nsec = (long)w->sleep_ns;
 	nanosleep(&ts, NULL);
 	if (w->sleep_ns < LC_WAIT_NAP_MAX_NS)
-		w->sleep_ns = w->sleep_ns * 2 < LC_WAIT_NAP_MAX_NS ? w->sleep_ns * 2
-		                                                   : LC_WAIT_NAP_MAX_NS;
+		w->sleep_ns =
+		    w->sleep_ns * 2 < LC_WAIT_NAP_MAX_NS ? w->sleep_ns * 2 : LC_WAIT_NAP_MAX_NS;
 }
 
 void loco_waiter_pause(loco_waiter_t *pw)
@@ -352,8 +352,10 @@ void loco_waiter_pause(loco_waiter_t *pw)
 			return;
 		}
 		if (s != NULL && s->drive != NULL &&
-		    now - __atomic_load_n(&s->spun_ns, __ATOMIC_RELAXED) < (uint64_t)LC_WAIT_NAP_MAX_NS &&
-		    !pthread_equal(__atomic_load_n(&s->spun_thr, __ATOMIC_RELAXED), pthread_self())) {
+		    now - __atomic_load_n(&s->spun_ns, __ATOMIC_RELAXED) <
+		        (uint64_t)LC_WAIT_NAP_MAX_NS &&
+		    !pthread_equal(__atomic_load_n(&s->spun_thr, __ATOMIC_RELAXED),
+		                   pthread_self())) {
 			nap(w);
 			return;
 		}

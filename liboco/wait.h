@@ -138,8 +138,8 @@ struct lc_wait {
 	pthread_t home_thr;    /* the joining thread that was placed */
 	uint64_t home_next_ns; /* atomic: lc_wait_home() moves nothing before this */
 	uint64_t homes;        /* atomic: moves back home so far */
-	uint64_t spun_ns;      /* atomic: a waiter last spun in its window (every LC_WAIT_SPUN_NS) */
-	pthread_t spun_thr;    /* atomic: ... which one (nap(): another than the napper) */
+	uint64_t spun_ns;   /* atomic: a waiter last spun in its window (every LC_WAIT_SPUN_NS) */
+	pthread_t spun_thr; /* atomic: ... which one (nap(): another than the napper) */
 };
 
 /* lc_wait_parse -- "adaptive", "spin", "sleep" or "block" into *@policy. 0, -EINVAL. */

@@ -444,7 +444,7 @@ static void adaptive__naps_beside_a_spinner(void **state)
 	t0 = lc_now_ns();
 	loco_waiter_pause(&w);
 	assert_int_equal(drives, 0);
-	assert_true(lc_now_ns() - t0 >= (uint64_t)LC_WAIT_SLEEP_MIN_NS); /* it slept */
+	assert_true(lc_now_ns() - t0 >= (uint64_t)LC_WAIT_SLEEP_MIN_NS);  /* it slept */
 	assert_true(lc_waiter(&w)->sleep_ns == 2 * LC_WAIT_SLEEP_MIN_NS); /* no burst: grows */
 	/* the spinner stopped long ago: drive as before (work found: a burst) */
 	s.spun_ns = lc_now_ns() - 2 * (uint64_t)LC_WAIT_NAP_MAX_NS;
