@@ -215,8 +215,8 @@ static int at_home(const struct lc_wait *s)
 
 /*
  * go_home -- a waiter of @s spins (adaptive or spin): if this is the
- * thread lc_spread() placed, or any thread of the node where every CPU
- * went to a node (home_guests), and the scheduler has moved it off that CPU,
+ * thread lc_spread() placed, or any thread of the node where each node
+ * got a CPU and none is spare (home_guests), and the scheduler has moved it off that CPU,
  * move it back (lc_spread_move(), which gives it its CPU mask back at
  * once), at most every LC_WAIT_HOME_EVERY_NS. Cheap when there is nothing
  * to do: a thread compare and sched_getcpu(). Why: see spread.c.

@@ -134,7 +134,7 @@ struct lc_wait {
 	/* the thread lc_spread() placed, and the CPU its spins return it to (lc_wait_set_home()) */
 	int home_cpu;          /* atomic: -1 none; set after home_thr and home_alone (release) */
 	int home_alone;        /* no other node of the host was given home_cpu */
-	int home_guests;       /* the node's other spinning threads go home too (no CPU is spare) */
+	int home_guests;       /* the node's other spinning threads go home too (a CPU per node) */
 	pthread_t home_thr;    /* the joining thread that was placed */
 	uint64_t home_next_ns; /* atomic: lc_wait_home() moves nothing before this */
 	uint64_t homes;        /* atomic: moves back home so far */
@@ -228,10 +228,10 @@ void lc_spread(loco_manager_t *m);
  * lc_wait_set_home -- (lc_spread()) the calling thread was placed on
  * @cpu; @alone: no other node of the host was given it. Its spins bring
  * it back there when the scheduler moves it, and, alone there, pause
- * rather than yield (wait.c, go_home() and spin_step()). @guests: every
- * CPU went to a node, so the node's other threads that spin (an rpc or
- * map server thread, a second application thread) go there too, rather
- * than onto another node's CPU.
+ * rather than yield (wait.c, go_home() and spin_step()). @guests: each
+ * node got a CPU and none is spare, so the node's other threads that spin
+ * (an rpc or map server thread, a second application thread) go there
+ * too, rather than onto another node's CPU.
  */
 void lc_wait_set_home(struct lc_wait *w, int cpu, int alone, int guests);
 

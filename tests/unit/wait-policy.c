@@ -11,7 +11,7 @@
  * spinning does not pay); lc_wait_done() moves it and decays; the load
  * look parses /proc/loadavg's runnable count; a spin brings the thread
  * lc_spread() placed back to its CPU after the scheduler moved it, and
- * any spinning thread of the node where every CPU went to a node (guests);
+ * any spinning thread of the node where each node got a CPU (guests);
  * past its window, a waiter naps without driving the fabric while
  * another thread of the node spins, and drives as before otherwise.
  */
@@ -355,12 +355,12 @@ static void home__spin_brings_the_placed_thread_back(void **state)
 }
 
 /*
- * home__guests_follow_their_node -- where every CPU went to a node (no
- * spare CPU: guests), a spin of the node's other threads (an rpc or map
+ * home__guests_follow_their_node -- where each node got a CPU and none is
+ * spare (guests), a spin of the node's other threads (an rpc or map
  * server thread) moves them to the node's CPU too, so that they do not
- * pile up on another node's (shm, 3 nodes, map PUT 11-12 us in 1 run of
- * 3, the owner's server thread beside the caller on one CPU while the
- * other idled). Needs 2 CPUs (else skipped).
+ * pile up on another node's (shm, 2 nodes, map PUT 9-52 us, the owner's
+ * server thread beside the caller on one CPU while the other idled).
+ * Needs 2 CPUs (else skipped).
  */
 static void home__guests_follow_their_node(void **state)
 {
