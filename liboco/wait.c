@@ -280,6 +280,13 @@ static void spin_step(struct lc_wait *s, uint32_t n)
 		lc_cpu_relax();
 }
 
+/* sleep_grow -- @w's next sleep: twice this one, at most @cap */
+static void sleep_grow(struct lc_waiter *w, int64_t cap)
+{
+	if (w->sleep_ns < cap)
+		w->sleep_ns = w->sleep_ns * 2 < cap ? w->sleep_ns * 2 : cap;
+}
+
 /*
  * nap -- adaptive, past its window while another waiter of the node spins
  * (drives the fabric): sleep, at most LC_WAIT_NAP_MAX_NS, without driving
@@ -302,9 +309,7 @@ static void nap(struct lc_waiter *w)
 		w->sleep_ns = w->sleep_ns <= 0 ? LC_WAIT_SLEEP_MIN_NS : LC_WAIT_NAP_MAX_NS;
 	ts.tv_nsec = (long)w->sleep_ns;
 	nanosleep(&ts, NULL);
-	if (w->sleep_ns < LC_WAIT_NAP_MAX_NS)
-		w->sleep_ns =
-		    w->sleep_ns * 2 < LC_WAIT_NAP_MAX_NS ? w->sleep_ns * 2 : LC_WAIT_NAP_MAX_NS;
+	sleep_grow(w, LC_WAIT_NAP_MAX_NS);
 }
 
 void loco_waiter_pause(loco_waiter_t *pw)
@@ -313,7 +318,6 @@ void loco_waiter_pause(loco_waiter_t *pw)
 	struct lc_wait *s;
 	uint32_t n;
 	uint64_t now;
-	int64_t cap;
 
 	if (w == NULL)
 		return;
@@ -440,10 +444,8 @@ rest:
 		nanosleep(&ts, NULL);
 	}
 grow:
-	cap = (int64_t)(now - w->t0_ns) >= LC_WAIT_LONG_NS ? LC_WAIT_SLEEP_LONG_NS
-	                                                   : LC_WAIT_SLEEP_MAX_NS;
-	if (w->sleep_ns < cap)
-		w->sleep_ns = w->sleep_ns * 2 < cap ? w->sleep_ns * 2 : cap;
+	sleep_grow(w, (int64_t)(now - w->t0_ns) >= LC_WAIT_LONG_NS ? LC_WAIT_SLEEP_LONG_NS
+	                                                           : LC_WAIT_SLEEP_MAX_NS);
 }
 
 void loco_waiter_done(loco_waiter_t *pw)

@@ -132,7 +132,7 @@ struct lc_wait {
 	uint32_t samples;                /* atomic: lc_wait_done() calls */
 	struct lc_hostload load;         /* progress thread: is the host oversubscribed */
 	/* the thread lc_spread() placed, and the CPU its spins return it to (lc_wait_set_home()) */
-	int home_cpu;          /* atomic: -1 none; set after home_thr and home_alone (release) */
+	int home_cpu;          /* atomic: -1 none; set after the three below (release) */
 	int home_alone;        /* no other node of the host was given home_cpu */
 	int home_guests;       /* the node's other spinning threads go home too (a CPU per node) */
 	pthread_t home_thr;    /* the joining thread that was placed */
