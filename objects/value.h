@@ -93,8 +93,10 @@ void value_scratch_fini(struct value_scratch *s);
 
 /*
  * value_encode -- store @val as version @seq (>= 1) into the master
- * encoding at @enc, word by word in ascending order with release stores,
- * so that local readers on other threads validate it as remote ones do.
+ * encoding at @enc, so that local readers on other threads validate it as
+ * remote ones do: a WORD with one release store; a LINE word by word in
+ * ascending order with release stores; a HASH's data with one copy (the
+ * hash validates any mix), then its hash, then its sequence (release).
  */
 void value_encode(const struct value_codec *c, void *enc, const void *val, uint64_t seq);
 
