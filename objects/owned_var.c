@@ -16,6 +16,15 @@
  * (-EMSGSIZE: a verbs device that copies less), and the ring serves from
  * then on (on shm a push of 8 B took 1.6x the WRITEs it is made of
  * through the ring, 1.4x inline).
+ *
+ * The owner keeps the channel's peers in a list of its own for
+ * push_broadcast(), fetched again (loco_channel_peers()) only after a
+ * peer_join or peer_leave callback: the fetch, a walk, a sort and a
+ * dedupe, was 40 ns of a 250 ns push of 8 B to 2 peers on shm. The
+ * callbacks run after the channel marked the peer present or gone, so a
+ * fetch after a callback finds it; a peer gone since the fetch is skipped
+ * as before (its remote region is gone); and loco_channel_join() returns
+ * after the callbacks of the peers it paired with.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -42,6 +51,24 @@ struct loco_owned_var {
 	int inl;                  /* owner: pushes copy the master inline (until a link refuses) */
 	struct value_scratch big;
 	struct value_counters ctr;
+	uint64_t peers_gen;  /* atomic: moved by the peer callbacks */
+	uint64_t peers_seen; /* owner: peers_gen when peer_ids was fetched */
+	uint32_t *peer_ids;  /* owner: the channel's peers (VALUE_MAX_PEERS) */
+	int npeers;          /* owner: how many of peer_ids */
+};
+
+/* ov_peers_moved -- on the progress thread: a peer paired or left; the owner fetches again. */
+static void ov_peers_moved(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
+{
+	loco_owned_var_t *ov = arg;
+
+	(void)obj, (void)node, (void)view;
+	__atomic_add_fetch(&ov->peers_gen, 1, __ATOMIC_RELEASE);
+}
+
+static const struct loco_object_ops ov_ops = {
+    .peer_join = ov_peers_moved,
+    .peer_leave = ov_peers_moved,
 };
 
 /* loco_owned_var_create -- object, region "val", and on the owner the staging ring. */
@@ -67,7 +94,15 @@ int loco_owned_var_create(loco_channel_t *ch, const char *name, uint32_t owner, 
 	if (ret)
 		goto err_free;
 	ov->big.m = loco_channel_manager(ch); /* loads back off by its wait policy */
-	ret = loco_object_create(ch, name, NULL, NULL, &ov->obj);
+	if (ov->me == owner) {
+		ov->peer_ids = malloc(VALUE_MAX_PEERS * sizeof(ov->peer_ids[0]));
+		if (ov->peer_ids == NULL) {
+			ret = -ENOMEM;
+			goto err_scratch;
+		}
+		ov->peers_gen = 1; /* fetched at the first broadcast (peers_seen 0) */
+	}
+	ret = loco_object_create(ch, name, &ov_ops, ov, &ov->obj);
 	if (ret)
 		goto err_scratch;
 	/* every node must agree on the value's size and its owner: checked as peers pair */
@@ -94,6 +129,7 @@ int loco_owned_var_create(loco_channel_t *ch, const char *name, uint32_t owner, 
 err_destroy_obj:
 	loco_object_destroy(ov->obj); /* and its regions */
 err_scratch:
+	free(ov->peer_ids);
 	value_scratch_fini(&ov->big);
 err_free:
 	loco_handle_free(ov);
@@ -105,7 +141,8 @@ void loco_owned_var_destroy(loco_owned_var_t *ov)
 	OBJ_DESTROY_CHECK(ov);
 	if (ov->staged)
 		value_stage_fini(&ov->stage); /* waits for the pushes in flight */
-	loco_object_destroy(ov->obj);
+	loco_object_destroy(ov->obj);         /* no callback runs after it returns */
+	free(ov->peer_ids);
 	value_scratch_fini(&ov->big);
 	loco_handle_free(ov);
 }
@@ -180,10 +217,27 @@ int loco_owned_var_push_to(loco_owned_var_t *ov, uint32_t node, loco_ack_key_t *
 	return ret ? ret : ov_push(ov, &slot, 1, &rr, ack);
 }
 
+/* ov_peers -- (owner) the channel's peers as of the last callback: n >= 0, or an error */
+static int ov_peers(loco_owned_var_t *ov)
+{
+	/* pairs with the callbacks' release: a fetch after it finds what they told */
+	uint64_t gen = __atomic_load_n(&ov->peers_gen, __ATOMIC_ACQUIRE);
+	int n;
+
+	if (gen == ov->peers_seen)
+		return ov->npeers;
+	n = loco_channel_peers(ov->ch, ov->peer_ids, VALUE_MAX_PEERS);
+	if (n < 0)
+		return n;
+	ov->npeers = n < (int)VALUE_MAX_PEERS ? n : (int)VALUE_MAX_PEERS;
+	ov->peers_seen = gen; /* a callback since the load above makes the next call fetch */
+	return ov->npeers;
+}
+
 /* loco_owned_var_push_broadcast -- one WRITE per peer holding it, inline or from one staged copy. */
 int loco_owned_var_push_broadcast(loco_owned_var_t *ov, loco_ack_key_t *ack)
 {
-	uint32_t ids[VALUE_MAX_PEERS];
+	const uint32_t *ids;
 	loco_rref_t rr;
 	int n, ret, posted = 0, slot = -1;
 
@@ -193,11 +247,10 @@ int loco_owned_var_push_broadcast(loco_owned_var_t *ov, loco_ack_key_t *ack)
 	ret = loco_object_status(ov->obj); /* also with no peer to push to */
 	if (ret)
 		return ret;
-	n = loco_channel_peers(ov->ch, ids, VALUE_MAX_PEERS);
+	n = ov_peers(ov);
 	if (n <= 0)
 		return n;
-	if (n > (int)VALUE_MAX_PEERS)
-		n = VALUE_MAX_PEERS;
+	ids = ov->peer_ids;
 	for (int i = 0; i < n; i++) {
 		ret = loco_region_remote(ov->val, ids[i], &rr);
 		if (ret == 0)

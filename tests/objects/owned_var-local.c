@@ -105,8 +105,8 @@ static void round_of(loco_owned_var_t *ov, size_t size)
 		SC_ASSERT_EQ(pthread_join(rd[i].thr, NULL), 0);
 	}
 	for (int i = 0; i < READERS; i++) {
-		sc_log("%zu B: reader %d: %llu loads (last version %llu of %llu), %llu gave up", size,
-		       i, (unsigned long long)rd[i].loads, (unsigned long long)rd[i].last,
+		sc_log("%zu B: reader %d: %llu loads (last version %llu of %llu), %llu gave up",
+		       size, i, (unsigned long long)rd[i].loads, (unsigned long long)rd[i].last,
 		       (unsigned long long)ver, (unsigned long long)rd[i].gaveup);
 		if (rd[i].err[0] != '\0')
 			SC_FAIL("%zu B: reader %d: %s", size, i, rd[i].err);
