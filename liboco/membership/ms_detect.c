@@ -164,10 +164,17 @@ void ms_detect_clock(struct lc_ms *ms, uint64_t now)
 	ms->wake = now; /* counted once: the next tick sets it again */
 	if (late < ms->cfg.fail_ns / 4)
 		return;
-	if (late > lc_ms_late(ms) || ms->late_at == 0) {
+	/*
+	 * The longest lateness, kept while lateness recurs: a shorter one
+	 * after it restarts the window with the longer figure, so a host that
+	 * stays busy is remembered as busy as it was at worst (a newer, shorter
+	 * sleep used to leave the older window to run out: a node excluded
+	 * 2.5 s after a 1.6 s pause said nothing of it, its 3.7 s one having
+	 * been 16.7 s before).
+	 */
+	if (late > lc_ms_late(ms))
 		ms->late_max = late;
-		ms->late_at = now;
-	}
+	ms->late_at = now;
 	if (ms->state == LC_VS_JOINING || ms->state == LC_VS_REJOINING) {
 		/* a VIEW waiting for us may be old news too: the first view needs echoes */
 		ms->resumed = now;

@@ -88,8 +88,8 @@ struct lc_ms {
 	uint64_t resumed;    /* late, and waiting for echoes since (0: not) */
 	uint64_t nonce;      /* the echo we asked for after being late (0: none) */
 	uint64_t echo_asked; /* when we last asked */
-	uint64_t late_max;   /* the longest lateness seen, decaying */
-	uint64_t late_at;    /* when it was seen */
+	uint64_t late_max;   /* the longest lateness since we were last on time 16 floors */
+	uint64_t late_at;    /* when we were last late */
 
 	/* acceptor, for view id + 1 */
 	uint64_t pb, ab;

@@ -92,9 +92,13 @@ void ms_probes_decide(struct lc_ms *ms)
 		}
 		ms_log(ms, LC_LOG_WARN,
 		       "manager: node %u confirmed failed: nothing heard from it for %llu "
-		       "ms by us or %d prober(s)",
+		       "ms by us or %d prober(s) (its bound %llu ms; %u gaps seen, %llu ms on "
+		       "average, the longest %llu ms)",
 		       p->node, (unsigned long long)((ms->now - ms->v[i].heard_ns) / 1000000),
-		       p->answers);
+		       p->answers, (unsigned long long)(ms_detect_bound(ms, &ms->v[i]) / 1000000),
+		       (unsigned)ms->v[i].det.samples,
+		       (unsigned long long)(ms->v[i].det.mean / 1000000),
+		       (unsigned long long)(ms->v[i].det.max_gap / 1000000));
 		ms_rem_add(ms, &ms->v[i].info, 0);
 		p->node = 0;
 	}

@@ -4,6 +4,7 @@
  * were left out, and whether a majority of the installed one is heard
  * (the partition check).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include <loco/manager.h>
@@ -23,12 +24,19 @@ static void contacts_add(struct lc_ms *ms, const struct lc_member_info *mi)
 /* excluded -- a newer view @id left us out: drop everyone; rejoin unless told not to. */
 static void excluded(struct lc_ms *ms, uint64_t id, const struct lc_member_info *list, uint32_t n)
 {
-	uint64_t inc = ms->self.inc + 1 + ms_random(ms, 0x1000);
+	uint64_t inc = ms->self.inc + 1 + ms_random(ms, 0x1000), late = lc_ms_late(ms);
+	char why[160] = "";
 
+	/* our own thread's sleep is the likeliest cause: say so, with its length */
+	if (late >= ms->cfg.fail_ns / 4)
+		snprintf(why, sizeof(why),
+		         " (this node's progress thread ran up to %llu ms late lately: a busy "
+		         "host or a paused process looks like a failure to the others)",
+		         (unsigned long long)(late / 1000000));
 	ms_log(ms, LC_LOG_WARN,
 	       "manager: excluded: view %llu (%u members) does not have node %u "
-	       "(incarnation %llx)%s",
-	       (unsigned long long)id, n, ms->self.node, (unsigned long long)ms->self.inc,
+	       "(incarnation %llx)%s%s",
+	       (unsigned long long)id, n, ms->self.node, (unsigned long long)ms->self.inc, why,
 	       ms->cfg.rejoin ? "; rejoining as a new incarnation" : "");
 	ms_event(ms, LOCO_EVENT_EXCLUDED, id, n);
 	ms->ncontacts = 0;

@@ -25,6 +25,9 @@
  *      whatever its clock or its pauses;
  *   3. the protected node (one per seed that no fault touches, whose links
  *      lose nothing and are never slow) is never excluded;
+ *   5. a node excluded within 4 bounds after a pause of a bound or more
+ *      says in its log line that its own thread ran late (what a user sees
+ *      when a busy host got a live node dropped);
  * and at the end:
  *   4. within CONVERGE_F bounds after the faults stop, every live node is
  *      in one view made of exactly the live nodes, and acts.
@@ -102,6 +105,7 @@ struct snode {
 	struct lc_ms *ms;
 	uint64_t skew;         /* its clock minus the simulator's (jumps only forward) */
 	uint64_t paused_until; /* SIGSTOPped until then (simulated time) */
+	uint64_t paused_len;   /* ... for this long */
 	uint64_t late_until;   /* a busy host: its ticks come up to late_max late until then */
 	uint64_t late_max;
 	uint64_t next_tick, next_hb, wake;
@@ -124,6 +128,7 @@ static uint32_t nn, protected_node;
 static uint64_t now_sim, seq, seed_cur;
 static int verbose;
 static unsigned loss_pm, jitter_ms, base_us;
+static unsigned hinted; /* exclusions after a pause that named it (check 5) */
 static int cut[MAXN + 1][MAXN + 1]; /* partitioned pair */
 static struct smsg *q;
 static uint32_t nq;
@@ -398,6 +403,16 @@ static void op_log(void *ctx, int level, const char *line)
 	(void)level;
 	if (verbose)
 		printf("[%9.3f] node %u: %s\n", (double)now_sim / 1e9, s->id, line);
+	/* check 5: a node paused a bound or more, excluded soon after, says why */
+	if (strstr(line, "manager: excluded:") != NULL && s->paused_len >= F &&
+	    now_sim >= s->paused_until && now_sim - s->paused_until < 4 * F) {
+		if (strstr(line, "ran up to") == NULL)
+			fail("node %u, excluded %.3f s after a pause of %.3f s, does not say it ran "
+			     "late: %s",
+			     s->id, (double)(now_sim - s->paused_until) / 1e9,
+			     (double)s->paused_len / 1e9, line);
+		hinted++;
+	}
 }
 
 static int op_connected(void *ctx, uint32_t node)
@@ -486,7 +501,8 @@ static uint32_t live_contact(uint32_t not )
 
 static int node_start(struct snode *s, int alone)
 {
-	struct lc_ms_cfg cfg = {.log_level = verbose ? 2 : -1,
+	/* check 5 reads the WARN lines */
+	struct lc_ms_cfg cfg = {.log_level = verbose ? LC_LOG_INFO : LC_LOG_WARN,
 	                        .fail_ns = F,
 	                        .join_ns = 30 * F,
 	                        .rejoin = 1,
@@ -524,7 +540,7 @@ static void node_crash(struct snode *s, uint64_t restart_in)
 	for (uint32_t j = 1; j <= nn; j++)
 		conn_close(s, j, 1); /* the kernel closes its sockets */
 	s->alive = 0;
-	s->paused_until = 0;
+	s->paused_until = s->paused_len = 0;
 	s->restart_at = restart_in ? now_sim + restart_in : 0;
 }
 
@@ -765,7 +781,8 @@ static void fault(void)
 		break;
 	case 3: /* SIGSTOP one node */
 		if (s->alive) {
-			s->paused_until = now_sim + 300 * MS + below(6 * F);
+			s->paused_len = 300 * MS + below(6 * F);
+			s->paused_until = now_sim + s->paused_len;
 			trace("fault: node %u paused until %.3f", a, (double)s->paused_until / 1e9);
 		}
 		break;
@@ -798,9 +815,12 @@ static void fault(void)
 		break;
 	case 8: /* the whole host pauses (every node but the protected one keeps time) */
 		trace("fault: whole-host pause");
-		for (b = 1; b <= nn; b++)
-			if (b != protected_node && nodes[b].alive)
-				nodes[b].paused_until = now_sim + 300 * MS + below(4 * F);
+		for (b = 1; b <= nn; b++) {
+			if (b != protected_node && nodes[b].alive) {
+				nodes[b].paused_len = 300 * MS + below(4 * F);
+				nodes[b].paused_until = now_sim + nodes[b].paused_len;
+			}
+		}
 		break;
 	}
 }
@@ -1070,8 +1090,9 @@ int main(int argc, char **argv)
 			break;
 	}
 	printf("%" PRIu64 " seed(s) from %" PRIu64 ": %u failed (%u lost a majority of their "
-	       "view for good: checked for safety only)\n",
-	       nseeds, first, failed, majority_lost);
+	       "view for good: checked for safety only; %u exclusion(s) after a pause named "
+	       "it)\n",
+	       nseeds, first, failed, majority_lost, hinted);
 	for (uint32_t j = 1; j <= MAXN; j++)
 		lc_ms_destroy(nodes[j].ms);
 	free(q);
