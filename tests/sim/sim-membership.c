@@ -128,7 +128,7 @@ static uint32_t nn, protected_node;
 static uint64_t now_sim, seq, seed_cur;
 static int verbose;
 static unsigned loss_pm, jitter_ms, base_us;
-static unsigned hinted; /* exclusions after a pause that named it (check 5) */
+static unsigned hinted;             /* exclusions after a pause that named it (check 5) */
 static int cut[MAXN + 1][MAXN + 1]; /* partitioned pair */
 static struct smsg *q;
 static uint32_t nq;
@@ -407,10 +407,11 @@ static void op_log(void *ctx, int level, const char *line)
 	if (strstr(line, "manager: excluded:") != NULL && s->paused_len >= F &&
 	    now_sim >= s->paused_until && now_sim - s->paused_until < 4 * F) {
 		if (strstr(line, "ran up to") == NULL)
-			fail("node %u, excluded %.3f s after a pause of %.3f s, does not say it ran "
-			     "late: %s",
-			     s->id, (double)(now_sim - s->paused_until) / 1e9,
-			     (double)s->paused_len / 1e9, line);
+			fail(
+			    "node %u, excluded %.3f s after a pause of %.3f s, does not say it ran "
+			    "late: %s",
+			    s->id, (double)(now_sim - s->paused_until) / 1e9,
+			    (double)s->paused_len / 1e9, line);
 		hinted++;
 	}
 }
