@@ -23,7 +23,27 @@ static void rp_peer_leave(loco_object_t *obj, uint32_t node, uint64_t view, void
 		__atomic_store_n(&p->lost, 1, __ATOMIC_RELEASE); /* pairs with is_lost() */
 }
 
+static int incs(loco_rpipe_t *p, uint64_t inc[2]);
+
+/*
+ * rp_peer_join -- on the progress thread: a node paired. The other end's
+ * pairing gives the session its records will be summed with (a hash of
+ * both incarnations, as rp_sess() works it out), kept for a push reader
+ * whose writer leaves before the reader first looked: what landed in
+ * its ring is still taken then (rp_sess()).
+ */
+static void rp_peer_join(loco_object_t *obj, uint32_t node, uint64_t view, void *arg)
+{
+	loco_rpipe_t *p = arg;
+	uint64_t inc[2];
+
+	(void)obj, (void)view;
+	if (!p->is_writer && !p->pull && node == p->writer && incs(p, inc) == 0)
+		__atomic_store_n(&p->join_sess, XXH3_64bits(inc, sizeof(inc)), __ATOMIC_RELEASE);
+}
+
 static const struct loco_object_ops rp_ops = {
+    .peer_join = rp_peer_join,
     .peer_leave = rp_peer_leave,
 };
 
@@ -297,6 +317,26 @@ static int incs(loco_rpipe_t *p, uint64_t inc[2])
 	return 0;
 }
 
+/*
+ * sess_left -- a push reader whose writer left before it paired: the
+ * session of the writer's pairing (rp_peer_join()), without its regions
+ * (no space returned, no mending: the pipe is lost), so that the records
+ * that landed before the leave are taken, as a paired reader takes them.
+ * 0, or -ENOENT.
+ */
+static int sess_left(loco_rpipe_t *p)
+{
+	uint64_t s = __atomic_load_n(&p->join_sess, __ATOMIC_ACQUIRE);
+
+	if (!is_lost(p) || s == 0 || s == p->old_sess)
+		return -ENOENT;
+	p->sess = s;
+	p->have_peer = 0;
+	p->can_mend = 0;
+	p->have_sess = 1;
+	return 0;
+}
+
 int rp_sess(loco_rpipe_t *p)
 {
 	uint64_t inc[2], again[2], s;
@@ -313,9 +353,9 @@ int rp_sess(loco_rpipe_t *p)
 	 * regions are dropped before a view can hold its next incarnation)
 	 */
 	if (loco_region_remote(p->ctl, p->is_writer ? p->reader : p->writer, &probe) != 0)
-		return -ENOENT; /* not paired: no lock taken (a reader polls this) */
+		return sess_left(p); /* not paired: no lock taken (a reader polls this) */
 	if (incs(p, inc) != 0)
-		return -ENOENT; /* paired just before the view that has it: soon */
+		return sess_left(p); /* paired just before the view that has it: soon */
 	p->have_peer = 0;
 	ret = rp_peer(p);
 	if (ret)

@@ -71,7 +71,9 @@
  *
  * Sessions: every sum is seeded with the session too, a hash of the two
  * ends' incarnations (loco_manager_member_incarnation()), which each end works
- * out once it paired. loco_rpipe_reset() makes a lost pipe start again
+ * out once it paired; a push reader also keeps the one of the writer's
+ * pairing (peer_join), for when the writer left before the reader's
+ * first call: it then reads what landed, and the pipe is lost. loco_rpipe_reset() makes a lost pipe start again
  * from position 0 with a new session once the other end paired again as
  * a new incarnation, or this node did (a rejoin): records of the old
  * session still in the ring never match, and a session with the same
@@ -144,13 +146,14 @@ struct loco_rpipe {
 	int is_writer;
 	int unlisted; /* an end inside another object (rpipe_open_unlisted()): no object of its own */
 	int pull;     /* LOCO_RPIPE_PULL: the ring is the writer's, the reader READs it */
-	int sig_pending;   /* writer: a signaled data WRITE was posted, its result not taken yet */
-	int lost;          /* atomic: the other end left, or a WRITE failed: sticky */
-	int have_peer;     /* the other end's regions were looked up */
-	int have_sess;     /* sess is known (both ends paired) */
-	int renewing;      /* atomic: reset, no new session yet (peer_leave ignored) */
-	uint64_t sess;     /* the session: a hash of both ends' incarnations */
-	uint64_t old_sess; /* the session that was lost (reset refuses it) */
+	int sig_pending;    /* writer: a signaled data WRITE was posted, its result not taken yet */
+	int lost;           /* atomic: the other end left, or a WRITE failed: sticky */
+	int have_peer;      /* the other end's regions were looked up */
+	int have_sess;      /* sess is known (both ends paired) */
+	int renewing;       /* atomic: reset, no new session yet (peer_leave ignored) */
+	uint64_t sess;      /* the session: a hash of both ends' incarnations */
+	uint64_t old_sess;  /* the session that was lost (reset refuses it) */
+	uint64_t join_sess; /* atomic: push reader: the session of the writer's pairing, or 0 */
 	loco_rhandle_t rring; /* writer: the reader's ring, bound to its link */
 	loco_rhandle_t rctl;  /* the other end's ctl, bound to its link */
 	uint64_t seq;         /* records written / read */
