@@ -23,7 +23,20 @@ static void rp_peer_leave(loco_object_t *obj, uint32_t node, uint64_t view, void
 		__atomic_store_n(&p->lost, 1, __ATOMIC_RELEASE); /* pairs with is_lost() */
 }
 
-static int incs(loco_rpipe_t *p, uint64_t inc[2]);
+/* incs -- both ends' incarnations in the installed view: 0, or -ENOENT */
+static int incs(loco_rpipe_t *p, uint64_t inc[2])
+{
+	if (loco_manager_member_incarnation(p->m, p->writer, &inc[0]) != 0 ||
+	    loco_manager_member_incarnation(p->m, p->reader, &inc[1]) != 0)
+		return -ENOENT;
+	return 0;
+}
+
+/* sess_of -- the session of both ends' incarnations @inc (writer, reader) */
+static uint64_t sess_of(const uint64_t inc[2])
+{
+	return XXH3_64bits(inc, 2 * sizeof(inc[0]));
+}
 
 /*
  * rp_peer_join -- on the progress thread: a node paired. The other end's
@@ -39,7 +52,7 @@ static void rp_peer_join(loco_object_t *obj, uint32_t node, uint64_t view, void 
 
 	(void)obj, (void)view;
 	if (!p->is_writer && !p->pull && node == p->writer && incs(p, inc) == 0)
-		__atomic_store_n(&p->join_sess, XXH3_64bits(inc, sizeof(inc)), __ATOMIC_RELEASE);
+		__atomic_store_n(&p->join_sess, sess_of(inc), __ATOMIC_RELEASE);
 }
 
 static const struct loco_object_ops rp_ops = {
@@ -308,15 +321,6 @@ int rp_peer(loco_rpipe_t *p)
 	return ret;
 }
 
-/* incs -- both ends' incarnations in the installed view: 0, or -ENOENT */
-static int incs(loco_rpipe_t *p, uint64_t inc[2])
-{
-	if (loco_manager_member_incarnation(p->m, p->writer, &inc[0]) != 0 ||
-	    loco_manager_member_incarnation(p->m, p->reader, &inc[1]) != 0)
-		return -ENOENT;
-	return 0;
-}
-
 /*
  * sess_left -- a push reader whose writer left before it paired: the
  * session of the writer's pairing (rp_peer_join()), without its regions
@@ -364,7 +368,7 @@ int rp_sess(loco_rpipe_t *p)
 		p->have_peer = 0;
 		return -ENOENT; /* the view moved on meanwhile: look again */
 	}
-	s = XXH3_64bits(inc, sizeof(inc));
+	s = sess_of(inc);
 	if (s == p->old_sess) {
 		p->have_peer = 0; /* those were the old one's regions: look again */
 		return -ENOENT;   /* nobody new yet: the old one may still be in the view */

@@ -73,7 +73,8 @@
  * ends' incarnations (loco_manager_member_incarnation()), which each end works
  * out once it paired; a push reader also keeps the one of the writer's
  * pairing (peer_join), for when the writer left before the reader's
- * first call: it then reads what landed, and the pipe is lost. loco_rpipe_reset() makes a lost pipe start again
+ * first call: it then reads what landed, and the pipe is lost.
+ * loco_rpipe_reset() makes a lost pipe start again
  * from position 0 with a new session once the other end paired again as
  * a new incarnation, or this node did (a rejoin): records of the old
  * session still in the ring never match, and a session with the same
