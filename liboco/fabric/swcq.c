@@ -110,6 +110,14 @@ bool fab_swcq_wake(struct fab_swcq *cq)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!__atomic_load_n(&cq->waiting, __ATOMIC_RELAXED))
 		return false;
+	/*
+	 * Written once per arm: the poller wakes and takes every entry there is. Before, every
+	 * push until the poller had polled wrote it again, a syscall each in the posting thread.
+	 * The flag stays raised until the poller polls, as before (clear_wake() relies on it).
+	 */
+	if (__atomic_load_n(&cq->rang, __ATOMIC_RELAXED) ||
+	    __atomic_exchange_n(&cq->rang, 1, __ATOMIC_ACQ_REL))
+		return true;
 	fab_swcq_ring(cq);
 	return true;
 }
@@ -117,6 +125,7 @@ bool fab_swcq_wake(struct fab_swcq *cq)
 /* announce -- the poller is about to sleep: raise the flags, then look (fence). */
 static void announce(struct fab_swcq *cq)
 {
+	__atomic_store_n(&cq->rang, 0, __ATOMIC_RELAXED); /* before the flag: see wake */
 	__atomic_store_n(&cq->waiting, 1, __ATOMIC_SEQ_CST);
 	if (cq->mirror != NULL)
 		__atomic_store_n(cq->mirror, 1, __ATOMIC_SEQ_CST);

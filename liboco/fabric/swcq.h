@@ -16,7 +16,9 @@
  * The wake-up protocol. The poller announces (waiting = 1), a full fence,
  * then looks at the ring and the provider's ready(); a producer publishes
  * its entries, a full fence, then looks at waiting: one of the two sees
- * the other (no wake-up is lost). Whoever writes the eventfd bumps *rung
+ * the other (no wake-up is lost). One producer per arm writes the eventfd
+ * (the one that turns rang from 0 to 1; announce() lowers it): the rest
+ * see it written, as a CQ event is given once. Whoever writes it bumps *rung
  * after the write; the poller, when not armed, reads the eventfd only
  * when *rung moved since it last did, so a wake-up whose completions a
  * poll took (or that came late, after a poll disarmed) does not leave the
@@ -64,6 +66,7 @@ struct fab_swcq {
 	unsigned flags;
 	int64_t credits;    /* atomic: entries not yet promised to a request */
 	int waiting;        /* atomic: armed (the poller sleeps or is about to) */
+	int rang;           /* atomic: a producer wrote evfd since the poller last armed */
 	uint32_t rung_seen; /* the poller's: *rung when it last cleared evfd */
 	uint32_t *rung;     /* atomic: +1 after each write of evfd */
 	uint32_t *mirror;

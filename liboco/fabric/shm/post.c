@@ -631,6 +631,18 @@ int shm_link_ready(struct shm_link *l)
 
 	if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) != SHM_LINK_UP || l->mine == NULL)
 		return 0;
+	/*
+	 * A peek without the lock first, as shm_link_progress(): the caller is a poller about to
+	 * sleep (shm_ready()), and the lock is the posting threads'. Taken on every arm, it made
+	 * an rpc caller's progress thread spin on it for a posting thread that lost its core (2
+	 * cores, shm, rpc-bench 256 B one-way calls: 19 % of the samples in that spin). What the
+	 * peek misses was stored after the fence of the arm's announce and rings the doorbell.
+	 */
+	if (__atomic_load_n(&l->mine->ring_prod, __ATOMIC_ACQUIRE) ==
+	        __atomic_load_n(&l->mine->ring_cons, __ATOMIC_RELAXED) &&
+	    __atomic_load_n(&l->dq_tail, __ATOMIC_ACQUIRE) ==
+	        __atomic_load_n(&l->dq_head, __ATOMIC_RELAXED))
+		return 0;
 	pthread_spin_lock(&l->post_lock);
 	if (__atomic_load_n(&l->mine->ring_prod, __ATOMIC_ACQUIRE) != l->mine->ring_cons &&
 	    l->rq_cons != l->rq_prod)
