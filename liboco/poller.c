@@ -11,6 +11,14 @@
  * returned. A poller that removes itself from inside its own call is only
  * marked; the walk frees it once the call has returned.
  *
+ * Parking: a function that returns LOCO_POLLER_PARK has nothing to watch
+ * until its object kicks it (an rpc endpoint with no batch waiting). The
+ * walk raises @parked, then calls it once more: a kicker publishes its
+ * work, then reads @parked (loco_poller_kick(), a fence between), so
+ * either that call sees the work or the kicker sees the flag. A parked
+ * poller is not called and does not count for the period, so an idle
+ * node's progress thread sleeps instead of waking every period for it.
+ *
  * Nothing here allocates after loco_poller_add(): the walk takes a mutex
  * twice per poller and calls it.
  */
@@ -33,7 +41,8 @@ struct loco_poller {
 	int (*fn)(void *arg);
 	void *arg;
 	int64_t period_ns;
-	int state; /* enum poller_state, under ps->lock */
+	int state;  /* enum poller_state, under ps->lock */
+	int parked; /* atomic: returned LOCO_POLLER_PARK, not kicked since */
 	struct loco_poller *next;
 };
 
@@ -91,7 +100,8 @@ static void period_update(struct lc_pollers *ps)
 	int64_t min = 0;
 
 	for (struct loco_poller *p = ps->head; p != NULL; p = p->next)
-		if (p->state == P_ACTIVE && (min == 0 || p->period_ns < min))
+		if (p->state == P_ACTIVE && !__atomic_load_n(&p->parked, __ATOMIC_RELAXED) &&
+		    (min == 0 || p->period_ns < min))
 			min = p->period_ns;
 	ps->period_ns = min;
 }
@@ -146,6 +156,42 @@ int lc_pollers_add(struct lc_pollers *ps, loco_manager_t *m, int (*fn)(void *arg
 	return 0;
 }
 
+int loco_poller_kick(loco_poller_t *p)
+{
+	struct lc_pollers *ps;
+	int ret = lc_handle_ok(p);
+
+	if (ret)
+		return ret;
+	/* the caller's stores, then the flag: pairs with the fence in call_parking() */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&p->parked, __ATOMIC_RELAXED) ||
+	    !__atomic_exchange_n(&p->parked, 0, __ATOMIC_ACQ_REL))
+		return 0;
+	ps = p->ps;
+	pthread_mutex_lock(&ps->lock);
+	period_update(ps);
+	pthread_mutex_unlock(&ps->lock);
+	ps->wake(ps->wake_arg); /* a blocked progress thread learns the period, and calls it */
+	return 0;
+}
+
+/*
+ * call_parking -- (ps->lock dropped) @p's function returned LOCO_POLLER_PARK:
+ * raise the flag, then call it once more (see the top); its answer.
+ */
+static int call_parking(struct loco_poller *p)
+{
+	int r;
+
+	__atomic_store_n(&p->parked, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* the flag, then what the function reads */
+	r = p->fn(p->arg);
+	if (r != LOCO_POLLER_PARK)
+		__atomic_store_n(&p->parked, 0, __ATOMIC_RELAXED);
+	return r;
+}
+
 int loco_poller_remove(loco_poller_t *p)
 {
 	struct lc_pollers *ps;
@@ -192,13 +238,15 @@ int lc_pollers_run(struct lc_pollers *ps, int64_t *period_ns)
 	for (p = ps->head; p != NULL; p = next) {
 		int r;
 
-		if (p->state != P_ACTIVE) {
+		if (p->state != P_ACTIVE || __atomic_load_n(&p->parked, __ATOMIC_ACQUIRE)) {
 			next = p->next;
 			continue;
 		}
 		ps->running = p;
 		pthread_mutex_unlock(&ps->lock);
 		r = p->fn(p->arg);
+		if (r == LOCO_POLLER_PARK)
+			r = call_parking(p);
 		pthread_mutex_lock(&ps->lock);
 		ps->running = NULL;
 		/* @p is still linked: a remover waited, or left it to us */
@@ -212,6 +260,8 @@ int lc_pollers_run(struct lc_pollers *ps, int64_t *period_ns)
 		} else if (r == LOCO_POLLER_BUSY) {
 			busy = 1;
 		}
+		if (r == LOCO_POLLER_PARK)
+			period_update(ps); /* without it (a kick meanwhile counted it again) */
 		if (ps->waiting)
 			pthread_cond_broadcast(&ps->cond);
 	}

@@ -259,12 +259,17 @@ static const struct loco_object_ops rpc_ops = {
 /*
  * the poller: post batches that are due -- trad ones older than agg_ns,
  * overflow ones as soon as there is room. Never waits (trylock, timeout 0).
+ * With no batch waiting anywhere it parks: the first frame of a batch
+ * kicks it (append() in rpc_call.c), so an endpoint that is not batching
+ * does not wake the progress thread every agg_ns (2 cores, shm,
+ * rpc-bench: call_return p99 42.6 us with the trad and overflow
+ * endpoints' pollers waking both nodes every 100 us, 1.6 us without).
  */
 static int rpc_poll(void *arg)
 {
 	loco_rpc_ep_t *ep = arg;
 	int64_t now = obj_now_ns();
-	int busy = 0;
+	int busy = 0, waiting = 0;
 
 	for (unsigned i = 0, n = rpc_npeers(ep); i < n; i++) {
 		struct rpc_peer *p = rpc_peer_at(ep, i);
@@ -272,6 +277,7 @@ static int rpc_poll(void *arg)
 		/* a hint only (relaxed): the batch itself is read under wlock */
 		if (__atomic_load_n(&p->blen, __ATOMIC_RELAXED) == 0 || peer_dead(p))
 			continue;
+		waiting = 1;
 		if (pthread_mutex_trylock(&p->wlock) != 0)
 			continue;
 		if (p->blen != 0 &&
@@ -280,7 +286,9 @@ static int rpc_poll(void *arg)
 			busy = 1;
 		pthread_mutex_unlock(&p->wlock);
 	}
-	return busy ? LOCO_POLLER_BUSY : LOCO_POLLER_IDLE;
+	if (busy)
+		return LOCO_POLLER_BUSY;
+	return waiting ? LOCO_POLLER_IDLE : LOCO_POLLER_PARK;
 }
 
 struct start_arg {

@@ -174,12 +174,18 @@ static int direct(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *h,
 	return ret;
 }
 
-static void append(struct rpc_peer *p, const struct rf_hdr *h, const struct pl_iov *pl)
+/* append -- (wlock) add the frame to @p's batch; the first of a batch wakes the poller */
+static void append(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *h,
+                   const struct pl_iov *pl)
 {
-	if (p->blen == 0)
+	size_t was = p->blen;
+
+	if (was == 0)
 		p->bt0 = obj_now_ns();
-	put_frame(p->batch + p->blen, h, pl);
-	__atomic_store_n(&p->blen, p->blen + rf_r8(RF_HDR + pl->len), __ATOMIC_RELAXED);
+	put_frame(p->batch + was, h, pl);
+	__atomic_store_n(&p->blen, was + rf_r8(RF_HDR + pl->len), __ATOMIC_RELAXED);
+	if (was == 0)
+		loco_poller_kick(ep->poller); /* after the store: it may have parked (rpc_poll()) */
 }
 
 /* try_post -- (wlock held) take the frame by the aggregation mode: 0, -EAGAIN, or an error */
@@ -196,7 +202,7 @@ static int try_post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *
 			if (ret)
 				return ret;
 		}
-		append(p, h, pl);
+		append(ep, p, h, pl);
 		if (p->blen >= ep->cfg.agg_bytes || urgent) {
 			ret = rpc_flush_peer(ep, p);
 			if (ret != 0 && ret != -EAGAIN)
@@ -209,7 +215,7 @@ static int try_post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *
 			if (ret == -EAGAIN) {
 				if (p->blen + flen > ep->rec_max)
 					return -EAGAIN;
-				append(p, h, pl);
+				append(ep, p, h, pl);
 				return 0;
 			}
 			if (ret)
@@ -218,7 +224,7 @@ static int try_post(loco_rpc_ep_t *ep, struct rpc_peer *p, const struct rf_hdr *
 		ret = direct(ep, p, h, pl);
 		if (ret == -EAGAIN) {
 			ST_ADD(ep, full, 1);
-			append(p, h, pl);
+			append(ep, p, h, pl);
 			return 0;
 		}
 		return ret;

@@ -38,6 +38,7 @@ enum loco_poller_ret {
 	LOCO_POLLER_BUSY = 1, /* work done: the progress thread turns again without sleeping */
 	LOCO_POLLER_DONE =
 	    2, /* finished: never called again; loco_poller_remove() still frees it */
+	LOCO_POLLER_PARK = 3, /* nothing to watch until loco_poller_kick(): no period meanwhile */
 };
 
 #define LOCO_POLLER_PERIOD_NS     1000000ll /* period 0 means this: 1 ms */
@@ -52,6 +53,18 @@ enum loco_poller_ret {
  */
 int loco_poller_add(loco_manager_t *m, int (*fn)(void *arg), void *arg, int64_t period_ns,
                     loco_poller_t **out);
+
+/*
+ * loco_poller_kick -- @p's function has something to watch again: a parked
+ * poller (its function returned LOCO_POLLER_PARK) becomes active, its
+ * period counts again and the progress thread is woken to learn it. The
+ * caller publishes what the function will find first, then kicks: the
+ * progress thread marks the poller parked, then calls the function once
+ * more before it stays parked, so one of the two sees the other. A poller
+ * that is not parked costs one fence and one load. Returns 0; -EINVAL
+ * (NULL); -EBADF (removed already).
+ */
+int loco_poller_kick(loco_poller_t *p);
 
 /*
  * loco_poller_remove -- stop calling @p's function and free @p. From any

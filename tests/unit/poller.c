@@ -207,6 +207,92 @@ static void poller__done_is_not_called_again(void **state)
 	assert_int_equal(loco_poller_remove(p), 0);
 }
 
+/* A poller that parks whenever nothing is pending, and takes what is. */
+struct parker {
+	int pending;     /* atomic: work for it, set by the test before a kick */
+	int calls;       /* atomic */
+	int taken;       /* atomic: pending works it took */
+	int64_t slow_ns; /* between finding nothing and saying PARK (widens the race) */
+};
+
+static int park_fn(void *arg)
+{
+	struct parker *k = arg;
+	int64_t until;
+
+	INC(k->calls);
+	if (__atomic_exchange_n(&k->pending, 0, __ATOMIC_ACQ_REL)) {
+		INC(k->taken);
+		return LOCO_POLLER_IDLE;
+	}
+	for (until = now_ns() + k->slow_ns; now_ns() < until;)
+		;
+	return LOCO_POLLER_PARK;
+}
+
+static void poller__parked_is_not_called_until_kicked(void **state)
+{
+	struct parker k = {0};
+	loco_poller_t *p;
+	int n;
+
+	/* run: a 1 ms period; it parks on its first call (called once more to close the race) */
+	assert_int_equal(loco_poller_add(*state, park_fn, &k, MS, &p), 0);
+	WAIT_FOR(LOAD(k.calls) >= 2);
+	sleep_ns(50 * MS); /* ~50 periods */
+	n = LOAD(k.calls);
+
+	/* verify: parked, it is not called every period */
+	assert_int_equal(n, 2);
+
+	/* run: work, then a kick */
+	STORE(k.pending, 1);
+	assert_int_equal(loco_poller_kick(p), 0);
+	WAIT_FOR(LOAD(k.taken) == 1);
+	WAIT_FOR(LOAD(k.calls) >= n + 3); /* took it, then parked again (two calls) */
+	sleep_ns(20 * MS);
+
+	/* verify: parked again */
+	assert_int_equal(LOAD(k.calls), n + 3);
+	assert_int_equal(loco_poller_remove(p), 0);
+	assert_int_equal(loco_poller_kick(NULL), -EINVAL);
+}
+
+static void poller_kick__never_loses_work_to_a_poller_parking(void **state)
+{
+	struct parker k = {.slow_ns = 100000};
+	loco_poller_t *p;
+	int lost = 0;
+
+	/*
+	 * run: 2000 rounds of work + kick while the progress thread parks the poller after each,
+	 * the work stored 0-127 us after the last was taken, often while the poller, having found
+	 * nothing, is about to say PARK: a kick that read the flag before the walk raised it,
+	 * with no last call after the flag to see the work, would leave it parked with the work
+	 * pending until the wait's bound.
+	 */
+	assert_int_equal(loco_poller_add(*state, park_fn, &k, 1, &p), 0);
+	for (int i = 1; i <= 2000 && !lost; i++) {
+		int64_t dl = now_ns() + WAIT_MAX;
+
+		for (int64_t t = now_ns() + (i * 7919) % 128 * 1000; now_ns() < t;)
+			;
+		STORE(k.pending, 1);
+		assert_int_equal(loco_poller_kick(p), 0);
+		while (LOAD(k.taken) != i && now_ns() < dl)
+			;
+		lost = LOAD(k.taken) != i;
+		if (lost)
+			print_message("round %d: the work was not taken in %lld ms\n", i,
+			              (long long)(WAIT_MAX / MS));
+	}
+	assert_int_equal(loco_poller_remove(p), 0);
+
+	/* verify */
+	assert_false(lost);
+	assert_int_equal(LOAD(k.taken), 2000);
+}
+
 static void poller_remove__waits_for_the_call_in_progress(void **state)
 {
 	struct probe pr = {.sleep_ns = 50 * MS};
@@ -482,6 +568,10 @@ int main(void)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(poller__busy_turns_again_at_once, setup, teardown),
 	    cmocka_unit_test_setup_teardown(poller__done_is_not_called_again, setup, teardown),
+	    cmocka_unit_test_setup_teardown(poller__parked_is_not_called_until_kicked, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(poller_kick__never_loses_work_to_a_poller_parking,
+	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(poller_remove__waits_for_the_call_in_progress, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(poller_remove__from_inside_its_own_call, setup,
