@@ -5,7 +5,7 @@
  * threads; getrusage) per barrier round and per second of idle barrier
  * wait, beside the round time each policy gives.
  *
- *   LOCO_WAIT=sleep loco-run -n 4 build/bench/wait-cpu [--rounds N] [--idle-ms MS]
+ *   LOCO_WAIT=sleep loco-run -n 4 build/bench/wait-cpu [--rounds N] [--idle-ms MS] [--rpc]
  *
  * Every node: WARMUP rounds, then --rounds barrier rounds back to back
  * (round time = wall / rounds; CPU per round = CPU / rounds). Then the
@@ -13,6 +13,10 @@
  * --idle-ms before entering; node 1's CPU over its wait is the idle
  * waiter's, the others' CPU over their sleep is the background (progress
  * and NIC threads) of a node that waits in nothing. One line per node.
+ * --rpc: every node also holds an rpc endpoint of all the nodes with
+ * trad aggregation (as a service does: loco_rpc(3)), idle throughout, so
+ * the figures include what such an endpoint costs a node that is not
+ * calling (its flush poller: parked while no batch waits).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -24,6 +28,7 @@
 
 #include <loco.h>
 #include <loco/barrier.h>
+#include <loco/rpc.h>
 
 #include "bench.h"
 
@@ -53,6 +58,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 	    {"rounds", required_argument, NULL, 'r'},
 	    {"idle-ms", required_argument, NULL, 'i'},
+	    {"rpc", no_argument, NULL, 'p'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -63,7 +69,9 @@ int main(int argc, char **argv)
 	loco_manager_t *m;
 	loco_channel_t *ch;
 	loco_barrier_t *b;
-	int c, ret;
+	loco_rpc_ep_t *ep = NULL;
+	uint32_t ids[LOCO_BARRIER_MAX_NODE];
+	int c, ret, with_rpc = 0;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -73,15 +81,18 @@ int main(int argc, char **argv)
 		case 'i':
 			idle_ms = strtol(optarg, NULL, 10);
 			break;
+		case 'p':
+			with_rpc = 1;
+			break;
 		default:
 			fprintf(c == 'h' ? stdout : stderr,
 			        "usage: [LOCO_WAIT=adaptive|spin|sleep|block] "
 			        "loco-run -n N wait-cpu [--rounds N] "
-			        "[--idle-ms MS]\n");
+			        "[--idle-ms MS] [--rpc]\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
-	if (nodes < 2 || rounds < 1 || idle_ms < 100) {
+	if (nodes < 2 || nodes > LOCO_BARRIER_MAX_NODE || rounds < 1 || idle_ms < 100) {
 		fprintf(stderr, "wait-cpu: run under loco-run -n N (N >= 2), --rounds >= 1, "
 		                "--idle-ms >= 100\n");
 		return 2;
@@ -93,9 +104,21 @@ int main(int argc, char **argv)
 		bench_die("loco_init", ret);
 	me = loco_manager_node_id(m);
 	if ((ret = loco_channel_create(m, NULL, "wait-cpu", nodes, &ch)) != 0 ||
-	    (ret = loco_barrier_create(ch, "B", &b)) != 0 ||
-	    (ret = loco_channel_join(ch, WAIT_NS)) != 0)
+	    (ret = loco_barrier_create(ch, "B", &b)) != 0)
 		bench_die("setup", ret);
+	if (with_rpc) {
+		loco_rpc_cfg_t cfg;
+
+		for (uint32_t i = 0; i < nodes; i++)
+			ids[i] = i + 1;
+		loco_rpc_cfg_default(&cfg, ids, nodes);
+		cfg.agg = LOCO_RPC_AGG_TRAD;
+		if ((ret = loco_rpc_create(ch, "rpc", &cfg, &ep)) != 0)
+			bench_die("rpc", ret);
+	}
+	if ((ret = loco_channel_join(ch, WAIT_NS)) != 0 ||
+	    (ep != NULL && (ret = loco_rpc_sync(ep, WAIT_NS)) != 0))
+		bench_die("join", ret);
 	for (int i = 0; i < WARMUP; i++)
 		if ((ret = loco_barrier_wait(b, WAIT_NS)) != 0)
 			bench_die("warm-up barrier", ret);
@@ -122,10 +145,11 @@ int main(int argc, char **argv)
 		bench_die("idle barrier", ret);
 
 	printf(
-	    "wait-cpu: node %u policy %s nodes %u: %ld rounds: %.1f us/round wall, cpu "
+	    "wait-cpu: node %u policy %s nodes %u%s: %ld rounds: %.1f us/round wall, cpu "
 	    "%.1f us/round (user %.1f + sys %.1f); %s %.0f ms: cpu %.1f ms/s = %.1f %% of a core "
 	    "(user %.1f + sys %.1f ms)\n",
-	    me, policy, nodes, rounds, (double)(t1 - t0) / 1e3 / (double)rounds,
+	    me, policy, nodes, ep != NULL ? " (+ idle trad rpc endpoint)" : "", rounds,
+	    (double)(t1 - t0) / 1e3 / (double)rounds,
 	    (double)(u1 - u0 + s1 - s0) / 1e3 / (double)rounds,
 	    (double)(u1 - u0) / 1e3 / (double)rounds, (double)(s1 - s0) / 1e3 / (double)rounds,
 	    me == 1 ? "idle barrier wait" : "idle sleep (background)", (double)(it1 - it0) / 1e6,
@@ -135,6 +159,8 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if ((ret = loco_barrier_wait(b, WAIT_NS)) != 0) /* nobody leaves early */
 		bench_die("last barrier", ret);
+	if (ep != NULL)
+		loco_rpc_destroy(ep);
 	loco_barrier_destroy(b);
 	loco_channel_destroy(ch);
 	loco_fini(m);
