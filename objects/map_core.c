@@ -463,7 +463,10 @@ unsigned map_drain(loco_map_t *map)
 	return n;
 }
 
-/* map_poll -- the poller of a key holder: drain the logs when @lock is free. */
+/*
+ * map_poll -- the poller of a key holder: drain the logs when @lock is free;
+ * park when there was nothing (an owner's MAP_MSG_DRAIN kicks it).
+ */
 int map_poll(void *arg)
 {
 	loco_map_t *map = arg;
@@ -473,7 +476,26 @@ int map_poll(void *arg)
 		return LOCO_POLLER_IDLE; /* its holder drains, or the next turn */
 	n = map_drain(map);
 	pthread_mutex_unlock(&map->lock);
-	return n ? LOCO_POLLER_BUSY : LOCO_POLLER_IDLE;
+	return n ? LOCO_POLLER_BUSY : LOCO_POLLER_PARK;
+}
+
+/* map_on_msg -- an object message (progress thread): MAP_MSG_DRAIN kicks the poller */
+void map_on_msg(loco_object_t *obj, uint32_t from, const void *msg, size_t len, void *arg)
+{
+	loco_map_t *map = arg;
+
+	(void)obj;
+	(void)from;
+	if (len == 1 && *(const uint8_t *)msg == MAP_MSG_DRAIN)
+		loco_poller_kick(map->poller);
+}
+
+/* kick -- ask holder @node to take its records (never waits; a lost one is sent again) */
+static void kick(loco_map_t *map, uint32_t node)
+{
+	uint8_t m = MAP_MSG_DRAIN;
+
+	(void)loco_object_send(map->obj, node, &m, 1);
 }
 
 /* map_info_set -- this node's info word: state @st (keeping the hash), or the absorbed set's hash (@st 0). */
@@ -587,6 +609,8 @@ static int log_reserve(loco_map_t *map, unsigned w, int idx, uint32_t node, int6
 	struct log_out *o = &map->out[idx];
 	size_t lo = map->stg_off + (size_t)w * map->wstride + MAP_TGT_MAX * map->rec_len;
 	int me = map_node_index(map, map->me);
+	uint64_t half = map->log_recs / 2 ? map->log_recs / 2 : 1;
+	int64_t kicked = 0;
 	loco_waiter_t wt;
 
 	loco_waiter_init(&wt, map->m);
@@ -600,11 +624,18 @@ static int log_reserve(loco_map_t *map, unsigned w, int idx, uint32_t node, int6
 		    o->tail - o->head < map->log_recs) {
 			*seq = o->tail++;
 			pthread_mutex_unlock(&o->lock);
+			if (*seq % half == 0)
+				kick(map, node); /* its poller parks: half a slice waits there */
 			return 0;
 		}
 		pthread_mutex_unlock(&o->lock);
 		if (!present(map, idx))
 			return -ECONNRESET;
+		if (obj_now_ns() - kicked >=
+		    MAP_KICK_NS) { /* short of room: the holder must drain */
+			kick(map, node);
+			kicked = obj_now_ns();
+		}
 		ret = loco_region_remote(map->log, node, &rr);
 		if (ret == 0)
 			ret = loco_read(map->scr, lo, &rr, (size_t)me * map->slice_len, 8,

@@ -48,10 +48,12 @@ typedef struct map_set {
 #define MAP_SETTLE_NS    (100ll * 1000000ll) /* a change of the masks is copied for this late */
 #define MAP_WRITERS      16u /* owner writes in flight at once (staging buffers, ack keys) */
 #define MAP_TGT_MAX      (2u * LOCO_MAP_REPLICAS_MAX) /* targets of one write (map_targets) */
-#define MAP_LOG_RECS     256u             /* records of one inbound log slice (a ring), at most */
-#define MAP_LOG_RECS_MIN 16u              /* ... at least */
-#define MAP_LOG_BYTES    (256u * 1024u)   /* ... and about this many bytes between the two */
-#define MAP_POLL_NS      (500ll * 1000ll) /* the poller that takes the records: its period */
+#define MAP_LOG_RECS     256u              /* records of one inbound log slice (a ring), at most */
+#define MAP_LOG_RECS_MIN 16u               /* ... at least */
+#define MAP_LOG_BYTES    (256u * 1024u)    /* ... and about this many bytes between the two */
+#define MAP_POLL_NS      (500ll * 1000ll)  /* the poller that takes the records: its period */
+#define MAP_MSG_DRAIN    1                 /* object message: take your records (map_on_msg) */
+#define MAP_KICK_NS      (1000ll * 1000ll) /* a writer short of room kicks again this often */
 #define MAP_BUSY_NS \
 	(5ll * 1000000ll) /* the server thread waits by the policy this long after a call */
 #define MAP_NAP_NS  (50ll * 1000ll) /* ... then naps this long, doubling up to 1 ms */
@@ -195,6 +197,7 @@ void map_absorbed(loco_map_t *map);
 void map_info_set(loco_map_t *map, uint64_t st, uint64_t hash);
 int map_published(uint64_t w, const map_set_t *a);
 int map_poll(void *arg);
+void map_on_msg(loco_object_t *obj, uint32_t from, const void *msg, size_t len, void *arg);
 void map_log_resync(loco_map_t *map, uint32_t node);
 int map_owner_op(loco_map_t *map, int op, uint64_t kh, const void *key, size_t klen,
                  uint64_t expect, const void *val, size_t vlen, uint64_t *ver);
