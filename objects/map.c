@@ -409,8 +409,8 @@ int loco_map_create(loco_channel_t *ch, const char *name, const loco_map_cfg_t *
 		map_absorb(map);
 		pthread_mutex_unlock(&map->lock);
 		ret = loco_poller_add(map->m, map_poll, map, MAP_POLL_NS, &map->poller);
-		if (ret ==
-		    0) /* after the poller: a kick before would find none (its first turn drains) */
+		/* after the poller: a kick before would find none (its first turn drains) */
+		if (ret == 0)
 			ret = loco_object_on_msg(map->obj, map_on_msg, map);
 		if (ret)
 			goto err;

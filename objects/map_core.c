@@ -617,6 +617,7 @@ static int log_reserve(loco_map_t *map, unsigned w, int idx, uint32_t node, int6
 	for (;;) {
 		loco_rref_t rr;
 		uint64_t h = 0;
+		int64_t now;
 		int ret;
 
 		pthread_mutex_lock(&o->lock);
@@ -631,10 +632,11 @@ static int log_reserve(loco_map_t *map, unsigned w, int idx, uint32_t node, int6
 		pthread_mutex_unlock(&o->lock);
 		if (!present(map, idx))
 			return -ECONNRESET;
-		if (obj_now_ns() - kicked >=
-		    MAP_KICK_NS) { /* short of room: the holder must drain */
+		/* short of room: the holder must drain (a kick may be lost: again now and then) */
+		now = obj_now_ns();
+		if (now - kicked >= MAP_KICK_NS) {
 			kick(map, node);
-			kicked = obj_now_ns();
+			kicked = now;
 		}
 		ret = loco_region_remote(map->log, node, &rr);
 		if (ret == 0)
