@@ -38,8 +38,8 @@
 #include "scenario.h"
 
 #define HOLDER 9
-#define EXTRA  32u  /* PUTs past a slice */
-#define STALL  300  /* ms without a PUT done: stalled */
+#define EXTRA  32u /* PUTs past a slice */
+#define STALL  300 /* ms without a PUT done: stalled */
 
 static const uint32_t holders[] = {1, 2, HOLDER};
 
@@ -105,8 +105,8 @@ static void *writer_main(void *arg)
 		int ret;
 
 		snprintf(val, sizeof(val), "value %u", i);
-		ret = loco_map_put(w->map, w->keys[i], strlen(w->keys[i]), val, strlen(val) + 1, NULL,
-		                   30 * SC_NS);
+		ret = loco_map_put(w->map, w->keys[i], strlen(w->keys[i]), val, strlen(val) + 1,
+		                   NULL, 30 * SC_NS);
 		if (ret) {
 			w->err = ret;
 			break;
@@ -155,7 +155,8 @@ int main(int argc, char **argv)
 	}
 	sc_read_line(report, line, sizeof(line), SC_WAIT_MS);
 	if (sscanf(line, "ready %u", &recs) != 1 || recs != map->log_recs)
-		SC_FAIL("holder said \"%s\", this node's slices hold %u records", line, map->log_recs);
+		SC_FAIL("holder said \"%s\", this node's slices hold %u records", line,
+		        map->log_recs);
 
 	/* keys this node owns: each PUT writes a record into node 9's slice */
 	w.map = map;
@@ -171,8 +172,8 @@ int main(int argc, char **argv)
 			uint32_t owner = 0;
 
 			snprintf(w.keys[k], sizeof(w.keys[k]), "k%u", i);
-			if (map_rank(map, map_key_hash(w.keys[k], strlen(w.keys[k])), &a, &owner, 1) ==
-			        1 &&
+			if (map_rank(map, map_key_hash(w.keys[k], strlen(w.keys[k])), &a, &owner,
+			             1) == 1 &&
 			    owner == 1)
 				k++;
 		}
