@@ -534,6 +534,7 @@ static int group_read(loco_map_t *map, unsigned r, uint32_t owner, uint32_t g, u
 	uint8_t *buf = scr + (size_t)r * map->group_len;
 	size_t ioff = (size_t)MAP_READERS * map->group_len + 8 + (size_t)r * 8;
 	loco_rref_t rr, ri;
+	loco_rhandle_t hi;
 	int ret;
 
 	if (owner == map->me) {
@@ -558,7 +559,18 @@ static int group_read(loco_map_t *map, unsigned r, uint32_t owner, uint32_t g, u
 	if (ret == 0 && info != NULL)
 		ret = loco_region_remote(map->info, owner, &ri);
 	if (ret == 0 && info != NULL)
-		ret = loco_read(map->scr, ioff, &ri, 0, 8, map->acks[r]);
+		ret = loco_rhandle_bind(map->scr, &ri, &hi);
+	if (ret == 0 && info != NULL) {
+		/* with the group's READ (tcp: one socket write, one turn of the owner) */
+		loco_rop_t op = {.opcode = LOCO_ROP_READ,
+		                 .flags = LOCO_ROP_MORE,
+		                 .local = map->scr,
+		                 .loff = ioff,
+		                 .len = 8,
+		                 .acks = {map->acks[r]}};
+
+		ret = loco_rop_post(&hi, &op);
+	}
 	if (ret == 0)
 		ret = loco_read(map->scr, (size_t)r * map->group_len, &rr,
 		                (size_t)g * map->group_len, map->group_len, map->acks[r]);

@@ -202,6 +202,15 @@ enum loco_rop_opcode {
 };
 
 #define LOCO_ROP_INLINE (1u << 0) /* WRITE: as loco_write_inline() */
+/*
+ * More posts to the same node follow at once (this thread's next post):
+ * the fabric may hold this one until that post and send both together
+ * (tcp: one socket write, one turn of the target). Follow it with a post
+ * without the flag: with none, the operation starts when the fabric next
+ * looks (tcp: a waiter's next turn, or at most 100 ms). shm and verbs
+ * ignore it. Since loco 0.11.
+ */
+#define LOCO_ROP_MORE (1u << 1)
 
 /*
  * One remote operation: [@loff, @loff + @len) of @local and @roff of the
@@ -211,7 +220,7 @@ enum loco_rop_opcode {
  */
 typedef struct loco_rop {
 	uint32_t opcode; /* enum loco_rop_opcode */
-	uint32_t flags;  /* LOCO_ROP_INLINE */
+	uint32_t flags;  /* LOCO_ROP_INLINE, LOCO_ROP_MORE */
 	loco_region_t *local;
 	uint64_t loff;
 	uint64_t roff;

@@ -29,7 +29,8 @@ int fab_connect_check(const struct fab_addr *peer, const void *priv, size_t priv
 
 int fab_wr_check(const struct fab_wr *w, uint32_t max_len, uint32_t max_inline)
 {
-	if (w->flags & ~(FAB_WR_SIGNALED | FAB_WR_INLINE | FAB_WR_FENCE | FAB_WR_LAZY))
+	if (w->flags &
+	    ~(FAB_WR_SIGNALED | FAB_WR_INLINE | FAB_WR_FENCE | FAB_WR_LAZY | FAB_WR_MORE))
 		return -EINVAL;
 	switch (w->opcode) {
 	case FAB_OP_CAS:

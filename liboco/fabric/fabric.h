@@ -76,6 +76,9 @@ enum fab_wr_flags {
 	FAB_WR_FENCE = 1 << 2,    /* start only after earlier READs/atomics completed */
 	FAB_WR_LAZY = 1 << 3,     /* nobody waits on its completion soon: it may be acknowledged
 	                             late (tcp: TCP_ACK_DELAY_NS); others ignore the flag */
+	FAB_WR_MORE = 1 << 4,     /* the poster's next post to this link follows at once: the
+	                             provider may hold this one until then (tcp: both go out in
+	                             one socket write); others ignore the flag */
 };
 
 /* One work request. Atomics use 8 bytes at @local (the old value lands there). */

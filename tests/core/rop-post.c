@@ -5,11 +5,14 @@
  * loco_cas() and loco_faa() do, on each fabric; bad operations get -EINVAL
  * and post nothing; a handle whose kept link is wrong (as after the node's
  * link was replaced) still reaches the node; a handle to a node without a
- * link gets -ENOTCONN.
+ * link gets -ENOTCONN. A post with LOCO_ROP_MORE is sent with the next
+ * one (tcp) or at once (shm, verbs), and one that no post follows still
+ * runs.
  *
  * Run by loco-run -n 2. Node 1, through one handle to node 2's region:
  * WRITEs LINES lines (every other one inline, its source overwritten at
- * once), READs them back, adds 1 FAA_N times to a counter with both ack
+ * once), READs them back (once whole, once in two halves posted with
+ * LOCO_ROP_MORE on the first), adds 1 FAA_N times to a counter with both ack
  * slots used, CASes a word twice (one hit, one miss), tries the bad
  * operations (each aimed at a word that must stay 0), then WRITEs a done
  * word. Node 2 checks its memory: every line, the counter, the CAS word,
@@ -118,6 +121,29 @@ static void node1(loco_region_t *mem, loco_region_t *buf, loco_ack_key_t *ack, l
 			if (src[512 + l * LINE / 8 + w] != word(l, w))
 				FAIL("node 1: read back line %u word %u wrong", l, w);
 
+	/*
+	 * READ them back again in two halves, the first with LOCO_ROP_MORE
+	 * (held until the second's post on tcp, which sends both): both land
+	 */
+	memset(src + 512, 0, (size_t)LINES * LINE);
+	for (unsigned half = 0; half < 2; half++) {
+		op = (loco_rop_t){.opcode = LOCO_ROP_READ,
+		                  .flags = half == 0 ? LOCO_ROP_MORE : 0,
+		                  .local = buf,
+		                  .loff = 4096 + (uint64_t)half * LINES / 2 * LINE,
+		                  .roff = (uint64_t)half * LINES / 2 * LINE,
+		                  .len = (uint64_t)LINES / 2 * LINE,
+		                  .acks = {ack}};
+		if ((ret = loco_rop_post(&h, &op)))
+			FAIL("node 1: read half %u: %s", half, loco_strerror(ret));
+	}
+	if ((ret = loco_ack_wait(ack, 10 * NS)))
+		FAIL("node 1: reads in halves: %s", loco_strerror(ret));
+	for (unsigned l = 0; l < LINES; l++)
+		for (unsigned w = 0; w < LINE / 8; w++)
+			if (src[512 + l * LINE / 8 + w] != word(l, w))
+				FAIL("node 1: read back in halves: line %u word %u wrong", l, w);
+
 	/* FAA with both ack slots, and with only the second */
 	for (unsigned i = 0; i < FAA_N; i++) {
 		op = (loco_rop_t){.opcode = LOCO_ROP_FAA,
@@ -136,6 +162,15 @@ static void node1(loco_region_t *mem, loco_region_t *buf, loco_ack_key_t *ack, l
 	}
 	if ((ret = loco_ack_wait(ack2, 10 * NS)) || (ret = loco_ack_wait(ack, 10 * NS)))
 		FAIL("node 1: faa: %s", loco_strerror(ret));
+
+	/* a LOCO_ROP_MORE that no post follows still runs: the wait's turn (or the NIC's) sends it */
+	op = (loco_rop_t){.opcode = LOCO_ROP_FAA,
+	                  .flags = LOCO_ROP_MORE,
+	                  .local = buf,
+	                  .roff = CNT,
+	                  .value = 1,
+	                  .acks = {ack}};
+	post_wait(&h, &op, ack, "faa with LOCO_ROP_MORE and no post after it");
 
 	/* CAS: 0 -> 7 hits, 0 -> 9 misses and returns 7 */
 	op = (loco_rop_t){.opcode = LOCO_ROP_CAS,
@@ -176,6 +211,8 @@ static void node1(loco_region_t *mem, loco_region_t *buf, loco_ack_key_t *ack, l
 	op.flags = LOCO_ROP_INLINE;
 	op.opcode = LOCO_ROP_READ;
 	expect_einval(&h, &op, "inline READ");
+	op.flags = LOCO_ROP_INLINE | LOCO_ROP_MORE;
+	expect_einval(&h, &op, "inline READ with LOCO_ROP_MORE");
 	op.flags = 0;
 	op.opcode = LOCO_ROP_WRITE;
 	op.reserved = 1;
@@ -212,8 +249,9 @@ static void node1(loco_region_t *mem, loco_region_t *buf, loco_ack_key_t *ack, l
 	op = (loco_rop_t){
 	    .opcode = LOCO_ROP_WRITE, .local = buf, .roff = DONE, .len = 8, .acks = {ack}};
 	post_wait(&h, &op, ack, "done");
-	printf("node 1: %d writes, a read, %d faa, 2 cas through one handle; bad ops refused\n",
-	       LINES, FAA_N + 2);
+	printf("node 1: %d writes, 3 reads (2 with one LOCO_ROP_MORE), %d faa, 2 cas through one "
+	       "handle; bad ops refused\n",
+	       LINES, FAA_N + 3);
 }
 
 static void node2(volatile uint64_t *v)
@@ -231,9 +269,9 @@ static void node2(volatile uint64_t *v)
 				FAIL("node 2: line %u word %u is %#llx, posted %#llx", l, w,
 				     (unsigned long long)v[l * LINE / 8 + w],
 				     (unsigned long long)word(l, w));
-	if (v[CNT / 8] != FAA_N + 2)
+	if (v[CNT / 8] != FAA_N + 3)
 		FAIL("node 2: counter %llu, expected %d", (unsigned long long)v[CNT / 8],
-		     FAA_N + 2);
+		     FAA_N + 3);
 	if (v[CASW / 8] != 7)
 		FAIL("node 2: cas word %llu, expected 7", (unsigned long long)v[CASW / 8]);
 	for (unsigned i = 0; i < 64; i++)
