@@ -350,7 +350,8 @@ int loco_queue_enqueue(loco_queue_t *q, const void *item, size_t len)
 {
 	char *img;
 	uint64_t t = 0, w; /* (t: set by claim() when it returns 0) */
-	int ret;
+	loco_rref_t ctl;
+	int tail_cas, ret;
 
 	OBJ_CHECK(q);
 	if (item == NULL || len == 0)
@@ -376,23 +377,23 @@ int loco_queue_enqueue(loco_queue_t *q, const void *item, size_t len)
 	w = (uint64_t)round_of(q, t) << 32 | (uint32_t)len;
 	memcpy(img + SLOT_READY, &w, 8);
 	memcpy(img + SLOT_HDR, item, len);
+	/*
+	 * The tail hint jumps past us from where we last saw it, unless
+	 * another producer moved it meanwhile (then it is theirs to move: we
+	 * learn where it is from the CAS's old value). Its CAS goes to the
+	 * owner right after the WRITE: both in one send (LOCO_ROP_MORE).
+	 */
+	tail_cas = t + 1 > q->tail && owner_ctl(q, &ctl) == 0;
 	ret = loco_rop_post(&q->ref, &(loco_rop_t){.opcode = LOCO_ROP_WRITE,
+	                                           .flags = tail_cas ? LOCO_ROP_MORE : 0,
 	                                           .local = q->stage,
 	                                           .loff = STG_IMG + SLOT_SUM,
 	                                           .roff = slot_off(q, t) + SLOT_SUM,
 	                                           .len = SLOT_HDR - SLOT_SUM + len,
 	                                           .acks = {q->ack}});
 	if (ret == 0) {
-		/*
-		 * The tail hint jumps past us from where we last saw it, unless
-		 * another producer moved it meanwhile (then it is theirs to move:
-		 * we learn where it is from the CAS's old value).
-		 */
-		loco_rref_t ctl;
-		int tail_cas =
-		    t + 1 > q->tail && owner_ctl(q, &ctl) == 0 &&
-		    loco_cas(q->stage, STG_TAILCAS, &ctl, CTL_TAIL, q->tail, t + 1, q->ack) == 0;
-
+		tail_cas = tail_cas && loco_cas(q->stage, STG_TAILCAS, &ctl, CTL_TAIL, q->tail,
+		                                t + 1, q->ack) == 0;
 		ret = loco_ack_wait(q->ack, q->cfg.timeout_ns);
 		if (ret == 0 && tail_cas) {
 			uint64_t old = stage_u64(q, STG_TAILCAS);
