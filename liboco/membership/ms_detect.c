@@ -25,7 +25,8 @@
  *   last-heard time moves forward by our lateness, and we are "unsure"
  *   (LC_MS_UNSURE: act on nothing, suspect nobody, confirm no probe)
  *   until a majority of the view answered an echo request sent after we
- *   resumed (partitioned, not unsure, after one floor without it). What
+ *   resumed (partitioned, not unsure, if no majority did within the
+ *   echo window: ms_echo_window()). What
  *   waits in our sockets may be old news (heartbeats of members that
  *   excluded us while we slept, a VIEW since replaced): only answers to a
  *   question asked now prove that a majority still has us in its view.
@@ -111,9 +112,24 @@ uint64_t lc_ms_bound(const struct lc_ms *ms, uint32_t node)
 	return i == NO_INDEX ? ms->cfg.fail_ns : ms_detect_bound(ms, &ms->v[i]);
 }
 
+/*
+ * ms_echo_window -- how long we stay unsure for want of echoes: the longest
+ * bound we give a member's silence, plus twice our own lateness (the ask
+ * waits for a member's thread, the answer for ours, on a host that just
+ * showed it is busy). One floor (before) ran out while the answers were on
+ * their way, and a node whose five members were all in reach stopped
+ * acting (barrier-stress under ASan: a join at start-up failed;
+ * sim-membership --busy). Longer costs nothing in safety: unsure acts on
+ * nothing and suspects nobody.
+ */
+uint64_t ms_echo_window(const struct lc_ms *ms)
+{
+	return ms_detect_max(ms) + 2 * lc_ms_late(ms);
+}
+
 int ms_detect_unsure(struct lc_ms *ms)
 {
-	return ms->nonce != 0 && ms->now - ms->resumed <= ms->cfg.fail_ns;
+	return ms->nonce != 0 && ms->now - ms->resumed <= ms_echo_window(ms);
 }
 
 /* ms_echo_ask -- ask every member of the view to answer our nonce now */
@@ -176,7 +192,10 @@ void ms_detect_clock(struct lc_ms *ms, uint64_t now)
 		ms->late_max = late;
 	ms->late_at = now;
 	if (ms->state == LC_VS_JOINING || ms->state == LC_VS_REJOINING) {
-		/* a VIEW waiting for us may be old news too: the first view needs echoes */
+		/*
+		 * a VIEW waiting for us may be old news too: the first view needs
+		 * echoes (asked, and the window restarted, when it is installed)
+		 */
 		ms->resumed = now;
 		ms->nonce = ms_random(ms, UINT64_MAX) | 1;
 		return;

@@ -185,6 +185,7 @@ void ms_detect_heard(struct lc_ms *ms, struct vmember *x);
 void ms_detect_reset(struct lc_ms *ms, struct vmember *x);
 uint64_t ms_detect_bound(const struct lc_ms *ms, const struct vmember *x);
 uint64_t ms_detect_max(const struct lc_ms *ms);
+uint64_t ms_echo_window(const struct lc_ms *ms);
 int ms_detect_unsure(struct lc_ms *ms);
 void ms_echo_ask(struct lc_ms *ms);
 

@@ -12,7 +12,8 @@
  * faults during the first FAULT_F failure bounds: partitions (a split in
  * two, or one node cut off), pauses of one node (SIGSTOP: its inputs wait,
  * its clock runs on), pauses of every node at once (a VM stopped), late
- * ticks (a busy host), clock jumps, crashes, restarts with the same id
+ * ticks (a busy host: inputs that come while the thread waits for a CPU
+ * wait with it), clock jumps, crashes, restarts with the same id
  * (a new incarnation, joining through a live node), graceful leaves.
  * Then the network heals and the faults stop.
  *
@@ -28,6 +29,12 @@
  *   5. a node excluded within 4 bounds after a pause of a bound or more
  *      says in its log line that its own thread ran late (what a user sees
  *      when a busy host got a live node dropped);
+ *   6. with --busy (no faults, no loss; every node's thread runs up to
+ *      300-900 ms late from its start on, and its inputs wait for it), no
+ *      node in a view stops acting (LC_MS_PART): nobody was cut off, so a
+ *      partition would be the busy host's silence taken for the network's
+ *      (five ASan nodes joining on two cores: a join failed with
+ *      -LOCO_EPARTITION, every member in reach);
  * and at the end:
  *   4. within CONVERGE_F bounds after the faults stop, every live node is
  *      in one view made of exactly the live nodes, and acts.
@@ -35,7 +42,7 @@
  * A failing seed prints the command that replays it exactly (add
  * --verbose for the machines' logs and the simulator's trace).
  *
- *   sim-membership [--seeds N] [--first S] [--seed S] [--verbose]
+ *   sim-membership [--seeds N] [--first S] [--seed S] [--busy] [--verbose]
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -109,6 +116,7 @@ struct snode {
 	uint64_t late_until;   /* a busy host: its ticks come up to late_max late until then */
 	uint64_t late_max;
 	uint64_t next_tick, next_hb, wake;
+	uint64_t stall_from; /* busy: its thread wanted to run from then, runs at next_tick */
 	struct conn c[MAXN + 1];
 	uint64_t dial_at[MAXN + 1]; /* a dial to that node completes then (0: none) */
 	uint64_t join_dial_at;      /* a join dial completes then */
@@ -126,7 +134,7 @@ struct snode {
 static struct snode nodes[MAXN + 1];
 static uint32_t nn, protected_node;
 static uint64_t now_sim, seq, seed_cur;
-static int verbose;
+static int verbose, busy_mode;
 static unsigned loss_pm, jitter_ms, base_us;
 static unsigned hinted;             /* exclusions after a pause that named it (check 5) */
 static int cut[MAXN + 1][MAXN + 1]; /* partitioned pair */
@@ -392,8 +400,16 @@ static void op_mark_joiner(void *ctx, uint32_t node)
 
 static void op_part(void *ctx, int part)
 {
-	(void)ctx;
-	(void)part;
+	struct snode *s = ctx;
+
+	/*
+	 * 6. (--busy) every node runs, every link holds, nothing is lost: a
+	 * node that stops acting in its view blames a silence nobody made
+	 */
+	if (busy_mode && part == LC_MS_PART && lc_ms_state(s->ms) == LC_VS_NORMAL)
+		fail("node %u partitioned in view %" PRIu64
+		     " on a busy host with every node up and every message delivered",
+		     s->id, lc_ms_view(s->ms));
 }
 
 static void op_log(void *ctx, int level, const char *line)
@@ -525,6 +541,7 @@ static int node_start(struct snode *s, int alone)
 	s->restart_at = 0;
 	s->join_dial_at = 0;
 	s->next_tick = s->next_hb = now_sim;
+	s->stall_from = UINT64_MAX;
 	if (alone) {
 		lc_ms_start_alone(s->ms, node_now(s));
 	} else {
@@ -739,8 +756,12 @@ static void timers(struct snode *s)
 	}
 	s->wake = t - s->skew; /* simulated time */
 	s->next_tick = s->wake < s->next_hb ? s->wake : s->next_hb;
-	if (s->late_until > now_sim && s->late_max)
-		s->next_tick += below(s->late_max); /* a busy host: the thread runs late */
+	s->stall_from = UINT64_MAX;
+	if (s->late_until > now_sim && s->late_max) {
+		/* a busy host: the thread runs late, and inputs wait for it meanwhile */
+		s->stall_from = s->next_tick;
+		s->next_tick += below(s->late_max);
+	}
 }
 
 /* ---- faults ---- */
@@ -904,6 +925,8 @@ static int run_seed(uint64_t seed)
 	loss_pm = (unsigned)below(4) * 10;   /* 0-3 % */
 	jitter_ms = (unsigned)below(4) * 40; /* 0-120 ms */
 	base_us = 50 + (unsigned)below(2000);
+	if (busy_mode)
+		loss_pm = 0;
 	now_sim = 0;
 	seq = 0;
 	nq = 0;
@@ -924,7 +947,20 @@ static int run_seed(uint64_t seed)
 	}
 	fault_end = 3 * F + FAULT_F * F;
 	end = fault_end + CONVERGE_F * F;
-	next_fault = 3 * F + below(2 * F);
+	next_fault = busy_mode ? fault_end : 3 * F + below(2 * F);
+	if (busy_mode) {
+		/*
+		 * --busy: no fault but a host that is busy from the start: every
+		 * node's thread runs up to 300-900 ms late (inputs wait for it too)
+		 * while the nodes start, join and run
+		 */
+		uint64_t late = 300 * MS + below(600 * MS);
+
+		for (uint32_t j = 1; j <= nn; j++) {
+			nodes[j].late_until = fault_end;
+			nodes[j].late_max = late;
+		}
+	}
 	if (verbose)
 		printf("seed %" PRIu64 ": %u nodes, protected %u, loss %u/1000, jitter %u ms\n",
 		       seed, nn, protected_node, loss_pm, jitter_ms);
@@ -975,6 +1011,11 @@ static int run_seed(uint64_t seed)
 		if (kind == 0 && nodes[q[qi].to].paused_until > t) {
 			/* to a paused node: it waits in the socket until the node runs */
 			q[qi].at = nodes[q[qi].to].paused_until;
+			continue;
+		}
+		if (kind == 0 && nodes[q[qi].to].stall_from <= t && nodes[q[qi].to].next_tick > t) {
+			/* to a busy node whose thread waits for a CPU: until it runs */
+			q[qi].at = nodes[q[qi].to].next_tick;
 			continue;
 		}
 		if (t >= end || kind < 0)
@@ -1048,7 +1089,8 @@ static int run_seed(uint64_t seed)
 				printf(" %u/%" PRIx64, list[i].node, list[i].inc);
 			printf("\n");
 		}
-		printf("  replay: sim-membership --seed %" PRIu64 " --verbose\n", seed);
+		printf("  replay: sim-membership%s --seed %" PRIu64 " --verbose\n",
+		       busy_mode ? " --busy" : "", seed);
 		return 1;
 	}
 	return 0;
@@ -1069,9 +1111,11 @@ int main(int argc, char **argv)
 			nseeds = 1;
 		} else if (strcmp(argv[i], "--verbose") == 0) {
 			verbose = 1;
+		} else if (strcmp(argv[i], "--busy") == 0) {
+			busy_mode = 1;
 		} else {
 			fprintf(stderr, "usage: sim-membership [--seeds N] [--first S] [--seed S] "
-			                "[--verbose]\n");
+			                "[--busy] [--verbose]\n");
 			return 2;
 		}
 	}
