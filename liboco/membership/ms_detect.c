@@ -116,15 +116,18 @@ uint64_t lc_ms_bound(const struct lc_ms *ms, uint32_t node)
  * ms_echo_window -- how long we stay unsure for want of echoes: the longest
  * bound we give a member's silence, plus twice our own lateness (the ask
  * waits for a member's thread, the answer for ours, on a host that just
- * showed it is busy). One floor (before) ran out while the answers were on
- * their way, and a node whose five members were all in reach stopped
- * acting (barrier-stress under ASan: a join at start-up failed;
- * sim-membership --busy). Longer costs nothing in safety: unsure acts on
- * nothing and suspects nobody.
+ * showed it is busy), that term at most one floor (a 9 s SIGSTOP says
+ * nothing of how long answers take now). One floor (before) ran out
+ * while the answers were on their way, and a node whose five members were
+ * all in reach stopped acting (barrier-stress under ASan: a join at
+ * start-up failed; sim-membership --busy). Longer costs nothing in
+ * safety: unsure acts on nothing and suspects nobody.
  */
 uint64_t ms_echo_window(const struct lc_ms *ms)
 {
-	return ms_detect_max(ms) + 2 * lc_ms_late(ms);
+	uint64_t late = 2 * lc_ms_late(ms);
+
+	return ms_detect_max(ms) + (late < ms->cfg.fail_ns ? late : ms->cfg.fail_ns);
 }
 
 int ms_detect_unsure(struct lc_ms *ms)
