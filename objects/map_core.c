@@ -212,9 +212,9 @@ uint8_t *map_slot_ptr(const loco_map_t *map, uint8_t *base, uint32_t i)
 static uint64_t slot_sum(const loco_map_t *map, const uint8_t *s, uint64_t seq)
 {
 	const struct slot_hdr *h = (const void *)s;
-	uint64_t x = XXH3_64bits_withSeed(&h->ver, 16 + h->klen, seq);
+	uint64_t x = obj_sum(&h->ver, 16 + h->klen, seq);
 
-	return XXH3_64bits_withSeed(s + MAP_HDR + map->key_area, h->vlen & MAP_LEN, x);
+	return obj_sum(s + MAP_HDR + map->key_area, h->vlen & MAP_LEN, x);
 }
 
 /* map_slot_check -- what a copy of a slot (in a buffer no one writes) holds. */

@@ -18,7 +18,7 @@
  * A slot's header line:
  *   [0]  claim  round << 32 | node: free for its round's ticket when node
  *               is 0 (zeroed memory is an empty queue: round 0 free)
- *   [8]  sum    XXH3 of (ticket, len, item), seeded
+ *   [8]  sum    obj_sum() of (ticket, len, item)
  *   [16] ready  round << 32 | len (len > 0): the item of that round landed
  *   [64] the item
  * An enqueue CASes claim from (round, 0) to (round, me), then WRITEs
@@ -109,9 +109,9 @@ static size_t slot_off(const loco_queue_t *q, uint64_t t)
 
 static uint64_t item_sum(uint64_t t, uint32_t len, const void *item)
 {
-	uint64_t seed = XXH3_64bits_withSeed(&t, sizeof(t), SUM_SEED ^ len);
+	uint64_t seed = obj_sum(&t, sizeof(t), SUM_SEED ^ len);
 
-	return XXH3_64bits_withSeed(item, len, seed);
+	return obj_sum(item, len, seed);
 }
 
 int loco_queue_create(loco_channel_t *ch, const char *name, const loco_queue_cfg_t *cfg,

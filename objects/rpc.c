@@ -220,7 +220,7 @@ uint64_t rpc_reply_sum(const void *data, uint32_t len, uint64_t tag, int32_t sta
 {
 	uint64_t seed = tag * 0x9E3779B97F4A7C15ull ^ ((uint64_t)(uint32_t)status << 32 | len);
 
-	return XXH3_64bits_withSeed(data, len, seed);
+	return obj_sum(data, len, seed);
 }
 
 /* on the progress thread: a member left or died -- its calls are dropped, calls to it fail */

@@ -36,7 +36,7 @@
  *           {u64 tag, i32 status, u32 len, u64 sum, u64 0} + result.
  *           The callee writes header and result in one WRITE; lines may
  *           land in any order, so the caller takes it once tag matches
- *           and sum = XXH3(result, seed(tag, status, len)) holds.
+ *           and sum = obj_sum(result, key(tag, status, len)) holds.
  *   "send"  pull_bytes, remotely readable: call_buffer payloads above
  *           inline_max, which the callee READs into "pull".
  *   "pull"  pull_bytes per lane: a stack per lane (nested handlers

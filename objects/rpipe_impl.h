@@ -21,7 +21,7 @@
  * A record, 8-byte aligned, never across the ring's end:
  *   u32 len, u32 tag (kind | seq << 8), u64 sum, payload (padded to 8),
  *   u64 trailer (= sum).
- * sum = XXH3-64 of the payload seeded with (seq, len, kind); seq counts
+ * sum = obj_sum() of the payload under (seq, len, kind); seq counts
  * records from 0. A PAD record (header only) says "go back to the start";
  * fewer than 16 bytes left before the end are skipped without a record.
  * The reader takes a record once tag, trailer and sum all match: a WRITE
@@ -216,7 +216,7 @@ static inline uint64_t seed_of(uint64_t sess, size_t len, uint64_t seq, int kind
 static inline uint64_t sum_of(const loco_rpipe_t *p, const void *data, size_t len, uint64_t seq,
                               int kind)
 {
-	return XXH3_64bits_withSeed(data, len, seed_of(p->sess, len, seq, kind));
+	return obj_sum(data, len, seed_of(p->sess, len, seq, kind));
 }
 
 /*

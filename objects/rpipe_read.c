@@ -34,16 +34,16 @@ static uint64_t ring_sum(loco_rpipe_t *p, const uint8_t *src, size_t len, uint64
 
 	if (len <= SUM_CHUNK) {
 		copy_words(tmp, src, r8(len) / 8);
-		return XXH3_64bits_withSeed(tmp, len, seed);
+		return obj_sum(tmp, len, seed);
 	}
-	XXH3_64bits_reset_withSeed(p->xs, seed);
+	XXH3_64bits_reset(p->xs); /* obj_sum() in pieces */
 	for (size_t o = 0; o < len; o += SUM_CHUNK) {
 		size_t n = len - o < SUM_CHUNK ? len - o : SUM_CHUNK;
 
 		copy_words(tmp, src + o, r8(n) / 8);
 		XXH3_64bits_update(p->xs, tmp, n);
 	}
-	return XXH3_64bits_digest(p->xs);
+	return XXH3_64bits_digest(p->xs) ^ obj_key_mix(seed);
 }
 
 /*

@@ -105,7 +105,7 @@ void value_encode(const struct value_codec *c, void *enc, const void *val, uint6
 	}
 	default: {
 		size_t full = c->size & ~(size_t)7;
-		uint64_t h = XXH3_64bits_withSeed(val, c->size, seq), w = 0;
+		uint64_t h = obj_sum(val, c->size, seq), w = 0;
 
 		/*
 		 * The data with one memcpy, not word by word: the hash validates
@@ -218,7 +218,7 @@ static int hash_try(const struct value_codec *c, const void *enc, void *val, uin
 		memset(val, 0, c->size);
 		return 0;
 	}
-	if (XXH3_64bits_withSeed(tmp + 2, c->size, tmp[0]) != tmp[1])
+	if (obj_sum(tmp + 2, c->size, tmp[0]) != tmp[1])
 		return -EAGAIN;
 	memcpy(val, tmp + 2, c->size);
 	return 0;

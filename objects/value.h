@@ -10,7 +10,7 @@
  *   LINE  size <= 56: one 64-byte line [seq_before:4][data:size][pad][seq_after:4],
  *                     seq_after in the line's last 4 bytes.
  *   HASH  larger:     [seq:8][hash:8][data:size, zero-padded to 8], hash =
- *                     XXH3_64bits_withSeed(data, size, seq); seq 0 = never stored.
+ *                     obj_sum(data, size, seq); seq 0 = never stored.
  * A line or value that is all zeros decodes as zeros: the value before the
  * first store.
  *

@@ -77,9 +77,9 @@ static unsigned drain(void)
 static uint64_t sum(const uint8_t *r, uint64_t seq)
 {
 	const struct slot_hdr *h = (const void *)r;
-	uint64_t x = XXH3_64bits_withSeed(&h->ver, 16 + h->klen, seq);
+	uint64_t x = obj_sum(&h->ver, 16 + h->klen, seq);
 
-	return XXH3_64bits_withSeed(r + MAP_HDR + map->key_area, h->vlen & MAP_LEN, x);
+	return obj_sum(r + MAP_HDR + map->key_area, h->vlen & MAP_LEN, x);
 }
 
 /* get -- key @k's value into @v: 0, or the GET's error */
