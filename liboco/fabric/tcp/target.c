@@ -42,6 +42,31 @@ void tcp_send_acks(struct tcp_link *l)
 	}
 }
 
+/*
+ * target_alive -- a request of many segments is still arriving: restate our
+ * RECV count (a CREDIT, which changes nothing at the peer) at most every
+ * TCP_ALIVE_NS, or every quarter of the failure bound if that is shorter.
+ * The initiator hears nothing else until the last segment's ACK, and its
+ * dead-peer clock (nic.c) runs from the last byte it heard: without this, a
+ * WRITE that takes longer than the bound to cross a slow link fails a live
+ * link. RC hardware acknowledges packets, not messages, for the same reason.
+ */
+static void target_alive(struct tcp_link *l)
+{
+	uint64_t every = (uint64_t)l->fab->base.attr.timeout_ms * 250000ull;
+	struct tcp_frame f = {.type = TCP_F_CREDIT};
+
+	if (every == 0 || every > TCP_ALIVE_NS)
+		every = TCP_ALIVE_NS;
+	if (l->nak_sent || l->last_rx_ns - l->alive_ns < every)
+		return;
+	f.a = __atomic_load_n(&l->rq_prod, __ATOMIC_ACQUIRE);
+	if (tcp_tx_response(l, &f) == NULL)
+		return;
+	l->credits_sent = f.a;
+	l->alive_ns = l->last_rx_ns;
+}
+
 static void target_nak(struct tcp_link *l, uint32_t psn, int err)
 {
 	struct tcp_frame f = {.type = TCP_F_NAK, .psn = psn, .key = (uint32_t)-err};
@@ -104,6 +129,8 @@ void tcp_exec_request(struct tcp_link *l, const struct tcp_frame *f, const uint8
 		fab_land_write(fab->slow_ns, &fab->rng, p, data, f->len);
 		if (f->flags & TCP_FL_LAST)
 			tcp_landed(fab);
+		else
+			target_alive(l);
 		if (f->type == TCP_F_WRITE_IMM) {
 			l->imm_len = (f->flags & TCP_FL_FIRST) ? f->len : l->imm_len + f->len;
 			if (f->flags & TCP_FL_LAST) {
@@ -121,6 +148,8 @@ void tcp_exec_request(struct tcp_link *l, const struct tcp_frame *f, const uint8
 			target_nak(l, f->psn, ret);
 			return;
 		}
+		if (!(f->flags & TCP_FL_LAST))
+			target_alive(l);
 		break;
 	case TCP_F_READ: {
 		struct tcp_frame r = {

@@ -74,6 +74,7 @@
 #define TCP_LEASE_NS        1000000ull /* a driver holds off the NIC thread this long after it */
 #define TCP_INLINE_INFLIGHT 4          /* post_inline(): a link with this many in flight streams */
 #define TCP_ACK_DELAY_NS    200000ull  /* default of tcp_fab.ack_delay_ns */
+#define TCP_ALIVE_NS        100000000ull /* a long request arriving is answered this often */
 #define TCP_SPIN_US         50 /* spin_us FAB_SPIN_AUTO: the NIC thread's spin, host not busy */
 /*
  * A thread that drives with timeout 0 twice within TCP_SPIN_GAP_NS spins
@@ -176,6 +177,7 @@ struct tcp_link {
 	int ack_urgent;       /* NIC: an ACK owed is for a request with ACKREQ */
 	uint64_t ack_owed_ns; /* NIC: when the ACKs owed became owed (0: none owed) */
 	uint32_t imm_len;     /* WRITE_IMM: bytes written so far for the current WR */
+	uint64_t alive_ns;    /* NIC: when a long request's last sign of life went out */
 
 	/* buffers */
 	uint8_t *rx;

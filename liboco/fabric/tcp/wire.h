@@ -47,7 +47,7 @@ enum tcp_ftype {
 	TCP_F_READ_RESP,   /* a segment of the READ @psn */
 	TCP_F_ATOMIC_RESP, /* old value of the atomic @psn */
 	TCP_F_NAK,         /* request @psn failed with errno @key; the link is down */
-	TCP_F_CREDIT,      /* the sender has posted @a RECVs so far */
+	TCP_F_CREDIT,      /* the sender has posted @a RECVs so far (also: alive, target.c) */
 	TCP_F_MAX_,
 };
 
