@@ -816,7 +816,6 @@ void map_stats_0_11(loco_map_t *map, loco_map_stats_t *st)
 	st->get_retries = __atomic_load_n(&map->get_retries, __ATOMIC_RELAXED);
 	st->writes = __atomic_load_n(&map->writes, __ATOMIC_RELAXED);
 	st->redirects = __atomic_load_n(&map->redirects, __ATOMIC_RELAXED);
-	st->applied = __atomic_load_n(&map->applied, __ATOMIC_RELAXED);
 	st->resync = __atomic_load_n(&map->resync, __ATOMIC_RELAXED);
 	tab = loco_region_ptr(map->tab);
 	loco_rpc_stats(map->ep, &rs);
@@ -829,7 +828,8 @@ void map_stats_0_11(loco_map_t *map, loco_map_stats_t *st)
 	                map->rec_len;
 	pthread_mutex_lock(&map->lock);
 	map_set_load(&map->active, &a);
-	map_drain(map); /* what the logs hold counts */
+	map_drain(map); /* what the logs hold counts, in the tables and in applied */
+	st->applied = __atomic_load_n(&map->applied, __ATOMIC_RELAXED);
 	for (uint32_t i = 0; i < map->nslots; i++) {
 		struct slot_hdr *h = (void *)map_slot_ptr(map, tab, i);
 		uint32_t reps[LOCO_MAP_REPLICAS_MAX];

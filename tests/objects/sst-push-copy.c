@@ -62,9 +62,9 @@ int main(int argc, char **argv)
 		if (me == 1) {
 			memset(buf, (int)r, big_len);
 			SC_ASSERT_OK(loco_owned_var_store(big, buf));
-			SC_ASSERT(loco_owned_var_push_broadcast(big, ack) == 1);
+			SC_ASSERT_EQ(loco_owned_var_push_broadcast(big, ack), 1);
 			SC_ASSERT_OK(loco_sst_store_mine(d, &pushed));
-			SC_ASSERT(loco_sst_push_broadcast(d, ack) == 1);
+			SC_ASSERT_EQ(loco_sst_push_broadcast(d, ack), 1);
 			SC_ASSERT_OK(loco_sst_store_mine(d, &later)); /* not pushed */
 			SC_ASSERT_OK(loco_ack_wait(ack, 30 * SC_NS));
 		}
