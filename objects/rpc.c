@@ -305,18 +305,20 @@ static void *rpc_server_start(void *arg)
 	loco_waiter_t w;
 
 	free(arg);
-	pthread_mutex_lock(&l->mu);
+	loco_waiter_init(&w, ep->m);
+	while (!lane_try(l)) /* (only a helper's turn holds it meanwhile) */
+		loco_waiter_pause(&w);
 	l->self = pthread_self();
 	__atomic_store_n(&l->running, 1,
 	                 __ATOMIC_RELEASE); /* publishes self: pairs with rpc_help() */
-	loco_waiter_init(&w, ep->m);
+	loco_waiter_reset(&w);
 	while (!__atomic_load_n(&ep->stop, __ATOMIC_ACQUIRE)) { /* pairs with destroy's store */
 		if (rpc_lane_progress(ep, l, 64) > 0)
 			loco_waiter_reset(&w);
 		else
 			loco_waiter_pause(&w);
 	}
-	pthread_mutex_unlock(&l->mu);
+	lane_drop(l);
 	return NULL;
 }
 
@@ -389,14 +391,6 @@ int loco_rpc_create(loco_channel_t *ch, const char *name, const loco_rpc_cfg_t *
 	pthread_mutex_init(&ep->hlock, NULL);
 	pthread_mutex_init(&ep->tlock, NULL);
 	ep->nlanes = c.threads ? c.threads : 1;
-	for (unsigned i = 0; i < ep->nlanes; i++) {
-		pthread_mutexattr_t a;
-
-		pthread_mutexattr_init(&a);
-		pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
-		pthread_mutex_init(&ep->lanes[i].mu, &a);
-		pthread_mutexattr_destroy(&a);
-	}
 	ret = -ENOMEM;
 	if (c.nnodes) {
 		ep->nodes = malloc(c.nnodes * sizeof(uint32_t));
@@ -538,7 +532,6 @@ void loco_rpc_destroy(loco_rpc_ep_t *ep)
 		loco_ack_key_destroy(l->pack);
 		free(l->scratch);
 		free(l->retbuf);
-		pthread_mutex_destroy(&l->mu);
 	}
 	for (unsigned i = 0; i < ep->np; i++) {
 		struct rpc_peer *p = ep->plist[i];

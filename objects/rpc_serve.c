@@ -436,14 +436,12 @@ static int run_msg(loco_rpc_ep_t *ep, struct rpc_lane *l, struct rpc_peer *p, ui
 int rpc_lane_progress(loco_rpc_ep_t *ep, struct rpc_lane *l, int max)
 {
 	unsigned li = (unsigned)(l - ep->lanes);
+	const void *msg;
 	uint8_t *scr;
-	int n = 0, round;
+	int n = 0, round, checked = 0;
 
 	if (l->depth >= ep->cfg.max_depth)
 		return 0;
-	/* the pipes are the endpoint's: it checks for all of them, once a turn */
-	if (loco_object_status(ep->obj) != 0 || loco_channel_partitioned(ep->ch))
-		return 0; /* a node cut off runs no call (its callers see it gone) */
 	scr = l->scratch + (size_t)l->depth * ep->rec_max;
 	do {
 		unsigned np = rpc_npeers(ep);
@@ -469,18 +467,29 @@ int rpc_lane_progress(loco_rpc_ep_t *ep, struct rpc_lane *l, int max)
 			e = peer_epoch(p);
 			if (e & 1)
 				continue; /* a dead caller's calls are dropped */
-			ret = loco_rpipe_read(p->in, scr, ep->rec_max, &len, 0);
-			if (ret == -EMSGSIZE) { /* longer than any the caller may send: drop it */
-				const void *ptr;
-
-				if (loco_rpipe_peek(p->in, &ptr, &len, 0) == 0)
-					loco_rpipe_release(p->in);
+			ret = loco_rpipe_peek(p->in, &msg, &len, 0);
+			if (ret)
+				continue;
+			/*
+			 * The pipes are the endpoint's: it checks for all of them once a
+			 * turn, when the first message is there (an idle poll reads no
+			 * clock for it). A node cut off runs no call, and leaves it in
+			 * the ring (its callers see it gone).
+			 */
+			if (!checked) {
+				checked = 1;
+				if (loco_object_status(ep->obj) != 0 ||
+				    loco_channel_partitioned(ep->ch))
+					return n;
+			}
+			if (len > ep->rec_max) { /* longer than any the caller may send: drop it */
+				loco_rpipe_release(p->in);
 				ST_LOG(ep, bad, LOCO_LOG_WARN,
 				       "ring message longer than any caller may send");
 				continue;
 			}
-			if (ret)
-				continue;
+			memcpy(scr, msg, len); /* a nested turn may read the ring on */
+			loco_rpipe_release(p->in);
 			round = 1;
 			l->depth++;
 			n += run_msg(ep, l, p, e, scr, len);
@@ -501,10 +510,10 @@ int rpc_help(loco_rpc_ep_t *ep)
 		if (ep->cfg.threads && !(__atomic_load_n(&l->running, __ATOMIC_ACQUIRE) &&
 		                         pthread_equal(l->self, pthread_self())))
 			continue;
-		if (pthread_mutex_trylock(&l->mu) != 0)
+		if (!lane_try(l))
 			continue;
 		n += rpc_lane_progress(ep, l, 16);
-		pthread_mutex_unlock(&l->mu);
+		lane_drop(l);
 	}
 	return n;
 }
@@ -520,9 +529,9 @@ int loco_rpc_progress(loco_rpc_ep_t *ep, int max)
 	if (ep->cfg.threads)
 		return -EPERM;
 	l = &ep->lanes[0];
-	if (pthread_mutex_trylock(&l->mu) != 0)
+	if (!lane_try(l))
 		return 0;
 	n = rpc_lane_progress(ep, l, max);
-	pthread_mutex_unlock(&l->mu);
+	lane_drop(l);
 	return n;
 }

@@ -159,6 +159,7 @@ struct loco_rpipe {
 	loco_rhandle_t rctl;  /* the other end's ctl, bound to its link */
 	uint64_t seq;         /* records written / read */
 	uint64_t ctl_n;       /* ctl WRITEs posted */
+	uint64_t ctl_idle_n;  /* ctl_n when none of them was outstanding (rp_mend_step()) */
 	/* writer */
 	uint64_t tail;   /* bytes placed (positions grow for ever) */
 	uint64_t asked;  /* the last want written */

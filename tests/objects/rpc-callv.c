@@ -20,10 +20,13 @@
  *      more than pull_bytes -EMSGSIZE.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <loco/rpc.h>
 
@@ -68,6 +71,18 @@ static void *map(size_t n)
 	return p;
 }
 
+/* any_mapped -- whether any page of [@p, @p + @n) is mapped (mincore() fails with ENOMEM if none) */
+static bool any_mapped(void *p, size_t n)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	unsigned char vec[1];
+
+	for (size_t o = 0; o < n; o += pg)
+		if (mincore((uint8_t *)p + o, 1, vec) == 0)
+			return true;
+	return false;
+}
+
 /* call -- callv @a[0 .. @n) to node 2 and check the sum and length it got */
 static void call(loco_rpc_ep_t *ep, const loco_rpc_arg_t *a, unsigned n, const char *what)
 {
@@ -92,7 +107,7 @@ static void node1(loco_rpc_ep_t *ep)
 	uint32_t hid = loco_rpc_id("sumv");
 	loco_rpc_ticket_t t;
 	uint64_t v[2];
-	int status;
+	int status, ret;
 
 	SC_ASSERT(heap != NULL && mid != NULL);
 	/* 1 */
@@ -147,7 +162,17 @@ static void node1(loco_rpc_ep_t *ep)
 
 		call(ep, a, 1, "1 MiB");
 		SC_ASSERT_OK(munmap(x, 1 << 20));
-		SC_ASSERT_EQ(loco_rpc_callv(ep, 2, hid, a, 1, v, sizeof(v), NULL, TMO), -EFAULT);
+		ret = loco_rpc_callv(ep, 2, hid, a, 1, v, sizeof(v), NULL, TMO);
+		/*
+		 * Another thread of the process (the fabric's, mapping a peer's memory) may map
+		 * something at x's address in between; the cache cannot tell that from x (rpc_mem.c)
+		 * and the call then READs it. Only a still unmapped x must fail.
+		 */
+		if (ret != -EFAULT && any_mapped(x, 1 << 20))
+			sc_log(
+			    "x's address was mapped again by another thread: -EFAULT not checked");
+		else
+			SC_ASSERT_EQ(ret, -EFAULT);
 	}
 	y = map(1 << 20);
 	fill(y, 1 << 20, 6);
