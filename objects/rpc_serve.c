@@ -447,8 +447,10 @@ int rpc_lane_progress(loco_rpc_ep_t *ep, struct rpc_lane *l, int max)
 		unsigned np = rpc_npeers(ep);
 
 		round = 0;
-		for (unsigned k = 0; k < np && n < max; k++) {
-			struct rpc_peer *p = rpc_peer_at(ep, (l->next + k) % np);
+		unsigned at = l->next < np ? l->next : 0; /* (no division a poll: np may change) */
+
+		for (unsigned k = 0; k < np && n < max; k++, at = at + 1 < np ? at + 1 : 0) {
+			struct rpc_peer *p = rpc_peer_at(ep, at);
 			uint32_t e;
 			size_t len = 0;
 			int ret;
@@ -495,7 +497,7 @@ int rpc_lane_progress(loco_rpc_ep_t *ep, struct rpc_lane *l, int max)
 			n += run_msg(ep, l, p, e, scr, len);
 			l->depth--;
 		}
-		l->next++;
+		l->next = l->next + 1 < np ? l->next + 1 : 0;
 	} while (round && n < max);
 	return n;
 }

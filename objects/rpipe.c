@@ -81,6 +81,7 @@ static int rp_new(loco_channel_t *ch, uint32_t writer, uint32_t reader, size_t r
 	p->ch = ch;
 	p->m = loco_channel_manager(ch);
 	p->size = ring_bytes;
+	p->mask = (ring_bytes & (ring_bytes - 1)) == 0 ? ring_bytes - 1 : 0;
 	p->batch = ring_bytes / LOCO_RPIPE_RETURN_DIV;
 	p->writer = writer;
 	p->reader = reader;

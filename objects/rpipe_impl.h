@@ -142,6 +142,7 @@ struct loco_rpipe {
 	XXH3_state_t *xs;     /* reader: hashing a long payload in pieces */
 	uint64_t *ctlw;       /* local ctl words */
 	uint64_t size;
+	uint64_t mask;  /* size - 1 when size is a power of two, else 0 (rp_off()) */
 	uint64_t batch; /* bytes a return gives back at least (size / return_div) */
 	uint32_t writer, reader, me;
 	int is_writer;
@@ -196,6 +197,12 @@ struct loco_rpipe {
 static inline int is_lost(const loco_rpipe_t *p)
 {
 	return __atomic_load_n(&p->lost, __ATOMIC_ACQUIRE);
+}
+
+/* rp_off -- where ring position @pos is in the ring: a mask, not a division, when it can be */
+static inline size_t rp_off(const loco_rpipe_t *p, uint64_t pos)
+{
+	return (size_t)(p->mask ? pos & p->mask : pos % p->size);
 }
 
 static inline uint64_t r8(uint64_t n)

@@ -116,7 +116,7 @@ static int next(loco_rpipe_t *p, size_t *poff, size_t *plen)
 	if (!p->have_sess && rp_sess(p) != 0)
 		return 0; /* the writer has not paired yet: nothing of it can be taken */
 	for (;;) {
-		size_t o = (size_t)(p->head % p->size);
+		size_t o = rp_off(p, p->head);
 		uint64_t left = p->size - o, len, sum;
 		const uint8_t *r = p->base + o;
 		uint32_t tag;

@@ -174,7 +174,7 @@ static int place(loco_rpipe_t *p, uint64_t rec, int64_t deadline, int nonblock, 
 	if (ret)
 		return ret;
 	for (;;) {
-		size_t o = (size_t)(p->tail % p->size);
+		size_t o = rp_off(p, p->tail);
 		uint64_t left = p->size - o;
 		struct rec_hdr *h;
 
