@@ -172,6 +172,7 @@ void loco_waiter_reset(loco_waiter_t *pw)
 		return;
 	s = w->priv;
 	w->pauses = 0;
+	w->spinning = 0;
 	w->t0_ns = 0;
 	w->sleep_ns = LC_WAIT_SLEEP_MIN_NS;
 	/* events after this count wake the waiter (pairs with lc_wait_signal()) */
@@ -259,25 +260,29 @@ static void go_home(struct lc_wait *s)
  * trip 1.7 -> 0.7).
  * With nothing to drive, pause, or yield while the host is oversubscribed.
  */
-static void spin_step(struct lc_wait *s, uint32_t n)
+static int spin_step(struct lc_wait *s, uint32_t n)
 {
 	if (s == NULL) {
 		lc_cpu_relax();
-		return;
+		return 0;
 	}
 	if (s->drive != NULL) {
 		if (s->drive(s->drive_arg, 0) == 0) {
-			if (n % LC_WAIT_HOME_YIELD != LC_WAIT_HOME_YIELD - 1 && at_home(s))
+			if (n % LC_WAIT_HOME_YIELD != LC_WAIT_HOME_YIELD - 1 && at_home(s)) {
 				lc_cpu_relax(); /* alone on its own CPU: a yield is a system call */
-			else
-				sched_yield();
+				return 0;
+			}
+			sched_yield();
+			return 1;
 		}
-		return;
+		return 0;
 	}
-	if (lc_hostload_busy(&s->load))
+	if (lc_hostload_busy(&s->load)) {
 		sched_yield();
-	else
-		lc_cpu_relax();
+		return 1;
+	}
+	lc_cpu_relax();
+	return 0;
 }
 
 /* sleep_grow -- @w's next sleep: twice this one, at most @cap */
@@ -326,6 +331,12 @@ void loco_waiter_pause(loco_waiter_t *pw)
 	if (w->policy == LOCO_WAIT_ADAPTIVE) {
 		int64_t win;
 
+		/* inside the window, and the last step did not yield: no clock this time */
+		if (w->spinning && n % LC_WAIT_CLOCK_EVERY != 0) {
+			w->spinning = !spin_step(s, n);
+			return;
+		}
+
 		/* the clock from the first pause: loco_waiter_done() measures the wait */
 		now = lc_now_ns();
 		if (w->t0_ns == 0)
@@ -352,9 +363,10 @@ void loco_waiter_pause(loco_waiter_t *pw)
 				__atomic_store_n(&s->spun_thr, pthread_self(), __ATOMIC_RELAXED);
 				__atomic_store_n(&s->spun_ns, now, __ATOMIC_RELAXED);
 			}
-			spin_step(s, n);
+			w->spinning = !spin_step(s, n);
 			return;
 		}
+		w->spinning = 0;
 		if (s != NULL && s->drive != NULL &&
 		    now - __atomic_load_n(&s->spun_ns, __ATOMIC_RELAXED) <
 		        (uint64_t)LC_WAIT_NAP_MAX_NS &&
