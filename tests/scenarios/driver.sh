@@ -100,3 +100,34 @@ run_lr() {
 has() {
 	grep -Eq -- "$1" "$T/out"
 }
+
+# Network namespaces a driver makes (ns_add), deleted by the EXIT trap.
+NS_MADE=()
+# shellcheck disable=SC2317 # run by the EXIT trap, through CLEANUPS
+ns_del_all() {
+	local ns
+	for ns in "${NS_MADE[@]}"; do
+		ip netns del "$ns" 2>/dev/null
+	done
+}
+CLEANUPS+=(ns_del_all)
+
+# ns_add NAME -- make network namespace NAME (deleted at exit). The driver's first one skips the
+# test (77) when this host cannot make namespaces (not root, or no iproute2); a later one that
+# fails fails the test.
+ns_add() {
+	local err
+	if ! command -v ip >/dev/null 2>&1; then
+		echo "SKIP: the ip command (iproute2) is not installed"
+		exit 77
+	fi
+	if ! err=$(ip netns add "$1" 2>&1); then
+		if ((${#NS_MADE[@]} == 0)); then
+			echo "SKIP: cannot create a network namespace (ip netns add: $err); run as root"
+			exit 77
+		fi
+		fail "ip netns add $1: $err"
+		finish
+	fi
+	NS_MADE+=("$1")
+}

@@ -14,38 +14,13 @@
 # shellcheck source=tests/scenarios/driver.sh
 source "$(dirname "${BASH_SOURCE[0]}")/driver.sh"
 
-if ! command -v ip >/dev/null 2>&1; then
-	echo "SKIP: the ip command (iproute2) is not installed"
-	exit 77
-fi
-
 PFX="loco-t$$"
 NS_BR="$PFX-br"
 NS=("" "$PFX-1" "$PFX-2" "$PFX-3")
-MADE=()
 
-# del_namespaces -- delete every namespace this test made (their veths go with them).
-# shellcheck disable=SC2317 # run by the EXIT trap, through CLEANUPS
-del_namespaces() {
-	local ns
-	for ns in "${MADE[@]}"; do
-		ip netns del "$ns" 2>/dev/null
-	done
-}
-CLEANUPS+=(del_namespaces)
-
-if ! err=$(ip netns add "$NS_BR" 2>&1); then
-	echo "SKIP: cannot create a network namespace (ip netns add: $err); run as root or" \
-		"with CAP_SYS_ADMIN to run this test"
-	exit 77
-fi
-MADE+=("$NS_BR")
-for i in 1 2 3; do
-	if ! ip netns add "${NS[i]}"; then
-		fail "ip netns add ${NS[i]}"
-		finish
-	fi
-	MADE+=("${NS[i]}")
+# (the namespaces' veths go with them at exit: driver.sh, ns_add)
+for ns in "$NS_BR" "${NS[@]:1}"; do
+	ns_add "$ns"
 done
 
 # topology: a bridge in NS_BR, one veth pair per node (vI on the bridge, eth0 in the node)

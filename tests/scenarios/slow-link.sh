@@ -14,28 +14,14 @@
 source "$(dirname "${BASH_SOURCE[0]}")/driver.sh"
 
 RATE=2mbit
-if ! command -v ip >/dev/null 2>&1 || ! command -v tc >/dev/null 2>&1; then
-	echo "SKIP: the ip and tc commands (iproute2) are not installed"
+if ! command -v tc >/dev/null 2>&1; then
+	echo "SKIP: the tc command (iproute2) is not installed"
 	exit 77
 fi
 
 NS=("" "loco-s$$-1" "loco-s$$-2")
-MADE=()
-# shellcheck disable=SC2317 # run by the EXIT trap, through CLEANUPS
-del_namespaces() {
-	local ns
-	for ns in "${MADE[@]}"; do
-		ip netns del "$ns" 2>/dev/null
-	done
-}
-CLEANUPS+=(del_namespaces)
-for i in 1 2; do
-	if ! err=$(ip netns add "${NS[i]}" 2>&1); then
-		echo "SKIP: cannot create a network namespace (ip netns add: $err); run as root"
-		exit 77
-	fi
-	MADE+=("${NS[i]}")
-done
+ns_add "${NS[1]}"
+ns_add "${NS[2]}"
 setup() {
 	ip -n "${NS[1]}" link add e0 type veth peer name e0 netns "${NS[2]}" || return 1
 	for i in 1 2; do

@@ -12,7 +12,6 @@ VL_NETNS=0
 VL_PFX="loco-v$$"
 VL_NS_BR="$VL_PFX-br"
 VL_NS=()
-VL_MADE=()
 VL_PID=("")
 # control ports below the kernel's ephemeral range: an outgoing connection (ours or another
 # test's) can take any port inside it, and then a node fails with "Address already in use"
@@ -20,32 +19,14 @@ VL_PID=("")
 vl_eph_lo=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
 VL_PORT=$((10000 + ($$ * 7 + RANDOM) % (vl_eph_lo - 10100)))
 
-# shellcheck disable=SC2317 # run by the EXIT trap, through CLEANUPS
-vl_del_namespaces() {
-	local ns
-	for ns in "${VL_MADE[@]}"; do
-		ip netns del "$ns" 2>/dev/null
-	done
-}
-CLEANUPS+=(vl_del_namespaces)
-
 # vl_netns N -- N namespaces behind a bridge; skips (77) when namespaces cannot be made here.
 vl_netns() {
 	local n=$1 i err
-	if ! command -v ip >/dev/null 2>&1; then
-		echo "SKIP: the ip command (iproute2) is not installed"
-		exit 77
-	fi
-	if ! err=$(ip netns add "$VL_NS_BR" 2>&1); then
-		echo "SKIP: cannot create a network namespace (ip netns add: $err); run as root"
-		exit 77
-	fi
-	VL_MADE+=("$VL_NS_BR")
+	ns_add "$VL_NS_BR" # (deleted at exit, with their veths: driver.sh)
 	VL_NS=("")
 	for ((i = 1; i <= n; i++)); do
 		VL_NS+=("$VL_PFX-$i")
-		ip netns add "${VL_NS[i]}" || { fail "ip netns add"; finish; }
-		VL_MADE+=("${VL_NS[i]}")
+		ns_add "${VL_NS[i]}"
 	done
 	if ! err=$(ip -n "$VL_NS_BR" link add br0 type bridge 2>&1); then
 		echo "SKIP: cannot create a bridge in a namespace ($err)"
