@@ -50,6 +50,7 @@ void tcp_send_acks(struct tcp_link *l)
  * dead-peer clock (nic.c) runs from the last byte it heard: without this, a
  * WRITE that takes longer than the bound to cross a slow link fails a live
  * link. RC hardware acknowledges packets, not messages, for the same reason.
+ * Not while output is pending: those bytes tell the peer the same.
  */
 static void target_alive(struct tcp_link *l)
 {
@@ -58,7 +59,9 @@ static void target_alive(struct tcp_link *l)
 
 	if (every == 0 || every > TCP_ALIVE_NS)
 		every = TCP_ALIVE_NS;
-	if (l->nak_sent || l->last_rx_ns - l->alive_ns < every)
+	/* output still to go reaches the peer anyway; and the tx room kept for responses
+	 * (link.c) counts no frame of ours that is not an answer to one of its requests */
+	if (l->nak_sent || tcp_tx_used(l) > 0 || l->last_rx_ns - l->alive_ns < every)
 		return;
 	f.a = __atomic_load_n(&l->rq_prod, __ATOMIC_ACQUIRE);
 	if (tcp_tx_response(l, &f) == NULL)
