@@ -14,6 +14,7 @@
 
 /* loco_rpc_wait() checks the endpoint, the partition and its deadline once in so many turns */
 #define WAIT_CHECK_EVERY 8u
+#define WAIT_QUICK_TURNS 256u /* ... in so many first turns; then on every turn */
 
 int rpc_ep_check(loco_rpc_ep_t *ep)
 {
@@ -674,7 +675,7 @@ int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *
 	struct rpc_peer *p;
 	struct slot_hdr hd;
 	loco_waiter_t w;
-	int ret;
+	int ret, check;
 
 	OBJ_CHECK(ep);
 	if (!ticket_ok(ep, t))
@@ -711,15 +712,17 @@ int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *
 			return -ECONNRESET;
 		}
 		/*
-		 * The endpoint, the partition (a coarse clock) and the deadline (a clock): on the
-		 * first turn and every WAIT_CHECK_EVERY-th, not on every look at the slot (three
-		 * clock reads a turn were a quarter of a spinning caller's samples on shm)
+		 * The endpoint, the partition (a coarse clock) and the deadline (a clock): in the
+		 * first WAIT_QUICK_TURNS turns (where a quick reply lands) on every
+		 * WAIT_CHECK_EVERY-th only, not on every look at the slot (three clock reads a turn
+		 * were a quarter of a spinning caller's samples on shm); after them, where a turn
+		 * may be a sleep or a yield, on every turn, so a deadline is not overslept
 		 */
-		ret = it % WAIT_CHECK_EVERY == 0 ? rpc_ep_check(ep) : 0;
+		check = it >= WAIT_QUICK_TURNS || it % WAIT_CHECK_EVERY == 0;
+		ret = check ? rpc_ep_check(ep) : 0;
 		if (ret == 0 && timeout_ns == 0)
 			return -EAGAIN; /* the ticket stays valid */
-		if (ret == 0 && deadline >= 0 && it % WAIT_CHECK_EVERY == 0 &&
-		    obj_now_ns() >= deadline) {
+		if (ret == 0 && deadline >= 0 && check && obj_now_ns() >= deadline) {
 			ST_ADD(ep, timeouts, 1);
 			ret = -ETIMEDOUT;
 		}
