@@ -730,6 +730,19 @@ int loco_lock_try_acquire(loco_lock_t *lk)
 	return ret < 0 ? ret : -EBUSY;
 }
 
+/*
+ * hold_unreached -- what renew and release return when their CAS on the
+ * hold's host failed (@ret): -ECONNRESET, as for a lock that moved away,
+ * whatever the fabric said (reset, not connected, host down, a timeout,
+ * verbs' remote access error for a host that came back with new keys):
+ * the host could not be reached, and the hold ends with its lease. Only a
+ * partition and a finished manager keep their own codes.
+ */
+static int hold_unreached(int ret)
+{
+	return ret == -LOCO_EPARTITION || ret == -EBADF ? ret : -ECONNRESET;
+}
+
 int loco_lock_renew(loco_lock_t *lk)
 {
 	uint64_t old = 0, want;
@@ -766,8 +779,10 @@ int loco_lock_renew(loco_lock_t *lk)
 		want = W_MAKE(W_TOKEN(old), W_RENEW(old) + 1, ST_WAITED);
 		ret = lk_op(lk, lk->hold_hs, LK_CAS, lk->cur, want, RES_OP, lk->ack, &old, -1);
 	}
-	if (ret)
+	if (ret) {
+		ret = hold_unreached(ret);
 		goto out;
+	}
 	if (old != lk->cur) {
 		/* taken over: only a clock that broke the drift bound gets here */
 		__atomic_store_n(&lk->lease_end, 0, __ATOMIC_RELAXED);
@@ -823,6 +838,8 @@ int loco_lock_release(loco_lock_t *lk)
 				ret = -ESTALE; /* our lease expired and another node took it over */
 			else if (expired)
 				ret = -ETIMEDOUT; /* freed, but the hold had outlived its lease */
+		} else {
+			ret = hold_unreached(ret);
 		}
 	}
 	__atomic_store_n(&lk->lease_end, 0, __ATOMIC_RELAXED);

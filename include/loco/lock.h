@@ -124,8 +124,9 @@ int loco_lock_try_acquire(loco_lock_t *lk);
  * within lease_ns / 64 of the last renewal does nothing). Returns 0;
  * -EPERM (not held); -ETIMEDOUT (the lease had expired: release the lock);
  * -ESTALE (another node took the lock over); -ECONNRESET (the lock moved
- * away from the host of this hold); -LOCO_EPARTITION; the fabric's error. The node still holds the
- * lock until it releases it.
+ * away from the host of this hold, or the CAS on it failed: the hold ends
+ * with its lease); -LOCO_EPARTITION. The node still holds the lock until
+ * it releases it.
  */
 int loco_lock_renew(loco_lock_t *lk);
 
@@ -134,9 +135,9 @@ int loco_lock_renew(loco_lock_t *lk);
  * -EPERM (this node does not hold it); -ETIMEDOUT (the lease had expired
  * but nobody took the lock over: it is free now); -ESTALE (the lease had
  * expired and another node took the lock over: its grant is left alone);
- * -ECONNRESET (the host of this hold is gone: the lock moved), or the
- * fabric's error. The lock is not
- * held by this node afterwards in any case.
+ * -ECONNRESET (the host of this hold is gone, or the CAS on it failed,
+ * whatever the fabric said: the hold ends with its lease); -LOCO_EPARTITION.
+ * The lock is not held by this node afterwards in any case.
  */
 int loco_lock_release(loco_lock_t *lk);
 

@@ -156,6 +156,13 @@ static int one_hold(loco_lock_t *lk, loco_atomic_var_t *av, int fd, uint32_t me,
 	if (e.rel != 0) {
 		sc_log("release of token %#llx: %s", (unsigned long long)e.token,
 		       loco_strerror(e.rel));
+		/* loco_lock(3): a host that cannot be reached is -ECONNRESET, whatever the
+		   fabric said (seen before: "Host is down", "Transport endpoint is not
+		   connected", and on verbs "Permission denied") */
+		if (e.rel != -ESTALE && e.rel != -ETIMEDOUT && e.rel != -ECONNRESET &&
+		    e.rel != -LOCO_EPARTITION)
+			SC_FAIL("release of token %#llx: %s, not an error loco_lock(3) gives",
+			        (unsigned long long)e.token, loco_strerror(e.rel));
 		/* the hold stays in the host's word until its lease ends: check() may see it
 		   taken over */
 		put(fd, &(struct rec){.token = e.token, .node = me, .kind = 3, .rel = e.rel});
