@@ -370,9 +370,11 @@ static int check_case(uint64_t pid, int relfail)
 		fd[i] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
 		SC_ASSERT(fd[i] >= 0);
 	}
-	for (uint64_t tok = 0x1a0; tok <= 0x1a6; tok++, t += 3 * MS)
-		craft_hold(fd[tok == 0x1a6 ? 2 : tok % 3], tok, nodes[tok == 0x1a6 ? 2 : tok % 3],
-		           t, 0);
+	for (uint64_t tok = 0x1a0; tok <= 0x1a6; tok++, t += 3 * MS) {
+		unsigned i = tok == 0x1a6 ? 2 : (unsigned)(tok % 3); /* node 3's hold last */
+
+		craft_hold(fd[i], tok, nodes[i], t, 0);
+	}
 	if (relfail)
 		put(fd[2], &(struct rec){.token = 0x1a6, .node = 3, .kind = 3, .rel = -EHOSTDOWN});
 	t_gone = t;
