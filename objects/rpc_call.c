@@ -261,20 +261,13 @@ static int pre_post(loco_rpc_ep_t *ep, struct rpc_peer *p, struct pre_write *pre
 	return ret;
 }
 
-int64_t rpc_deadline_lazy(int64_t timeout_ns)
-{
-	if (timeout_ns > INT64_MAX / 4) /* beyond DL_LAZY's range: worked out now */
-		return obj_deadline(timeout_ns);
-	return timeout_ns < 0 ? -1 : DL_LAZY - timeout_ns;
-}
-
 /*
  * rpc_post -- send one frame to @p, waiting (running calls meanwhile) until
- * @deadline (or rpc_deadline_lazy()); *@epoch (may be NULL): the callee's
+ * *@deadline (obj_past()); *@epoch (may be NULL): the callee's
  * epoch it went to. With @pre, its WRITE goes first.
  */
 int rpc_post(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, const struct rf_hdr *h,
-             const struct pl_iov *pl, int urgent, int nowait, int64_t deadline, uint32_t *epoch,
+             const struct pl_iov *pl, int urgent, int nowait, int64_t *deadline, uint32_t *epoch,
              struct pre_write *pre)
 {
 	loco_waiter_t w;
@@ -312,12 +305,9 @@ int rpc_post(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, const struct 
 			ST_ADD(ep, full, 1);
 		if (nowait)
 			return -EAGAIN;
-		if (n == 0) {
-			if (deadline <= DL_LAZY) /* the clock is read only when a call waits */
-				deadline = obj_deadline(DL_LAZY - deadline);
+		if (n == 0)
 			loco_waiter_init(&w, ep->m);
-		}
-		if (deadline >= 0 && obj_now_ns() >= deadline)
+		if (obj_past(deadline)) /* the clock is read only when a call waits */
 			return -ETIMEDOUT;
 		if (rpc_help(ep) == 0)
 			loco_waiter_pause(&w);
@@ -350,6 +340,7 @@ int loco_rpc_call(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *arg
 {
 	struct rf_hdr h = {.kind = RF_CALL, .hid = id, .plen = (uint32_t)len};
 	struct pl_iov pl = pl_one(args, len);
+	int64_t deadline = obj_deadline_lazy(timeout_ns);
 	struct rpc_peer *p;
 
 	OBJ_CHECK(ep);
@@ -357,8 +348,7 @@ int loco_rpc_call(loco_rpc_ep_t *ep, uint32_t node, uint32_t id, const void *arg
 		return -EINVAL;
 	if (len > ep->cfg.inline_max)
 		return -EMSGSIZE;
-	return rpc_post(ep, p, node, &h, &pl, 0, timeout_ns == 0, rpc_deadline_lazy(timeout_ns),
-	                NULL, NULL);
+	return rpc_post(ep, p, node, &h, &pl, 0, timeout_ns == 0, &deadline, NULL, NULL);
 }
 
 /* landed -- whether the reply of @tag is whole in slot @s; its header into *@hd */
@@ -438,7 +428,7 @@ static int call_slot_iov(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, s
                          struct pre_write *pre, const struct pl_iov *iov, void *ret, size_t ret_cap,
                          loco_rpc_ticket_t *t, int64_t timeout_ns)
 {
-	int64_t deadline = obj_deadline(timeout_ns);
+	int64_t deadline = obj_deadline_lazy(timeout_ns); /* read no clock unless it waits */
 	loco_rpc_ticket_t local;
 	loco_waiter_t w;
 	int st = 0, rc;
@@ -449,13 +439,13 @@ static int call_slot_iov(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, s
 	while ((rc = rpc_slot_get(ep, node,
 	                          h->kind == RF_PULL || h->kind == RF_DEST || h->kind == RF_VEC,
 	                          &h->slot, &h->tag)) == -EBUSY) {
-		if (timeout_ns == 0 || (deadline >= 0 && obj_now_ns() >= deadline))
+		if (timeout_ns == 0 || obj_past(&deadline))
 			return -EBUSY;
 		if (rpc_help(ep) == 0)
 			loco_waiter_pause(&w);
 	}
 	h->ret_cap = (uint32_t)(ret_cap < ep->cfg.ret_max ? ret_cap : ep->cfg.ret_max);
-	rc = rpc_post(ep, p, node, h, iov, 1, timeout_ns == 0, deadline, &ep->slots[h->slot].epoch,
+	rc = rpc_post(ep, p, node, h, iov, 1, timeout_ns == 0, &deadline, &ep->slots[h->slot].epoch,
 	              pre);
 	if (rc) {
 		rpc_slot_end(ep, h->slot, SLOT_FREE); /* never posted: no reply can come */
@@ -671,7 +661,7 @@ static int ticket_ok(const loco_rpc_ep_t *ep, const loco_rpc_ticket_t *t)
 int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *ret_len,
                   int64_t timeout_ns)
 {
-	int64_t deadline = obj_deadline(timeout_ns);
+	int64_t deadline = obj_deadline_lazy(timeout_ns); /* worked out at its first check */
 	struct rpc_peer *p;
 	struct slot_hdr hd;
 	loco_waiter_t w;
@@ -716,13 +706,15 @@ int loco_rpc_wait(loco_rpc_ep_t *ep, loco_rpc_ticket_t *t, int *status, size_t *
 		 * first WAIT_QUICK_TURNS turns (where a quick reply lands) on every
 		 * WAIT_CHECK_EVERY-th only, not on every look at the slot (three clock reads a turn
 		 * were a quarter of a spinning caller's samples on shm); after them, where a turn
-		 * may be a sleep or a yield, on every turn, so a deadline is not overslept
+		 * may be a sleep or a yield, on every turn, so a deadline is not overslept. The
+		 * deadline is worked out at its first check (turn WAIT_CHECK_EVERY): a reply that
+		 * lands before reads no clock for it
 		 */
 		check = it >= WAIT_QUICK_TURNS || it % WAIT_CHECK_EVERY == 0;
 		ret = check ? rpc_ep_check(ep) : 0;
 		if (ret == 0 && timeout_ns == 0)
 			return -EAGAIN; /* the ticket stays valid */
-		if (ret == 0 && deadline >= 0 && check && obj_now_ns() >= deadline) {
+		if (ret == 0 && check && it > 0 && obj_past(&deadline)) {
 			ST_ADD(ep, timeouts, 1);
 			ret = -ETIMEDOUT;
 		}

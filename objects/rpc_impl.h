@@ -489,23 +489,18 @@ static inline struct pl_iov pl_one(const void *p, size_t n)
 	return (struct pl_iov){.p = {p}, .n = {n}, .len = n};
 }
 
-/* a deadline not worked out yet: DL_LAZY - timeout (rpc_post() reads the clock once it waits) */
-#define DL_LAZY (INT64_MIN / 2)
-
-/* rpc_deadline_lazy -- @timeout_ns (< 0: none) as rpc_post() takes it, the clock not read */
-int64_t rpc_deadline_lazy(int64_t timeout_ns);
-
 struct pre_write; /* rpc_call.c's: a WRITE that goes before a call's record */
 
 /*
  * rpc_post -- send one frame @h + @pl to @p (member @node), waiting
- * (running calls meanwhile) until @deadline (or rpc_deadline_lazy());
+ * (running calls meanwhile) until *@deadline (either form of obj_util.h:
+ * a lazy one is worked out there once it waits);
  * @nowait: -EAGAIN instead; *@epoch (may be NULL): the callee's epoch it
  * went to. With @pre, its WRITE goes first. 0, -EAGAIN, -ETIMEDOUT,
  * -ECONNRESET (the callee left), or the object's or fabric's error.
  */
 int rpc_post(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t node, const struct rf_hdr *h,
-             const struct pl_iov *pl, int urgent, int nowait, int64_t deadline, uint32_t *epoch,
+             const struct pl_iov *pl, int urgent, int nowait, int64_t *deadline, uint32_t *epoch,
              struct pre_write *pre);
 
 /* rpc_slot_get -- a free reply slot for a call to @node (@pulled: its payload is in our memory): 0, -EBUSY */

@@ -37,7 +37,7 @@ static const struct rpc_handler *lookup(loco_rpc_ep_t *ep, uint32_t id)
 static int slot_put(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t e, uint32_t slot, size_t at,
                     const void *a, size_t an, const void *b, size_t bn)
 {
-	int64_t t0 = obj_now_ns();
+	int64_t dl = obj_deadline_lazy(REPLY_LOOKUP_NS); /* no clock unless something fails */
 	loco_waiter_t w;
 	size_t off;
 	uint8_t *src;
@@ -56,7 +56,7 @@ static int slot_put(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t e, uint32_t 
 				ret = loco_rhandle_bind(ep->rets, &rr, &p->rrets);
 			if (ret == 0)
 				p->have_rrets = 1;
-			else if (ret != -ENOENT || obj_now_ns() - t0 > REPLY_LOOKUP_NS)
+			else if (ret != -ENOENT || obj_past(&dl))
 				goto drop;
 			else {
 				loco_waiter_pause(&w);
@@ -83,8 +83,7 @@ static int slot_put(loco_rpc_ep_t *ep, struct rpc_peer *p, uint32_t e, uint32_t 
 				break;
 			}
 			/* a link that failed is made again while the caller lives (epoch) */
-			if (ret != -EAGAIN &&
-			    (ret != -ENOTCONN || obj_now_ns() - t0 > REPLY_LOOKUP_NS))
+			if (ret != -EAGAIN && (ret != -ENOTCONN || obj_past(&dl)))
 				goto drop;
 		}
 		loco_waiter_pause(&w);

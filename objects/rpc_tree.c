@@ -52,6 +52,7 @@ int rpc_tree_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8_
 			    .kind = RF_TREE, .hid = hid, .ret_cap = tree_ms(timeout_ns)};
 			struct pl_iov pl;
 			struct rpc_peer *p;
+			int64_t dl;
 			int ret;
 
 			if (!rpc_is_member(ep, node) || node == origin ||
@@ -68,8 +69,8 @@ int rpc_tree_send(loco_rpc_ep_t *ep, uint32_t origin, uint32_t hid, const uint8_
 			}
 			h.plen = (uint32_t)pl.len;
 			/* each post waits its own @timeout_ns: a slow ring set-up costs no other */
-			ret = rpc_post(ep, p, node, &h, &pl, 0, timeout_ns == 0,
-			               rpc_deadline_lazy(timeout_ns), NULL, NULL);
+			dl = obj_deadline_lazy(timeout_ns);
+			ret = rpc_post(ep, p, node, &h, &pl, 0, timeout_ns == 0, &dl, NULL, NULL);
 			if (ret == 0 && h.kind == RF_TREE)
 				break; /* it passes the call on to the rest of the group */
 			if (ret && !first)
@@ -178,7 +179,7 @@ static void treev_post(loco_rpc_ep_t *ep, struct rpc_treev *tv, struct rpc_treev
 		h.plen = (uint32_t)pl.len;
 		ret = treev_slot(ep, node, tv, &h.slot, &h.tag);
 		if (ret == 0) {
-			ret = rpc_post(ep, p, node, &h, &pl, 1, tv->timeout_ns == 0, tv->deadline,
+			ret = rpc_post(ep, p, node, &h, &pl, 1, tv->timeout_ns == 0, &tv->deadline,
 			               &ep->slots[h.slot].epoch, NULL);
 			if (ret)
 				rpc_slot_end(ep, h.slot,

@@ -70,8 +70,8 @@ static int ask(loco_rpipe_t *p, uint64_t need)
 	return 0;
 }
 
-/* wait_room -- wait until @need bytes from tail on are free, or @deadline. */
-static int wait_room(loco_rpipe_t *p, uint64_t need, int64_t deadline, int nonblock)
+/* wait_room -- wait until @need bytes from tail on are free, or *@dl (obj_past()). */
+static int wait_room(loco_rpipe_t *p, uint64_t need, int64_t *dl, int nonblock)
 {
 	loco_waiter_t w;
 	int counted = 0;
@@ -93,7 +93,7 @@ static int wait_room(loco_rpipe_t *p, uint64_t need, int64_t deadline, int nonbl
 			return ret;
 		if (nonblock)
 			return -EAGAIN;
-		if (deadline >= 0 && n >= 4 && obj_now_ns() >= deadline)
+		if (n >= 4 && obj_past(dl))
 			return -ETIMEDOUT;
 		loco_waiter_pause(&w);
 	}
@@ -103,11 +103,11 @@ static int wait_room(loco_rpipe_t *p, uint64_t need, int64_t deadline, int nonbl
  * post -- WRITE the record of @len ring bytes at @off from the shadow.
  * One data WRITE in SIGNAL_EVERY is signaled, never two at once (to
  * learn of errors: a link that failed fails every later request too, so
- * the next signaled one tells); a full queue is retried until @deadline.
+ * the next signaled one tells); a full queue is retried until *@dl.
  * Signaling and checking each one cost more than the WRITE's own post
  * (bench/rpc-bench under callgrind: 113 + 134 instructions a message).
  */
-static int post(loco_rpipe_t *p, size_t off, size_t len, int64_t deadline, int nonblock)
+static int post(loco_rpipe_t *p, size_t off, size_t len, int64_t *dl, int nonblock)
 {
 	loco_rop_t op = {
 	    .opcode = LOCO_ROP_WRITE, .local = p->ring, .loff = off, .roff = off, .len = len};
@@ -121,7 +121,7 @@ static int post(loco_rpipe_t *p, size_t off, size_t len, int64_t deadline, int n
 		ret = loco_rop_post(&p->rring, &op);
 		if (ret != -EAGAIN)
 			break;
-		if (nonblock || (deadline >= 0 && obj_now_ns() >= deadline))
+		if (nonblock || obj_past(dl))
 			return nonblock ? -EAGAIN : -ETIMEDOUT;
 		if (is_lost(p))
 			return -ECONNRESET;
@@ -149,7 +149,7 @@ static void stored(loco_rpipe_t *p)
  * pad to the ring's start when it does not fit before the end (the pad
  * is a record of its own), then wait for the room. Sets *@off.
  */
-static int place(loco_rpipe_t *p, uint64_t rec, int64_t deadline, int nonblock, size_t *off)
+static int place(loco_rpipe_t *p, uint64_t rec, int64_t *dl, int nonblock, size_t *off)
 {
 	int ret = rp_check(p);
 
@@ -164,7 +164,7 @@ static int place(loco_rpipe_t *p, uint64_t rec, int64_t deadline, int nonblock, 
 		while ((ret = rp_sess(p)) == -ENOENT) {
 			if (nonblock)
 				return -EAGAIN;
-			if (deadline >= 0 && obj_now_ns() >= deadline)
+			if (obj_past(dl))
 				return -ETIMEDOUT;
 			if (is_lost(p))
 				return -ECONNRESET;
@@ -184,20 +184,20 @@ static int place(loco_rpipe_t *p, uint64_t rec, int64_t deadline, int nonblock, 
 			continue;
 		}
 		if (left >= rec) {
-			ret = wait_room(p, rec, deadline, nonblock);
+			ret = wait_room(p, rec, dl, nonblock);
 			if (ret)
 				return ret;
 			*off = o;
 			return 0;
 		}
-		ret = wait_room(p, left, deadline, nonblock);
+		ret = wait_room(p, left, dl, nonblock);
 		if (ret)
 			return ret;
 		h = (struct rec_hdr *)(void *)(p->base + o);
 		h->len = 0;
 		h->tag = tag_of(KIND_PAD, p->seq);
 		h->sum = sum_of(p, NULL, 0, p->seq, KIND_PAD);
-		ret = p->pull ? 0 : post(p, o, HDR, deadline, nonblock);
+		ret = p->pull ? 0 : post(p, o, HDR, dl, nonblock);
 		if (ret)
 			return ret;
 		p->seq++;
@@ -240,7 +240,7 @@ static int writer_args(loco_rpipe_t *p, size_t len)
 
 int loco_rpipe_write(loco_rpipe_t *p, const void *buf, size_t len, int64_t timeout_ns)
 {
-	int64_t deadline = obj_deadline(timeout_ns);
+	int64_t dl = obj_deadline_lazy(timeout_ns); /* the clock is read only if it waits */
 	uint64_t rec;
 	size_t off;
 	int ret;
@@ -252,12 +252,12 @@ int loco_rpipe_write(loco_rpipe_t *p, const void *buf, size_t len, int64_t timeo
 	if (ret)
 		return ret;
 	rec = HDR + r8(len) + TRL;
-	ret = place(p, rec, deadline, timeout_ns == 0, &off);
+	ret = place(p, rec, &dl, timeout_ns == 0, &off);
 	if (ret)
 		return ret;
 	memcpy(p->base + off + HDR, buf, len);
 	seal(p, off, len);
-	ret = p->pull ? 0 : post(p, off, rec, deadline, timeout_ns == 0);
+	ret = p->pull ? 0 : post(p, off, rec, &dl, timeout_ns == 0);
 	if (ret)
 		return ret; /* nothing placed: the tail stays */
 	p->seq++;
@@ -272,6 +272,7 @@ int loco_rpipe_write(loco_rpipe_t *p, const void *buf, size_t len, int64_t timeo
 
 int loco_rpipe_reserve(loco_rpipe_t *p, size_t len, void **ptr, int64_t timeout_ns)
 {
+	int64_t dl = obj_deadline_lazy(timeout_ns); /* the clock is read only if it waits */
 	size_t off;
 	int ret;
 
@@ -281,7 +282,7 @@ int loco_rpipe_reserve(loco_rpipe_t *p, size_t len, void **ptr, int64_t timeout_
 	ret = writer_args(p, len);
 	if (ret)
 		return ret;
-	ret = place(p, HDR + r8(len) + TRL, obj_deadline(timeout_ns), timeout_ns == 0, &off);
+	ret = place(p, HDR + r8(len) + TRL, &dl, timeout_ns == 0, &off);
 	if (ret)
 		return ret;
 	p->resv_off = off;
@@ -292,6 +293,7 @@ int loco_rpipe_reserve(loco_rpipe_t *p, size_t len, void **ptr, int64_t timeout_
 
 int loco_rpipe_commit(loco_rpipe_t *p, size_t len)
 {
+	int64_t never = -1;
 	uint64_t rec;
 	int ret;
 
@@ -299,7 +301,7 @@ int loco_rpipe_commit(loco_rpipe_t *p, size_t len)
 	if (!p->is_writer || p->resv_len == 0 || len == 0 || len > p->resv_len)
 		return -EINVAL;
 	rec = seal(p, p->resv_off, len);
-	ret = p->pull ? 0 : post(p, p->resv_off, rec, -1, 0); /* a full queue drains: no deadline */
+	ret = p->pull ? 0 : post(p, p->resv_off, rec, &never, 0); /* a full queue drains */
 	if (ret) {
 		p->resv_len = 0;
 		return ret;
