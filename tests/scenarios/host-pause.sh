@@ -6,8 +6,9 @@
 # a lock loop; all 4 are SIGSTOPped together for 0.6, 1.5, 3 and 5 s (up to 5 failure bounds),
 # then SIGCONTed together. Every node's own progress thread comes back late and must not hold
 # the silence it slept through against the others: no exclusion, no barrier wait that returns
-# -LOCO_EPARTITION, rounds go on after each pause, the 4 stay in one view, and the lock's leases
-# never overlap.
+# -LOCO_EPARTITION, rounds go on after each pause, the 4 stay in one view, the lock's leases
+# never overlap, and no data link goes down: the tcp fabric's dead-peer clock does not count the
+# pause either (it failed every link with a request in flight, at the first turn after the pause).
 #
 #   bash host-pause.sh VIEW-NODE
 # shellcheck source=tests/scenarios/driver.sh
@@ -46,5 +47,12 @@ else
 fi
 vl_show
 vl_stop
+downs=$(cat "$T"/out.* | grep -c -e 'data link to node [0-9]* down' -e 'no answer from the peer' || true)
+if [[ $downs -eq 0 ]]; then
+	ok "no data link went down"
+else
+	cat "$T"/out.* | grep -e 'data link to node [0-9]* down' -e 'no answer from the peer' | head -5
+	fail "$downs data link failure(s) after whole-host pauses"
+fi
 vl_check_leases
 finish

@@ -246,15 +246,49 @@ static void nic_sync(struct tcp_fab *f)
 }
 
 /*
+ * nic_late -- the role's timers run @now, and were due by f->timers_due_ns:
+ * later than that by a quarter of the failure bound or more means that no
+ * thread of ours could read the sockets meanwhile (the process was
+ * stopped, the host or VM paused, a busy host kept the role's holder off
+ * the CPU). That silence is not the peers': every link's dead-peer clock
+ * and handshake deadline move on by it, as membership does for its own
+ * lateness (ms_detect.c). Without it, a whole-host pause failed every tcp
+ * link with a request in flight at the first turn after it, before the
+ * answers waiting in the sockets were read (host-pause: 20 data links down;
+ * slow-link and fabric-mix-mixed in CI: "no answer from the peer", and the
+ * WRITE's ack -EHOSTDOWN).
+ */
+static void nic_late(struct tcp_fab *f, uint64_t now, uint64_t limit)
+{
+	uint64_t due = f->timers_due_ns, late;
+
+	if (due == 0 || now <= due || now - due < limit / 4)
+		return;
+	late = now - due;
+	for (unsigned i = 0; i < f->nic_nlinks; i++) {
+		struct tcp_link *l = f->nic_links[i];
+
+		l->last_rx_ns = l->last_rx_ns + late < now ? l->last_rx_ns + late : now;
+		if (l->state == TCP_LINK_HANDSHAKE || l->state == TCP_LINK_HELD)
+			l->hs_deadline += late;
+	}
+	lc_log_info("tcp: the NIC ran %llu ms late (a busy host, or the process was stopped): "
+	            "no peer is blamed for that silence",
+	            (unsigned long long)(late / 1000000));
+}
+
+/*
  * nic_timers -- fail links whose peer stopped answering, close connections
  * that sent no HELLO in TCP_HELLO_MS, refuse held links not admitted in
  * fab_hold_ms(), end the lingering sockets of closed links; returns the
- * next check in ms.
+ * next check in ms. Time we did not run (nic_late()) counts for nobody.
  */
 static int nic_timers(struct tcp_fab *f, uint64_t now)
 {
 	uint64_t limit = (uint64_t)f->base.attr.timeout_ms * 1000000ull;
 	int next = -1;
+
+	nic_late(f, now, limit);
 
 	for (unsigned i = 0; i < f->nic_nlinks; i++) {
 		struct tcp_link *l = f->nic_links[i];
@@ -311,6 +345,12 @@ static int nic_timers(struct tcp_fab *f, uint64_t now)
 
 		next = ms >= 0 && (next < 0 || ms < next) ? ms : next;
 	}
+	/*
+	 * The next run: the NIC thread waits at most 100 ms (or until @next),
+	 * a driver no longer, and a driver that left holds it off TCP_LEASE_NS
+	 */
+	f->timers_due_ns =
+	    now + (uint64_t)(next < 0 || next > 100 ? 100 : next) * 1000000ull + TCP_LEASE_NS;
 	return next;
 }
 
@@ -559,7 +599,11 @@ int tcp_progress(struct fab *fab, int64_t timeout_ns)
 		n = nic_epoll(f, ev, 0, 0);
 	} else {
 		unsigned gen = f->free_gen;
+		uint64_t due = lc_now_ns() + (uint64_t)timeout_ns + TCP_LEASE_NS;
 
+		/* the timers' next run may come after our sleep (the NIC thread is parked) */
+		if (due > f->timers_due_ns)
+			f->timers_due_ns = due;
 		/* this one hears its own events: nobody waits for a spinner's news */
 		__atomic_store_n(&f->landed_want, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&f->role, TCP_ROLE_NONE, __ATOMIC_RELAXED);

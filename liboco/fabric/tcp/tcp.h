@@ -229,6 +229,7 @@ struct tcp_fab {
 	/* the NIC's private view of links[] */
 	struct tcp_link *nic_links[TCP_MAX_LINKS];
 	unsigned nic_nlinks, nic_gen;
+	uint64_t timers_due_ns; /* the role: when nic_timers() should run next, at the latest */
 
 	/* completion queue: the NIC role produces (one thread at a time), one poller consumes */
 	struct fab_swcq cq;
