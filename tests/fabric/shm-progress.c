@@ -8,10 +8,14 @@
  * 1. The first call after a quiet spell arms the fab and returns 1 at once
  *    (a landing before the arming was not counted: look again).
  * 2. B's driver sleeps in fab_progress() with a 30 s timeout; once it is
- *    asleep (its sleepers flag), A WRITEs into B: the call returns 1, not
- *    at its timeout (a 0 is a sleep that nobody woke), and the value is
- *    there. The same for a FAA, and for a SEND into a posted RECV (the
- *    RECV's completion is ready when the call returns).
+ *    asleep (its sleepers flag), another thread's fab_progress() gets
+ *    -EBUSY (it is sent off to sleep elsewhere), and A WRITEs into B: the
+ *    driver's call returns 2, not at its timeout (a 0 is a sleep that
+ *    nobody woke), and not 1: a peer's landing is what the thread sent off
+ *    may wait for, and only a 2 makes the manager wake it (before, it slept
+ *    out its interval, up to 4 ms). The value is there. The same for a FAA,
+ *    and for a SEND into a posted RECV (the RECV's completion is ready when
+ *    the call returns).
  * 3. While armed, every landing bumps B's bell page once; a READ does not.
  * 4. No driver for SHM_DISARM_NS: B's provider thread disarms it, and a
  *    WRITE no longer bumps the bell page (the data path's cost is one load).
@@ -48,6 +52,7 @@ struct driver {
 	volatile uint64_t *word; /* what it waits for */
 	uint64_t want;
 	int once; /* stop at the first wake-up (a SEND: the word is not ours to watch) */
+	int last; /* what the last call returned */
 	unsigned calls, zeros;
 	uint64_t woke_ns;
 };
@@ -61,9 +66,10 @@ static void *driver_main(void *arg)
 		int ret = fab_progress(b, SLEEP_NS);
 
 		d->calls++;
+		d->last = ret;
 		if (ret == 0)
 			d->zeros++;
-		else if (ret != 1)
+		else if (ret != 1 && ret != 2)
 			T_FAIL("fab_progress: %s", t_errname(ret));
 		else if (d->once)
 			break;
@@ -111,12 +117,14 @@ static void land(const char *what, struct fab_link *l, struct fab_wr *wr, volati
 
 	T_ASSERT_OK(pthread_create(&th, NULL, driver_main, &d));
 	wait_asleep();
+	T_ASSERT_ERR(fab_progress(b, SLEEP_NS), -EBUSY); /* it holds the bell: sent off */
 	t0 = t_now_ns();
 	wr->flags |= FAB_WR_SIGNALED;
 	T_ASSERT_OK(t_run(l, wr));
 	T_ASSERT_OK(pthread_join(th, NULL));
 	T_ASSERT_EQ(*word, want);
 	T_ASSERT_EQ(d.zeros, 0); /* no call slept to its timeout */
+	T_ASSERT_EQ(d.last, 2);  /* a landing: wake the one sent off */
 	printf("progress: a sleeping driver woke for a %s after %.1f us (%u calls): ok\n", what,
 	       (double)(d.woke_ns - t0) / 1000.0, d.calls);
 }
@@ -174,6 +182,7 @@ int main(void)
 		T_ASSERT_OK(pthread_join(th, NULL));
 		T_ASSERT_EQ(d.zeros, 0);
 		T_ASSERT_EQ(d.calls, 1);
+		T_ASSERT_EQ(d.last, 2);
 		for (int64_t end = t_now_ms() + 5000; n == 0 && t_now_ms() < end;)
 			n = fab_poll(b, &wc, 1);
 		T_ASSERT_EQ(n, 1);

@@ -101,8 +101,11 @@ static int progress_slow(struct shm_fab *f, int64_t timeout_ns) __attribute__((n
  * neither arms nor keeps the fab armed: it only does the work, and its
  * peers' landings cost them one load, not an atomic add on a line this
  * node reads on every call (4 nodes on 2 cores, reduce 8 B: 4.6 -> 4.3
- * us). Returns 1 (a landing while armed, a completion ready, work done),
- * 0, -EBUSY (another thread drives), -EINVAL.
+ * us). Returns 2 (a peer's WRITE, atomic or SEND landed while armed: the
+ * caller wakes the threads it sent off with -EBUSY, which sleep elsewhere
+ * and would otherwise sleep out their interval, 50 us to 4 ms), 1 (a
+ * completion ready, work done), 0, -EBUSY (another thread drives, asleep
+ * on the bell perhaps), -EINVAL.
  */
 int shm_progress(struct fab *fab, int64_t timeout_ns)
 {
@@ -160,6 +163,8 @@ static int progress_slow(struct shm_fab *f, int64_t timeout_ns)
 		seq = __atomic_load_n(&f->bpage->seq, __ATOMIC_ACQUIRE);
 		ret = links_walk(f, &f->drive_busy, 0) || seq != f->drive_seen || cq_ready(f);
 	}
+	if (ret && seq != f->drive_seen)
+		ret = 2; /* the bell moved: whoever we kept off the bell looks again */
 	f->drive_seen = seq;
 	if (timeout_ns > 0) /* only a driver that may sleep keeps the fab armed */
 		__atomic_store_n(&f->drive_ns, lc_coarse_ns(), __ATOMIC_RELAXED);
