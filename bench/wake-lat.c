@@ -175,6 +175,9 @@ int main(int argc, char **argv)
 			summary(who, w[i].lat, w[i].n);
 		}
 		summary("both", all, n);
+		for (int i = 0; i < nthr; i++)
+			free(w[i].lat);
+		free(all);
 	} else {
 		struct timespec gap = {.tv_sec = gap_ms / 1000,
 		                       .tv_nsec = (gap_ms % 1000) * 1000000};
@@ -193,6 +196,8 @@ int main(int argc, char **argv)
 			ping(&peer, i, STOP, ack);
 		loco_ack_key_destroy(ack);
 	}
+	loco_object_destroy(obj); /* and its regions */
+	loco_channel_destroy(ch);
 	loco_fini(m);
 	return 0;
 }
