@@ -73,6 +73,9 @@
  * a peer's request served, its WRITE taken) the waiter spins, driving and
  * yielding, for LC_WAIT_BURST_NS before it sleeps again: the next request
  * of a burst needs no wake-up (sleep_ns < 0 holds the burst's end).
+ * While the host is oversubscribed the burst lasts LC_WAIT_WINDOW_OVERSUB_NS
+ * (burst_end() in wait.c): there requests come further apart than 50 us,
+ * each step of the spin yields, and a wake-up costs more than the spin.
  */
 #define LC_WAIT_BURST_NS 50000ll
 /*
