@@ -328,6 +328,12 @@ static int nic_timers(struct tcp_fab *f, uint64_t now)
 
 			next = next < 0 || ms < next ? ms : next;
 		}
+		if (l->state == TCP_LINK_UP) {
+			int ms = tcp_target_keepalive(l, now);
+
+			if (ms >= 0 && (next < 0 || ms < next))
+				next = ms;
+		}
 		if (l->state != TCP_LINK_UP || l->sq_done == l->sq_issue || l->last_rx_ns > now)
 			continue;
 		if (now - l->last_rx_ns >= limit) {

@@ -42,32 +42,74 @@ void tcp_send_acks(struct tcp_link *l)
 	}
 }
 
-/*
- * target_alive -- a request of many segments is still arriving: restate our
- * RECV count (a CREDIT, which changes nothing at the peer) at most every
- * TCP_ALIVE_NS, or every quarter of the failure bound if that is shorter.
- * The initiator hears nothing else until the last segment's ACK, and its
- * dead-peer clock (nic.c) runs from the last byte it heard: without this, a
- * WRITE that takes longer than the bound to cross a slow link fails a live
- * link. RC hardware acknowledges packets, not messages, for the same reason.
- * Not while output is pending: those bytes tell the peer the same.
- */
-static void target_alive(struct tcp_link *l)
+/* alive_every -- how often a long request's target says it is alive: TCP_ALIVE_NS, or a quarter
+   of the failure bound if that is shorter */
+static uint64_t alive_every(const struct tcp_link *l)
 {
 	uint64_t every = (uint64_t)l->fab->base.attr.timeout_ms * 250000ull;
+
+	return every == 0 || every > TCP_ALIVE_NS ? TCP_ALIVE_NS : every;
+}
+
+/*
+ * alive_send -- restate our RECV count (a CREDIT, which changes nothing at
+ * the peer) as a sign of life at @t. Not while output is pending: those
+ * bytes tell the peer the same; and the tx room kept for responses
+ * (link.c) counts no frame of ours that is not an answer to one of its
+ * requests.
+ */
+static void alive_send(struct tcp_link *l, uint64_t t)
+{
 	struct tcp_frame f = {.type = TCP_F_CREDIT};
 
-	if (every == 0 || every > TCP_ALIVE_NS)
-		every = TCP_ALIVE_NS;
-	/* output still to go reaches the peer anyway; and the tx room kept for responses
-	 * (link.c) counts no frame of ours that is not an answer to one of its requests */
-	if (l->nak_sent || tcp_tx_used(l) > 0 || l->last_rx_ns - l->alive_ns < every)
+	if (l->nak_sent || tcp_tx_used(l) > 0)
 		return;
 	f.a = __atomic_load_n(&l->rq_prod, __ATOMIC_ACQUIRE);
 	if (tcp_tx_response(l, &f) == NULL)
 		return;
 	l->credits_sent = f.a;
-	l->alive_ns = l->last_rx_ns;
+	l->alive_ns = t;
+}
+
+/*
+ * target_alive -- a request of many segments is still arriving: a sign of
+ * life at most every alive_every(). The initiator hears nothing else until
+ * the last segment's ACK, and its dead-peer clock (nic.c) runs from the
+ * last byte it heard: without this, a WRITE that takes longer than the
+ * bound to cross a slow link fails a live link. RC hardware acknowledges
+ * packets, not messages, for the same reason.
+ */
+static void target_alive(struct tcp_link *l)
+{
+	l->seg_open = 1;
+	if (l->last_rx_ns - l->alive_ns >= alive_every(l))
+		alive_send(l, l->last_rx_ns);
+}
+
+/*
+ * tcp_target_keepalive -- the role's timers at @now: while a request of
+ * several segments is part-way in, a sign of life every alive_every() even
+ * when no segment comes. On a lossy link TCP can hold the rest of the
+ * request back for longer than the bound behind one lost segment (a 2
+ * Mbit/s link shaped by tbf, BBR: 25-40 % of the bytes sent again, and the
+ * next in-order byte 0.9 s late, while the peer's kernel SACKed what came
+ * after it); the initiator then heard nothing and failed a live link
+ * (slow-link in CI: "no answer from the peer for 1000 ms"). A target whose
+ * process stopped says nothing, so its peer still finds it silent. Returns
+ * the ms until the next one is due, or -1 with no request part-way in.
+ */
+int tcp_target_keepalive(struct tcp_link *l, uint64_t now)
+{
+	uint64_t every = alive_every(l), due;
+
+	if (!l->seg_open || l->nak_sent)
+		return -1;
+	if (now - l->alive_ns >= every) {
+		alive_send(l, now);
+		tcp_tx_flush(l);
+	}
+	due = l->alive_ns + every;
+	return due > now ? (int)((due - now + 999999) / 1000000ull) : 1;
 }
 
 static void target_nak(struct tcp_link *l, uint32_t psn, int err)
@@ -130,10 +172,12 @@ void tcp_exec_request(struct tcp_link *l, const struct tcp_frame *f, const uint8
 			return;
 		}
 		fab_land_write(fab->slow_ns, &fab->rng, p, data, f->len);
-		if (f->flags & TCP_FL_LAST)
+		if (f->flags & TCP_FL_LAST) {
+			l->seg_open = 0;
 			tcp_landed(fab);
-		else
+		} else {
 			target_alive(l);
+		}
 		if (f->type == TCP_F_WRITE_IMM) {
 			l->imm_len = (f->flags & TCP_FL_FIRST) ? f->len : l->imm_len + f->len;
 			if (f->flags & TCP_FL_LAST) {
@@ -153,6 +197,8 @@ void tcp_exec_request(struct tcp_link *l, const struct tcp_frame *f, const uint8
 		}
 		if (!(f->flags & TCP_FL_LAST))
 			target_alive(l);
+		else
+			l->seg_open = 0;
 		break;
 	case TCP_F_READ: {
 		struct tcp_frame r = {

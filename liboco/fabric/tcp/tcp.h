@@ -178,6 +178,7 @@ struct tcp_link {
 	uint64_t ack_owed_ns; /* NIC: when the ACKs owed became owed (0: none owed) */
 	uint32_t imm_len;     /* WRITE_IMM: bytes written so far for the current WR */
 	uint64_t alive_ns;    /* NIC: when a long request's last sign of life went out */
+	int seg_open;         /* NIC: a request of several segments is part-way in */
 
 	/* buffers */
 	uint8_t *rx;
@@ -314,6 +315,8 @@ int tcp_post_recv(struct fab_link *link, const struct fab_recv_wr *wr, int n);
 /* target.c */
 void tcp_send_acks(struct tcp_link *l);
 void tcp_exec_request(struct tcp_link *l, const struct tcp_frame *f, const uint8_t *data);
+/* tcp_target_keepalive -- a sign of life while a long request is part-way in (target.c) */
+int tcp_target_keepalive(struct tcp_link *l, uint64_t now);
 
 /* state.c */
 void tcp_nic_kick(struct tcp_fab *f);
