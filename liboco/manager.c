@@ -719,8 +719,9 @@ int loco_ack_wait(loco_ack_key_t *key, int64_t timeout_ns)
 	}
 	if (loco_manager_partitioned(m))
 		return -LOCO_EPARTITION;
-	/* nothing in flight: no waiter to count, no clock (unless one was attached since) */
-	if (lc_ack_idle(key) && (ret = lc_ack_wait(key, 0)) != LC_ACK_BUSY)
+	/* nothing in flight: no waiter to count, no clock (one look at the slots) */
+	ret = lc_ack_wait(key, 0);
+	if (ret != LC_ACK_BUSY)
 		return ret;
 	/*
 	 * A waiter that reaps itself keeps the progress thread from arming

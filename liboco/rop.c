@@ -279,13 +279,15 @@ int loco_rop_post(loco_rhandle_t *h, const loco_rop_t *op)
 	int ret;
 
 	if (h == NULL || op == NULL || op->reserved != 0 || op->opcode < LOCO_ROP_WRITE ||
-	    op->opcode > LOCO_ROP_FAA || (op->flags & ~(LOCO_ROP_INLINE | LOCO_ROP_MORE)) ||
+	    op->opcode > LOCO_ROP_FAA ||
+	    (op->flags & ~(LOCO_ROP_INLINE | LOCO_ROP_MORE | LOCO_ROP_LAZY)) ||
 	    ((op->flags & LOCO_ROP_INLINE) && op->opcode != LOCO_ROP_WRITE))
 		return -EINVAL;
 	ret =
 	    wr_make(fab_op[op->opcode],
 	            ((op->flags & LOCO_ROP_INLINE) ? FAB_WR_INLINE : 0) |
-	                ((op->flags & LOCO_ROP_MORE) ? FAB_WR_MORE : 0),
+	                ((op->flags & LOCO_ROP_MORE) ? FAB_WR_MORE : 0) |
+	                ((op->flags & LOCO_ROP_LAZY) ? FAB_WR_LAZY : 0),
 	            op->local, op->loff, &h->rref, op->roff, op->len, op->compare, op->value, &wr);
 	if (ret)
 		return ret;

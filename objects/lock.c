@@ -134,7 +134,7 @@
  */
 static void lk_waiter(const loco_lock_t *lk, loco_waiter_t *w)
 {
-	loco_waiter_init(w, loco_channel_manager(loco_object_channel(lk->obj)));
+	loco_waiter_init(w, lk->m);
 }
 
 /*
@@ -220,6 +220,7 @@ int loco_lock_create_cfg(loco_channel_t *ch, const char *name, uint32_t host,
 	pthread_mutex_init(&lk->hold_lock, NULL);
 	pthread_mutex_init(&lk->move_lock, NULL);
 	host_path_init(&lk->hs->hp);
+	lk->m = m;
 	ret = loco_ack_key_create(m, &lk->ack);
 	if (ret)
 		goto err_free;
@@ -292,22 +293,35 @@ int loco_lock_create_config(loco_channel_t *ch, const char *name, uint32_t host,
  * at post and nothing is settled later (with a key and its settling, a
  * grant took 70-100 ns more on shm, against 60 for a CAS and its ack); a
  * failure is logged, and loco_lock_holder() then waits T, as for a holder
- * that died before its WRITE.
+ * that died before its WRITE. And lazy (LOCO_ROP_LAZY): nobody waits for
+ * it, so on tcp its ACK rides with the answer to the release's CAS
+ * instead of costing the holder a frame of its own to read.
  */
 static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64_t b, unsigned slot,
                  loco_ack_key_t *ack, uint64_t *old, int64_t timeout_ns)
 {
 	size_t loff = slot * sizeof(uint64_t);
 	int path = host_path_get(&hs->hp, lk->word, hs->node, lk->me), ret;
+	int *unsettled = ack == lk->qack ? &lk->qack_unsettled : &lk->ack_unsettled;
+	bool waiting = false;
 	loco_waiter_t w;
 	loco_rop_t rop;
 
 	if (path < 0)
 		return path;
-	/* an earlier operation that timed out may still land in the slots: settle it first */
-	if (ack != NULL && loco_ack_outstanding(ack) > 0 &&
-	    lk_settle(lk, ack, obj_deadline(op == LK_READ2 ? timeout_ns : OP_CAP_NS)) == -ETIMEDOUT)
-		return -ETIMEDOUT;
+	/*
+	 * An earlier operation that timed out may still land in the slots:
+	 * settle it first. Only after an lk_op() that returned an error: one
+	 * that returned 0 left its key idle, and the count (a scan of the
+	 * key) cost an eighth of a CAS and its ack on shm.
+	 */
+	if (ack != NULL && *unsettled) {
+		if (loco_ack_outstanding(ack) > 0 &&
+		    lk_settle(lk, ack, obj_deadline(op == LK_READ2 ? timeout_ns : OP_CAP_NS)) ==
+		        -ETIMEDOUT)
+			return -ETIMEDOUT;
+		*unsettled = 0;
+	}
 	if (path == HOST_PATH_LOCAL) {
 		uint64_t *w = loco_region_ptr(lk->word);
 
@@ -338,20 +352,23 @@ static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64
 	                   .loff = loff,
 	                   .roff = op == LK_WRITEO ? O_OFF : W_OFF,
 	                   .len = (op == LK_READ2 ? 2 : 1) * sizeof(uint64_t),
-	                   .flags = op == LK_WRITEO ? LOCO_ROP_INLINE : 0,
+	                   .flags = op == LK_WRITEO ? LOCO_ROP_INLINE | LOCO_ROP_LAZY : 0,
 	                   .compare = a,
 	                   .value = b,
 	                   .acks = {ack}};
-	lk_waiter(lk, &w);
 	for (;;) {
 		ret = loco_rop_post(&hs->hp.h, &rop);
 		if (ret != -EAGAIN)
 			break;
+		if (!waiting) /* made when needed: most posts go through at once */
+			lk_waiter(lk, &w);
+		waiting = true;
 		loco_waiter_pause(&w); /* queue or ack key full: the progress thread drains it */
 	}
 	if (ret || op == LK_WRITEO)
 		return ret;
 	ret = loco_ack_wait(ack, op == LK_READ2 ? timeout_ns : OP_CAP_NS);
+	*unsettled = ret != 0;
 	if (ret == -LOCO_EPARTITION) /* the op's outcome still counts: wait for it anyway */
 		ret = lk_settle(lk, ack, obj_deadline(op == LK_READ2 ? timeout_ns : OP_CAP_NS));
 	if (op != LK_READ2 && ret == -ETIMEDOUT && loco_ack_outstanding(ack) > 0) {
@@ -378,9 +395,9 @@ static int lk_op(loco_lock_t *lk, struct lk_host *hs, int op, uint64_t a, uint64
 /* claim -- take this node's claim by @deadline (< 0: forever; 0: one try). */
 static int claim(loco_lock_t *lk, int64_t deadline)
 {
+	bool waiting = false;
 	loco_waiter_t w;
 
-	lk_waiter(lk, &w);
 	for (;;) {
 		int zero = 0;
 
@@ -391,6 +408,9 @@ static int claim(loco_lock_t *lk, int64_t deadline)
 			return -EBUSY;
 		if (deadline > 0 && obj_now_ns() >= deadline)
 			return -ETIMEDOUT;
+		if (!waiting) /* made when the claim is busy: most calls take it at once */
+			lk_waiter(lk, &w);
+		waiting = true;
 		loco_waiter_pause(&w);
 	}
 }

@@ -181,7 +181,7 @@ static int lk_sync(loco_lock_t *lk)
  */
 struct lk_host *lk_host_ready(loco_lock_t *lk)
 {
-	uint64_t inc = loco_manager_incarnation(loco_channel_manager(loco_object_channel(lk->obj)));
+	uint64_t inc = loco_manager_incarnation(lk->m);
 	struct lk_host *hs;
 
 	/*

@@ -79,10 +79,15 @@ struct loco_lock {
 	int64_t lease_ns;
 	int64_t takeover_ns;
 	int64_t coarse_lag_ns; /* lk_post_time(): obj_coarse_lag_ns(), or 0 to read obj_now_ns() */
+	loco_manager_t *m;     /* the channel's, looked up once at create */
 	loco_ack_key_t *ack;   /* acquire/try/renew/release: under the claim (and hold_lock) */
 	loco_ack_key_t *qack;  /* loco_lock_holder(): under query_lock */
 	loco_ack_key_t *sack;  /* lk_sync()'s READs (under the claim), apart from ack: a
 	                          stalled peer never holds up the acquire's CASes */
+	/* lk_op() returned with an operation of ack (of qack) perhaps still in flight: the next
+	   lk_op() on that key settles it first (under the key's lock, as the key) */
+	int ack_unsettled;
+	int qack_unsettled;
 	pthread_mutex_t query_lock;
 	pthread_mutex_t hold_lock; /* renew vs release */
 	int claimed;               /* a thread of this node is acquiring or holds */

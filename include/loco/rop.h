@@ -213,6 +213,16 @@ enum loco_rop_opcode {
 #define LOCO_ROP_MORE (1u << 1)
 
 /*
+ * Nobody waits for this operation's completion soon (a fire-and-forget
+ * WRITE, or one whose keys nobody waits on at once): as LOCO_ACK_LAZY for
+ * a key, the tcp fabric's target may hold its ACK back until it next
+ * sends on the link (the answer to this node's next request), or about
+ * 200 us at most, instead of sending a frame of its own that the
+ * initiator must then read. shm and verbs ignore it. Since loco 0.11.
+ */
+#define LOCO_ROP_LAZY (1u << 2)
+
+/*
  * One remote operation: [@loff, @loff + @len) of @local and @roff of the
  * handle's reference; atomics take 8 bytes whatever @len says. Each
  * non-NULL key of @acks gets its completion (as loco_write_acks()); none:
@@ -220,7 +230,7 @@ enum loco_rop_opcode {
  */
 typedef struct loco_rop {
 	uint32_t opcode; /* enum loco_rop_opcode */
-	uint32_t flags;  /* LOCO_ROP_INLINE, LOCO_ROP_MORE */
+	uint32_t flags;  /* LOCO_ROP_INLINE, LOCO_ROP_MORE, LOCO_ROP_LAZY */
 	loco_region_t *local;
 	uint64_t loff;
 	uint64_t roff;

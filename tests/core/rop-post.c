@@ -7,16 +7,18 @@
  * link was replaced) still reaches the node; a handle to a node without a
  * link gets -ENOTCONN. A post with LOCO_ROP_MORE is sent with the next
  * one (tcp) or at once (shm, verbs), and one that no post follows still
- * runs.
+ * runs. A WRITE posted with LOCO_ROP_LAZY lands, with or without a key,
+ * and its key's wait ends (tcp: the ACK held back comes within its delay).
  *
  * Run by loco-run -n 2. Node 1, through one handle to node 2's region:
  * WRITEs LINES lines (every other one inline, its source overwritten at
  * once), READs them back (once whole, once in two halves posted with
  * LOCO_ROP_MORE on the first), adds 1 FAA_N times to a counter with both ack
- * slots used, CASes a word twice (one hit, one miss), tries the bad
+ * slots used, CASes a word twice (one hit, one miss), WRITEs two words
+ * with LOCO_ROP_LAZY (inline and keyless, then with a key), tries the bad
  * operations (each aimed at a word that must stay 0), then WRITEs a done
  * word. Node 2 checks its memory: every line, the counter, the CAS word,
- * the untouched words.
+ * the lazy words, the untouched words.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -34,6 +36,7 @@
 #define LEN       (LINES * LINE + 4096)
 #define CNT       (LINES * LINE) /* the FAA counter */
 #define CASW      (CNT + 8)      /* the CAS word */
+#define LAZYW     (CNT + 16)     /* LOCO_ROP_LAZY WRITEs: one without a key, one with */
 #define UNTOUCHED (CNT + 64)     /* 64 words bad operations aimed at */
 #define DONE      (LEN - 8)
 #define FAA_N     1000
@@ -187,6 +190,26 @@ static void node1(loco_region_t *mem, loco_region_t *buf, loco_ack_key_t *ack, l
 	if (src[0] != 7)
 		FAIL("node 1: second cas returned %llu, expected 7", (unsigned long long)src[0]);
 
+	/* LOCO_ROP_LAZY: a keyless inline WRITE, then one with a key that is waited for */
+	src[0] = 0x1a2e;
+	op = (loco_rop_t){.opcode = LOCO_ROP_WRITE,
+	                  .flags = LOCO_ROP_INLINE | LOCO_ROP_LAZY,
+	                  .local = buf,
+	                  .roff = LAZYW,
+	                  .len = 8};
+	if ((ret = loco_rop_post(&h, &op)))
+		FAIL("node 1: keyless lazy write: %s", loco_strerror(ret));
+	src[0] = 0; /* copied at post: the word lands as 0x1a2e */
+	src[1] = 0x1a2f;
+	op = (loco_rop_t){.opcode = LOCO_ROP_WRITE,
+	                  .flags = LOCO_ROP_LAZY,
+	                  .local = buf,
+	                  .loff = 8,
+	                  .roff = LAZYW + 8,
+	                  .len = 8,
+	                  .acks = {ack}};
+	post_wait(&h, &op, ack, "lazy write with a key");
+
 	/* a handle whose kept slot is wrong (another generation, or past the table) */
 	h.private_[0] = 0xabcdull << 32 | 3;
 	op = (loco_rop_t){
@@ -274,10 +297,13 @@ static void node2(volatile uint64_t *v)
 		     FAA_N + 3);
 	if (v[CASW / 8] != 7)
 		FAIL("node 2: cas word %llu, expected 7", (unsigned long long)v[CASW / 8]);
+	if (v[LAZYW / 8] != 0x1a2e || v[LAZYW / 8 + 1] != 0x1a2f)
+		FAIL("node 2: lazy words %#llx %#llx, expected 0x1a2e 0x1a2f",
+		     (unsigned long long)v[LAZYW / 8], (unsigned long long)v[LAZYW / 8 + 1]);
 	for (unsigned i = 0; i < 64; i++)
 		if (v[UNTOUCHED / 8 + i] != 0)
 			FAIL("node 2: a refused operation landed (word %u)", i);
-	printf("node 2: every line, the counter and the cas word as posted\n");
+	printf("node 2: every line, the counter, the cas word and the lazy words as posted\n");
 }
 
 int main(void)
