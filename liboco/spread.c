@@ -85,7 +85,7 @@ void lc_spread(loco_manager_t *m)
 	if (cpu < 0)
 		return;
 	/* a start, not a binding: the scheduler may move it, and its spins bring it back */
-	if (lc_spread_move(cpu, &old) != 0)
+	if (lc_wait_move(cpu, &old) != 0)
 		return;
 	/*
 	 * guests: one CPU per node, none spare, so a node's other spinners stay
@@ -97,22 +97,4 @@ void lc_spread(loco_manager_t *m)
 	lc_log_info("wait: spin: node %u (index %u of the %u nodes on this host) starts on CPU %d "
 	            "(of the %d it may use)",
 	            (unsigned)m->node_id, (unsigned)below, (unsigned)local, cpu, CPU_COUNT(&old));
-}
-
-int lc_spread_move(int cpu, const cpu_set_t *mask)
-{
-	cpu_set_t one;
-
-	/* the kernel migrates the caller before sched_setaffinity() returns */
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	if (sched_setaffinity(0, sizeof(one), &one) != 0)
-		return -errno;
-	if (sched_setaffinity(0, sizeof(*mask), mask) != 0) {
-		int err = errno;
-
-		lc_log_err("wait: could not give the thread its CPU mask back: %s", strerror(err));
-		return -err;
-	}
-	return 0;
 }

@@ -201,6 +201,24 @@ void lc_wait_set_home(struct lc_wait *w, int cpu, int alone, int guests)
 	__atomic_store_n(&w->home_cpu, cpu, __ATOMIC_RELEASE);
 }
 
+int lc_wait_move(int cpu, const cpu_set_t *mask)
+{
+	cpu_set_t one;
+
+	/* the kernel migrates the caller before sched_setaffinity() returns */
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	if (sched_setaffinity(0, sizeof(one), &one) != 0)
+		return -errno;
+	if (sched_setaffinity(0, sizeof(*mask), mask) != 0) {
+		int err = errno;
+
+		lc_log_err("wait: could not give the thread its CPU mask back: %s", strerror(err));
+		return -err;
+	}
+	return 0;
+}
+
 /*
  * at_home -- 1 when the caller is the thread lc_spread() placed, alone on
  * its CPU (no more nodes on the host than CPUs), and runs there (where
@@ -218,7 +236,7 @@ static int at_home(const struct lc_wait *s)
  * go_home -- a waiter of @s spins (adaptive or spin): if this is the
  * thread lc_spread() placed, or any thread of the node where each node
  * got a CPU and none is spare (home_guests), and the scheduler has moved it off that CPU,
- * move it back (lc_spread_move(), which gives it its CPU mask back at
+ * move it back (lc_wait_move(), which gives it its CPU mask back at
  * once), at most every LC_WAIT_HOME_EVERY_NS. Cheap when there is nothing
  * to do: a thread compare and sched_getcpu(). Why: see spread.c.
  */
@@ -239,7 +257,7 @@ static void go_home(struct lc_wait *s)
 	__atomic_store_n(&s->home_next_ns, now + LC_WAIT_HOME_EVERY_NS, __ATOMIC_RELAXED);
 	/* the mask as it is now: the user may have changed it since the join */
 	if (sched_getaffinity(0, sizeof(cur), &cur) != 0 || !CPU_ISSET(home, &cur) ||
-	    CPU_COUNT(&cur) < 2 || lc_spread_move(home, &cur) != 0)
+	    CPU_COUNT(&cur) < 2 || lc_wait_move(home, &cur) != 0)
 		return;
 	if (__atomic_add_fetch(&s->homes, 1, __ATOMIC_RELAXED) == 1)
 		lc_log_info("wait: the scheduler moved the node's thread to CPU %d: back to CPU %d "

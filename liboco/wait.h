@@ -248,11 +248,12 @@ void lc_spread(loco_manager_t *m);
 void lc_wait_set_home(struct lc_wait *w, int cpu, int alone, int guests);
 
 /*
- * lc_spread_move -- move the calling thread to @cpu, then give it @mask:
+ * lc_wait_move -- move the calling thread to @cpu, then give it @mask:
  * it runs there until the scheduler moves it. 0, or -errno (logged when
- * the mask could not be given back). spread.c.
+ * the mask could not be given back). lc_spread() places a node's thread
+ * with it; its spins bring it back with it (go_home()).
  */
-int lc_spread_move(int cpu, const cpu_set_t *mask);
+int lc_wait_move(int cpu, const cpu_set_t *mask);
 
 /* lc_spread_cpu -- the @index-th CPU of @allowed, round robin; -1 if @allowed is empty. */
 int lc_spread_cpu(const cpu_set_t *allowed, uint32_t index);

@@ -331,7 +331,7 @@ static int goes_home(struct lc_wait *s, int home, int away, const cpu_set_t *all
 		cpu_set_t now;
 
 		s->home_next_ns = 0; /* (the rate limit: one move in LC_WAIT_HOME_EVERY_NS) */
-		assert_int_equal(lc_spread_move(away, all), 0);
+		assert_int_equal(lc_wait_move(away, all), 0);
 		lc_waiter_init(&w, s);
 		loco_waiter_pause(&w); /* a spin's first pause */
 		ok = sched_getcpu() == home;
@@ -369,7 +369,7 @@ static void home__spin_brings_the_placed_thread_back(void **state)
 	lc_wait_init(&s, LOCO_WAIT_ADAPTIVE);
 	lc_wait_set_home(&s, home, 1, 0);
 	s.home_thr = (pthread_t)0; /* not this thread (pthread_self() is never 0 here) */
-	assert_int_equal(lc_spread_move(away, &all), 0);
+	assert_int_equal(lc_wait_move(away, &all), 0);
 	lc_waiter_init(&w, &s);
 	loco_waiter_pause(&w);
 	assert_int_equal(s.homes, 0);
