@@ -55,6 +55,7 @@
 #define ACK_SPIN_CLOCK 64u  /* pauses between two clock reads while spinning */
 
 _Static_assert(LC_ACK_SLOTS % 64 == 0, "LC_ACK_SLOTS must be a multiple of 64");
+_Static_assert(ACK_WORDS <= 32, "a key's used words must fit its 32-bit mask");
 _Static_assert(LC_ACK_SLOTS <= ACK_SLOT_MASK + 1u, "slots must fit the WRID slot field");
 _Static_assert(LC_ACK_MAX_KEYS <= 0x10000u, "key indexes must fit the WRID key field");
 
@@ -235,7 +236,8 @@ void lc_ack_key_free(loco_ack_key_t *key)
  * (lock-free); a word is given up after ACK_CAS_TRIES failures, so a pass
  * is bounded. Returns 0 and the bit's index in *@slot; -EAGAIN when full.
  */
-static int bitmap_claim(uint64_t *bits, uint32_t words, uint32_t *hint, uint32_t *slot)
+static int bitmap_claim(uint64_t *bits, uint32_t words, uint32_t *hint, uint32_t *used,
+                        uint32_t *slot)
 {
 	uint32_t start, n, w, tries, bit;
 	uint64_t old, new;
@@ -258,6 +260,10 @@ static int bitmap_claim(uint64_t *bits, uint32_t words, uint32_t *hint, uint32_t
 					__atomic_store_n(hint, (w + 1) % words, __ATOMIC_RELAXED);
 				else if (w != start)
 					__atomic_store_n(hint, w, __ATOMIC_RELAXED);
+				/* a word the idle test reads from now on (before the slot is used) */
+				if (used != NULL &&
+				    !(__atomic_load_n(used, __ATOMIC_RELAXED) & (1u << w)))
+					__atomic_fetch_or(used, 1u << w, __ATOMIC_RELEASE);
 				*slot = w * 64 + bit;
 				return 0;
 			}
@@ -273,7 +279,7 @@ int lc_ack_attach(loco_ack_key_t *key, uint64_t *wrid)
 
 	if (key == NULL || wrid == NULL)
 		return -EINVAL;
-	if (bitmap_claim(key->bits, ACK_WORDS, &key->hint, &slot) != 0)
+	if (bitmap_claim(key->bits, ACK_WORDS, &key->hint, &key->used, &slot) != 0)
 		return -EAGAIN;
 	*wrid = ack_wrid(key, slot);
 	return 0;
@@ -307,7 +313,7 @@ int lc_ack_attach_n(struct lc_ack_table *t, loco_ack_key_t *const *keys, unsigne
 		return lc_ack_attach(one, wrid); /* no fan slot needed */
 	if (count == 0)
 		return -EINVAL;
-	if (bitmap_claim(t->fan->bits, LC_ACK_FAN_SLOTS / 64, &t->fan->hint, &f) != 0)
+	if (bitmap_claim(t->fan->bits, LC_ACK_FAN_SLOTS / 64, &t->fan->hint, NULL, &f) != 0)
 		return -EAGAIN;
 	for (i = 0; i < n; i++) {
 		if (keys[i] == NULL)
@@ -498,14 +504,18 @@ void lc_ack_fail_now(loco_ack_key_t *key, uint32_t node, int status)
 	                            __ATOMIC_RELAXED);
 }
 
-/* lc_ack_idle -- every word 0, each loaded with acquire. */
+/*
+ * lc_ack_idle -- every word 0, each loaded with acquire: the words a slot
+ * was ever taken in (used), the others are 0. A slot the caller attached
+ * (or saw attached) set its word's bit before it was used.
+ */
 int lc_ack_idle(const loco_ack_key_t *key)
 {
-	uint32_t w;
+	uint32_t used = __atomic_load_n(&key->used, __ATOMIC_ACQUIRE);
 
-	for (w = 0; w < ACK_WORDS; w++) {
+	for (; used != 0; used &= used - 1) {
 		/* pairs with the release AND in lc_ack_complete() / lc_ack_detach() */
-		if (__atomic_load_n(&key->bits[w], __ATOMIC_ACQUIRE) != 0)
+		if (__atomic_load_n(&key->bits[__builtin_ctz(used)], __ATOMIC_ACQUIRE) != 0)
 			return 0;
 	}
 	return 1;
@@ -515,12 +525,12 @@ int lc_ack_idle(const loco_ack_key_t *key)
 size_t lc_ack_outstanding(const loco_ack_key_t *key)
 {
 	size_t n = 0;
-	uint32_t w;
 
 	if (key == NULL)
 		return 0;
-	for (w = 0; w < ACK_WORDS; w++) {
-		uint64_t b = __atomic_load_n(&key->bits[w], __ATOMIC_ACQUIRE);
+	for (uint32_t used = __atomic_load_n(&key->used, __ATOMIC_ACQUIRE); used != 0;
+	     used &= used - 1) {
+		uint64_t b = __atomic_load_n(&key->bits[__builtin_ctz(used)], __ATOMIC_ACQUIRE);
 
 		if (b != 0) /* most words are: a key rarely has more than a few slots taken */
 			n += (size_t)__builtin_popcountll(b);

@@ -61,6 +61,12 @@ struct loco_ack_key {
 	int first_err;                    /* atomic: 0 or the first error since the last wait */
 	uint32_t hint;                    /* atomic: word to try first when attaching */
 	uint64_t bits[LC_ACK_SLOTS / 64]; /* atomic: outstanding slots */
+	/*
+	 * atomic: bit w set once a slot of bits[w] was ever taken (never
+	 * cleared): the words an idle test reads. A key rarely has more
+	 * than 64 operations out, so that is one word, not all of them.
+	 */
+	uint32_t used;
 	unsigned flags;                   /* LOCO_ACK_*, set at creation */
 	/* failures since the last idle wait: fail_lock (atomic flag) guards them */
 	int fail_lock;

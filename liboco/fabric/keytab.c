@@ -144,11 +144,12 @@ static void ent_fill(struct keytab *kt, struct keytab_ent *e, uint32_t key, void
 }
 
 /*
- * lookup -- the slot holding @key, and a copy of its entry in @out;
- * -ENOENT when no slot does. A foreign key is searched for from its home
+ * lookup_seq -- the slot holding @key, a copy of its entry in @out and
+ * the seq it was read under (*@seq_out); -ENOENT when no slot does. A foreign key is searched for from its home
  * slot on, past other keys and removed slots, up to a slot never used.
  */
-static int lookup(const struct keytab *kt, uint32_t key, struct keytab_ent *out, uint32_t *slot)
+static int lookup_seq(const struct keytab *kt, uint32_t key, struct keytab_ent *out,
+                      uint32_t *slot, uint32_t *seq_out)
 {
 	uint32_t i = home(kt, key), tries = kt->foreign ? kt->cap : 1;
 
@@ -159,12 +160,20 @@ static int lookup(const struct keytab *kt, uint32_t key, struct keytab_ent *out,
 
 		if ((seq & 1) && out->key == key) {
 			*slot = i;
+			*seq_out = seq;
 			return 0;
 		}
 		if (seq == 0)
 			break;
 	}
 	return -ENOENT;
+}
+
+static int lookup(const struct keytab *kt, uint32_t key, struct keytab_ent *out, uint32_t *slot)
+{
+	uint32_t seq;
+
+	return lookup_seq(kt, key, out, slot, &seq);
 }
 
 static int range_ok(const void *base, size_t len)
@@ -255,19 +264,42 @@ int keytab_remove(struct keytab *kt, uint32_t key)
 	return ret;
 }
 
+/* grants -- whether entry @e grants @access to [@addr, @addr + @len) */
+static int grants(const struct keytab_ent *e, uint64_t addr, uint64_t len, unsigned access)
+{
+	/* addr in [base, base + len] and @len <= len - (addr - base), without overflow */
+	return (e->access & access) == access && addr >= e->base && addr - e->base <= e->len &&
+	       len <= e->len - (addr - e->base);
+}
+
 int keytab_check(const struct keytab *kt, uint32_t key, uint64_t addr, uint64_t len,
                  unsigned access, void **ptr)
 {
 	struct keytab_ent e;
-	uint64_t base, rlen;
 	uint32_t slot;
 
-	if (lookup(kt, key, &e, &slot) != 0 || (e.access & access) != access)
+	if (lookup(kt, key, &e, &slot) != 0 || !grants(&e, addr, len, access))
 		return -EACCES;
-	base = e.base;
-	rlen = e.len;
-	/* addr in [base, base + rlen] and len <= rlen - (addr - base), without overflow */
-	if (addr < base || addr - base > rlen || len > rlen - (addr - base))
+	*ptr = (void *)(uintptr_t)addr;
+	return 0;
+}
+
+int keytab_check_last(const struct keytab *kt, struct keytab_last *last, uint32_t key,
+                      uint64_t addr, uint64_t len, unsigned access, void **ptr)
+{
+	/* pairs with ent_fill()'s release: the same odd seq, the same entry as read then */
+	if (last->e == NULL || last->c.key != key ||
+	    __atomic_load_n(&last->e->seq, __ATOMIC_ACQUIRE) != last->seq) {
+		struct keytab_ent e;
+		uint32_t slot, seq;
+
+		if (lookup_seq(kt, key, &e, &slot, &seq) != 0)
+			return -EACCES;
+		last->e = &kt->ent[slot];
+		last->seq = seq;
+		last->c = e;
+	}
+	if (!grants(&last->c, addr, len, access))
 		return -EACCES;
 	*ptr = (void *)(uintptr_t)addr;
 	return 0;

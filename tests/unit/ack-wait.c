@@ -95,6 +95,57 @@ static void wait__zero_timeout_tests_once(void **state)
 	assert_int_equal(lc_ack_wait(fx->key, 0), 0);
 }
 
+/*
+ * The idle test reads only the words a slot was ever taken in: a key is
+ * idle when every one of them is, wherever its slots went. Fill word 0,
+ * spill into word 1, then drain in an order that leaves one word busy
+ * while the other is empty, both ways round; then, with the attach hint
+ * moved past word 0, a single slot in a later word keeps the key busy.
+ */
+static void wait__idle_needs_every_word_empty(void **state)
+{
+	struct fixture *fx = *state;
+	static uint64_t w[LC_ACK_SLOTS];
+	const unsigned n = 64 + 3;
+	uint64_t one;
+
+	/* configure mocks */
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(lc_ack_attach(fx->key, &w[i]), 0);
+	assert_int_equal(lc_ack_outstanding(fx->key), n);
+
+	/* run test: word 0 empties, word 1 still holds three */
+	for (unsigned i = 0; i < 64; i++)
+		assert_int_equal(lc_ack_complete(&fx->t, w[i], 0), 0);
+
+	/* verify the results */
+	assert_false(lc_ack_idle(fx->key));
+	assert_int_equal(lc_ack_wait(fx->key, 0), LC_ACK_BUSY);
+	assert_int_equal(lc_ack_outstanding(fx->key), 3);
+	for (unsigned i = 64; i < n; i++)
+		assert_int_equal(lc_ack_complete(&fx->t, w[i], 0), 0);
+	assert_true(lc_ack_idle(fx->key));
+	assert_int_equal(lc_ack_wait(fx->key, 0), 0);
+
+	/* the hint moved on: the next slot goes to a later word, and counts */
+	assert_int_equal(lc_ack_attach(fx->key, &one), 0);
+	assert_false(lc_ack_idle(fx->key));
+	assert_int_equal(lc_ack_outstanding(fx->key), 1);
+	assert_int_equal(lc_ack_complete(&fx->t, one, 0), 0);
+	assert_true(lc_ack_idle(fx->key));
+
+	/* every word at once, emptied from the last word to the first */
+	for (unsigned i = 0; i < LC_ACK_SLOTS; i++)
+		assert_int_equal(lc_ack_attach(fx->key, &w[i]), 0);
+	for (unsigned i = LC_ACK_SLOTS; i-- > 0;) {
+		assert_false(lc_ack_idle(fx->key));
+		assert_int_equal(lc_ack_outstanding(fx->key), i + 1);
+		assert_int_equal(lc_ack_complete(&fx->t, w[i], 0), 0);
+	}
+	assert_true(lc_ack_idle(fx->key));
+	assert_int_equal(lc_ack_wait(fx->key, 0), 0);
+}
+
 static void wait__timeout_with_ops_outstanding(void **state)
 {
 	struct fixture *fx = *state;
@@ -246,6 +297,7 @@ int main(void)
 	    cmocka_unit_test(wait__null_key_is_einval),
 	    cmocka_unit_test_setup_teardown(wait__idle_key_returns_0, setup, teardown),
 	    cmocka_unit_test_setup_teardown(wait__zero_timeout_tests_once, setup, teardown),
+	    cmocka_unit_test_setup_teardown(wait__idle_needs_every_word_empty, setup, teardown),
 	    cmocka_unit_test_setup_teardown(wait__timeout_with_ops_outstanding, setup, teardown),
 	    cmocka_unit_test_setup_teardown(wait__huge_timeout_does_not_overflow, setup, teardown),
 	    cmocka_unit_test_setup_teardown(wait__error_survives_a_timeout, setup, teardown),

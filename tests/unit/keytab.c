@@ -56,24 +56,43 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* expect_refused -- keytab_check() gives -EACCES and leaves *ptr alone. */
+/*
+ * expect_refused -- keytab_check() gives -EACCES and leaves *ptr alone;
+ * so does keytab_check_last(), with nothing remembered and then after it
+ * looked up the same key for the widest grant it has (the remembered
+ * entry must answer as the table does).
+ */
 static void expect_refused(const struct keytab *kt, uint32_t key, uint64_t addr, uint64_t len,
                            unsigned access)
 {
+	struct keytab_last last = {0};
 	void *ptr = BOGUS_PTR;
 
 	assert_int_equal(keytab_check(kt, key, addr, len, access, &ptr), -EACCES);
 	assert_ptr_equal(ptr, BOGUS_PTR);
+	assert_int_equal(keytab_check_last(kt, &last, key, addr, len, access, &ptr), -EACCES);
+	assert_ptr_equal(ptr, BOGUS_PTR);
+	(void)keytab_check_last(kt, &last, key, addr, 0, 0, &ptr); /* remembers it if it is there */
+	ptr = BOGUS_PTR;
+	assert_int_equal(keytab_check_last(kt, &last, key, addr, len, access, &ptr), -EACCES);
+	assert_ptr_equal(ptr, BOGUS_PTR);
 }
 
-/* expect_granted -- keytab_check() gives 0 and *ptr == addr. */
+/* expect_granted -- keytab_check() gives 0 and *ptr == addr; keytab_check_last() twice too. */
 static void expect_granted(const struct keytab *kt, uint32_t key, uint64_t addr, uint64_t len,
                            unsigned access)
 {
+	struct keytab_last last = {0};
 	void *ptr = BOGUS_PTR;
 
 	assert_int_equal(keytab_check(kt, key, addr, len, access, &ptr), 0);
 	assert_ptr_equal(ptr, (void *)(uintptr_t)addr);
+	for (int i = 0; i < 2; i++) { /* read, then remembered */
+		ptr = BOGUS_PTR;
+		assert_int_equal(keytab_check_last(kt, &last, key, addr, len, access, &ptr), 0);
+		assert_ptr_equal(ptr, (void *)(uintptr_t)addr);
+		assert_non_null(last.e);
+	}
 }
 
 static void init__bad_cap_is_einval(void **state)
@@ -238,6 +257,63 @@ static void check__stale_key_after_slot_reuse_is_eacces(void **state)
 	expect_refused(&kt, k1, (uintptr_t)buf_a, 1, 0);
 	assert_int_equal(keytab_remove(&kt, k1), -ENOENT);
 	expect_granted(&kt, k2, (uintptr_t)buf_b, sizeof(buf_b), ACC_ALL);
+	keytab_fini(&kt);
+}
+
+/*
+ * keytab_check_last() keeps what it read only while the slot does: after
+ * the region is removed, and after its slot holds another region, the
+ * remembered key is refused, and the new one is granted through the same
+ * memory; switching between two keys reads each again.
+ */
+static void check_last__forgets_a_removed_or_reused_slot(void **state)
+{
+	struct keytab_last last = {0};
+	struct keytab kt;
+	uint32_t k1, k2, k3;
+	void *ptr;
+
+	(void)state;
+	/* configure: one slot for k1/k2 (the re-add must reuse it), one more for k3 */
+	assert_int_equal(keytab_init(&kt, 2), 0);
+	assert_int_equal(keytab_add(&kt, buf_a, sizeof(buf_a), ACC_ALL, &k1), 0);
+	assert_int_equal(keytab_check_last(&kt, &last, k1, (uintptr_t)buf_a, 8, ACC_ALL, &ptr), 0);
+
+	/* run, verify: removed */
+	assert_int_equal(keytab_remove(&kt, k1), 0);
+	ptr = BOGUS_PTR;
+	assert_int_equal(keytab_check_last(&kt, &last, k1, (uintptr_t)buf_a, 8, 0, &ptr), -EACCES);
+	assert_ptr_equal(ptr, BOGUS_PTR);
+
+	/* the other slot first (round robin), then k1's slot again, another region */
+	assert_int_equal(keytab_add(&kt, buf_b, sizeof(buf_b), FAB_ACCESS_REMOTE_READ, &k3), 0);
+	assert_int_equal(keytab_remove(&kt, k3), 0);
+	assert_int_equal(keytab_add(&kt, buf_b, sizeof(buf_b), FAB_ACCESS_REMOTE_READ, &k2), 0);
+	assert_int_equal(SLOT(&kt, k1), SLOT(&kt, k2));
+	assert_int_equal(keytab_check_last(&kt, &last, k1, (uintptr_t)buf_b, 8, 0, &ptr), -EACCES);
+	assert_int_equal(keytab_check_last(&kt, &last, k2, (uintptr_t)buf_b, 8,
+	                                   FAB_ACCESS_REMOTE_READ, &ptr),
+	                 0);
+	/* remembered: still the new region's bounds and rights */
+	assert_int_equal(keytab_check_last(&kt, &last, k2, (uintptr_t)buf_a, 8, 0, &ptr), -EACCES);
+	assert_int_equal(keytab_check_last(&kt, &last, k2, (uintptr_t)buf_b, 8,
+	                                   FAB_ACCESS_REMOTE_WRITE, &ptr),
+	                 -EACCES);
+	assert_int_equal(keytab_check_last(&kt, &last, k2, (uintptr_t)buf_b, sizeof(buf_b) + 1,
+	                                   0, &ptr),
+	                 -EACCES);
+
+	/* two live keys in turn */
+	assert_int_equal(keytab_add(&kt, buf_a, sizeof(buf_a), ACC_ALL, &k3), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(keytab_check_last(&kt, &last, k3, (uintptr_t)buf_a + 64, 64,
+		                                   ACC_ALL, &ptr),
+		                 0);
+		assert_ptr_equal(ptr, buf_a + 64);
+		assert_int_equal(keytab_check_last(&kt, &last, k2, (uintptr_t)buf_a + 64, 64, 0,
+		                                   &ptr),
+		                 -EACCES);
+	}
 	keytab_fini(&kt);
 }
 
@@ -622,6 +698,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(remove__then_check_is_eacces, setup, teardown),
 	    cmocka_unit_test_setup_teardown(remove__unknown_key_is_enoent, setup, teardown),
 	    cmocka_unit_test(check__stale_key_after_slot_reuse_is_eacces),
+	    cmocka_unit_test(check_last__forgets_a_removed_or_reused_slot),
 	    cmocka_unit_test(check__each_access_bit),
 	    cmocka_unit_test_setup_teardown(check__whole_region_and_exact_end_ok, setup, teardown),
 	    cmocka_unit_test_setup_teardown(check__one_past_end_is_eacces, setup, teardown),

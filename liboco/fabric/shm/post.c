@@ -24,23 +24,23 @@
 #define DEFER 1 /* exec_one(): the request must wait for a RECV or ring room */
 
 /*
- * key_entry -- the published entry of key @rkey, read whole into *@c: at
- * its slot, or up to SHM_PROBE - 1 after it (keys given: auto). The last
- * one found is kept (klast): while its seq is unchanged (every change of
- * an entry changes it, removal first), it holds the same key, and one
- * load of the seq stands for the whole read. 1 when found, else 0.
+ * key_entry -- the published entry of key @rkey, read whole: at its slot,
+ * or up to SHM_PROBE - 1 after it (keys given: auto). The last one found
+ * is kept (klast): while its seq is unchanged (every change of an entry
+ * changes it, removal first), it holds the same key, and one load of the
+ * seq stands for the whole read. Returns the copy in klast (valid until
+ * the next call, post_lock held), or NULL when the key is not there.
  */
-static int key_entry(struct shm_link *l, uint32_t rkey, struct shm_kent *c)
+static const struct shm_kent *key_entry(struct shm_link *l, uint32_t rkey)
 {
 	const struct shm_kent *e = l->klast.e;
+	struct shm_kent c;
 	int ok = 0;
 
 	if (e != NULL && l->klast.c.key == rkey &&
-	    __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) == l->klast.seq) {
-		*c = l->klast.c;
-		return 1;
-	}
-	for (unsigned p = 0; p < SHM_PROBE && !ok; p++) {
+	    __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) == l->klast.seq)
+		return &l->klast.c;
+	for (unsigned p = 0; p < SHM_PROBE; p++) {
 		uint32_t seq = 0;
 
 		e = &l->pfab->ent[(rkey + p) & (SHM_KEYS - 1)];
@@ -48,27 +48,24 @@ static int key_entry(struct shm_link *l, uint32_t rkey, struct shm_kent *c)
 			seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
 			if (!(seq & 1))
 				break; /* free (or removed): the key may lie further on */
-			c->key = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
-			c->access = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
-			c->arena = __atomic_load_n(&e->arena, __ATOMIC_RELAXED);
-			c->base = __atomic_load_n(&e->base, __ATOMIC_RELAXED);
-			c->len = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
-			c->off = __atomic_load_n(&e->off, __ATOMIC_RELAXED);
+			c.key = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
+			c.access = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
+			c.arena = __atomic_load_n(&e->arena, __ATOMIC_RELAXED);
+			c.base = __atomic_load_n(&e->base, __ATOMIC_RELAXED);
+			c.len = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
+			c.off = __atomic_load_n(&e->off, __ATOMIC_RELAXED);
 			__atomic_thread_fence(__ATOMIC_ACQUIRE);
 			ok = __atomic_load_n(&e->seq, __ATOMIC_RELAXED) == seq;
-			if (ok && c->key != rkey)
-				ok =
-				    -1; /* another key's entry, read whole: look at the next slot */
 		}
-		if (ok > 0) {
+		if (ok && c.key == rkey) {
 			l->klast.e = e;
 			l->klast.seq = seq;
-			l->klast.c = *c;
-		} else {
-			ok = 0;
+			l->klast.c = c;
+			return &l->klast.c;
 		}
+		ok = 0; /* another key's entry, read whole, or none: look at the next slot */
 	}
-	return ok;
+	return NULL;
 }
 
 /*
@@ -81,24 +78,24 @@ static int key_entry(struct shm_link *l, uint32_t rkey, struct shm_kent *c)
 static int remote_ptr(struct shm_link *l, uint32_t rkey, uint64_t addr, uint64_t len,
                       unsigned access, uint8_t **out)
 {
-	struct shm_kent c = {0};
+	const struct shm_kent *c = key_entry(l, rkey);
 	uint8_t *base;
 	uint64_t off;
-	int ok = key_entry(l, rkey, &c);
 
-	if (!ok || c.key != rkey || (c.access & access) != access || c.arena >= SHM_MAX_ARENAS)
+	if (c == NULL || (c->access & access) != access || c->arena >= SHM_MAX_ARENAS)
 		return -EACCES;
-	if (addr < c.base || addr - c.base > c.len || len > c.len - (addr - c.base))
+	if (addr < c->base || addr - c->base > c->len || len > c->len - (addr - c->base))
 		return -EACCES;
-	off = c.off + (addr - c.base);
+	off = c->off + (addr - c->base);
 	/* pairs with the release store in map_arena() */
-	base = __atomic_load_n(&l->maps[c.arena].base, __ATOMIC_ACQUIRE);
+	base = __atomic_load_n(&l->maps[c->arena].base, __ATOMIC_ACQUIRE);
 	if (base == NULL) {
-		shm_link_drain(l); /* the ARENA message precedes the key's publication */
-		base = __atomic_load_n(&l->maps[c.arena].base, __ATOMIC_ACQUIRE);
+		/* the ARENA message precedes the key's publication (klast stays: post_lock) */
+		shm_link_drain(l);
+		base = __atomic_load_n(&l->maps[c->arena].base, __ATOMIC_ACQUIRE);
 	}
-	if (base == NULL || off < c.off || off > l->maps[c.arena].size ||
-	    len > l->maps[c.arena].size - off)
+	if (base == NULL || off < c->off || off > l->maps[c->arena].size ||
+	    len > l->maps[c->arena].size - off)
 		return -EACCES;
 	*out = base + off;
 	return 0;
@@ -126,7 +123,8 @@ static int local_ok(struct shm_link *l, const struct fab_wr *wr, unsigned access
 
 	if (wr->len == 0 || (wr->flags & FAB_WR_INLINE))
 		return 0;
-	return keytab_check(&l->fab->kt, wr->lkey, (uintptr_t)wr->local, wr->len, access, &p);
+	return keytab_check_last(&l->fab->kt, &l->llast, wr->lkey, (uintptr_t)wr->local, wr->len,
+	                         access, &p);
 }
 
 /*
