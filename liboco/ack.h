@@ -67,7 +67,7 @@ struct loco_ack_key {
 	 * than 64 operations out, so that is one word, not all of them.
 	 */
 	uint32_t used;
-	unsigned flags;                   /* LOCO_ACK_*, set at creation */
+	unsigned flags; /* LOCO_ACK_*, set at creation */
 	/* failures since the last idle wait: fail_lock (atomic flag) guards them */
 	int fail_lock;
 	uint32_t npend; /* atomic reads allowed: entries in pend[] */

@@ -291,28 +291,26 @@ static void check_last__forgets_a_removed_or_reused_slot(void **state)
 	assert_int_equal(keytab_add(&kt, buf_b, sizeof(buf_b), FAB_ACCESS_REMOTE_READ, &k2), 0);
 	assert_int_equal(SLOT(&kt, k1), SLOT(&kt, k2));
 	assert_int_equal(keytab_check_last(&kt, &last, k1, (uintptr_t)buf_b, 8, 0, &ptr), -EACCES);
-	assert_int_equal(keytab_check_last(&kt, &last, k2, (uintptr_t)buf_b, 8,
-	                                   FAB_ACCESS_REMOTE_READ, &ptr),
-	                 0);
+	assert_int_equal(
+	    keytab_check_last(&kt, &last, k2, (uintptr_t)buf_b, 8, FAB_ACCESS_REMOTE_READ, &ptr),
+	    0);
 	/* remembered: still the new region's bounds and rights */
 	assert_int_equal(keytab_check_last(&kt, &last, k2, (uintptr_t)buf_a, 8, 0, &ptr), -EACCES);
-	assert_int_equal(keytab_check_last(&kt, &last, k2, (uintptr_t)buf_b, 8,
-	                                   FAB_ACCESS_REMOTE_WRITE, &ptr),
-	                 -EACCES);
-	assert_int_equal(keytab_check_last(&kt, &last, k2, (uintptr_t)buf_b, sizeof(buf_b) + 1,
-	                                   0, &ptr),
-	                 -EACCES);
+	assert_int_equal(
+	    keytab_check_last(&kt, &last, k2, (uintptr_t)buf_b, 8, FAB_ACCESS_REMOTE_WRITE, &ptr),
+	    -EACCES);
+	assert_int_equal(
+	    keytab_check_last(&kt, &last, k2, (uintptr_t)buf_b, sizeof(buf_b) + 1, 0, &ptr),
+	    -EACCES);
 
 	/* two live keys in turn */
 	assert_int_equal(keytab_add(&kt, buf_a, sizeof(buf_a), ACC_ALL, &k3), 0);
 	for (int i = 0; i < 3; i++) {
-		assert_int_equal(keytab_check_last(&kt, &last, k3, (uintptr_t)buf_a + 64, 64,
-		                                   ACC_ALL, &ptr),
-		                 0);
+		assert_int_equal(
+		    keytab_check_last(&kt, &last, k3, (uintptr_t)buf_a + 64, 64, ACC_ALL, &ptr), 0);
 		assert_ptr_equal(ptr, buf_a + 64);
-		assert_int_equal(keytab_check_last(&kt, &last, k2, (uintptr_t)buf_a + 64, 64, 0,
-		                                   &ptr),
-		                 -EACCES);
+		assert_int_equal(
+		    keytab_check_last(&kt, &last, k2, (uintptr_t)buf_a + 64, 64, 0, &ptr), -EACCES);
 	}
 	keytab_fini(&kt);
 }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * wordcopy.c -- fab_copy_out(), fab_copy_in() and fab_land_write()
- * (liboco/fabric/wordcopy.c): every length and every alignment of source
- * and destination (the aligned fast path of fab_copy_in and its per-word
- * path, with and without a pause, the slow-write line shuffle) copies
- * exactly the bytes asked for and touches nothing around them.
+ * wordcopy.c -- fab_copy_out(), fab_copy_in(), fab_copy_wide() and
+ * fab_land_write() (liboco/fabric/wordcopy.c): every length and every
+ * alignment of source and destination (the 16-byte blocks where both
+ * line up, the words before and after them, the per-word path, with and
+ * without a pause, the slow-write line shuffle) copies exactly the bytes
+ * asked for and touches nothing around them.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,7 +17,7 @@
 
 #include "provider.h"
 
-#define MAXLEN 4200
+#define MAXLEN 4232
 #define GUARD  16
 
 static uint8_t src[MAXLEN + 2 * GUARD] __attribute__((aligned(64)));
@@ -79,6 +80,31 @@ static void copy_out__every_alignment(void **state)
 			}
 }
 
+/* the blocks' head and tail: ends 8-byte aligned, 16-byte aligned or not, each length to 40 */
+static void copy_wide__word_offsets(void **state)
+{
+	(void)state;
+	for (size_t d = 0; d < 32; d += 8)
+		for (size_t s = 0; s < 32; s += 8) {
+			for (size_t len = 0; len <= 40; len++) {
+				fill();
+				fab_copy_wide(dst + GUARD + d, src + GUARD + s, len);
+				check(d, s, len);
+			}
+			for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+				fill();
+				fab_copy_wide(dst + GUARD + d, src + GUARD + s, lens[k]);
+				check(d, s, lens[k]);
+			}
+		}
+	/* not 8-byte aligned: as fab_copy_in() */
+	for (size_t d = 1; d < 8; d += 3) {
+		fill();
+		fab_copy_wide(dst + GUARD + d, src + GUARD, 100);
+		check(d, 0, 100);
+	}
+}
+
 static void land_write__plain_and_shuffled(void **state)
 {
 	uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -99,6 +125,7 @@ int main(void)
 	    cmocka_unit_test(copy_in__every_alignment),
 	    cmocka_unit_test(copy_in__with_pause),
 	    cmocka_unit_test(copy_out__every_alignment),
+	    cmocka_unit_test(copy_wide__word_offsets),
 	    cmocka_unit_test(land_write__plain_and_shuffled),
 	};
 

@@ -129,9 +129,9 @@ static int local_ok(struct shm_link *l, const struct fab_wr *wr, unsigned access
 
 /*
  * land_write -- a WRITE's payload into the peer's memory: as
- * fab_land_write() (aligned words, each one store, ascending), with a
- * loop of its own when both sides are 8-byte aligned and the slow knob is
- * off (the common case: fab_copy_in() makes a call per word).
+ * fab_land_write() (aligned words, each stored whole, ascending), straight
+ * to fab_copy_wide() when both sides are 8-byte aligned and the slow knob
+ * is off (the common case).
  */
 static void land_write(struct shm_link *l, uint8_t *dst, const uint8_t *src, size_t len)
 {
@@ -141,13 +141,7 @@ static void land_write(struct shm_link *l, uint8_t *dst, const uint8_t *src, siz
 		fab_land_write(slow, &l->rng, dst, src, len);
 		return;
 	}
-	for (; len >= 8; len -= 8, src += 8, dst += 8)
-		__atomic_store_n(
-		    (uint64_t *)(void *)dst,
-		    __atomic_load_n((const uint64_t *)(const void *)src, __ATOMIC_RELAXED),
-		    __ATOMIC_RELAXED);
-	while (len--)
-		__atomic_store_n(dst++, __atomic_load_n(src++, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+	fab_copy_wide(dst, src, len);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 }
 

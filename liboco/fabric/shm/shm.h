@@ -235,7 +235,7 @@ struct shm_link {
 		uint32_t seq;             /* its seq when read: valid while it still says so */
 		struct shm_kent c;        /* what it held */
 	} klast;                          /* remote_ptr()'s last key entry (post_lock) */
-	struct keytab_last llast; /* local_ok()'s last source key (post_lock) */
+	struct keytab_last llast;         /* local_ok()'s last source key (post_lock) */
 	int announced; /* under fab->lock: the peer was sent our pages; new arenas go to it */
 	int admitting; /* under fab->lock: fab_link_admit() runs: no hold timeout */
 
