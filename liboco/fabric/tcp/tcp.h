@@ -249,6 +249,7 @@ struct tcp_fab {
 	uint64_t lease_end_ns; /* atomic: the NIC thread parks until then (nic_park()) */
 	uint32_t park_seq;     /* atomic: the parked NIC thread's futex word */
 	int parked;            /* atomic: the NIC thread parks (nic_park()) */
+	uint64_t awake_until;  /* NIC thread's: woken for posted work, it takes more until then */
 	int role;              /* atomic: enum tcp_role, who holds nic_mu */
 	int nic_wants;         /* atomic: the NIC thread waits for the role: drivers stay off */
 	int acks_owed;         /* the role: a driver left ACKs for its next turn (link_input()) */
