@@ -10,6 +10,13 @@
  * with (8 B write, read, FAA, CAS, each + its completion).
  *
  *   loco-run -n 2 build/bench/rpc-bench [--calls N] [--iters N] [--agg-bytes N] [--json FILE]
+ *            [--size 8|64|256] [--modes LIST]
+ *
+ * --size and --modes run a part of the rates only: one size, and the
+ * modes LIST names (comma-separated: none, trad, overflow, raw), with no
+ * latencies and no JSON: one rate at a time, without what runs before it
+ * (the state a fabric is left in, its threads parked or spinning, moves
+ * the next rate by 2-4x on tcp).
  *
  * Node 2 serves: it runs loco_rpc_progress() on the three endpoints
  * (one per aggregation mode), pausing by the manager's wait policy
@@ -255,6 +262,34 @@ static void lat_op(loco_manager_t *m, int op, long iters, double *t)
 	loco_ack_key_destroy(k);
 }
 
+static int usage(void)
+{
+	fprintf(stderr, "usage: loco-run -n 2 rpc-bench [--calls N] [--iters N] [--agg-bytes N] "
+	                "[--json FILE] [--size 8|64|256] [--modes none,trad,overflow,raw]\n");
+	return 2;
+}
+
+/* parse_modes -- "none,raw" -> a mask (bit 0..2 the rpc modes, 3 raw); 0 when a name is unknown */
+static unsigned parse_modes(const char *list)
+{
+	static const char *const names[] = {"none", "trad", "overflow", "raw"};
+	unsigned mask = 0;
+
+	while (*list != '\0') {
+		size_t n = strcspn(list, ",");
+		unsigned i;
+
+		for (i = 0; i < 4; i++)
+			if (strlen(names[i]) == n && strncmp(list, names[i], n) == 0)
+				break;
+		if (i == 4)
+			return 0;
+		mask |= 1u << i;
+		list += n + (list[n] == ',');
+	}
+	return mask;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -262,6 +297,8 @@ int main(int argc, char **argv)
 	    {"iters", required_argument, NULL, 'i'},
 	    {"json", required_argument, NULL, 'j'},
 	    {"agg-bytes", required_argument, NULL, 'a'},
+	    {"size", required_argument, NULL, 's'},
+	    {"modes", required_argument, NULL, 'm'},
 	    {NULL, 0, NULL, 0},
 	};
 	static const size_t sizes[] = {8, 64, 256};
@@ -276,7 +313,9 @@ int main(int argc, char **argv)
 	loco_manager_t *m;
 	loco_channel_t *ch;
 	uint32_t me;
-	int c, nr = 0;
+	int c, nr = 0, part = 0;
+	size_t only_size = 0; /* --size: 0 = all */
+	unsigned modes = 0xf; /* --modes: bit 0..2 the rpc modes, bit 3 raw */
 
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
@@ -292,10 +331,20 @@ int main(int argc, char **argv)
 		case 'a':
 			agg_bytes = (size_t)atol(optarg);
 			break;
+		case 's':
+			only_size = (size_t)atol(optarg);
+			part = 1;
+			if (only_size != 8 && only_size != 64 && only_size != 256)
+				return usage();
+			break;
+		case 'm':
+			modes = parse_modes(optarg);
+			part = 1;
+			if (modes == 0)
+				return usage();
+			break;
 		default:
-			fprintf(stderr, "usage: loco-run -n 2 rpc-bench [--calls N] [--iters N] "
-			                "[--agg-bytes N] [--json FILE]\n");
-			return 2;
+			return usage();
 		}
 	}
 	if (prov == NULL)
@@ -348,18 +397,31 @@ int main(int argc, char **argv)
 		bench_rpc_serve(ep, 3, m, &fin);
 	} else {
 		for (int s = 0; s < 3; s++) {
-			for (int e = 0; e < 3; e++) {
+			if (only_size != 0 && sizes[s] != only_size)
+				continue;
+			for (int e = 0; e < 4; e++) {
+				if (!(modes & (1u << e)))
+					continue;
 				r[nr].size = sizes[s];
 				r[nr].mode = e;
-				r[nr].calls_s = call_rate(ep[e], sizes[s], calls);
+				r[nr].calls_s = e < 3 ? call_rate(ep[e], sizes[s], calls)
+				                      : raw_rate(m, sizes[s], calls);
 				r[nr].mb_s = r[nr].calls_s * (double)sizes[s] / 1e6;
 				nr++;
 			}
-			r[nr].size = sizes[s];
-			r[nr].mode = 3;
-			r[nr].calls_s = raw_rate(m, sizes[s], calls);
-			r[nr].mb_s = r[nr].calls_s * (double)sizes[s] / 1e6;
-			nr++;
+		}
+		if (part) {
+			die_if("fin", loco_rpc_call(ep[0], 2, loco_rpc_id("fin"), NULL, 0, TMO));
+			printf(
+			    "rpc-bench: provider %s, wait policy %s, %ld calls per rate (a part: "
+			    "no latencies, no JSON)\n",
+			    prov, wait, calls);
+			printf("%-6s %-10s %12s %10s\n", "size", "mode", "calls/s", "MB/s");
+			for (int i = 0; i < nr; i++)
+				printf("%-6zu %-10s %12.0f %10.2f\n", r[i].size,
+				       r[i].mode == 3 ? "raw WRITE" : mode_name[r[i].mode],
+				       r[i].calls_s, r[i].mb_s);
+			goto out;
 		}
 		lat_call_return(ep[0], iters, t);
 		median_p99(t, iters, &lat[0][0], &lat[0][1]);
@@ -443,6 +505,7 @@ int main(int argc, char **argv)
 			}
 		}
 	}
+out:
 	/* node 2 left its loop on "fin"; let node 1's last call land before leaving */
 	sleep(1);
 	for (int e = 0; e < 3; e++)
