@@ -145,8 +145,9 @@ static void ent_fill(struct keytab *kt, struct keytab_ent *e, uint32_t key, void
 
 /*
  * lookup_seq -- the slot holding @key, a copy of its entry in @out and
- * the seq it was read under (*@seq_out); -ENOENT when no slot does. A foreign key is searched for from its home
- * slot on, past other keys and removed slots, up to a slot never used.
+ * the seq it was read under (*@seq_out); -ENOENT when no slot does. A
+ * foreign key is searched for from its home slot on, past other keys and
+ * removed slots, up to a slot never used.
  */
 static int lookup_seq(const struct keytab *kt, uint32_t key, struct keytab_ent *out, uint32_t *slot,
                       uint32_t *seq_out)

@@ -114,18 +114,12 @@ void fab_refuse_log(struct fab_ratelog *rl, const char *prov, const struct fab_a
 void fab_copy_out(void *dst, const void *src, size_t len);
 
 /*
- * fab_copy_wide -- fab_copy_in() without a pause where @dst and @src are
- * both 8-byte aligned (else it is fab_copy_in()): in 16-byte blocks where
- * the CPU makes a 16-byte aligned access atomic (x86 with AVX), words
- * elsewhere. Every aligned word of @src is loaded whole, every aligned
- * word of @dst stored whole, in ascending order.
- */
-void fab_copy_wide(void *dst, const void *src, size_t len);
-
-/*
  * fab_copy_in -- @len bytes into memory others may be reading (@dst), in
  * ascending address order, aligned words of @dst with one 8-byte atomic
  * store each, @pause_ns between words (0: none). @src may be shared too.
+ * Without a pause, where both ends are 8-byte aligned, in 16-byte blocks
+ * where the CPU makes a 16-byte aligned access atomic (x86 with AVX):
+ * each aligned word is still loaded and stored whole.
  */
 void fab_copy_in(void *dst, const void *src, size_t len, uint64_t pause_ns);
 

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * wordcopy.c -- fab_copy_out(), fab_copy_in(), fab_copy_wide() and
- * fab_land_write() (liboco/fabric/wordcopy.c): every length and every
- * alignment of source and destination (the 16-byte blocks where both
- * line up, the words before and after them, the per-word path, with and
- * without a pause, the slow-write line shuffle) copies exactly the bytes
- * asked for and touches nothing around them.
+ * wordcopy.c -- fab_copy_out(), fab_copy_in() and fab_land_write()
+ * (liboco/fabric/wordcopy.c): every length and every alignment of source
+ * and destination (the 16-byte blocks where both line up, the words
+ * before and after them, the per-word path, with and without a pause,
+ * the slow-write line shuffle) copies exactly the bytes asked for and
+ * touches nothing around them.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -80,29 +80,32 @@ static void copy_out__every_alignment(void **state)
 			}
 }
 
-/* the blocks' head and tail: ends 8-byte aligned, 16-byte aligned or not, each length to 40 */
-static void copy_wide__word_offsets(void **state)
+/* copy_one -- @len bytes at @d from @s, in (fab_copy_in) or out, then check() */
+static void copy_one(int out, size_t d, size_t s, size_t len)
+{
+	fill();
+	if (out)
+		fab_copy_out(dst + GUARD + d, src + GUARD + s, len);
+	else
+		fab_copy_in(dst + GUARD + d, src + GUARD + s, len, 0);
+	check(d, s, len);
+}
+
+/*
+ * the 16-byte blocks' head and tail, in and out: both ends 8-byte aligned,
+ * 16-byte aligned or not, each length to 40 and the long ones
+ */
+static void copy_blocks__word_offsets(void **state)
 {
 	(void)state;
-	for (size_t d = 0; d < 32; d += 8)
-		for (size_t s = 0; s < 32; s += 8) {
-			for (size_t len = 0; len <= 40; len++) {
-				fill();
-				fab_copy_wide(dst + GUARD + d, src + GUARD + s, len);
-				check(d, s, len);
+	for (int out = 0; out < 2; out++)
+		for (size_t d = 0; d < 32; d += 8)
+			for (size_t s = 0; s < 32; s += 8) {
+				for (size_t len = 0; len <= 40; len++)
+					copy_one(out, d, s, len);
+				for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++)
+					copy_one(out, d, s, lens[k]);
 			}
-			for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
-				fill();
-				fab_copy_wide(dst + GUARD + d, src + GUARD + s, lens[k]);
-				check(d, s, lens[k]);
-			}
-		}
-	/* not 8-byte aligned: as fab_copy_in() */
-	for (size_t d = 1; d < 8; d += 3) {
-		fill();
-		fab_copy_wide(dst + GUARD + d, src + GUARD, 100);
-		check(d, 0, 100);
-	}
 }
 
 static void land_write__plain_and_shuffled(void **state)
@@ -125,7 +128,7 @@ int main(void)
 	    cmocka_unit_test(copy_in__every_alignment),
 	    cmocka_unit_test(copy_in__with_pause),
 	    cmocka_unit_test(copy_out__every_alignment),
-	    cmocka_unit_test(copy_wide__word_offsets),
+	    cmocka_unit_test(copy_blocks__word_offsets),
 	    cmocka_unit_test(land_write__plain_and_shuffled),
 	};
 

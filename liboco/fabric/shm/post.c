@@ -128,21 +128,14 @@ static int local_ok(struct shm_link *l, const struct fab_wr *wr, unsigned access
 }
 
 /*
- * land_write -- a WRITE's payload into the peer's memory: as
- * fab_land_write() (aligned words, each stored whole, ascending), straight
- * to fab_copy_wide() when both sides are 8-byte aligned and the slow knob
- * is off (the common case).
+ * land_write -- a WRITE's payload into the peer's memory (fab_land_write():
+ * aligned words stored whole, ascending, in 16-byte blocks where both
+ * ends line up; lines shuffled under the slow-write knob).
  */
 static void land_write(struct shm_link *l, uint8_t *dst, const uint8_t *src, size_t len)
 {
-	uint64_t slow = __atomic_load_n(&l->pfab->slow_ns, __ATOMIC_RELAXED);
-
-	if (slow != 0 || (((uintptr_t)dst | (uintptr_t)src) & 7) != 0) {
-		fab_land_write(slow, &l->rng, dst, src, len);
-		return;
-	}
-	fab_copy_wide(dst, src, len);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	fab_land_write(__atomic_load_n(&l->pfab->slow_ns, __ATOMIC_RELAXED), &l->rng, dst, src,
+	               len);
 }
 
 /* ring_room -- whether a record of @span bytes fits the peer's ring (with its pad). */
