@@ -14,7 +14,10 @@
  * which loco_sst_fetch() READs a peer's own row, and may be pushed
  * inline from the table (loco_sst_set_direct()), as LINE rows are: the
  * WRITE copies the word when posted, so it carries the row as stored at
- * the push call; the ring serves a link that copies less inline.
+ * the push call; the ring serves a link that copies less inline. Larger
+ * rows are tried inline each push, as an owned_var's larger values are
+ * (shm runs such a WRITE at post), and go through the ring where a link
+ * says -EMSGSIZE.
  *
  * Presence: a state byte per slot, set by the peer_join / peer_leave
  * callbacks on the progress thread. A row that leaves is zeroed, so a
@@ -59,7 +62,7 @@ struct loco_sst {
 	                   * state may be ROW_PRESENT (a set bit is checked against state) */
 	uint64_t version; /* of this node's last store */
 	int direct;       /* a word row pushed inline (loco_sst_set_direct) */
-	int inl;          /* a WORD or LINE row: inline from the table until a link refuses */
+	int inl;          /* pushes try inline (a WORD or LINE row: until a link refuses) */
 	struct value_codec codec;
 	struct value_stage stage;
 	int staged;
@@ -269,7 +272,7 @@ int loco_sst_create(loco_channel_t *ch, const char *name, size_t row_size, uint3
 		goto err_destroy_obj;
 	sst->staged = 1;
 	/* (the ring stays for a link that refuses) */
-	sst->inl = sst->codec.kind == VALUE_LINE || sst->codec.kind == VALUE_WORD;
+	sst->inl = 1;
 	sst_scan_peers(sst);
 	*out = sst;
 	return 0;
@@ -364,8 +367,9 @@ static int sst_slot(loco_sst_t *sst, unsigned need, unsigned *slot)
  * through *@slot (-1: none taken for this version yet; taken here, for
  * @need WRITEs (0: one to every other present row), and kept for the
  * caller's next pushes). A link that copies less than a line inline
- * turns the ring on for good for a LINE table; a direct table tries
- * inline again on the next push (its links may differ). Never straight
+ * turns the ring on for good for a LINE table; a direct table, and a
+ * larger row (inline only where it runs at post: shm), try inline again
+ * on the next push (its links may differ). Never straight
  * from the table: a WRITE that read the row when the fabric sent it
  * could carry a store made after the push call, and land before a WRITE
  * posted after it (sst-push-copy).
@@ -382,7 +386,8 @@ static int sst_push(loco_sst_t *sst, int *slot, unsigned need, const loco_rref_t
 		ret = value_push_inline(&sst->codec, sst->rows, off, rr, off, ack, &sst->ctr);
 		if (ret != -EMSGSIZE)
 			return ret;
-		sst->inl = 0;
+		if (sst->codec.kind != VALUE_HASH)
+			sst->inl = 0;
 	}
 	if (*slot < 0) {
 		ret = sst_slot(sst, need != 0 ? need : others(sst), &s);

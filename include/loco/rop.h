@@ -131,8 +131,11 @@ int loco_read(loco_region_t *local, size_t loff, const loco_rref_t *remote, size
  * before the completion. Returns as loco_write(); -EMSGSIZE when @len
  * exceeds what the fabric of the link to that node copies at post (256
  * bytes on tcp and shm; on verbs what the device takes inline), and then
- * nothing was posted: use loco_write() from a buffer that stays.
- * Appeared in loco 0.7.
+ * nothing was posted: use loco_write() from a buffer that stays. On shm a
+ * WRITE of any length is taken when it runs at post, that is when no
+ * earlier request waits on the link (it has landed when the call
+ * returns): above 256 bytes, -EMSGSIZE there means "not now". Appeared in
+ * loco 0.7.
  */
 int loco_write_inline(loco_region_t *local, size_t loff, const loco_rref_t *remote, size_t roff,
                       size_t len, loco_ack_key_t *ack);

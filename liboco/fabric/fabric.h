@@ -349,7 +349,9 @@ static inline int fab_post(struct fab_link *link, const struct fab_wr *wr, int n
  * -EWOULDBLOCK when it did not (another request waits before it, the link
  * is not up, or the provider never does): nothing happened, post it with
  * fab_post(); -EINVAL or -EMSGSIZE for a request fab_post() refuses (a provider that
- * never executes may say -EWOULDBLOCK: fab_post() refuses it then).
+ * never executes may say -EWOULDBLOCK: fab_post() refuses it then). An
+ * inline WRITE above attr.max_inline may execute here (nothing is left to
+ * copy once it ran); when it does not, fab_post() refuses it (-EMSGSIZE).
  * Requests keep their order: one runs now only when none waits on the link.
  * MT-safe per link.
  */

@@ -13,6 +13,10 @@
  * 2. Requests keep their order (shm): a SEND waits at A for a RECV at B;
  *    a WRITE behind it is refused (-EWOULDBLOCK) and leaves B alone; once
  *    B posts the RECV and the SEND completes, the next one executes.
+ * 2b. An inline WRITE above max_inline runs here when the provider
+ *    executes (nothing is left to copy), on a buffer overwritten at once;
+ *    refused (-EWOULDBLOCK) it is -EMSGSIZE at fab_post(), as it is behind
+ *    the waiting SEND of 2, and nothing lands.
  * 3. A request fab_post() refuses is refused here too (an inline READ:
  *    -EINVAL; -EWOULDBLOCK from a provider that never executes), with
  *    nothing done.
@@ -118,6 +122,42 @@ static void ops(void)
 	       t_provider());
 }
 
+/*
+ * big_inline -- an inline WRITE of 4 x max_inline bytes: executed now
+ * (shm), or refused here and by fab_post(); @queued: a SEND waits ahead
+ * of it, so it must not run now on any provider.
+ */
+static void big_inline(bool queued)
+{
+	uint32_t len = 4 * a->attr.max_inline;
+	uint8_t *src = t_alloc(len), *dst = (uint8_t *)bbuf + LEN / 2;
+	struct fab_wr wr =
+	    t_wr_rdma(FAB_OP_WRITE, 85, FAB_WR_INLINE, src, len, 0, (uintptr_t)dst, bmr->rkey);
+	int status = 12345, ret;
+
+	T_ASSERT(len <= LEN / 2);
+	memset(src, 0xa5, len);
+	memset(dst, 0, len);
+	ret = fab_post_now(la, &wr, &status);
+	if (ret == 0) {
+		T_ASSERT(ran > 0 && !queued); /* a provider that executes (ops()) */
+		memset(src, 0x11, len);       /* landed already: the buffer is free */
+		T_ASSERT_OK(status);
+		T_ASSERT(dst[0] == 0xa5 && dst[len - 1] == 0xa5);
+		T_ASSERT(memchr(dst, 0, len) == NULL);
+	} else {
+		T_ASSERT_ERR(ret, -EWOULDBLOCK);
+		T_ASSERT(ran == 0 || queued);
+		T_ASSERT_EQ(status, 12345);
+		T_ASSERT_ERR(fab_post(la, &wr, 1), -EMSGSIZE);
+		T_ASSERT_EQ(dst[0], 0);
+	}
+	T_EXPECT_NONE(a, 20);
+	t_free(src, len);
+	printf("post-now: an inline WRITE of %u bytes (max_inline %u)%s: %s: ok\n", len,
+	       a->attr.max_inline, queued ? " behind a SEND" : "", ret == 0 ? "ran" : "refused");
+}
+
 /* order -- shm: a WRITE behind a SEND waiting for its RECV is refused, then runs. */
 static void order(void)
 {
@@ -134,6 +174,7 @@ static void order(void)
 	               bmr->rkey);
 	T_ASSERT_ERR(fab_post_now(la, &wr, &status), -EWOULDBLOCK);
 	T_ASSERT_EQ(bbuf[40], 0);
+	big_inline(true);
 	T_ASSERT_OK(fab_post_recv(lb, &rw, 1));
 	T_EXPECT_WC(a, 60, FAB_OP_SEND, 0, TMO, NULL);
 	T_EXPECT_WC(b, 70, FAB_OP_RECV, 0, TMO, NULL);
@@ -228,6 +269,7 @@ int main(void)
 	t_pair(a, b, 1, 2, &la, &lb);
 
 	ops();
+	big_inline(false);
 	invalid();
 	if (ran > 0) {
 		order();

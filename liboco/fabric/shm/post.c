@@ -470,7 +470,9 @@ int shm_post(struct fab_link *link, const struct fab_wr *wr, int n)
  * shm_post_now -- fab_post_now(): WRITE, READ and the atomics execute here
  * when no request waits on the link (SEND and WRITE_IMM need a RECV at
  * the peer: they take the queue). No credit and no completion entry: the
- * caller learns the outcome from the return.
+ * caller learns the outcome from the return. An inline WRITE of any length
+ * runs here: its payload lands before the call returns, with no copy to
+ * keep; only a queued one is bounded by max_inline (shm_post()).
  */
 int shm_post_now(struct fab_link *link, const struct fab_wr *wr, int *status)
 {
@@ -479,7 +481,7 @@ int shm_post_now(struct fab_link *link, const struct fab_wr *wr, int *status)
 
 	if (wr == NULL || status == NULL)
 		return -EINVAL;
-	ret = fab_wr_check(wr, SHM_MAX_MSG, l->fab->base.attr.max_inline);
+	ret = fab_wr_check(wr, SHM_MAX_MSG, SHM_MAX_MSG);
 	if (ret)
 		return ret;
 	if (wr->opcode == FAB_OP_SEND || wr->opcode == FAB_OP_WRITE_IMM)
