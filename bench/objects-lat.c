@@ -7,9 +7,12 @@
  *
  * Node 1 measures; the other nodes hold replicas, look every millisecond
  * for node 1's go, then take part in the barrier rounds. Rows of the table, one per operation:
- *   owned_var push S:  store + push_broadcast(ack) + ack wait, S-byte value;
- *                      raw: loco_write of the encoded size to every peer
- *                      from registered memory + ack wait.
+ *   owned_var push S:  a new S-byte value (memset) + store +
+ *                      push_broadcast(ack) + ack wait;
+ *                      raw: a new value (memset of S bytes) in registered
+ *                      memory + loco_write of the encoded size to every
+ *                      peer from there + ack wait: both sides make the
+ *                      value they send.
  *   owned_var load S:  loco_owned_var_load() of a stable value;
  *                      raw: memcpy of the encoded size.
  *   sst push S:        store_mine + push_broadcast(ack) + ack wait;
@@ -50,6 +53,7 @@
 #define ENC_MAX   (16 + 4096)
 
 static const size_t sizes[NSIZES] = {8, 48, 4096};
+static const size_t data_off[NSIZES] = {0, 4, 16};        /* where the value is in its encoding */
 static const size_t enc_len[NSIZES] = {8, 64, 16 + 4096}; /* loco_owned_var(3) encodings */
 
 struct result {
@@ -147,6 +151,8 @@ static void sst_push(struct bench *b, int k)
 
 static void raw_push(struct bench *b, int k)
 {
+	/* the value, made where it is sent from, as the object's caller makes it in val */
+	memset((uint8_t *)loco_region_ptr(b->src) + data_off[k], (int)(++counter & 0xff), sizes[k]);
 	for (int i = 0; i < b->npeers; i++) {
 		loco_rref_t rr;
 
