@@ -32,7 +32,7 @@
 
 #include "bench.h"
 
-#define WARMUP  20
+#define WARMUP  200 /* rounds before the timed ones (bench/peers/mpi-rma warms up with 1000) */
 #define WAIT_NS (60ll * 1000000000)
 
 /* cpu_ns -- user and system CPU time of this process so far. */
@@ -145,8 +145,8 @@ int main(int argc, char **argv)
 		bench_die("idle barrier", ret);
 
 	printf(
-	    "wait-cpu: node %u policy %s nodes %u%s: %ld rounds: %.1f us/round wall, cpu "
-	    "%.1f us/round (user %.1f + sys %.1f); %s %.0f ms: cpu %.1f ms/s = %.1f %% of a core "
+	    "wait-cpu: node %u policy %s nodes %u%s: %ld rounds: %.2f us/round wall, cpu "
+	    "%.2f us/round (user %.2f + sys %.2f); %s %.0f ms: cpu %.1f ms/s = %.1f %% of a core "
 	    "(user %.1f + sys %.1f ms)\n",
 	    me, policy, nodes, ep != NULL ? " (+ idle trad rpc endpoint)" : "", rounds,
 	    (double)(t1 - t0) / 1e3 / (double)rounds,
