@@ -43,7 +43,7 @@ const struct lc_config_entry lc_config_table[] = {
      "how waits wait: adaptive (spin a window learnt from recent waits, 20-100 us, yielding "
      "while the host is oversubscribed, then sleep), spin (never sleep), sleep (spin 5 us, then "
      "sleep 50 us growing to 1 ms, 4 ms after 20 ms of waiting), block (as sleep, woken by "
-     "completions and the progress thread)"},
+     "completions and the progress thread; on tcp sleeping in the fabric as sleep does)"},
     {"LOCO_WAIT_WINDOW_US", NULL,
      "adaptive: spin this fixed window (1-1000 us) instead of the one learnt from recent "
      "waits"},

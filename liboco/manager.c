@@ -225,8 +225,9 @@ static int open_endpoints(loco_manager_t *m)
 	if (ret)
 		return ret;
 	lc_memlock_check(fab_uses_device(m->fab)); /* warns only when a verbs device pins memory */
-	if (lc_wait_policy(&m->wait) != LOCO_WAIT_BLOCK && fab_progress(m->fab, 0) != -EOPNOTSUPP) {
-		/* a software fabric: waiters do its work (block leaves it to its thread) */
+	if ((lc_wait_policy(&m->wait) != LOCO_WAIT_BLOCK || fab_block_drives(m->fab)) &&
+	    fab_progress(m->fab, 0) != -EOPNOTSUPP) {
+		/* a software fabric: waiters do its work (block leaves it to its thread, but on tcp) */
 		lc_wait_set_drive(&m->wait, drive_fn, m);
 	}
 	ret = fab_get_addr(m->fab, &fa);

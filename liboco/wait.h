@@ -40,7 +40,10 @@
  *          sleepers at once. On verbs a remote one-sided WRITE wakes
  *          nobody (the NIC writes memory behind the CPU's back), so the
  *          timeout (1 ms at most, the progress thread's poller period)
- *          bounds how late such a change is seen.
+ *          bounds how late such a change is seen. On tcp alone
+ *          (fab_block_drives()) block's sleeps are spent in the fabric,
+ *          as sleep's: a completion there reached a futex sleeper only
+ *          through the NIC thread and the progress thread.
  *
  * Thread safety: MT-safe. lc_wait_signal() is lock-free and cheap when no
  * one is blocked (one atomic add, one load).

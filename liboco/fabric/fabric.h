@@ -237,6 +237,18 @@ const char *const *fab_provider_names(void);
  */
 bool fab_uses_device(struct fab *fab);
 
+/*
+ * fab_block_drives -- whether a waiter of the block policy (LOCO_WAIT)
+ * should sleep in fab_progress() rather than on the core's event count:
+ * tcp, where a completion otherwise reaches a sleeper through the NIC
+ * thread, the core's progress thread and a futex wake (an 8 B WRITE +
+ * completion took 152 us under block, 47-66 us sleeping in the fabric).
+ * Not shm, whose peers' landings wake a futex sleeper at once (a barrier
+ * round of 2 nodes: 1.6 us on the futex, 11.5 us sleeping in the
+ * fabric), so not auto either; verbs has no progress. false for NULL.
+ */
+bool fab_block_drives(struct fab *fab);
+
 /* fab_attr_defaults -- fill zero fields of @attr with the defaults. */
 void fab_attr_defaults(struct fab_attr *attr);
 

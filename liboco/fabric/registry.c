@@ -36,6 +36,11 @@ bool fab_uses_device(struct fab *fab)
 	return fab != NULL && strcmp(fab->ops->name, "verbs") == 0;
 }
 
+bool fab_block_drives(struct fab *fab)
+{
+	return fab != NULL && strcmp(fab->ops->name, "tcp") == 0;
+}
+
 int fab_open(const char *name, const struct fab_attr *attr, struct fab **out)
 {
 	struct fab_attr a = {0};
