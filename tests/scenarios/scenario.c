@@ -560,7 +560,12 @@ void sc_sync_open(struct sc_sync *s, loco_manager_t *m, uint32_t nodes)
  * or a loaded host) is made again by the manager: the word is written
  * again, for up to 10 s. So is a post that found the link's send queue
  * full (-EAGAIN, "wait and retry": a test that floods the same link, as
- * rpc-storm does, under ASan). Any other error fails the test.
+ * rpc-storm does, under ASan). So is a peer whose region is not known
+ * (-ENOENT: the membership dropped it, and its copy of the channel is gone
+ * until it is back; lock-takeover-split-shm failed on that word once when
+ * a loaded CI host kept node 2 silent for 1 s and it was dropped, which
+ * the barrier's own wait below then reports by node). Any other error
+ * fails the test.
  */
 static void sync_push(struct sc_sync *s, size_t i)
 {
@@ -581,7 +586,7 @@ static void sync_push(struct sc_sync *s, size_t i)
 		if (ret == 0)
 			return;
 		if (ret != -ENOTCONN && ret != -ECANCELED && ret != -ECONNRESET &&
-		    ret != -EHOSTDOWN && ret != -EAGAIN)
+		    ret != -EHOSTDOWN && ret != -EAGAIN && ret != -ENOENT)
 			SC_FAIL("sc-sync: push: %s", loco_strerror(ret));
 		if (loco_channel_peers(s->ch, NULL, 0) < s->npeers)
 			return; /* a peer left the channel */
