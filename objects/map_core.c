@@ -175,9 +175,11 @@ int map_owns(const loco_map_t *map, uint64_t kh)
  * map_targets -- where this node, owning @kh, sends its writes: the other
  * nodes among the first `replicas` of the active nodes and of the paired
  * ones (a joiner gets the writes of the keys it will hold before it
- * serves). Returns how many, into @out.
+ * serves). Returns how many, into @out; and, when @owner is not NULL, the
+ * owner of @kh among the active nodes (map_owner_of()) in *@owner, 0 for
+ * none: the same ranking, not a second one.
  */
-unsigned map_targets(const loco_map_t *map, uint64_t kh, uint32_t *out)
+unsigned map_targets(const loco_map_t *map, uint64_t kh, uint32_t *out, uint32_t *owner)
 {
 	uint32_t a[LOCO_MAP_REPLICAS_MAX], p[LOCO_MAP_REPLICAS_MAX];
 	map_set_t sa, sp;
@@ -187,6 +189,8 @@ unsigned map_targets(const loco_map_t *map, uint64_t kh, uint32_t *out)
 	map_set_load(&map->present, &sp);
 	na = map_rank(map, kh, &sa, a, map->R);
 	np = map_rank(map, kh, &sp, p, map->R);
+	if (owner != NULL)
+		*owner = na > 0 ? a[0] : 0;
 
 	for (unsigned i = 0; i < na + np; i++) {
 		uint32_t id = i < na ? a[i] : p[i - na];
@@ -864,7 +868,7 @@ int map_forward(loco_map_t *map, const uint32_t *reps, unsigned n, const void *m
 int map_owner_op(loco_map_t *map, int op, uint64_t kh, const void *key, size_t klen,
                  uint64_t expect, const void *val, size_t vlen, uint64_t *ver)
 {
-	uint32_t reps[2 * LOCO_MAP_REPLICAS_MAX], i;
+	uint32_t reps[2 * LOCO_MAP_REPLICAS_MAX], i, owner;
 	uint64_t cur, nv;
 	unsigned n;
 	int ret, cur_del, del = op == OP_DEL;
@@ -873,9 +877,15 @@ int map_owner_op(loco_map_t *map, int op, uint64_t kh, const void *key, size_t k
 	pthread_mutex_lock(&map->lock);
 	map_drain(map);    /* keeps the logs short; cheap when they are empty */
 	map_absorbed(map); /* a key this node came to own: its former owner's writes first */
-	ret = map_owns(map, kh)
-	          ? 0
-	          : -EXDEV; /* checked under @lock: map_h_act changes the owners under it */
+	/*
+	 * Who owns the key and where its write goes, from one ranking (as
+	 * map_owns() and map_targets() would, each ranking the nodes again),
+	 * under @lock: map_h_act changes the owners under it. A joiner that
+	 * pairs after this gets the key from the copy thread, which waits for
+	 * the slot's busy mark below to clear (map_move.c).
+	 */
+	n = map_targets(map, kh, reps, &owner);
+	ret = !__atomic_load_n(&map->leaving, __ATOMIC_ACQUIRE) && owner == map->me ? 0 : -EXDEV;
 	if (ret == 0)
 		ret = slot_find(map, kh, key, klen, op != OP_DEL, &i);
 	if (ret == 0 && map->meta[i].busy)
@@ -896,7 +906,6 @@ int map_owner_op(loco_map_t *map, int op, uint64_t kh, const void *key, size_t k
 	map->meta[i].busy = 1;
 	pthread_mutex_unlock(&map->lock);
 
-	n = map_targets(map, kh, reps);
 	ret = 0;
 	if (n > 0)
 		ret = map_replicate(map, reps, n, nv, del, key, klen, val, del ? 0 : vlen);
@@ -927,8 +936,7 @@ int map_h_op(void *arg, const loco_rpc_msg_t *msg, void *ret, size_t cap, size_t
 	    msg->len != sizeof(h) + h.klen + h.vlen || h.op < OP_PUT || h.op > OP_CAS)
 		return -EINVAL;
 	kh = map_key_hash(p + sizeof(h), h.klen);
-	if (!map_owns(map, kh))
-		return MAP_NOT_OWNER;
+	/* map_owner_op() says -EXDEV when this node does not own it (under the map's lock) */
 	st = map_owner_op(map, h.op, kh, p + sizeof(h), h.klen, h.ver, p + sizeof(h) + h.klen,
 	                  h.vlen, &ver);
 	if (st == -EINPROGRESS)

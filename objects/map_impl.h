@@ -180,7 +180,7 @@ int map_set_empty(const map_set_t *s);
 uint64_t map_set_hash(const map_set_t *s);
 uint32_t map_owner_of(const loco_map_t *map, uint64_t kh);
 int map_owns(const loco_map_t *map, uint64_t kh);
-unsigned map_targets(const loco_map_t *map, uint64_t kh, uint32_t *out);
+unsigned map_targets(const loco_map_t *map, uint64_t kh, uint32_t *out, uint32_t *owner);
 uint8_t *map_slot_ptr(const loco_map_t *map, uint8_t *base, uint32_t i);
 int map_slot_check(const loco_map_t *map, const uint8_t *s);
 int map_slot_show(loco_map_t *map, uint32_t i, int on);

@@ -105,7 +105,7 @@ static int copy_all(loco_map_t *map, uint64_t epoch)
 		loco_waiter_reset(&w);
 		if (len == 0)
 			continue;
-		n = map_targets(map, kh, reps);
+		n = map_targets(map, kh, reps, NULL);
 		if (n > 0 && map_forward(map, reps, n, map->cbuf, len) == 0)
 			__atomic_add_fetch(&map->resync, n, __ATOMIC_RELAXED);
 	}
