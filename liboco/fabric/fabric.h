@@ -242,7 +242,7 @@ bool fab_uses_device(struct fab *fab);
  * should sleep in fab_progress() rather than on the core's event count:
  * tcp, where a completion otherwise reaches a sleeper through the NIC
  * thread, the core's progress thread and a futex wake (an 8 B WRITE +
- * completion took 152 us under block, 47-66 us sleeping in the fabric).
+ * completion took 149-162 us under block, 67-81 us sleeping in the fabric).
  * Not shm, whose peers' landings wake a futex sleeper at once (a barrier
  * round of 2 nodes: 1.6 us on the futex, 11.5 us sleeping in the
  * fabric), so not auto either; verbs has no progress. false for NULL.
