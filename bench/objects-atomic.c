@@ -381,6 +381,12 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	/* loco-run sets LOCO_NODES: say what is wrong now, not after a 20 s join */
+	if (getenv("LOCO_NODES") == NULL || atoi(getenv("LOCO_NODES")) != NODES) {
+		fprintf(stderr, "objects-atomic: run under loco-run -n %d (LOCO_NODES=%s)\n", NODES,
+		        getenv("LOCO_NODES") ? getenv("LOCO_NODES") : "unset");
+		return 2;
+	}
 	if (b.iters < 100)
 		b.iters = 100;
 	if (secs <= 0 || secs > 60)
