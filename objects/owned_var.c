@@ -11,7 +11,7 @@
  * that the source of a WRITE never changes in flight, and a slot is reused
  * only once its WRITEs completed: a push sends the value as stored at
  * the call, whatever is stored while it is in flight. An encoding of up
- * to OV_INLINE_MAX bytes skips the ring: its WRITEs copy it from the
+ * to VALUE_INLINE_MAX bytes skips the ring: its WRITEs copy it from the
  * master when posted (inline), until a link refuses that size
  * (-EMSGSIZE: a verbs device that copies less), and the ring serves from
  * then on (on shm a push of 8 B took 1.6x the WRITEs it is made of
@@ -39,9 +39,6 @@
 
 #include "obj_util.h"
 #include "value.h"
-
-/* the largest encoding every link copies at post (tcp, shm); a verbs device may copy less */
-#define OV_INLINE_MAX 256u
 
 struct loco_owned_var {
 	loco_object_t *obj;
@@ -198,9 +195,8 @@ static int ov_push(loco_owned_var_t *ov, int *slot, unsigned need, const loco_rr
 		ret = value_push_inline(&ov->codec, ov->val, 0, rr, 0, ack, &ov->ctr);
 		if (ret != -EMSGSIZE)
 			return ret;
-		if (ov->codec.enc_len <= OV_INLINE_MAX)
-			ov->inl = 0; /* a link that copies less: the ring from now on */
-		                     /* else not at post on this link, this time: the ring */
+		if (value_inline_refused_for_good(&ov->codec))
+			ov->inl = 0; /* else the ring this time only */
 	}
 	if (*slot < 0) {
 		ret = ov_slot(ov, need, &s);

@@ -366,10 +366,11 @@ static int sst_slot(loco_sst_t *sst, unsigned need, unsigned *slot)
  * a direct table, inline from the table (copied when posted), else
  * through *@slot (-1: none taken for this version yet; taken here, for
  * @need WRITEs (0: one to every other present row), and kept for the
- * caller's next pushes). A link that copies less than a line inline
- * turns the ring on for good for a LINE table; a direct table, and a
- * larger row (inline only where it runs at post: shm), try inline again
- * on the next push (its links may differ). Never straight
+ * caller's next pushes). A link that refuses a row every tcp and shm
+ * link copies (up to VALUE_INLINE_MAX encoded bytes) turns the ring on
+ * for good; a direct table, and a larger row (inline only where it runs
+ * at post: shm), try inline again on the next push (its links may
+ * differ). Never straight
  * from the table: a WRITE that read the row when the fabric sent it
  * could carry a store made after the push call, and land before a WRITE
  * posted after it (sst-push-copy).
@@ -386,8 +387,8 @@ static int sst_push(loco_sst_t *sst, int *slot, unsigned need, const loco_rref_t
 		ret = value_push_inline(&sst->codec, sst->rows, off, rr, off, ack, &sst->ctr);
 		if (ret != -EMSGSIZE)
 			return ret;
-		if (sst->codec.kind != VALUE_HASH)
-			sst->inl = 0;
+		if (value_inline_refused_for_good(&sst->codec))
+			sst->inl = 0; /* else the ring this time only */
 	}
 	if (*slot < 0) {
 		ret = sst_slot(sst, need != 0 ? need : others(sst), &s);

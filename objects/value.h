@@ -175,6 +175,21 @@ int value_push_inline(const struct value_codec *c, loco_region_t *mreg, size_t m
                       const loco_rref_t *rr, size_t roff, loco_ack_key_t *ack,
                       struct value_counters *ctr);
 
+/* the largest encoding every tcp and shm link copies at post (loco_write_inline(3)) */
+#define VALUE_INLINE_MAX 256u
+
+/*
+ * value_inline_refused_for_good -- after value_push_inline() said
+ * -EMSGSIZE: whether to push @c through the staging ring from now on (an
+ * encoding every tcp and shm link copies: this link copies less, as a
+ * verbs device may), or only this time (a larger one, which shm takes
+ * only when it runs at post, and tcp and verbs never).
+ */
+static inline int value_inline_refused_for_good(const struct value_codec *c)
+{
+	return c->enc_len <= VALUE_INLINE_MAX;
+}
+
 /* value_skip_peer -- whether a push error only means the peer is not (or no longer) there. */
 static inline int value_skip_peer(int err)
 {
